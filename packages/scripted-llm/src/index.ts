@@ -1,0 +1,14 @@
+export type {
+  ChatRequest,
+  DropReply,
+  ErrorReply,
+  Handler,
+  HangReply,
+  Reply,
+  ScriptedLlm,
+  TextReply,
+  ToolCallReply,
+  Usage,
+} from './types.js';
+export { startScriptedLlm } from './server.js';
+export { lastMessage, toolResults, userText } from './script-helpers.js';

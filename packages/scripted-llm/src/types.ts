@@ -1,0 +1,71 @@
+/** The body of a chat-completions request as the server received it. */
+export interface ChatRequest {
+  model: string;
+  messages: any[];
+  tools?: any[];
+  tool_choice?: unknown;
+  stream?: boolean;
+  stream_options?: { include_usage?: boolean };
+  response_format?: unknown;
+  [k: string]: unknown;
+}
+
+/** Token counts in the OpenAI `usage` shape. */
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+/** A plain assistant text answer. */
+export interface TextReply {
+  content: string;
+  tool_calls?: undefined;
+  usage?: Partial<Usage>;
+  delayMs?: number;
+  chunkDelayMs?: number;
+}
+
+/** An assistant answer that calls one or more tools (in parallel). */
+export interface ToolCallReply {
+  tool_calls: Array<{ id?: string; name: string; arguments: string | object }>;
+  content?: string | null;
+  usage?: Partial<Usage>;
+  delayMs?: number;
+  chunkDelayMs?: number;
+}
+
+/** An HTTP error answer with an OpenAI-style error body. */
+export interface ErrorReply {
+  error: { status: number; message?: string; type?: string; code?: string; headers?: Record<string, string> };
+  delayMs?: number;
+}
+
+/** Destroy the socket, before any byte or after `afterChunks` streamed chunks, to simulate a dropped connection. */
+export interface DropReply {
+  drop: true;
+  afterChunks?: number;
+}
+
+/** Never answer, until the client aborts or the server closes. */
+export interface HangReply {
+  hang: true;
+}
+
+/** What a handler tells the server to do with one request. */
+export type Reply = TextReply | ToolCallReply | ErrorReply | DropReply | HangReply;
+
+/** Decides the reply to each request; `callIndex` counts requests from 0 and `signal` aborts when the client goes away. */
+export type Handler = (req: ChatRequest, ctx: { callIndex: number; signal: AbortSignal }) => Reply | Promise<Reply>;
+
+/** A running scripted server. */
+export interface ScriptedLlm {
+  /** e.g. `http://127.0.0.1:PORT/v1`, ready for `new OpenAI({ baseURL })`. */
+  baseURL: string;
+  port: number;
+  /** Every chat request body received, in order (index = `callIndex`). */
+  requests: ChatRequest[];
+  setHandler(h: Handler): void;
+  setLatency(ms: number): void;
+  close(): Promise<void>;
+}

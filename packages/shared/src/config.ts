@@ -1,0 +1,70 @@
+import { z } from 'zod';
+import { ConfigError } from './errors.js';
+
+const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+const redisUrl = z
+  .string()
+  .default('redis://127.0.0.1:6379')
+  .refine((v) => /^rediss?:\/\//.test(v), 'must start with redis:// or rediss://');
+
+const boolString = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+/** Variables every service reads. */
+export const baseEnvSchema = z.object({
+  REDIS_URL: redisUrl,
+  QUEUE_PREFIX: z
+    .string()
+    .default('agentq')
+    .refine((v) => /^[A-Za-z0-9_.-]{1,64}$/.test(v), 'must be 1-64 of A-Z a-z 0-9 _ . - (no ":")'),
+  LOG_LEVEL: z.enum(logLevels).default('info'),
+  RUN_RETENTION_SECONDS: z.coerce.number().int().min(60).default(7 * 24 * 3600),
+});
+
+/** Variables of the workers that talk to the model and the tools. */
+export const workerEnvSchema = baseEnvSchema.extend({
+  OPENAI_BASE_URL: z.url().optional(),
+  OPENAI_API_KEY: z.string().optional(),
+  MODEL: z.string().min(1).optional(),
+  MCP_CONFIG: z.string().min(1).optional(),
+  WEBHOOK_SECRET: z.string().min(1).optional(),
+  WEBHOOK_ALLOW_PRIVATE: boolString.default(false),
+  AGENT_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(100),
+  TOOL_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(100),
+  TOOL_TIMEOUT_MS: z.coerce.number().int().min(1).default(60_000),
+  MODEL_TIMEOUT_MS: z.coerce.number().int().min(1).default(600_000),
+  TOOL_OUTPUT_MAX_BYTES: z.coerce.number().int().min(1024).default(100 * 1024),
+});
+
+export { boolString };
+
+/**
+ * Parses `env` with `schema`; every bad variable becomes one line of the thrown ConfigError
+ * (`NAME: what is wrong (got "value")`), so a service can refuse to start with a clear message.
+ */
+export function parseEnv<S extends z.ZodType>(schema: S, env: Record<string, string | undefined>): z.output<S> {
+  // Empty strings count as unset: `FOO= node main.js` should mean the default.
+  const cleaned: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined && v !== '') cleaned[k] = v;
+  const result = schema.safeParse(cleaned);
+  if (result.success) return result.data;
+  const problems = result.error.issues.map((issue) => {
+    const name = issue.path.map(String).join('.') || '(environment)';
+    const value = cleaned[name];
+    const secret = /KEY|SECRET|TOKEN|PASSWORD/.test(name);
+    const shown = value === undefined ? '' : secret ? ' (value hidden)' : ` (got ${JSON.stringify(value.slice(0, 80))})`;
+    return `${name}: ${issue.message}${shown}`;
+  });
+  throw new ConfigError(problems);
+}
+
+/** Prints a ConfigError as one line per problem and exits; anything else is rethrown. */
+export function exitOnConfigError(err: unknown, service: string): never {
+  if (err instanceof ConfigError) {
+    for (const p of err.problems) process.stderr.write(`${service}: invalid configuration: ${p}\n`);
+    process.exit(78);
+  }
+  throw err;
+}

@@ -1,0 +1,36 @@
+/** Base of every agentq error; `retryable` tells a worker whether another attempt can help. */
+export class AgentqError extends Error {
+  override readonly name: string;
+  constructor(
+    message: string,
+    readonly code: string,
+    readonly retryable: boolean,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** A fault another attempt may fix (a server unreachable, a 429, a dropped connection). */
+export class RetryableError extends AgentqError {
+  constructor(message: string, code = 'retryable', options?: { cause?: unknown; retryAfterMs?: number }) {
+    super(message, code, true, options);
+    this.retryAfterMs = options?.retryAfterMs;
+  }
+  readonly retryAfterMs?: number;
+}
+
+/** A fault no retry can fix (a bad request to the provider, invalid structured output). */
+export class FatalError extends AgentqError {
+  constructor(message: string, code = 'fatal', options?: { cause?: unknown }) {
+    super(message, code, false, options);
+  }
+}
+
+/** Bad configuration at start: the message is one line per bad variable, fit to print. */
+export class ConfigError extends AgentqError {
+  constructor(readonly problems: string[]) {
+    super(problems.join('\n'), 'config_invalid', false);
+  }
+}

@@ -1,0 +1,37 @@
+import type { JobsOptions } from 'bullmq';
+
+/** The queues of agentq, under `QUEUE_PREFIX`. */
+export const QUEUES = { agent: 'agent', tool: 'tool', webhook: 'webhook' } as const;
+export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
+
+/** Job ids derive from run ids so a re-delivered step can never be enqueued twice. */
+export const jobIds = {
+  agentTurn: (runId: string, depth: number) => `${runId}-t${depth}`,
+  toolCall: (runId: string, depth: number, index: number) => `${runId}-t${depth}-c${index}`,
+  webhook: (webhookId: string, type: string) => `${webhookId}-${type.replace(/\W/g, '_')}`,
+};
+
+/** Job names, which is what Bull Board shows: they say which run, depth and tool a job is. */
+export const jobNames = {
+  agentTurn: (runId: string, depth: number) => `${runId} · turn ${depth}`,
+  toolCall: (runId: string, depth: number, tool: string) => `${runId} · turn ${depth} · ${tool}`,
+  webhook: (runId: string, type: string) => `${runId} · ${type}`,
+};
+
+// Kept jobs, by age and count: removeOnComplete:true races with waitUntilFinished (see NOTES).
+const keep = { removeOnComplete: { age: 3600, count: 10_000 }, removeOnFail: { age: 7 * 24 * 3600 } } as const;
+
+/**
+ * Retry policy per job kind. Flow jobs do not get queue defaultJobOptions (bullmq #1148), so
+ * every add passes these explicitly.
+ */
+export const jobOptions = {
+  agentTurn: { attempts: 8, backoff: { type: 'exponential', delay: 1000, jitter: 0.5 }, ...keep } satisfies JobsOptions,
+  // ignoreDependencyOnFailure: a tool job that still fails (stalled too often) must release its
+  // parent turn instead of leaving it in waiting-children forever (bullmq #3362).
+  toolCall: { attempts: 4, backoff: { type: 'exponential', delay: 500, jitter: 0.5 }, ignoreDependencyOnFailure: true, ...keep } satisfies JobsOptions,
+  webhook: { attempts: 10, backoff: { type: 'webhook' }, ...keep } satisfies JobsOptions,
+};
+
+/** Worker lock settings: a killed worker's job is re-run within seconds, not BullMQ's minute. */
+export const workerLockOptions = { lockDuration: 15_000, stalledInterval: 5_000, maxStalledCount: 3 };

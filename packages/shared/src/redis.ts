@@ -1,0 +1,39 @@
+import { Redis, type RedisOptions } from 'ioredis';
+
+export type { Redis };
+
+/**
+ * A Redis connection. `blocking` connections (BullMQ workers, SSE readers) never give up on a
+ * command (`maxRetriesPerRequest: null`); request-path connections fail fast so the API can
+ * answer 503 instead of hanging while Redis is down.
+ */
+export function createRedis(url: string, opts: { blocking?: boolean; name?: string } & RedisOptions = {}): Redis {
+  const { blocking, ...rest } = opts;
+  const client = new Redis(url, {
+    maxRetriesPerRequest: blocking ? null : 1,
+    enableOfflineQueue: blocking ? true : false,
+    connectionName: opts.name,
+    // Reconnect forever with a capped backoff: Redis restarts must heal by themselves.
+    retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 6), 2000),
+    ...rest,
+  });
+  // Errors surface on commands; without a listener ioredis would print each reconnect attempt.
+  client.on('error', () => {});
+  return client;
+}
+
+/** Resolves when the connection is ready, or after `timeoutMs` (the caller goes on degraded). */
+export async function waitForReady(client: Redis, timeoutMs = 5000): Promise<boolean> {
+  if (client.status === 'ready') return true;
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      client.off('ready', onReady);
+      resolve(false);
+    }, timeoutMs);
+    const onReady = () => {
+      clearTimeout(timer);
+      resolve(true);
+    };
+    client.once('ready', onReady);
+  });
+}

@@ -1,0 +1,90 @@
+// Lua scripts of the run store. Each guards a write with a marker field so that a retried or
+// re-delivered job can never append a message or count usage twice.
+
+/**
+ * KEYS: run, messages, steps, then the run keys of every ancestor (for usage_total).
+ * ARGV: depth, assistant message JSON, step JSON, prompt, completion, total tokens.
+ * Returns the step already stored when this depth was committed before, 'terminal' when the
+ * run has ended meanwhile, or false when this call committed it.
+ */
+export const COMMIT_STEP = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 'missing' end
+local status = redis.call('HGET', KEYS[1], 'status')
+if status == 'completed' or status == 'failed' or status == 'cancelled' or status == 'incomplete' then
+  return 'terminal'
+end
+if redis.call('HSETNX', KEYS[1], 'm:a:' .. ARGV[1], 1) == 0 then
+  return redis.call('HGET', KEYS[3], ARGV[1])
+end
+redis.call('RPUSH', KEYS[2], ARGV[2])
+redis.call('HSET', KEYS[3], ARGV[1], ARGV[3])
+redis.call('HSET', KEYS[1], 'depth', ARGV[1])
+local fields = { 'prompt_tokens', 'completion_tokens', 'total_tokens' }
+for i, f in ipairs(fields) do
+  redis.call('HINCRBY', KEYS[1], 'u:' .. f, ARGV[3 + i])
+end
+redis.call('HINCRBY', KEYS[1], 'u:model_calls', 1)
+for k = 1, #KEYS do
+  if k == 1 or k >= 4 then
+    if k == 1 or redis.call('EXISTS', KEYS[k]) == 1 then
+      for i, f in ipairs(fields) do
+        redis.call('HINCRBY', KEYS[k], 'ut:' .. f, ARGV[3 + i])
+      end
+      redis.call('HINCRBY', KEYS[k], 'ut:model_calls', 1)
+    end
+  end
+end
+return false
+`;
+
+/**
+ * KEYS: run, messages, then the run keys of every ancestor. ARGV: depth of the step whose
+ * results these are, then the tool messages (JSON) in call order.
+ * Returns 1 if appended now, 0 if they were appended before or the run has ended.
+ */
+export const APPEND_TOOL_MESSAGES = `
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status or status == 'completed' or status == 'failed' or status == 'cancelled' or status == 'incomplete' then
+  return 0
+end
+if redis.call('HSETNX', KEYS[1], 'm:t:' .. ARGV[1], 1) == 0 then return 0 end
+local n = #ARGV - 1
+for i = 2, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
+redis.call('HINCRBY', KEYS[1], 'u:tool_calls', n)
+for k = 1, #KEYS do
+  if k ~= 2 and (k == 1 or redis.call('EXISTS', KEYS[k]) == 1) then
+    redis.call('HINCRBY', KEYS[k], 'ut:tool_calls', n)
+  end
+end
+return 1
+`;
+
+/**
+ * KEYS: run, events. ARGV: now (ISO), maxlen, event data JSON.
+ * queued → running; returns the new event id, or false if the run was not queued.
+ */
+export const START_RUN = `
+if redis.call('HGET', KEYS[1], 'status') ~= 'queued' then return false end
+redis.call('HSET', KEYS[1], 'status', 'running', 'started_at', ARGV[1])
+return redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', 'type', 'run.started', 'data', ARGV[3])
+`;
+
+/**
+ * KEYS: run, events, then every other key of the run (to expire). ARGV: retention seconds,
+ * maxlen, event type, status, stop_reason, completed_at, output, output_parsed, error, event data
+ * (JSON; the run object is added by the caller after). Returns 1 if this call ended the run.
+ */
+export const FINISH_RUN = `
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status or status == 'completed' or status == 'failed' or status == 'cancelled' or status == 'incomplete' then
+  return 0
+end
+redis.call('HSET', KEYS[1], 'status', ARGV[4], 'stop_reason', ARGV[5], 'completed_at', ARGV[6],
+  'output', ARGV[7], 'output_parsed', ARGV[8], 'error', ARGV[9])
+if redis.call('HEXISTS', KEYS[1], 'started_at') == 0 then
+  redis.call('HSET', KEYS[1], 'started_at', ARGV[6])
+end
+redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', 'type', ARGV[3], 'data', ARGV[10])
+for k = 1, #KEYS do redis.call('EXPIRE', KEYS[k], ARGV[1]) end
+return 1
+`;

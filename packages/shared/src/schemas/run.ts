@@ -1,0 +1,113 @@
+import { z } from 'zod';
+import { chatMessageSchema, type AssistantMessage } from './message.js';
+import type { Usage } from './usage.js';
+
+export const RUN_STATUSES = ['queued', 'running', 'completed', 'failed', 'cancelled', 'incomplete'] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
+export const TERMINAL_STATUSES: ReadonlySet<RunStatus> = new Set(['completed', 'failed', 'cancelled', 'incomplete']);
+export const isTerminal = (s: RunStatus) => TERMINAL_STATUSES.has(s);
+
+export const STOP_REASONS = ['stop', 'max_depth', 'max_total_tokens', 'timeout', 'cancelled', 'error'] as const;
+export type StopReason = (typeof STOP_REASONS)[number];
+export type BudgetName = 'max_depth' | 'max_total_tokens' | 'timeout';
+
+const toolGlob = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[A-Za-z0-9_*?.-]+$/, 'a tool name or glob: letters, digits, _ - . and the wildcards * ?');
+
+const responseFormatSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('text') }),
+  z.object({ type: z.literal('json_object') }),
+  z.object({
+    type: z.literal('json_schema'),
+    json_schema: z.looseObject({
+      name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, '1-64 of letters, digits, _ and -'),
+      schema: z.record(z.string(), z.unknown()).optional(),
+      strict: z.boolean().nullable().optional(),
+      description: z.string().optional(),
+    }),
+  }),
+]);
+export type ResponseFormat = z.infer<typeof responseFormatSchema>;
+
+const contextDocSchema = z.object({ name: z.string().min(1).max(256), text: z.string() });
+
+/** The body of `POST /v1/runs`. */
+export const createRunBodySchema = z
+  .strictObject({
+    input: z.string().min(1, 'must not be empty').optional(),
+    messages: z.array(chatMessageSchema).min(1, 'must hold at least one message').max(10_000).optional(),
+    instructions: z.string().optional(),
+    model: z.string().min(1).max(256).optional(),
+    tools: z.array(toolGlob).max(500).optional(),
+    max_depth: z.number().int().min(1).max(100).default(10),
+    max_total_tokens: z.number().int().min(1).optional(),
+    timeout_ms: z.number().int().min(1).max(7 * 24 * 3600 * 1000).optional(),
+    on_budget_exhausted: z.enum(['final_answer', 'stop']).default('final_answer'),
+    subagents: z
+      .strictObject({
+        enabled: z.boolean().default(false),
+        max_nesting: z.number().int().min(1).max(10).default(3),
+        max_batch: z.number().int().min(1).max(100).default(10),
+      })
+      .optional(),
+    response_format: responseFormatSchema.optional(),
+    context: z.union([z.string(), z.array(contextDocSchema).min(1).max(1000)]).optional(),
+    webhook: z.strictObject({ url: z.url({ protocol: /^https?$/ }), secret: z.string().min(1).optional() }).optional(),
+    metadata: z.record(z.string(), z.unknown()).optional(),
+  })
+  .superRefine((body, ctx) => {
+    if (body.input === undefined && body.messages === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['input'], message: 'give either "input" (a string) or "messages" (OpenAI chat messages)' });
+    }
+    if (body.input !== undefined && body.messages !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['messages'], message: 'give "input" or "messages", not both' });
+    }
+  });
+export type CreateRunBody = z.infer<typeof createRunBodySchema>;
+
+/** What a worker needs to know of a run: fixed at creation, stored once. */
+export interface RunSpec {
+  model: string;
+  instructions?: string;
+  tools?: string[];
+  max_depth: number;
+  max_total_tokens?: number;
+  timeout_ms?: number;
+  on_budget_exhausted: 'final_answer' | 'stop';
+  subagents?: { enabled: boolean; max_nesting: number; max_batch: number };
+  response_format?: ResponseFormat;
+  webhook?: { url: string; secret?: string };
+  metadata: Record<string, unknown>;
+  has_context?: boolean;
+  /** Run ids from the root down to the parent (empty for a root run). */
+  ancestors: string[];
+  /** Nesting level: 0 for a root run. */
+  nesting: number;
+}
+
+/** The run object of the public API. */
+export interface RunObject {
+  id: string;
+  object: 'run';
+  status: RunStatus;
+  stop_reason: StopReason | null;
+  model: string;
+  depth: number;
+  max_depth: number;
+  parent_run_id: string | null;
+  root_run_id: string;
+  output: AssistantMessage | null;
+  output_parsed: unknown;
+  error: { code: string; message: string } | null;
+  usage: Usage;
+  usage_total: Usage;
+  metadata: Record<string, unknown>;
+  created_at: string;
+  started_at: string | null;
+  completed_at: string | null;
+}
+
+export { responseFormatSchema, chatMessageSchema };

@@ -1,0 +1,172 @@
+import type { FlowProducer, Job, Queue } from 'bullmq';
+import type OpenAI from 'openai';
+import {
+  agentTurnJobSchema,
+  AgentqError,
+  isTerminal,
+  type ChatMessage,
+  type Logger,
+  type RunState,
+  type RunStore,
+  type StepRecord,
+  type ToolCatalogEntry,
+} from '@agentq/shared';
+import { exhaustedBudget } from './budgets.js';
+import { decideNext, planStep } from './decide-next.js';
+import { DeltaBuffer } from './delta-buffer.js';
+import { fanOut } from './fan-out.js';
+import { finishRun } from './finish-run.js';
+import { callModel } from './model-step.js';
+import { parseStructuredOutput } from './structured-output.js';
+import { offeredTools } from './tool-offer.js';
+
+/** What the agent-turn processor works with; tests build it against a real Redis. */
+export interface AgentTurnDeps {
+  store: RunStore;
+  flow: FlowProducer;
+  openai: OpenAI;
+  logger: Logger;
+  webhookQueue?: Queue;
+  /** The tool catalog, cached by the caller. */
+  tools: () => Promise<ToolCatalogEntry[]>;
+  modelTimeoutMs: number;
+}
+
+/** The tool messages of a finished round, in the order of the assistant's `tool_calls`. */
+export function toolMessagesInCallOrder(prev: StepRecord, results: Map<number, { output: string }>): ChatMessage[] {
+  return (prev.message.tool_calls ?? []).map((tc, i) => ({
+    role: 'tool' as const,
+    tool_call_id: tc.id,
+    content: results.get(i)?.output ?? `Error executing ${tc.function.name}: the tool call failed and no result was recorded`,
+  }));
+}
+
+/** Runs ONE model step of a run: the heart of the durable loop. */
+export async function processAgentTurn(job: Job, deps: AgentTurnDeps, signal?: AbortSignal): Promise<unknown> {
+  const { runId, depth } = agentTurnJobSchema.parse(job.data);
+  const log = deps.logger.child({ run_id: runId, job_id: job.id, depth });
+  const turn = await deps.store.loadTurn(runId, depth);
+  if (!turn) {
+    log.warn('run not found (expired or deleted); dropping the turn');
+    return { skipped: 'missing' };
+  }
+  const { run } = turn;
+  if (isTerminal(run.status)) return { skipped: run.status };
+  let messages = turn.messages;
+
+  if (depth > 0 && !turn.toolMessagesAppended && turn.prevStep) {
+    const toolMessages = toolMessagesInCallOrder(turn.prevStep, turn.toolResults);
+    if (await deps.store.appendToolMessages(run, depth - 1, toolMessages)) messages.push(...toolMessages);
+    else {
+      // Another delivery of this turn appended them first, or the run ended: read again.
+      const again = await deps.store.loadTurn(runId, depth);
+      if (!again || isTerminal(again.run.status)) return { skipped: again?.run.status ?? 'missing' };
+      messages = again.messages;
+    }
+  }
+  if (run.status === 'queued') await deps.store.startRun(runId);
+
+  try {
+    return await runStep(job, deps, run, depth, messages, turn.step, log, signal);
+  } catch (err) {
+    // Fatal errors end the run now; anything else (provider faults, a Redis blip) is retried.
+    const final = (err instanceof AgentqError && !err.retryable) || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+    if (signal?.aborted) throw err;
+    if (!final) {
+      log.warn({ err: (err as Error).message, attempt: job.attemptsMade + 1 }, 'model step failed; will retry');
+      throw err;
+    }
+    const code = err instanceof AgentqError ? err.code : 'internal_error';
+    const message = err instanceof AgentqError ? err.message : `internal error in the agent worker: ${(err as Error).message}`;
+    log.error({ err }, 'model step failed for good; the run fails');
+    await finishRun(deps, runId, { status: 'failed', stopReason: 'error', error: { code, message } }, Boolean(run.spec.webhook));
+    return { failed: code };
+  }
+}
+
+async function runStep(
+  job: Job,
+  deps: AgentTurnDeps,
+  run: RunState,
+  depth: number,
+  messages: ChatMessage[],
+  committed: StepRecord | null,
+  log: Logger,
+  signal?: AbortSignal,
+) {
+  const { spec } = run;
+  const tools = offeredTools(await deps.tools(), spec.tools);
+  const budget = exhaustedBudget(spec, {
+    depth,
+    treeTokens: run.usageTotal.total_tokens,
+    createdAtMs: Date.parse(run.createdAt),
+    nowMs: Date.now(),
+  });
+  const plan = planStep(spec, budget, tools.length > 0);
+  const hasWebhook = Boolean(spec.webhook);
+
+  if (plan.kind === 'stop') {
+    await finishRun(deps, run.id, { status: 'incomplete', stopReason: plan.budget }, hasWebhook);
+    return { outcome: 'budget_exhausted', budget: plan.budget };
+  }
+
+  let step = committed;
+  if (!step) {
+    const startedAt = new Date().toISOString();
+    await deps.store.appendEvent(run.id, 'step.started', { depth, model: spec.model, tools_disabled: plan.toolChoice === 'none' });
+    const deltas = new DeltaBuffer((text) => void deps.store.appendEvent(run.id, 'message.delta', { depth, text }).catch(() => {}));
+    const response = await callModel(deps.openai, {
+      model: spec.model,
+      messages,
+      tools,
+      toolChoice: plan.toolChoice,
+      responseFormat: spec.response_format,
+      signal,
+      timeoutMs: deps.modelTimeoutMs,
+      onDelta: (t) => deltas.push(t),
+    });
+    deltas.flush();
+    const record: StepRecord = {
+      depth,
+      status: 'completed',
+      model: spec.model,
+      usage: response.usage,
+      started_at: startedAt,
+      completed_at: new Date().toISOString(),
+      message: response.message,
+      ...(plan.budget && plan.toolChoice !== 'auto' ? { budget: plan.budget } : {}),
+    };
+    step = await deps.store.commitStep(run, record);
+    if (!step) return { skipped: 'ended during the step' };
+    await deps.store.appendEvent(run.id, 'step.completed', {
+      depth,
+      usage: step.usage,
+      finish_reason: response.finishReason,
+      tool_calls: (step.message.tool_calls ?? []).map((t) => ({ id: t.id, name: t.function.name })),
+    });
+    log.debug({ usage: step.usage, tool_calls: step.message.tool_calls?.length ?? 0 }, 'model step done');
+  }
+
+  const outcome = decideNext(plan, step.message);
+  switch (outcome.kind) {
+    case 'tool_calls':
+      await fanOut(deps.flow, run.id, depth, outcome.toolCalls);
+      return { outcome: 'tool_calls', count: outcome.toolCalls.length };
+    case 'budget_exhausted':
+      await finishRun(deps, run.id, { status: 'incomplete', stopReason: outcome.budget, output: step.message }, hasWebhook);
+      return { outcome: 'budget_exhausted', budget: outcome.budget };
+    case 'final_answer': {
+      const output = { role: 'assistant' as const, content: step.message.content ?? '', ...(step.message.refusal ? { refusal: step.message.refusal } : {}) };
+      let outputParsed: unknown;
+      try {
+        outputParsed = parseStructuredOutput(spec.response_format, step.message.content);
+      } catch (err) {
+        const e = err as AgentqError;
+        await finishRun(deps, run.id, { status: 'failed', stopReason: 'error', output, error: { code: e.code, message: e.message } }, hasWebhook);
+        return { outcome: 'failed', code: e.code };
+      }
+      await finishRun(deps, run.id, { status: 'completed', stopReason: outcome.stopReason, output, outputParsed }, hasWebhook);
+      return { outcome: 'final_answer' };
+    }
+  }
+}

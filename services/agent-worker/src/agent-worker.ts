@@ -1,0 +1,48 @@
+import { FlowProducer, Queue, Worker } from 'bullmq';
+import OpenAI from 'openai';
+import { createRedis, QUEUES, RunStore, workerLockOptions, type Logger, type ToolCatalogEntry } from '@agentq/shared';
+import { processAgentTurn } from './agent-turn-processor.js';
+import type { AgentWorkerConfig } from './config.js';
+
+/** A running agent-worker: its BullMQ worker and what it holds open. */
+export interface AgentWorkerHandle {
+  worker: Worker;
+  close(): Promise<void>;
+}
+
+/** Starts an agent-worker on the agent queue (one model step per job). */
+export async function startAgentWorker(cfg: AgentWorkerConfig, logger: Logger): Promise<AgentWorkerHandle> {
+  const storeRedis = createRedis(cfg.REDIS_URL, { name: 'agentq-agent-store', blocking: true });
+  const queueRedis = createRedis(cfg.REDIS_URL, { name: 'agentq-agent-queue', blocking: true });
+  const store = new RunStore({ redis: storeRedis, prefix: cfg.QUEUE_PREFIX, retentionSeconds: cfg.RUN_RETENTION_SECONDS });
+  const flow = new FlowProducer({ connection: queueRedis, prefix: cfg.QUEUE_PREFIX });
+  const webhookQueue = new Queue(QUEUES.webhook, { connection: queueRedis, prefix: cfg.QUEUE_PREFIX });
+  // BullMQ retries model faults (with backoff, without holding a worker slot); the SDK must not also.
+  const openai = new OpenAI({ baseURL: cfg.OPENAI_BASE_URL, apiKey: cfg.OPENAI_API_KEY ?? 'unset', maxRetries: 0 });
+
+  let catalog: { at: number; tools: ToolCatalogEntry[] } | null = null;
+  const tools = async () => {
+    if (!catalog || Date.now() - catalog.at > 2000) catalog = { at: Date.now(), tools: await store.getToolCatalog() };
+    return catalog.tools;
+  };
+
+  const deps = { store, flow, openai, logger, webhookQueue, tools, modelTimeoutMs: cfg.MODEL_TIMEOUT_MS };
+  const worker = new Worker(QUEUES.agent, (job, _token, signal) => processAgentTurn(job, deps, signal), {
+    connection: createRedis(cfg.REDIS_URL, { name: 'agentq-agent-worker', blocking: true }),
+    prefix: cfg.QUEUE_PREFIX,
+    concurrency: cfg.AGENT_CONCURRENCY,
+    ...workerLockOptions,
+  });
+  worker.on('error', (err) => logger.error({ err: err.message }, 'agent worker error'));
+  worker.on('failed', (job, err) => logger.warn({ job_id: job?.id, err: err.message }, 'agent turn attempt failed'));
+  await worker.waitUntilReady();
+  logger.info({ queue: QUEUES.agent, concurrency: cfg.AGENT_CONCURRENCY }, 'agent-worker started');
+
+  return {
+    worker,
+    async close() {
+      const steps = [() => worker.close(), () => flow.close(), () => webhookQueue.close(), async () => storeRedis.quit(), async () => queueRedis.quit()];
+      for (const s of steps) await s().catch((err: Error) => logger.warn({ err: err.message }, 'error while closing'));
+    },
+  };
+}

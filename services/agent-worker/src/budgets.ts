@@ -1,0 +1,21 @@
+import type { BudgetName, RunSpec } from '@agentq/shared';
+
+/** What the budgets look at, before a model step. */
+export interface BudgetInput {
+  depth: number;
+  /** Tokens used so far by the whole run tree this run belongs to (its usage_total). */
+  treeTokens: number;
+  createdAtMs: number;
+  nowMs: number;
+}
+
+/**
+ * The budget that is used up before this step, or null. Checked in this order because a
+ * passed deadline ends the run whatever else is left.
+ */
+export function exhaustedBudget(spec: Pick<RunSpec, 'max_depth' | 'max_total_tokens' | 'timeout_ms'>, b: BudgetInput): BudgetName | null {
+  if (spec.timeout_ms !== undefined && b.nowMs >= b.createdAtMs + spec.timeout_ms) return 'timeout';
+  if (spec.max_total_tokens !== undefined && b.treeTokens >= spec.max_total_tokens) return 'max_total_tokens';
+  if (b.depth >= spec.max_depth) return 'max_depth';
+  return null;
+}

@@ -1,0 +1,27 @@
+import type { FlowProducer } from 'bullmq';
+import { QUEUES, jobIds, jobNames, jobOptions, type AgentTurnJob, type ToolCall, type ToolCallJob } from '@agentq/shared';
+
+/**
+ * Adds one flow for a step's tool calls: the next turn is the parent, one tool job per call
+ * its children. BullMQ keeps the parent in waiting-children until the last child ends, so the
+ * next model step starts only when every result is in. Ids derive from run and depth, so a
+ * step that is redone adds nothing twice.
+ */
+export async function fanOut(flow: FlowProducer, runId: string, depth: number, toolCalls: ToolCall[]): Promise<void> {
+  const next: AgentTurnJob = { runId, depth: depth + 1 };
+  await flow.add({
+    name: jobNames.agentTurn(runId, depth + 1),
+    queueName: QUEUES.agent,
+    data: next,
+    opts: { ...jobOptions.agentTurn, jobId: jobIds.agentTurn(runId, depth + 1) },
+    children: toolCalls.map((tc, index) => {
+      const data: ToolCallJob = { runId, depth, index, toolCallId: tc.id, name: tc.function.name, arguments: tc.function.arguments };
+      return {
+        name: jobNames.toolCall(runId, depth, tc.function.name),
+        queueName: QUEUES.tool,
+        data,
+        opts: { ...jobOptions.toolCall, jobId: jobIds.toolCall(runId, depth, index) },
+      };
+    }),
+  });
+}

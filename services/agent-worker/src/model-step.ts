@@ -1,0 +1,122 @@
+import OpenAI from 'openai';
+import type { AssistantMessage, ChatMessage, ResponseFormat, ToolCall } from '@agentq/shared';
+import { FatalError, RetryableError } from '@agentq/shared';
+
+/** One model request: the transcript, and how tools are offered. */
+export interface ModelRequest {
+  model: string;
+  messages: ChatMessage[];
+  tools: Array<{ type: 'function'; function: { name: string; description: string; parameters: Record<string, unknown> } }>;
+  toolChoice: 'auto' | 'none' | 'absent';
+  responseFormat?: ResponseFormat;
+  signal?: AbortSignal;
+  timeoutMs: number;
+  /** Called with each piece of text as it streams in. */
+  onDelta?: (text: string) => void;
+}
+
+export interface ModelResponse {
+  message: AssistantMessage;
+  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+  finishReason: string | null;
+}
+
+/**
+ * Makes one streamed chat-completions call and assembles the assistant message from its
+ * deltas (text and tool calls, whose arguments arrive in pieces keyed by `index`).
+ * Provider faults become RetryableError (429, 5xx, timeouts, dropped connections) or
+ * FatalError (a request no retry can fix).
+ */
+export async function callModel(client: OpenAI, req: ModelRequest): Promise<ModelResponse> {
+  const params: Record<string, unknown> = {
+    model: req.model,
+    messages: req.messages,
+    stream: true,
+    stream_options: { include_usage: true },
+  };
+  if (req.toolChoice !== 'absent' && req.tools.length > 0) {
+    params.tools = req.tools;
+    params.tool_choice = req.toolChoice;
+  }
+  if (req.responseFormat) params.response_format = req.responseFormat;
+
+  let content = '';
+  let refusal: string | null = null;
+  const calls: Array<{ id: string; name: string; arguments: string }> = [];
+  let usage: ModelResponse['usage'] | null = null;
+  let finishReason: string | null = null;
+  try {
+    const stream = (await client.chat.completions.create(params as any, { signal: req.signal, timeout: req.timeoutMs })) as unknown as AsyncIterable<OpenAI.Chat.Completions.ChatCompletionChunk>;
+    for await (const chunk of stream) {
+      if (chunk.usage) usage = { prompt_tokens: chunk.usage.prompt_tokens, completion_tokens: chunk.usage.completion_tokens, total_tokens: chunk.usage.total_tokens };
+      const choice = chunk.choices?.[0];
+      if (!choice) continue;
+      const d = choice.delta ?? {};
+      if (d.content) {
+        content += d.content;
+        req.onDelta?.(d.content);
+      }
+      if (d.refusal) refusal = (refusal ?? '') + d.refusal;
+      for (const tc of d.tool_calls ?? []) {
+        const slot = (calls[tc.index] ??= { id: '', name: '', arguments: '' });
+        if (tc.id) slot.id = tc.id;
+        if (tc.function?.name) slot.name += tc.function.name;
+        if (tc.function?.arguments) slot.arguments += tc.function.arguments;
+      }
+      if (choice.finish_reason) finishReason = choice.finish_reason;
+    }
+  } catch (err) {
+    throw classifyProviderError(err);
+  }
+
+  const toolCalls: ToolCall[] = calls
+    .filter((c) => c && c.name)
+    .map((c, i) => ({ id: c.id || `call_${i}`, type: 'function' as const, function: { name: c.name, arguments: c.arguments } }));
+  const message: AssistantMessage = { role: 'assistant', content: content === '' && toolCalls.length ? null : content };
+  // A model that asks for tools it was not offered (or that were disabled) gets no tool round.
+  if (toolCalls.length && req.toolChoice === 'auto') message.tool_calls = toolCalls;
+  if (refusal) message.refusal = refusal;
+  return {
+    message,
+    usage: usage ?? estimateUsage(req.messages, content, toolCalls),
+    finishReason,
+  };
+}
+
+// Providers that do not report usage on streams still get counted, roughly (4 chars a token).
+function estimateUsage(messages: ChatMessage[], content: string, calls: ToolCall[]) {
+  const prompt = Math.ceil(JSON.stringify(messages).length / 4);
+  const completion = Math.ceil((content.length + JSON.stringify(calls).length) / 4);
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+}
+
+function retryAfterMs(headers: Headers | undefined): number | undefined {
+  const ms = headers?.get?.('retry-after-ms');
+  if (ms && Number.isFinite(Number(ms))) return Number(ms);
+  const s = headers?.get?.('retry-after');
+  if (!s) return undefined;
+  if (Number.isFinite(Number(s))) return Number(s) * 1000;
+  const at = Date.parse(s);
+  return Number.isFinite(at) ? Math.max(0, at - Date.now()) : undefined;
+}
+
+/** Maps an `openai` SDK error to a retryable or fatal agentq error. */
+export function classifyProviderError(err: unknown): Error {
+  if (err instanceof OpenAI.APIUserAbortError) return err;
+  if (err instanceof OpenAI.APIConnectionTimeoutError) return new RetryableError(`model request timed out`, 'model_timeout', { cause: err });
+  if (err instanceof OpenAI.APIConnectionError) return new RetryableError(`model endpoint unreachable: ${err.message}`, 'model_unreachable', { cause: err });
+  if (err instanceof OpenAI.APIError) {
+    const status = err.status;
+    const detail = err.message;
+    if (status === 429) return new RetryableError(`model rate limited (429): ${detail}`, 'model_rate_limited', { cause: err, retryAfterMs: retryAfterMs(err.headers) });
+    if (status === 408 || status === 409 || (status !== undefined && status >= 500))
+      return new RetryableError(`model endpoint error (${status}): ${detail}`, 'model_unavailable', { cause: err, retryAfterMs: retryAfterMs(err.headers) });
+    if (status === 401 || status === 403) return new FatalError(`the model endpoint refused the credentials (${status}): ${detail}`, 'model_auth_failed', { cause: err });
+    if (status === 404) return new FatalError(`the model endpoint does not know this model or path (404): ${detail}`, 'model_not_found', { cause: err });
+    const code = /context|maximum.*tokens|too long/i.test(detail) ? 'context_length_exceeded' : 'model_bad_request';
+    return new FatalError(`the model endpoint rejected the request (${status}): ${detail}`, code, { cause: err });
+  }
+  if (err instanceof Error && /terminated|socket|ECONNRESET|premature|aborted/i.test(err.message))
+    return new RetryableError(`model stream broke off: ${err.message}`, 'model_stream_interrupted', { cause: err });
+  return err instanceof Error ? err : new Error(String(err));
+}

@@ -1,0 +1,51 @@
+import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import type { Queue } from 'bullmq';
+import type { Logger, Redis, RunStore } from '@agentq/shared';
+import { bearerAuth } from './auth.js';
+import { dashboard, DASHBOARD_PATH } from './dashboard.js';
+import { errorBody, HttpError, onError } from './http-error.js';
+import { healthRoutes } from './routes/health.js';
+import { runsRoutes } from './routes/runs.js';
+import { toolsRoutes } from './routes/tools.js';
+
+export interface AppDeps {
+  store: RunStore;
+  redis: Redis;
+  agentQueue: Queue;
+  /** Every queue, for the dashboard. */
+  queues: Queue[];
+  logger: Logger;
+  apiKeys: string[];
+  defaultModel?: string;
+  limits: { maxBodyBytes: number; maxInputBytes: number; maxContextBytes: number };
+}
+
+/** The HTTP API as a Hono app (tests drive it with `app.request()`). */
+export function createApp(deps: AppDeps) {
+  const app = new Hono<{ Variables: { owner: string } }>();
+  app.onError(onError(deps.logger));
+  app.notFound((c) => c.json(errorBody('not_found', `no route ${c.req.method} ${c.req.path.slice(0, 200)}`), 404));
+
+  app.route('/', healthRoutes({ redis: deps.redis }));
+
+  const auth = bearerAuth(deps.apiKeys);
+  app.use('/v1/*', auth);
+  app.use(`${DASHBOARD_PATH}/*`, auth);
+  app.use(`${DASHBOARD_PATH}`, auth);
+  app.use(
+    '/v1/*',
+    bodyLimit({
+      maxSize: deps.limits.maxBodyBytes,
+      onError: () => {
+        throw new HttpError(413, 'payload_too_large', `the request body is larger than ${deps.limits.maxBodyBytes} bytes`);
+      },
+    }),
+  );
+
+  app.route('/v1/runs', runsRoutes({ store: deps.store, agentQueue: deps.agentQueue, logger: deps.logger, limits: deps.limits, defaultModel: deps.defaultModel }));
+  app.route('/v1/tools', toolsRoutes({ store: deps.store }));
+  app.get(DASHBOARD_PATH, (c) => c.redirect(`${DASHBOARD_PATH}/`));
+  app.route(DASHBOARD_PATH, dashboard(deps.queues));
+  return app;
+}

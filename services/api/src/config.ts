@@ -1,0 +1,26 @@
+import { z } from 'zod';
+import { baseEnvSchema, boolString, parseEnv } from '@agentq/shared';
+
+export const apiEnvSchema = baseEnvSchema.extend({
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  HOST: z.string().default('0.0.0.0'),
+  MODEL: z.string().min(1).optional(),
+  API_KEYS: z
+    .string()
+    .optional()
+    .transform((v) => (v ? v.split(',').map((k) => k.trim()).filter(Boolean) : []))
+    .refine((keys) => keys.every((k) => k.length >= 8), 'every key must be at least 8 characters'),
+  WEBHOOK_SECRET: z.string().min(1).optional(),
+  WEBHOOK_ALLOW_PRIVATE: boolString.default(false),
+  /** The whole request body. */
+  MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(34 * 1024 * 1024),
+  /** `input`, `messages` and `instructions` together. */
+  MAX_INPUT_BYTES: z.coerce.number().int().min(1024).default(1024 * 1024),
+  MAX_CONTEXT_BYTES: z.coerce.number().int().min(1024).default(32 * 1024 * 1024),
+});
+
+/** The API's configuration, from the environment; throws ConfigError. */
+export function loadApiConfig(env: Record<string, string | undefined> = process.env) {
+  return parseEnv(apiEnvSchema, env);
+}
+export type ApiConfig = ReturnType<typeof loadApiConfig>;

@@ -1,0 +1,38 @@
+import type { Context } from 'hono';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import type { Logger } from '@agentq/shared';
+
+/** An error with the status and code the client gets, in the contract's error shape. */
+export class HttpError extends Error {
+  constructor(
+    readonly status: ContentfulStatusCode,
+    readonly code: string,
+    message: string,
+    readonly details?: unknown,
+  ) {
+    super(message);
+    this.name = 'HttpError';
+  }
+}
+
+export function errorBody(code: string, message: string, details?: unknown) {
+  return { error: { code, message, ...(details === undefined ? {} : { details }) } };
+}
+
+// ioredis raises these when Redis is down and the command could not be sent or answered.
+function isRedisUnavailable(err: Error): boolean {
+  return /enableOfflineQueue|Connection is closed|ECONNREFUSED|MaxRetriesPerRequest|Stream isn't writeable|ETIMEDOUT|connect ENETUNREACH/i.test(err.message);
+}
+
+/** The one error handler: renders every error in the contract's shape, never a stack trace. */
+export function onError(logger: Logger) {
+  return (err: Error, c: Context) => {
+    if (err instanceof HttpError) return c.json(errorBody(err.code, err.message, err.details), err.status);
+    if (isRedisUnavailable(err)) {
+      logger.warn({ err: err.message }, 'redis unavailable');
+      return c.json(errorBody('service_unavailable', 'the run store (Redis) is unreachable; retry shortly'), 503, { 'retry-after': '1' });
+    }
+    logger.error({ err }, 'unhandled error');
+    return c.json(errorBody('internal_error', 'an internal error occurred; it has been logged'), 500);
+  };
+}

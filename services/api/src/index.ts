@@ -1,0 +1,3 @@
+export * from './api.js';
+export * from './app.js';
+export * from './config.js';

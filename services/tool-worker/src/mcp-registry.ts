@@ -1,0 +1,573 @@
+import type { Readable } from 'node:stream';
+import { RetryableError } from '@agentq/shared';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import {
+  ErrorCode,
+  McpError,
+  ToolListChangedNotificationSchema,
+  type CallToolResult,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { Ajv2019 } from 'ajv/dist/2019.js';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import type { Logger } from 'pino';
+import { isHttpServer, type McpConfig, type McpServerConfig } from './mcp-config.js';
+import { renderToolResult, toolError, type ToolCallOutcome } from './tool-result.js';
+
+export type { ToolCallOutcome };
+
+/** A tool offered to the model, named `<server>__<tool>`. */
+export interface ToolDescriptor {
+  name: string;
+  server: string;
+  tool: string;
+  description: string;
+  input_schema: Record<string, unknown>;
+  annotations?: { readOnlyHint?: boolean; idempotentHint?: boolean; destructiveHint?: boolean };
+}
+
+/** Options of {@link McpRegistry}. */
+export interface McpRegistryOptions {
+  config: McpConfig;
+  logger: Logger;
+  /** Sent to servers as `clientInfo.name`. @defaultValue `'agentq'` */
+  clientName?: string;
+  /** Bound on spawning/initialising a server and listing its tools. @defaultValue 10000 */
+  connectTimeoutMs?: number;
+  /** First delay before a background reconnect; doubles per failure up to 30 s. @defaultValue 1000 */
+  restartBackoffMs?: number;
+}
+
+/** Options of one {@link McpRegistry.call}. */
+export interface ToolCallOptions {
+  /** Time the tool may take; a server's `timeout_ms` in mcp.json overrides it. */
+  timeoutMs: number;
+  /** Aborting it cancels the call (the server is told) and `call` rethrows the abort reason. */
+  signal?: AbortSignal;
+}
+
+/** One server as {@link McpRegistry.status} reports it. */
+export interface McpServerStatus {
+  name: string;
+  transport: 'stdio' | 'http';
+  connected: boolean;
+  /** The child process of a connected stdio server. */
+  pid?: number;
+  tools: number;
+  /** Connection attempts failed in a row. */
+  failures: number;
+}
+
+interface ServerState {
+  name: string;
+  config: McpServerConfig;
+  log: Logger;
+  client?: Client;
+  transport?: StdioClientTransport | StreamableHTTPClientTransport;
+  connecting?: Promise<Client>;
+  tools: ToolDescriptor[];
+  failures: number;
+  retryTimer?: NodeJS.Timeout;
+  stderrTail: string[];
+}
+
+const MAX_BACKOFF_MS = 30_000;
+const MAX_LISTED_NAMES = 40;
+const MAX_SCHEMA_ERRORS = 10;
+const STDERR_MAX_LINE = 2048;
+const STDERR_MAX_LINES_PER_WINDOW = 50;
+const STDERR_WINDOW_MS = 10_000;
+const STDERR_TAIL = 5;
+
+/**
+ * The MCP servers of one process: connects them once, lists their tools as `<server>__<tool>`,
+ * calls them, and restarts servers that die. Tool failures come back as data; only an
+ * unreachable server throws (a RetryableError).
+ */
+export class McpRegistry {
+  readonly #servers = new Map<string, ServerState>();
+  readonly #tools = new Map<string, { descriptor: ToolDescriptor; state: ServerState }>();
+  readonly #listeners = new Set<(tools: ToolDescriptor[]) => void>();
+  readonly #validators = new Map<string, ValidateFunction | null>();
+  readonly #logger: Logger;
+  readonly #clientName: string;
+  readonly #connectTimeoutMs: number;
+  readonly #restartBackoffMs: number;
+  #descriptors: ToolDescriptor[] = [];
+  #ajv?: { draft7: Ajv; draft2019: Ajv2019; draft2020: Ajv2020 };
+  #closed = false;
+
+  constructor(opts: McpRegistryOptions) {
+    this.#logger = opts.logger;
+    this.#clientName = opts.clientName ?? 'agentq';
+    this.#connectTimeoutMs = opts.connectTimeoutMs ?? 10_000;
+    this.#restartBackoffMs = opts.restartBackoffMs ?? 1_000;
+    for (const [name, config] of Object.entries(opts.config.mcpServers)) {
+      if (config.disabled) continue;
+      const log = opts.logger.child({ mcp_server: name });
+      this.#servers.set(name, { name, config, log, tools: [], failures: 0, stderrTail: [] });
+    }
+  }
+
+  /** Connects every server in parallel; a server that fails is logged and retried in the background. */
+  async start(): Promise<void> {
+    await Promise.all(
+      [...this.#servers.values()].map((s) =>
+        this.#ensureConnected(s).catch(() => {
+          // #connect has logged it and scheduled a retry; a missing server must not stop the worker.
+        }),
+      ),
+    );
+  }
+
+  /** The tools of every server seen so far (a server that is down keeps its last known tools). */
+  tools(): ToolDescriptor[] {
+    return this.#descriptors;
+  }
+
+  /** The state of each enabled server, for health checks, metrics and tests. */
+  status(): McpServerStatus[] {
+    return [...this.#servers.values()].map((s) => ({
+      name: s.name,
+      transport: isHttpServer(s.config) ? 'http' : 'stdio',
+      connected: s.client !== undefined,
+      pid: s.transport instanceof StdioClientTransport ? (s.transport.pid ?? undefined) : undefined,
+      tools: s.tools.length,
+      failures: s.failures,
+    }));
+  }
+
+  /** Calls `cb` whenever the tool list changes; returns a function that unsubscribes. */
+  onToolsChanged(cb: (tools: ToolDescriptor[]) => void): () => void {
+    this.#listeners.add(cb);
+    return () => this.#listeners.delete(cb);
+  }
+
+  /**
+   * Runs a tool. Bad names, bad arguments, tool errors and timeouts resolve with `isError: true`;
+   * an abort via `opts.signal` rethrows its reason; an unreachable server throws RetryableError
+   * (code `tool_server_unavailable`) after one reconnect attempt.
+   */
+  async call(name: string, rawArguments: string | Record<string, unknown>, opts: ToolCallOptions): Promise<ToolCallOutcome> {
+    opts.signal?.throwIfAborted();
+    if (this.#closed) throw new RetryableError(`MCP registry is closed; cannot call ${name}`, 'tool_server_unavailable');
+    let entry = this.#tools.get(name);
+    if (!entry) {
+      const state = this.#serverOf(name);
+      // A server that never connected has no known tools yet: connect before calling the name unknown.
+      if (!state || state.client) return this.#unknownTool(name, state);
+      await this.#connectForCall(state, name);
+      entry = this.#tools.get(name);
+      if (!entry) return this.#unknownTool(name, state);
+    }
+    const args = parseArguments(rawArguments);
+    if (typeof args === 'string') return toolError(name, args);
+    const invalid = this.#validate(entry.descriptor, args);
+    if (invalid) return toolError(name, `invalid arguments: ${invalid}`);
+    const timeoutMs = entry.state.config.timeout_ms ?? opts.timeoutMs;
+    return this.#invoke(entry.state, entry.descriptor, args, { timeoutMs, signal: opts.signal }, Date.now() + timeoutMs, true);
+  }
+
+  /** Closes every client and stops every stdio server; never throws. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await Promise.allSettled(
+      [...this.#servers.values()].map(async (s) => {
+        clearTimeout(s.retryTimer);
+        const client = s.client ?? (await s.connecting?.catch(() => undefined));
+        const transport = s.transport;
+        s.client = undefined;
+        s.transport = undefined;
+        if (transport instanceof StreamableHTTPClientTransport && transport.sessionId) {
+          // Tell the server it may drop our session; a server that is gone must not delay shutdown.
+          await withTimeout(transport.terminateSession(), 1_000).catch(() => undefined);
+        }
+        await client?.close().catch((err: unknown) => s.log.warn({ err }, 'closing MCP client failed'));
+      }),
+    );
+  }
+
+  async #invoke(
+    state: ServerState,
+    descriptor: ToolDescriptor,
+    args: Record<string, unknown>,
+    opts: ToolCallOptions,
+    deadline: number,
+    mayRetry: boolean,
+  ): Promise<ToolCallOutcome> {
+    const client = await this.#connectForCall(state, descriptor.name);
+    opts.signal?.throwIfAborted();
+    const { timeoutMs } = opts;
+    // A per-call controller, so the SDK's listener never outlives the call on a long-lived caller signal.
+    const controller = new AbortController();
+    const forwardAbort = () => controller.abort(opts.signal?.reason);
+    opts.signal?.addEventListener('abort', forwardAbort, { once: true });
+    try {
+      const result = await client.callTool({ name: descriptor.tool, arguments: args }, undefined, {
+        // A resend after a reconnect gets what is left of the budget, not a fresh one.
+        timeout: Math.max(1, deadline - Date.now()),
+        signal: controller.signal,
+      });
+      return renderToolResult(result as CallToolResult);
+    } catch (err) {
+      // The SDK wraps an abort reason in an McpError; the caller wants its own reason back.
+      if (opts.signal?.aborted) throw opts.signal.reason;
+      if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) {
+        return toolError(descriptor.name, `timed out after ${timeoutMs} ms`);
+      }
+      const fault = classifyFault(err);
+      if (fault === 'tool') return toolError(descriptor.name, errorText(err));
+      state.log.warn({ err: errorText(err), tool: descriptor.tool }, 'MCP server failed during a call; reconnecting');
+      const reconnected = await this.#reconnect(state, client);
+      // Sending again is safe when the request never got out, or when the tool says a rerun is
+      // harmless; otherwise the job retry decides, because the tool may already have run.
+      const rerunnable = fault === 'not_delivered' || descriptor.annotations?.readOnlyHint === true || descriptor.annotations?.idempotentHint === true;
+      if (reconnected && rerunnable && mayRetry && deadline > Date.now()) return this.#invoke(state, descriptor, args, opts, deadline, false);
+      throw unavailable(state, descriptor.name, err);
+    } finally {
+      opts.signal?.removeEventListener('abort', forwardAbort);
+    }
+  }
+
+  async #connectForCall(state: ServerState, name: string): Promise<Client> {
+    try {
+      return await this.#ensureConnected(state);
+    } catch (err) {
+      throw unavailable(state, name, err);
+    }
+  }
+
+  /** Drops a failed client and tries one fresh connection; true when the server is back. */
+  async #reconnect(state: ServerState, failed: Client): Promise<boolean> {
+    if (state.client === failed) {
+      state.client = undefined;
+      state.transport = undefined;
+      await failed.close().catch(() => undefined);
+    }
+    if (this.#closed) return false;
+    return this.#ensureConnected(state).then(
+      () => true,
+      () => false,
+    );
+  }
+
+  #ensureConnected(state: ServerState): Promise<Client> {
+    if (state.client) return Promise.resolve(state.client);
+    if (this.#closed) return Promise.reject(new Error('MCP registry is closed'));
+    // Concurrent callers share one connection attempt.
+    state.connecting ??= this.#connect(state).finally(() => {
+      state.connecting = undefined;
+    });
+    return state.connecting;
+  }
+
+  async #connect(state: ServerState): Promise<Client> {
+    const started = Date.now();
+    const transport = this.#createTransport(state);
+    const client = new Client({ name: this.#clientName, version: '0.1.0' }, { capabilities: {} });
+    client.onerror = (err) => state.log.debug({ err: errorText(err) }, 'MCP transport error');
+    client.onclose = () => this.#onClosed(state, client);
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+      this.#refreshTools(state, client).catch((err: unknown) =>
+        state.log.warn({ err: errorText(err) }, 'refreshing MCP tools after list_changed failed'),
+      );
+    });
+    try {
+      await withTimeout(client.connect(transport, { timeout: this.#connectTimeoutMs }), this.#connectTimeoutMs);
+      const tools = await listAllTools(client, this.#connectTimeoutMs);
+      if (this.#closed) throw new Error('MCP registry closed while connecting');
+      state.client = client;
+      state.transport = transport;
+      state.failures = 0;
+      clearTimeout(state.retryTimer);
+      state.retryTimer = undefined;
+      this.#setTools(state, tools);
+      const pid = transport instanceof StdioClientTransport ? transport.pid : undefined;
+      state.log.info({ tools: tools.length, pid, ms: Date.now() - started }, 'MCP server connected');
+      return client;
+    } catch (err) {
+      await client.close().catch(() => undefined);
+      if (this.#closed) throw err;
+      state.failures += 1;
+      state.log.error(
+        { err: errorText(err), attempt: state.failures, stderr: state.stderrTail.length ? state.stderrTail : undefined },
+        'MCP server failed to connect',
+      );
+      this.#scheduleReconnect(state);
+      throw err;
+    }
+  }
+
+  #createTransport(state: ServerState): StdioClientTransport | StreamableHTTPClientTransport {
+    const c = state.config;
+    if (isHttpServer(c)) {
+      return new StreamableHTTPClientTransport(new URL(c.url), { requestInit: { headers: c.headers } });
+    }
+    // The SDK merges env with a safe default set (PATH, HOME, …), not the worker's whole environment.
+    const transport = new StdioClientTransport({ command: c.command, args: c.args, env: c.env, cwd: c.cwd, stderr: 'pipe' });
+    state.stderrTail = [];
+    if (transport.stderr) pipeStderr(transport.stderr as Readable, state);
+    return transport;
+  }
+
+  #onClosed(state: ServerState, client: Client): void {
+    // Closes of clients we already replaced or dropped on purpose are not news.
+    if (state.client !== client) return;
+    state.client = undefined;
+    state.transport = undefined;
+    if (this.#closed) return;
+    state.log.warn({ stderr: state.stderrTail.length ? state.stderrTail : undefined }, 'MCP server connection closed; restarting');
+    this.#scheduleReconnect(state);
+  }
+
+  #scheduleReconnect(state: ServerState): void {
+    if (this.#closed || state.retryTimer) return;
+    const delay = Math.min(this.#restartBackoffMs * 2 ** Math.max(0, state.failures - 1), Math.max(MAX_BACKOFF_MS, this.#restartBackoffMs));
+    state.retryTimer = setTimeout(() => {
+      state.retryTimer = undefined;
+      this.#ensureConnected(state).catch(() => {
+        // #connect logged it and scheduled the next attempt.
+      });
+    }, delay);
+    // A pending restart must not keep a finished process alive.
+    state.retryTimer.unref();
+  }
+
+  async #refreshTools(state: ServerState, client: Client): Promise<void> {
+    const tools = await listAllTools(client, this.#connectTimeoutMs);
+    if (state.client === client) this.#setTools(state, tools);
+  }
+
+  #setTools(state: ServerState, tools: Tool[]): void {
+    const byName = new Map<string, ToolDescriptor>();
+    for (const tool of tools) {
+      const descriptor = describe(state.name, tool);
+      if (byName.has(descriptor.name)) {
+        state.log.warn({ tool: tool.name, name: descriptor.name }, 'two MCP tools map to one name; keeping the first');
+        continue;
+      }
+      byName.set(descriptor.name, descriptor);
+    }
+    const next = [...byName.values()];
+    const changed = JSON.stringify(next) !== JSON.stringify(state.tools);
+    state.tools = next;
+    if (!changed) return;
+    this.#tools.clear();
+    for (const s of this.#servers.values()) {
+      for (const descriptor of s.tools) this.#tools.set(descriptor.name, { descriptor, state: s });
+    }
+    this.#descriptors = [...this.#tools.values()].map((e) => e.descriptor);
+    for (const cb of this.#listeners) {
+      try {
+        cb(this.#descriptors);
+      } catch (err) {
+        this.#logger.error({ err }, 'onToolsChanged listener threw');
+      }
+    }
+  }
+
+  /** The configured server a tool name belongs to; the longest prefix wins (`a_` beats `a`). */
+  #serverOf(name: string): ServerState | undefined {
+    let best: ServerState | undefined;
+    for (const s of this.#servers.values()) {
+      if (name.startsWith(`${s.name}__`) && (!best || s.name.length > best.name.length)) best = s;
+    }
+    return best;
+  }
+
+  #unknownTool(name: string, state: ServerState | undefined): ToolCallOutcome {
+    // Listing the server's own tools first helps the model fix a typo in the tool part.
+    const names = (state?.tools.length ? state.tools : this.#descriptors).map((d) => d.name);
+    if (names.length === 0) return toolError(name, 'unknown tool; no tools are available');
+    const shown = names.slice(0, MAX_LISTED_NAMES).join(', ');
+    const more = names.length > MAX_LISTED_NAMES ? `, … (${names.length - MAX_LISTED_NAMES} more)` : '';
+    return toolError(name, `unknown tool; available tools: ${shown}${more}`);
+  }
+
+  /** Validates against the tool's inputSchema; returns the problems, or undefined when valid. */
+  #validate(descriptor: ToolDescriptor, args: Record<string, unknown>): string | undefined {
+    const key = JSON.stringify(descriptor.input_schema);
+    let validate = this.#validators.get(key);
+    if (validate === undefined) {
+      validate = this.#compile(descriptor);
+      this.#validators.set(key, validate);
+    }
+    if (!validate || validate(args)) return undefined;
+    return formatSchemaErrors(validate.errors ?? []);
+  }
+
+  #compile(descriptor: ToolDescriptor): ValidateFunction | null {
+    const options = { allErrors: true, strict: false, validateFormats: false, logger: false as const };
+    this.#ajv ??= { draft7: new Ajv(options), draft2019: new Ajv2019(options), draft2020: new Ajv2020(options) };
+    const { $schema, ...schema } = descriptor.input_schema;
+    const dialect = String($schema ?? '');
+    const ajv = dialect.includes('2020-12') ? this.#ajv.draft2020 : dialect.includes('2019-09') ? this.#ajv.draft2019 : this.#ajv.draft7;
+    try {
+      return ajv.compile(schema);
+    } catch (err) {
+      // A schema we cannot compile is the server's to enforce; the call still goes through.
+      this.#logger.warn({ tool: descriptor.name, err: errorText(err) }, 'cannot compile MCP tool inputSchema; not validating');
+      return null;
+    }
+  }
+}
+
+function describe(server: string, tool: Tool): ToolDescriptor {
+  // Model APIs accept only [A-Za-z0-9_-] in function names; `tool` keeps the server's own name.
+  const name = `${server}__${tool.name.replace(/[^A-Za-z0-9_-]/g, '_')}`;
+  const descriptor: ToolDescriptor = {
+    name,
+    server,
+    tool: tool.name,
+    description: tool.description ?? tool.title ?? '',
+    input_schema: tool.inputSchema as Record<string, unknown>,
+  };
+  const a = tool.annotations;
+  if (a && (a.readOnlyHint !== undefined || a.idempotentHint !== undefined || a.destructiveHint !== undefined)) {
+    descriptor.annotations = {
+      ...(a.readOnlyHint !== undefined && { readOnlyHint: a.readOnlyHint }),
+      ...(a.idempotentHint !== undefined && { idempotentHint: a.idempotentHint }),
+      ...(a.destructiveHint !== undefined && { destructiveHint: a.destructiveHint }),
+    };
+  }
+  return descriptor;
+}
+
+async function listAllTools(client: Client, timeoutMs: number): Promise<Tool[]> {
+  const tools: Tool[] = [];
+  const seen = new Set<string>();
+  let cursor: string | undefined;
+  do {
+    const page = await client.listTools(cursor === undefined ? {} : { cursor }, { timeout: timeoutMs });
+    tools.push(...page.tools);
+    cursor = page.nextCursor;
+    // A server that repeats a cursor would otherwise page forever.
+    if (cursor !== undefined && seen.has(cursor)) break;
+    if (cursor !== undefined) seen.add(cursor);
+  } while (cursor !== undefined);
+  return tools;
+}
+
+/** Parses the model's arguments; returns the problem as a string when they are unusable. */
+function parseArguments(raw: string | Record<string, unknown>): Record<string, unknown> | string {
+  let value: unknown = raw;
+  if (typeof raw === 'string') {
+    if (raw.trim() === '') return {};
+    try {
+      value = JSON.parse(raw);
+    } catch (err) {
+      return `arguments are not valid JSON: ${(err as Error).message}`;
+    }
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    const kind = value === null ? 'null' : Array.isArray(value) ? 'an array' : `a ${typeof value}`;
+    return `arguments must be a JSON object, got ${kind}`;
+  }
+  return value as Record<string, unknown>;
+}
+
+function formatSchemaErrors(errors: ErrorObject[]): string {
+  const lines = errors.slice(0, MAX_SCHEMA_ERRORS).map((e) => {
+    const extra = e.keyword === 'additionalProperties' ? ` '${String(e.params.additionalProperty)}'` : '';
+    return `${e.instancePath ? `${e.instancePath} ` : ''}${e.message ?? 'is invalid'}${extra}`;
+  });
+  if (errors.length > MAX_SCHEMA_ERRORS) lines.push(`… (${errors.length - MAX_SCHEMA_ERRORS} more)`);
+  return lines.join('; ');
+}
+
+type Fault = 'tool' | 'not_delivered' | 'lost';
+
+/** Whether an error is the tool's (data for the model) or the connection's, and if the request got out. */
+function classifyFault(err: unknown): Fault {
+  if (err instanceof McpError) return err.code === ErrorCode.ConnectionClosed ? 'lost' : 'tool';
+  // A result the SDK could not parse came from a live server: the tool answered badly.
+  if (err instanceof Error && err.name === 'ZodError') return 'tool';
+  if (err instanceof StreamableHTTPError) return err.code === 404 ? 'not_delivered' : 'lost';
+  if (err instanceof Error && err.message === 'Not connected') return 'not_delivered';
+  const code = errnoCode(err);
+  if (code && ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE'].includes(code)) return 'not_delivered';
+  return 'lost';
+}
+
+function errnoCode(err: unknown): string | undefined {
+  for (let e: unknown = err, i = 0; e && i < 4; e = (e as { cause?: unknown }).cause, i++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+  }
+  return undefined;
+}
+
+function unavailable(state: ServerState, name: string, err: unknown): RetryableError {
+  return new RetryableError(`MCP server ${state.name} is unavailable for ${name}: ${errorText(err)}`, 'tool_server_unavailable', {
+    cause: err,
+  });
+}
+
+function errorText(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const code = errnoCode(err);
+  // fetch hides the useful part ("ECONNREFUSED …") in its cause.
+  const cause = err.cause instanceof Error && err.cause.message !== err.message ? ` (${err.cause.message})` : '';
+  return `${err.message}${cause}${code && !`${err.message}${cause}`.includes(code) ? ` [${code}]` : ''}`;
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** Logs a stdio server's stderr at debug, a line at most 2 KB, at most 50 lines per 10 s. */
+function pipeStderr(stream: Readable, state: ServerState): void {
+  let line = '';
+  let truncated = false;
+  let windowStart = 0;
+  let count = 0;
+  let dropped = 0;
+  const emit = () => {
+    const text = line.replace(/\r$/, '');
+    const wasTruncated = truncated;
+    line = '';
+    truncated = false;
+    if (!text.trim()) return;
+    state.stderrTail.push(text.slice(0, 500));
+    if (state.stderrTail.length > STDERR_TAIL) state.stderrTail.shift();
+    const now = Date.now();
+    if (now - windowStart > STDERR_WINDOW_MS) {
+      if (dropped > 0) state.log.debug({ dropped }, 'MCP server stderr lines dropped');
+      windowStart = now;
+      count = 0;
+      dropped = 0;
+    }
+    if (++count > STDERR_MAX_LINES_PER_WINDOW) {
+      dropped++;
+      return;
+    }
+    state.log.debug({ stderr: wasTruncated ? `${text}…[truncated]` : text }, 'MCP server stderr');
+  };
+  stream.setEncoding('utf8');
+  stream.on('data', (chunk: string) => {
+    let start = 0;
+    for (;;) {
+      const newline = chunk.indexOf('\n', start);
+      const piece = newline === -1 ? chunk.slice(start) : chunk.slice(start, newline);
+      if (!truncated) {
+        line += piece;
+        if (line.length > STDERR_MAX_LINE) {
+          line = line.slice(0, STDERR_MAX_LINE);
+          truncated = true;
+        }
+      }
+      if (newline === -1) return;
+      emit();
+      start = newline + 1;
+    }
+  });
+  stream.on('end', emit);
+  stream.on('error', () => undefined);
+}

@@ -1,0 +1,96 @@
+import type { Job } from 'bullmq';
+import { AgentqError, compileAllowlist, isTerminal, toolCallJobSchema, type Logger, type RunStore, type ToolResultRecord } from '@agentq/shared';
+import type { ToolCallOutcome, ToolDescriptor } from './mcp-registry.js';
+import { capToolOutput } from './tool-output.js';
+
+/** The part of the MCP registry a tool call needs. */
+export interface ToolRunner {
+  tools(): ToolDescriptor[];
+  call(name: string, rawArguments: string, opts: { timeoutMs: number; signal?: AbortSignal }): Promise<ToolCallOutcome>;
+}
+
+export interface ToolCallDeps {
+  store: RunStore;
+  runner: ToolRunner;
+  logger: Logger;
+  toolTimeoutMs: number;
+  outputMaxBytes: number;
+}
+
+/** True when running a tool twice is harmless, by its MCP annotations. */
+export function safeToRerun(tool: ToolDescriptor | undefined): boolean {
+  return Boolean(tool?.annotations?.readOnlyHint || tool?.annotations?.idempotentHint);
+}
+
+/**
+ * Runs one tool call and stores its result under the call. Tool failures are results the
+ * model sees, never job failures; only an unreachable tool server is retried, and after the
+ * last attempt it too becomes an error result, so the parent turn is always released.
+ */
+export async function processToolCall(job: Job, deps: ToolCallDeps, signal?: AbortSignal): Promise<{ index: number; skipped?: string }> {
+  const data = toolCallJobSchema.parse(job.data);
+  const { runId, depth, index, name } = data;
+  const log = deps.logger.child({ run_id: runId, job_id: job.id, depth, tool: name });
+
+  // A finished result is never executed again (at-least-once delivery, at-most-once result).
+  if (await deps.store.getToolResult(runId, depth, index)) return { index, skipped: 'done before' };
+  const run = await deps.store.getState(runId);
+  if (!run) return { index, skipped: 'missing' };
+  if (isTerminal(run.status)) return { index, skipped: run.status };
+
+  const attempt = job.attemptsMade + 1;
+  const interrupted = await deps.store.markToolRunning(runId, depth, index, attempt);
+  const tool = deps.runner.tools().find((t) => t.name === name);
+  const started = Date.now();
+  const startedAt = new Date(started).toISOString();
+  await deps.store.appendEvent(runId, 'tool.started', { depth, index, tool_call_id: data.toolCallId, name, attempt });
+
+  let outcome: ToolCallOutcome;
+  if (!compileAllowlist(run.spec.tools)(name)) {
+    outcome = { isError: true, content: `Error executing ${name}: this tool is not allowed for this run (allowed: ${run.spec.tools?.join(', ') ?? 'all'})` };
+  } else if (interrupted && !safeToRerun(tool)) {
+    // A previous attempt started this call and never reported back (a crash): it may have had
+    // its effect. Only tools that declare themselves read-only or idempotent are run again.
+    outcome = {
+      isError: true,
+      content: `Error executing ${name}: the outcome is unknown; a worker stopped while this call was running and the tool is not marked idempotent, so it was not run again. Check its effect before retrying.`,
+    };
+  } else {
+    try {
+      outcome = await deps.runner.call(name, data.arguments, { timeoutMs: deps.toolTimeoutMs, signal });
+    } catch (err) {
+      if (signal?.aborted) throw err;
+      const retryable = err instanceof AgentqError && err.retryable;
+      if (retryable && attempt < (job.opts.attempts ?? 1)) {
+        // The server was not reached: the call had no effect, so the next attempt is a clean run.
+        await deps.store.clearToolRunning(runId, depth, index);
+        log.warn({ err: (err as Error).message, attempt }, 'tool server unavailable; will retry');
+        throw err;
+      }
+      outcome = { isError: true, content: `Error executing ${name}: ${(err as Error).message}` };
+    }
+  }
+
+  const rec: ToolResultRecord = {
+    id: data.toolCallId,
+    name,
+    status: outcome.isError ? 'failed' : 'completed',
+    output: capToolOutput(outcome.content, deps.outputMaxBytes),
+    is_error: outcome.isError,
+    attempts: attempt,
+    duration_ms: Date.now() - started,
+    started_at: startedAt,
+    completed_at: new Date().toISOString(),
+  };
+  const stored = await deps.store.saveToolResult(runId, depth, index, rec);
+  await deps.store.appendEvent(runId, 'tool.completed', {
+    depth,
+    index,
+    tool_call_id: data.toolCallId,
+    name,
+    is_error: stored.is_error,
+    duration_ms: stored.duration_ms,
+  });
+  log.debug({ is_error: stored.is_error, duration_ms: stored.duration_ms }, 'tool call done');
+  return { index };
+}

@@ -1,0 +1,55 @@
+import type { CallToolResult, ContentBlock } from '@modelcontextprotocol/sdk/types.js';
+
+/** What a tool call gives back to the model: text, and whether it is an error the model should see. */
+export interface ToolCallOutcome {
+  content: string;
+  isError: boolean;
+}
+
+/** The model-facing error outcome, worded like the seeds: `Error executing <name>: <reason>`. */
+export function toolError(name: string, reason: string): ToolCallOutcome {
+  return { content: `Error executing ${name}: ${reason}`, isError: true };
+}
+
+// Binary payloads are never inlined: a model cannot use base64, and it would eat the context.
+function placeholder(kind: string, mimeType: string | undefined, base64: string): string {
+  return `[${kind} ${mimeType ?? 'application/octet-stream'}, ${base64.length} bytes base64]`;
+}
+
+/** Renders one MCP content block as text; binary blocks become a short placeholder. */
+export function renderContentBlock(block: ContentBlock): string {
+  switch (block.type) {
+    case 'text':
+      return block.text;
+    case 'image':
+      return placeholder('image', block.mimeType, block.data);
+    case 'audio':
+      return placeholder('audio', block.mimeType, block.data);
+    case 'resource_link':
+      return `[resource_link ${block.name} ${block.uri}${block.mimeType ? ` ${block.mimeType}` : ''}]`;
+    case 'resource': {
+      const r = block.resource;
+      // A text resource is content the model can read; only blobs are summarised.
+      if ('text' in r && typeof r.text === 'string') return `[resource ${r.uri}]\n${r.text}`;
+      const blob = 'blob' in r && typeof r.blob === 'string' ? r.blob : '';
+      return `[resource ${r.uri} ${r.mimeType ?? 'application/octet-stream'}, ${blob.length} bytes base64]`;
+    }
+    default:
+      return `[${(block as { type: string }).type} content]`;
+  }
+}
+
+/**
+ * Renders an MCP tool result as the text the model sees: content blocks joined by newlines,
+ * or the JSON of `structuredContent` when the result carries no text.
+ */
+export function renderToolResult(result: CallToolResult): ToolCallOutcome {
+  const blocks = result.content ?? [];
+  const hasText = blocks.some((b) => b.type === 'text' || (b.type === 'resource' && 'text' in b.resource));
+  let content = blocks.map(renderContentBlock).join('\n');
+  if (!hasText && result.structuredContent !== undefined) {
+    const json = JSON.stringify(result.structuredContent);
+    content = content ? `${json}\n${content}` : json;
+  }
+  return { content, isError: result.isError === true };
+}

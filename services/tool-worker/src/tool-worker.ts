@@ -1,0 +1,59 @@
+import { Worker } from 'bullmq';
+import { createRedis, QUEUES, RunStore, workerLockOptions, type Logger, type ToolCatalogEntry } from '@agentq/shared';
+import type { ToolWorkerConfig } from './config.js';
+import { loadMcpConfig, type McpConfig } from './mcp-config.js';
+import { McpRegistry, type ToolDescriptor } from './mcp-registry.js';
+import { processToolCall } from './tool-call-processor.js';
+
+export interface ToolWorkerHandle {
+  worker: Worker;
+  registry: McpRegistry;
+  close(): Promise<void>;
+}
+
+function catalogOf(tools: ToolDescriptor[]): ToolCatalogEntry[] {
+  return tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.input_schema, server: t.server, ...(t.annotations ? { annotations: t.annotations } : {}) }));
+}
+
+/**
+ * Starts a tool-worker: connects the MCP servers of `MCP_CONFIG` once, publishes their tools
+ * to Redis (where the API lists them and agent-workers offer them), and runs tool-call jobs.
+ */
+export async function startToolWorker(cfg: ToolWorkerConfig, logger: Logger, opts: { mcpConfig?: McpConfig } = {}): Promise<ToolWorkerHandle> {
+  const mcpConfig = opts.mcpConfig ?? (cfg.MCP_CONFIG ? await loadMcpConfig(cfg.MCP_CONFIG) : { mcpServers: {} });
+  const registry = new McpRegistry({ config: mcpConfig, logger });
+  await registry.start();
+
+  const storeRedis = createRedis(cfg.REDIS_URL, { name: 'agentq-tool-store', blocking: true });
+  const store = new RunStore({ redis: storeRedis, prefix: cfg.QUEUE_PREFIX, retentionSeconds: cfg.RUN_RETENTION_SECONDS });
+  const publish = async () => {
+    await store.setToolCatalog(catalogOf(registry.tools())).catch((err: Error) => logger.warn({ err: err.message }, 'could not publish the tool catalog'));
+  };
+  await publish();
+  // Servers that connect late or change their tool list are published again.
+  registry.onToolsChanged?.(() => void publish());
+  const republish = setInterval(() => void publish(), 30_000);
+  republish.unref();
+
+  const deps = { store, runner: registry, logger, toolTimeoutMs: cfg.TOOL_TIMEOUT_MS, outputMaxBytes: cfg.TOOL_OUTPUT_MAX_BYTES };
+  const worker = new Worker(QUEUES.tool, (job, _token, signal) => processToolCall(job, deps, signal), {
+    connection: createRedis(cfg.REDIS_URL, { name: 'agentq-tool-worker', blocking: true }),
+    prefix: cfg.QUEUE_PREFIX,
+    concurrency: cfg.TOOL_CONCURRENCY,
+    ...workerLockOptions,
+  });
+  worker.on('error', (err) => logger.error({ err: err.message }, 'tool worker error'));
+  worker.on('failed', (job, err) => logger.warn({ job_id: job?.id, err: err.message }, 'tool call attempt failed'));
+  await worker.waitUntilReady();
+  logger.info({ queue: QUEUES.tool, tools: registry.tools().length, concurrency: cfg.TOOL_CONCURRENCY }, 'tool-worker started');
+
+  return {
+    worker,
+    registry,
+    async close() {
+      clearInterval(republish);
+      const steps = [() => worker.close(), () => registry.close(), async () => storeRedis.quit()];
+      for (const s of steps) await s().catch((err: Error) => logger.warn({ err: err.message }, 'error while closing'));
+    },
+  };
+}
