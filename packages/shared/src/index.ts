@@ -13,3 +13,5 @@ export * from './schemas/jobs.js';
 export * from './schemas/events.js';
 export * from './shutdown.js';
 export * from './allowlist.js';
+export * from './run-lifecycle.js';
+export * from './net-guard.js';

@@ -51,6 +51,7 @@ if redis.call('HSETNX', KEYS[1], 'm:t:' .. ARGV[1], 1) == 0 then return 0 end
 local n = #ARGV - 1
 for i = 2, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
 redis.call('HINCRBY', KEYS[1], 'u:tool_calls', n)
+redis.call('HSET', KEYS[1], 'depth', tonumber(ARGV[1]) + 1)
 for k = 1, #KEYS do
   if k ~= 2 and (k == 1 or redis.call('EXISTS', KEYS[k]) == 1) then
     redis.call('HINCRBY', KEYS[k], 'ut:tool_calls', n)

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { globalKeys, runKeys } from './keys.js';
 import { APPEND_TOOL_MESSAGES, COMMIT_STEP, FINISH_RUN, START_RUN } from './run-store-scripts.js';
 import type { AssistantMessage, ChatMessage, ToolCall } from './schemas/message.js';
-import type { RunObject, RunSpec, RunStatus, StopReason } from './schemas/run.js';
+import type { BudgetName, RunObject, RunSpec, RunStatus, StopReason } from './schemas/run.js';
 import { isTerminal } from './schemas/run.js';
 import { USAGE_FIELDS, type Usage } from './schemas/usage.js';
 import type { RunEvent, RunEventType } from './schemas/events.js';
@@ -17,7 +17,7 @@ export interface StepRecord {
   completed_at: string;
   message: AssistantMessage;
   /** Set when the call was made with tools disabled because a budget ran out. */
-  budget?: string;
+  budget?: BudgetName;
 }
 
 /** The outcome of one tool call as stored under its call (never executed again). */
@@ -310,7 +310,7 @@ export class RunStore {
   }
 
   /** Ends a run once: status, output, terminal event, expiry of all its keys. */
-  async finishRun(runId: string, input: FinishInput): Promise<RunObject | null> {
+  async finishRun(runId: string, input: FinishInput): Promise<{ run: RunObject; spec: RunSpec } | null> {
     const k = this.keys(runId);
     const h = await this.redis.hgetall(k.run);
     if (!h.spec || isTerminal(h.status as RunStatus)) return null;
@@ -343,7 +343,7 @@ export class RunStore {
       fields.error,
       JSON.stringify({ run }),
     );
-    return done === 1 ? run : null;
+    return done === 1 ? { run, spec: JSON.parse(h.spec) as RunSpec } : null;
   }
 
   async getSteps(runId: string) {

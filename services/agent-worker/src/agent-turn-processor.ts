@@ -2,8 +2,10 @@ import type { FlowProducer, Job, Queue } from 'bullmq';
 import type OpenAI from 'openai';
 import {
   agentTurnJobSchema,
+  finishRun,
   AgentqError,
   isTerminal,
+  type BudgetName,
   type ChatMessage,
   type Logger,
   type RunState,
@@ -15,7 +17,6 @@ import { exhaustedBudget } from './budgets.js';
 import { decideNext, planStep } from './decide-next.js';
 import { DeltaBuffer } from './delta-buffer.js';
 import { fanOut } from './fan-out.js';
-import { finishRun } from './finish-run.js';
 import { callModel } from './model-step.js';
 import { parseStructuredOutput } from './structured-output.js';
 import { offeredTools } from './tool-offer.js';
@@ -71,7 +72,12 @@ export async function processAgentTurn(job: Job, deps: AgentTurnDeps, signal?: A
   } catch (err) {
     // Fatal errors end the run now; anything else (provider faults, a Redis blip) is retried.
     const final = (err instanceof AgentqError && !err.retryable) || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-    if (signal?.aborted) throw err;
+    if (signal?.aborted) {
+      // Cancelled (the run has ended: nothing to do) or shutting down (another worker redoes it).
+      const now = await deps.store.getState(runId);
+      if (!now || isTerminal(now.status)) return { skipped: 'cancelled' };
+      throw err;
+    }
     if (!final) {
       log.warn({ err: (err as Error).message, attempt: job.attemptsMade + 1 }, 'model step failed; will retry');
       throw err;
@@ -79,7 +85,7 @@ export async function processAgentTurn(job: Job, deps: AgentTurnDeps, signal?: A
     const code = err instanceof AgentqError ? err.code : 'internal_error';
     const message = err instanceof AgentqError ? err.message : `internal error in the agent worker: ${(err as Error).message}`;
     log.error({ err }, 'model step failed for good; the run fails');
-    await finishRun(deps, runId, { status: 'failed', stopReason: 'error', error: { code, message } }, Boolean(run.spec.webhook));
+    await finishRun(deps, runId, { status: 'failed', stopReason: 'error', error: { code, message } });
     return { failed: code };
   }
 }
@@ -103,28 +109,47 @@ async function runStep(
     nowMs: Date.now(),
   });
   const plan = planStep(spec, budget, tools.length > 0);
-  const hasWebhook = Boolean(spec.webhook);
 
   if (plan.kind === 'stop') {
-    await finishRun(deps, run.id, { status: 'incomplete', stopReason: plan.budget }, hasWebhook);
+    await finishRun(deps, run.id, { status: 'incomplete', stopReason: plan.budget });
     return { outcome: 'budget_exhausted', budget: plan.budget };
   }
 
   let step = committed;
+  let callPlan = plan;
   if (!step) {
     const startedAt = new Date().toISOString();
-    await deps.store.appendEvent(run.id, 'step.started', { depth, model: spec.model, tools_disabled: plan.toolChoice === 'none' });
     const deltas = new DeltaBuffer((text) => void deps.store.appendEvent(run.id, 'message.delta', { depth, text }).catch(() => {}));
-    const response = await callModel(deps.openai, {
-      model: spec.model,
-      messages,
-      tools,
-      toolChoice: plan.toolChoice,
-      responseFormat: spec.response_format,
-      signal,
-      timeoutMs: deps.modelTimeoutMs,
-      onDelta: (t) => deltas.push(t),
-    });
+    const call = (p: typeof plan, stepSignal?: AbortSignal) =>
+      deps.store.appendEvent(run.id, 'step.started', { depth, model: spec.model, tools_disabled: p.toolChoice === 'none' }).then(() =>
+        callModel(deps.openai, {
+          model: spec.model,
+          messages,
+          tools,
+          toolChoice: p.toolChoice,
+          responseFormat: spec.response_format,
+          signal: stepSignal,
+          timeoutMs: deps.modelTimeoutMs,
+          onDelta: (t) => deltas.push(t),
+        }),
+      );
+    // A step in flight at the run's deadline is abandoned, not waited for.
+    const deadline = spec.timeout_ms !== undefined ? Date.parse(run.createdAt) + spec.timeout_ms : undefined;
+    const deadlineSignal = deadline !== undefined && !plan.budget ? AbortSignal.timeout(Math.max(1, deadline - Date.now())) : undefined;
+    let response;
+    try {
+      response = await call(plan, deadlineSignal && signal ? AbortSignal.any([signal, deadlineSignal]) : (deadlineSignal ?? signal));
+    } catch (err) {
+      if (!deadlineSignal?.aborted || signal?.aborted) throw err;
+      deltas.flush();
+      log.info('deadline passed during the model step');
+      if (spec.on_budget_exhausted === 'stop') {
+        await finishRun(deps, run.id, { status: 'incomplete', stopReason: 'timeout' });
+        return { outcome: 'budget_exhausted', budget: 'timeout' };
+      }
+      callPlan = { kind: 'call', toolChoice: tools.length > 0 ? 'none' : 'absent', budget: 'timeout', stopIfTools: false };
+      response = await call(callPlan, signal);
+    }
     deltas.flush();
     const record: StepRecord = {
       depth,
@@ -134,7 +159,7 @@ async function runStep(
       started_at: startedAt,
       completed_at: new Date().toISOString(),
       message: response.message,
-      ...(plan.budget && plan.toolChoice !== 'auto' ? { budget: plan.budget } : {}),
+      ...(callPlan.budget && callPlan.toolChoice !== 'auto' ? { budget: callPlan.budget } : {}),
     };
     step = await deps.store.commitStep(run, record);
     if (!step) return { skipped: 'ended during the step' };
@@ -142,18 +167,22 @@ async function runStep(
       depth,
       usage: step.usage,
       finish_reason: response.finishReason,
-      tool_calls: (step.message.tool_calls ?? []).map((t) => ({ id: t.id, name: t.function.name })),
+      content: step.message.content,
+      tool_calls: (step.message.tool_calls ?? []).map((t) => ({ id: t.id, name: t.function.name, arguments: t.function.arguments })),
     });
     log.debug({ usage: step.usage, tool_calls: step.message.tool_calls?.length ?? 0 }, 'model step done');
+  } else if (step.budget && !plan.budget) {
+    // A redelivered step that was made as a final call keeps the plan it was made under.
+    callPlan = { kind: 'call', toolChoice: 'none', budget: step.budget as BudgetName, stopIfTools: false };
   }
 
-  const outcome = decideNext(plan, step.message);
+  const outcome = decideNext(callPlan, step.message);
   switch (outcome.kind) {
     case 'tool_calls':
       await fanOut(deps.flow, run.id, depth, outcome.toolCalls);
       return { outcome: 'tool_calls', count: outcome.toolCalls.length };
     case 'budget_exhausted':
-      await finishRun(deps, run.id, { status: 'incomplete', stopReason: outcome.budget, output: step.message }, hasWebhook);
+      await finishRun(deps, run.id, { status: 'incomplete', stopReason: outcome.budget, output: step.message });
       return { outcome: 'budget_exhausted', budget: outcome.budget };
     case 'final_answer': {
       const output = { role: 'assistant' as const, content: step.message.content ?? '', ...(step.message.refusal ? { refusal: step.message.refusal } : {}) };
@@ -162,10 +191,10 @@ async function runStep(
         outputParsed = parseStructuredOutput(spec.response_format, step.message.content);
       } catch (err) {
         const e = err as AgentqError;
-        await finishRun(deps, run.id, { status: 'failed', stopReason: 'error', output, error: { code: e.code, message: e.message } }, hasWebhook);
+        await finishRun(deps, run.id, { status: 'failed', stopReason: 'error', output, error: { code: e.code, message: e.message } });
         return { outcome: 'failed', code: e.code };
       }
-      await finishRun(deps, run.id, { status: 'completed', stopReason: outcome.stopReason, output, outputParsed }, hasWebhook);
+      await finishRun(deps, run.id, { status: 'completed', stopReason: outcome.stopReason, output, outputParsed });
       return { outcome: 'final_answer' };
     }
   }

@@ -1,6 +1,6 @@
 import { FlowProducer, Queue, Worker } from 'bullmq';
 import OpenAI from 'openai';
-import { createRedis, QUEUES, RunStore, workerLockOptions, type Logger, type ToolCatalogEntry } from '@agentq/shared';
+import { CancelListener, createRedis, QUEUES, RunStore, workerLockOptions, type Logger, type ToolCatalogEntry } from '@agentq/shared';
 import { processAgentTurn } from './agent-turn-processor.js';
 import type { AgentWorkerConfig } from './config.js';
 
@@ -27,12 +27,25 @@ export async function startAgentWorker(cfg: AgentWorkerConfig, logger: Logger): 
   };
 
   const deps = { store, flow, openai, logger, webhookQueue, tools, modelTimeoutMs: cfg.MODEL_TIMEOUT_MS };
-  const worker = new Worker(QUEUES.agent, (job, _token, signal) => processAgentTurn(job, deps, signal), {
+  const cancels = new CancelListener(createRedis(cfg.REDIS_URL, { name: 'agentq-agent-cancel', blocking: true }), cfg.QUEUE_PREFIX);
+  await cancels.start();
+  const worker = new Worker(
+    QUEUES.agent,
+    async (job, _token, signal) => {
+      const tracked = cancels.track(job.data.runId, job.id!, signal);
+      try {
+        return await processAgentTurn(job, deps, tracked.signal);
+      } finally {
+        tracked.release();
+      }
+    },
+    {
     connection: createRedis(cfg.REDIS_URL, { name: 'agentq-agent-worker', blocking: true }),
     prefix: cfg.QUEUE_PREFIX,
     concurrency: cfg.AGENT_CONCURRENCY,
     ...workerLockOptions,
-  });
+    },
+  );
   worker.on('error', (err) => logger.error({ err: err.message }, 'agent worker error'));
   worker.on('failed', (job, err) => logger.warn({ job_id: job?.id, err: err.message }, 'agent turn attempt failed'));
   await worker.waitUntilReady();
@@ -41,7 +54,7 @@ export async function startAgentWorker(cfg: AgentWorkerConfig, logger: Logger): 
   return {
     worker,
     async close() {
-      const steps = [() => worker.close(), () => flow.close(), () => webhookQueue.close(), async () => storeRedis.quit(), async () => queueRedis.quit()];
+      const steps = [() => worker.close(), () => cancels.close(), () => flow.close(), () => webhookQueue.close(), async () => storeRedis.quit(), async () => queueRedis.quit()];
       for (const s of steps) await s().catch((err: Error) => logger.warn({ err: err.message }, 'error while closing'));
     },
   };

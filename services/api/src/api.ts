@@ -3,6 +3,7 @@ import { serve, type ServerType } from '@hono/node-server';
 import { Queue } from 'bullmq';
 import { createRedis, QUEUES, RunStore, waitForReady, type Logger } from '@agentq/shared';
 import { createApp } from './app.js';
+import { EventHub } from './event-hub.js';
 import type { ApiConfig } from './config.js';
 
 export interface ApiHandle {
@@ -21,10 +22,18 @@ export async function startApi(cfg: ApiConfig, logger: Logger): Promise<ApiHandl
   const store = new RunStore({ redis, prefix: cfg.QUEUE_PREFIX, retentionSeconds: cfg.RUN_RETENTION_SECONDS });
   const queues = Object.values(QUEUES).map((name) => new Queue(name, { connection: queueRedis, prefix: cfg.QUEUE_PREFIX }));
   const agentQueue = queues.find((q) => q.name === QUEUES.agent)!;
+  const webhookQueue = queues.find((q) => q.name === QUEUES.webhook)!;
+  // One blocking connection follows the event streams of every SSE client of this process.
+  const hub = new EventHub(createRedis(cfg.REDIS_URL, { name: 'agentq-api-events', blocking: true }), redis, logger);
+  hub.start();
   const app = createApp({
     store,
     redis,
+    hub,
     agentQueue,
+    webhookQueue,
+    webhookSecret: cfg.WEBHOOK_SECRET,
+    webhookAllowPrivate: cfg.WEBHOOK_ALLOW_PRIVATE,
     queues,
     logger,
     apiKeys: cfg.API_KEYS,
@@ -45,6 +54,7 @@ export async function startApi(cfg: ApiConfig, logger: Logger): Promise<ApiHandl
         server.close(() => resolve());
         (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
       });
+      await hub.close();
       for (const q of queues) await q.close().catch(() => {});
       await redis.quit().catch(() => {});
       await queueRedis.quit().catch(() => {});

@@ -6,13 +6,19 @@ import { bearerAuth } from './auth.js';
 import { dashboard, DASHBOARD_PATH } from './dashboard.js';
 import { errorBody, HttpError, onError } from './http-error.js';
 import { healthRoutes } from './routes/health.js';
-import { runsRoutes } from './routes/runs.js';
+import { eventsRoutes } from './routes/events.js';
+import { ownRun, runsRoutes } from './routes/runs.js';
+import type { EventHub } from './event-hub.js';
 import { toolsRoutes } from './routes/tools.js';
 
 export interface AppDeps {
   store: RunStore;
   redis: Redis;
+  hub: EventHub;
   agentQueue: Queue;
+  webhookQueue: Queue;
+  webhookSecret?: string;
+  webhookAllowPrivate: boolean;
   /** Every queue, for the dashboard. */
   queues: Queue[];
   logger: Logger;
@@ -43,7 +49,8 @@ export function createApp(deps: AppDeps) {
     }),
   );
 
-  app.route('/v1/runs', runsRoutes({ store: deps.store, agentQueue: deps.agentQueue, logger: deps.logger, limits: deps.limits, defaultModel: deps.defaultModel }));
+  app.route('/v1/runs', eventsRoutes({ store: deps.store, hub: deps.hub, ownRun: (owner, id) => ownRun(deps.store, owner, id) }));
+  app.route('/v1/runs', runsRoutes(deps));
   app.route('/v1/tools', toolsRoutes({ store: deps.store }));
   app.get(DASHBOARD_PATH, (c) => c.redirect(`${DASHBOARD_PATH}/`));
   app.route(DASHBOARD_PATH, dashboard(deps.queues));

@@ -39,6 +39,7 @@ export async function processToolCall(job: Job, deps: ToolCallDeps, signal?: Abo
   if (isTerminal(run.status)) return { index, skipped: run.status };
 
   const attempt = job.attemptsMade + 1;
+  const deadline = run.spec.timeout_ms !== undefined ? Date.parse(run.createdAt) + run.spec.timeout_ms : undefined;
   const interrupted = await deps.store.markToolRunning(runId, depth, index, attempt);
   const tool = deps.runner.tools().find((t) => t.name === name);
   const started = Date.now();
@@ -55,11 +56,23 @@ export async function processToolCall(job: Job, deps: ToolCallDeps, signal?: Abo
       isError: true,
       content: `Error executing ${name}: the outcome is unknown; a worker stopped while this call was running and the tool is not marked idempotent, so it was not run again. Check its effect before retrying.`,
     };
+  } else if (deadline !== undefined && deadline <= Date.now()) {
+    outcome = { isError: true, content: `Error executing ${name}: the run's deadline (timeout_ms) passed before the call started` };
   } else {
+    // A call in flight at the run's deadline is abandoned, not waited for.
+    const untilDeadline = deadline !== undefined ? deadline - Date.now() : Infinity;
+    const timeoutMs = Math.max(1, Math.min(deps.toolTimeoutMs, untilDeadline));
     try {
-      outcome = await deps.runner.call(name, data.arguments, { timeoutMs: deps.toolTimeoutMs, signal });
+      outcome = await deps.runner.call(name, data.arguments, { timeoutMs, signal });
+      if (outcome.isError && timeoutMs === untilDeadline && Date.now() >= deadline!) {
+        outcome = { isError: true, content: `Error executing ${name}: abandoned at the run's deadline (timeout_ms)` };
+      }
     } catch (err) {
-      if (signal?.aborted) throw err;
+      if (signal?.aborted) {
+        const now = await deps.store.getState(runId);
+        if (!now || isTerminal(now.status)) return { index, skipped: 'cancelled' };
+        throw err;
+      }
       const retryable = err instanceof AgentqError && err.retryable;
       if (retryable && attempt < (job.opts.attempts ?? 1)) {
         // The server was not reached: the call had no effect, so the next attempt is a clean run.

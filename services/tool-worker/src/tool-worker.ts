@@ -1,9 +1,10 @@
 import { Worker } from 'bullmq';
-import { createRedis, QUEUES, RunStore, workerLockOptions, type Logger, type ToolCatalogEntry } from '@agentq/shared';
+import { CancelListener, createRedis, QUEUES, RunStore, workerLockOptions, type Logger, type ToolCatalogEntry } from '@agentq/shared';
 import type { ToolWorkerConfig } from './config.js';
 import { loadMcpConfig, type McpConfig } from './mcp-config.js';
 import { McpRegistry, type ToolDescriptor } from './mcp-registry.js';
 import { processToolCall } from './tool-call-processor.js';
+import { startWebhookWorker } from './webhook-delivery.js';
 
 export interface ToolWorkerHandle {
   worker: Worker;
@@ -36,15 +37,37 @@ export async function startToolWorker(cfg: ToolWorkerConfig, logger: Logger, opt
   republish.unref();
 
   const deps = { store, runner: registry, logger, toolTimeoutMs: cfg.TOOL_TIMEOUT_MS, outputMaxBytes: cfg.TOOL_OUTPUT_MAX_BYTES };
-  const worker = new Worker(QUEUES.tool, (job, _token, signal) => processToolCall(job, deps, signal), {
+  const cancels = new CancelListener(createRedis(cfg.REDIS_URL, { name: 'agentq-tool-cancel', blocking: true }), cfg.QUEUE_PREFIX);
+  await cancels.start();
+  const worker = new Worker(
+    QUEUES.tool,
+    async (job, _token, signal) => {
+      const tracked = cancels.track(job.data.runId, job.id!, signal);
+      try {
+        return await processToolCall(job, deps, tracked.signal);
+      } finally {
+        tracked.release();
+      }
+    },
+    {
     connection: createRedis(cfg.REDIS_URL, { name: 'agentq-tool-worker', blocking: true }),
     prefix: cfg.QUEUE_PREFIX,
     concurrency: cfg.TOOL_CONCURRENCY,
     ...workerLockOptions,
-  });
+    },
+  );
   worker.on('error', (err) => logger.error({ err: err.message }, 'tool worker error'));
   worker.on('failed', (job, err) => logger.warn({ job_id: job?.id, err: err.message }, 'tool call attempt failed'));
-  await worker.waitUntilReady();
+  const webhooks = startWebhookWorker(cfg.REDIS_URL, cfg.QUEUE_PREFIX, {
+    store,
+    redis: storeRedis,
+    logger,
+    defaultSecret: cfg.WEBHOOK_SECRET,
+    allowPrivate: cfg.WEBHOOK_ALLOW_PRIVATE,
+    backoffBaseMs: cfg.WEBHOOK_BACKOFF_BASE_MS,
+    timeoutMs: cfg.WEBHOOK_TIMEOUT_MS,
+  });
+  await Promise.all([worker.waitUntilReady(), webhooks.waitUntilReady()]);
   logger.info({ queue: QUEUES.tool, tools: registry.tools().length, concurrency: cfg.TOOL_CONCURRENCY }, 'tool-worker started');
 
   return {
@@ -52,7 +75,7 @@ export async function startToolWorker(cfg: ToolWorkerConfig, logger: Logger, opt
     registry,
     async close() {
       clearInterval(republish);
-      const steps = [() => worker.close(), () => registry.close(), async () => storeRedis.quit()];
+      const steps = [() => worker.close(), () => webhooks.close(), () => cancels.close(), () => registry.close(), async () => storeRedis.quit()];
       for (const s of steps) await s().catch((err: Error) => logger.warn({ err: err.message }, 'error while closing'));
     },
   };

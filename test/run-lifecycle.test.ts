@@ -1,0 +1,306 @@
+import { createHmac } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ChatRequest, Handler, Reply } from '@agentq/scripted-llm';
+import { startStack, type Stack } from './fixtures/services.js';
+import { readSse } from './fixtures/sse.js';
+
+const scenarios = new Map<string, (req: ChatRequest, round: number) => Reply | Promise<Reply>>();
+const handler: Handler = (req) => {
+  const user = req.messages.find((m: any) => m.role === 'user')?.content as string;
+  const round = req.messages.filter((m: any) => m.role === 'assistant').length;
+  return scenarios.get(user)?.(req, round) ?? { content: `no scenario for ${user}` };
+};
+const requestsFor = (stack: Stack, user: string) => stack.llm.requests.filter((r) => r.messages.some((m: any) => m.role === 'user' && m.content === user));
+
+let stack: Stack;
+beforeAll(async () => {
+  stack = await startStack({ handler, env: { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_BACKOFF_BASE_MS: '50', WEBHOOK_SECRET: 'whsec_' + Buffer.from('the-default-secret').toString('base64') } });
+});
+afterAll(async () => stack?.close());
+
+describe('events (SSE)', () => {
+  const user = 'Stream me';
+  beforeAll(() => {
+    scenarios.set(user, (_req, round) =>
+      round === 0
+        ? { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 20, label: 'a' } }, { name: 'crm__search_contacts', arguments: { query: 'Alice' } }] }
+        : { content: 'Alice Jones works at Globex, as far as the CRM knows.', chunkDelayMs: 5 },
+    );
+  });
+
+  it('streams every event in order, text before the step ends, and closes after the terminal event', async () => {
+    const { id } = await stack.createRun({ input: user });
+    const res = await stack.request(`/v1/runs/${id}/events`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toContain('text/event-stream');
+    const events = await readSse(res); // ends because the server closes the stream
+    const types = events.map((e) => e.event);
+    expect(types[0]).toBe('run.queued');
+    expect(types.at(-1)).toBe('run.completed');
+    expect(types.filter((t) => t === 'run.completed')).toHaveLength(1);
+    const order = ['run.queued', 'run.started', 'step.started', 'step.completed', 'tool.started', 'tool.completed', 'step.started', 'message.delta', 'step.completed', 'run.completed'];
+    let at = -1;
+    for (const t of order) {
+      const next = types.indexOf(t, at + 1);
+      expect(next, `${t} after position ${at} in ${types.join(',')}`).toBeGreaterThan(at);
+      at = next;
+    }
+    expect(types.filter((t) => t === 'tool.completed')).toHaveLength(2);
+    // The final text arrived in several deltas, all before that step completed.
+    const lastStepDone = types.lastIndexOf('step.completed');
+    const deltas = events.filter((e, i) => e.event === 'message.delta' && i < lastStepDone);
+    expect(deltas.length).toBeGreaterThan(1);
+    expect(deltas.map((d) => d.data.text).join('')).toBe('Alice Jones works at Globex, as far as the CRM knows.');
+    expect(events.at(-1)!.data.run).toMatchObject({ id, status: 'completed' });
+    // Ids strictly increase.
+    const ids = events.map((e) => e.id!);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  it('resumes after Last-Event-ID with no duplicates and no gaps', async () => {
+    const { id } = await stack.createRun({ input: user });
+    await stack.waitForRun(id);
+    const all = await readSse(await stack.request(`/v1/runs/${id}/events`));
+    const middle = Math.floor(all.length / 2);
+    const resumed = await readSse(await stack.request(`/v1/runs/${id}/events`, { headers: { 'last-event-id': all[middle].id! } }));
+    expect(resumed.map((e) => e.id)).toEqual(all.slice(middle + 1).map((e) => e.id));
+  });
+
+  it('resumes a live stream from the middle while the run is still going', async () => {
+    const slowUser = 'Stream me slowly';
+    scenarios.set(slowUser, (_req, round) => (round === 0 ? { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 300, label: 'slow' } }] } : { content: 'done' }));
+    const { id } = await stack.createRun({ input: slowUser });
+    const first = await readSse(await stack.request(`/v1/runs/${id}/events`), { stopAfter: (e) => e.event === 'tool.started' });
+    const rest = await readSse(await stack.request(`/v1/runs/${id}/events`, { headers: { 'last-event-id': first.at(-1)!.id! } }));
+    const types = [...first, ...rest].map((e) => e.event);
+    expect(types.at(-1)).toBe('run.completed');
+    expect(types.filter((t) => t === 'tool.started')).toHaveLength(1);
+    expect(rest[0].event).toBe('tool.completed');
+  });
+
+  it('serves many subscribers of one run', async () => {
+    const { id } = await stack.createRun({ input: user });
+    const streams = await Promise.all(Array.from({ length: 20 }, () => stack.request(`/v1/runs/${id}/events`).then((r) => readSse(r))));
+    const first = streams[0].map((e) => e.id);
+    for (const s of streams) expect(s.map((e) => e.id)).toEqual(first);
+  });
+
+  it('rejects a malformed Last-Event-ID with a 400', async () => {
+    const { id } = await stack.createRun({ input: user });
+    const res = await stack.request(`/v1/runs/${id}/events`, { headers: { 'last-event-id': 'garbage' } });
+    expect(res.status).toBe(400);
+    expect((await res.json()).error.code).toBe('validation_error');
+  });
+});
+
+describe('cancel', () => {
+  it('cancels during a slow tool call: the call is abandoned and no model call follows', async () => {
+    const user = 'Cancel me';
+    scenarios.set(user, (_req, round) => (round === 0 ? { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 5000, label: 'cancel-me' } }] } : { content: 'should never be asked' }));
+    const { id } = await stack.createRun({ input: user });
+    const events = readSse(await stack.request(`/v1/runs/${id}/events`));
+    // Wait until the tool call is running.
+    for (let i = 0; i < 200 && !stack.crm.calls.some((c) => c.args.label === 'cancel-me'); i++) await new Promise((r) => setTimeout(r, 10));
+    const res = await stack.request(`/v1/runs/${id}/cancel`, { method: 'POST' });
+    expect(res.status).toBe(202);
+    expect(await res.json()).toMatchObject({ id, status: 'cancelled', stop_reason: 'cancelled' });
+    const types = (await events).map((e) => e.event);
+    expect(types.at(-1)).toBe('run.cancelled');
+    // The MCP server was told to cancel the call.
+    for (let i = 0; i < 100 && !stack.crm.aborted.includes('cancel-me'); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(stack.crm.aborted).toContain('cancel-me');
+    // Long after the sleep would have ended, still only the first model call happened.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(requestsFor(stack, user)).toHaveLength(1);
+    const run = await (await stack.request(`/v1/runs/${id}`)).json();
+    expect(run.status).toBe('cancelled');
+    // Idempotent: a second cancel returns the run unchanged.
+    const again = await stack.request(`/v1/runs/${id}/cancel`, { method: 'POST' });
+    expect(again.status).toBe(202);
+    expect((await again.json()).completed_at).toBe(run.completed_at);
+  });
+
+  it('aborts an in-flight model request', async () => {
+    const user = 'Cancel my thinking';
+    let aborted = false;
+    scenarios.set(user, async (_req) => ({ hang: true }));
+    stack.llm.setHandler(async (req, ctx) => {
+      const u = req.messages.find((m: any) => m.role === 'user')?.content;
+      if (u === user) ctx.signal.addEventListener('abort', () => (aborted = true));
+      return handler(req, ctx);
+    });
+    try {
+      const { id } = await stack.createRun({ input: user });
+      for (let i = 0; i < 200 && requestsFor(stack, user).length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      await stack.request(`/v1/runs/${id}/cancel`, { method: 'POST' });
+      for (let i = 0; i < 100 && !aborted; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(aborted).toBe(true);
+      expect((await stack.waitForRun(id)).status).toBe('cancelled');
+    } finally {
+      stack.llm.setHandler(handler);
+    }
+  });
+
+  it('returns a finished run unchanged', async () => {
+    scenarios.set('Quick', () => ({ content: 'quick' }));
+    const run = await stack.waitForRun((await stack.createRun({ input: 'Quick' })).id);
+    const res = await stack.request(`/v1/runs/${run.id}/cancel`, { method: 'POST' });
+    expect(res.status).toBe(202);
+    expect(await res.json()).toEqual(run);
+  });
+});
+
+describe('webhooks', () => {
+  let server: Server;
+  let url: string;
+  const received: Array<{ headers: IncomingMessage['headers']; body: string; status: number }> = [];
+  let failFirst = 0;
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        const status = failFirst-- > 0 ? 503 : 200;
+        received.push({ headers: req.headers, body, status });
+        res.writeHead(status).end();
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+  });
+  afterAll(() => new Promise<void>((r) => server.close(() => r())));
+
+  const verify = (secret: Buffer, h: IncomingMessage['headers'], body: string) =>
+    h['webhook-signature'] === `v1,${createHmac('sha256', secret).update(`${h['webhook-id']}.${h['webhook-timestamp']}.${body}`).digest('base64')}`;
+
+  it('retries a failing receiver, then delivers a signed payload with a stable id', async () => {
+    scenarios.set('Hook me', () => ({ content: 'hooked' }));
+    received.length = 0;
+    failFirst = 2;
+    const { id } = await stack.createRun({ input: 'Hook me', webhook: { url, secret: 'raw-secret-123' } });
+    for (let i = 0; i < 300 && !received.some((r) => r.status === 200); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(received.map((r) => r.status)).toEqual([503, 503, 200]);
+    const ids = new Set(received.map((r) => r.headers['webhook-id']));
+    expect(ids.size).toBe(1);
+    for (const r of received) expect(verify(Buffer.from('raw-secret-123'), r.headers, r.body)).toBe(true);
+    const payload = JSON.parse(received[2].body);
+    expect(payload).toMatchObject({ type: 'run.completed', data: { id, status: 'completed', output: { content: 'hooked' } } });
+    const deliveries = (await (await stack.request(`/v1/runs/${id}/webhook-deliveries`)).json()).data;
+    expect(deliveries.map((d: any) => [d.attempt, d.status_code, d.success])).toEqual([
+      [1, 503, false],
+      [2, 503, false],
+      [3, 200, true],
+    ]);
+  });
+
+  it('signs with WEBHOOK_SECRET in its whsec_ form when the run gives none', async () => {
+    scenarios.set('Hook me by default', () => ({ content: 'hooked' }));
+    received.length = 0;
+    failFirst = 0;
+    await stack.createRun({ input: 'Hook me by default', webhook: { url } });
+    for (let i = 0; i < 300 && received.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(verify(Buffer.from('the-default-secret'), received[0].headers, received[0].body)).toBe(true);
+  });
+
+  it('stops retrying on 410 Gone', async () => {
+    const gone = createServer((_req, res) => res.writeHead(410).end());
+    await new Promise<void>((r) => gone.listen(0, '127.0.0.1', r));
+    try {
+      scenarios.set('Hook gone', () => ({ content: 'x' }));
+      const { id } = await stack.createRun({ input: 'Hook gone', webhook: { url: `http://127.0.0.1:${(gone.address() as AddressInfo).port}/`, secret: 's' } });
+      let deliveries: any[] = [];
+      for (let i = 0; i < 100 && deliveries.length === 0; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        deliveries = (await (await stack.request(`/v1/runs/${id}/webhook-deliveries`)).json()).data;
+      }
+      await new Promise((r) => setTimeout(r, 400));
+      deliveries = (await (await stack.request(`/v1/runs/${id}/webhook-deliveries`)).json()).data;
+      expect(deliveries).toHaveLength(1);
+      expect(deliveries[0]).toMatchObject({ status_code: 410, success: false });
+    } finally {
+      gone.close();
+    }
+  });
+});
+
+describe('idempotency', () => {
+  it('two concurrent requests with one key create one run; another body is a 409', async () => {
+    scenarios.set('Once only', () => ({ content: 'once' }));
+    const body = { input: 'Once only' };
+    const headers = { 'idempotency-key': `key-${Date.now()}` };
+    const [a, b] = await Promise.all([stack.request('/v1/runs', { method: 'POST', json: body, headers }), stack.request('/v1/runs', { method: 'POST', json: body, headers })]);
+    expect([a.status, b.status].sort()).toEqual([200, 202]);
+    const [ra, rb] = [await a.json(), await b.json()];
+    expect(ra.id).toBe(rb.id);
+    const later = await stack.request('/v1/runs', { method: 'POST', json: body, headers });
+    expect(later.status).toBe(200);
+    expect((await later.json()).id).toBe(ra.id);
+    const other = await stack.request('/v1/runs', { method: 'POST', json: { input: 'Something else' }, headers });
+    expect(other.status).toBe(409);
+    expect((await other.json()).error.code).toBe('idempotency_key_reused');
+    await stack.waitForRun(ra.id);
+    expect(requestsFor(stack, 'Once only')).toHaveLength(1);
+  });
+});
+
+describe('budgets beyond depth', () => {
+  // Each call costs 100 tokens (the scripted model reports what it is told).
+  const greedy = (req: ChatRequest, round: number): Reply =>
+    req.tool_choice === 'none'
+      ? { content: `final after ${round} rounds`, usage: { prompt_tokens: 80, completion_tokens: 20 } }
+      : { tool_calls: [{ name: 'crm__count_calls', arguments: {} }], usage: { prompt_tokens: 80, completion_tokens: 20 } };
+
+  it.each([
+    ['final_answer', 'completed'],
+    ['stop', 'incomplete'],
+  ] as const)('max_total_tokens under %s', async (policy, status) => {
+    const user = `Tokens ${policy}`;
+    scenarios.set(user, greedy);
+    const run = await stack.waitForRun((await stack.createRun({ input: user, max_total_tokens: 250, on_budget_exhausted: policy })).id);
+    expect(run).toMatchObject({ status, stop_reason: 'max_total_tokens' });
+    // 100 tokens a call: after 3 calls (300 ≥ 250) the budget is hit before the 4th step.
+    expect(run.depth).toBe(3);
+    expect(run.usage.model_calls).toBe(policy === 'final_answer' ? 4 : 3);
+    if (policy === 'final_answer') expect(run.output?.content).toBe('final after 3 rounds');
+  });
+
+  it.each([
+    ['final_answer', 'completed'],
+    ['stop', 'incomplete'],
+  ] as const)('timeout_ms under %s abandons the tool call in flight', async (policy, status) => {
+    const user = `Timeout ${policy}`;
+    scenarios.set(user, (req, round) => (req.tool_choice === 'none' ? { content: 'out of time' } : round === 0 ? { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 3000, label: `t-${policy}` } }] } : { content: 'never' }));
+    const started = Date.now();
+    const run = await stack.waitForRun((await stack.createRun({ input: user, timeout_ms: 400, on_budget_exhausted: policy })).id);
+    expect(run).toMatchObject({ status, stop_reason: 'timeout' });
+    expect(Date.now() - started).toBeLessThan(2500);
+    const steps = (await (await stack.request(`/v1/runs/${run.id}/steps`)).json()).data;
+    expect(steps[0].tool_calls[0].output).toMatch(/deadline/);
+    if (policy === 'final_answer') expect(run.output?.content).toBe('out of time');
+  });
+
+  it('timeout_ms abandons a model step in flight', async () => {
+    const user = 'Slow model';
+    scenarios.set(user, (req) => (req.tool_choice === 'none' ? { content: 'late answer' } : { hang: true }));
+    const run = await stack.waitForRun((await stack.createRun({ input: user, timeout_ms: 300, on_budget_exhausted: 'stop' })).id);
+    expect(run).toMatchObject({ status: 'incomplete', stop_reason: 'timeout' });
+  });
+});
+
+describe('private webhook URLs', () => {
+  let strict: Stack;
+  beforeAll(async () => {
+    strict = await startStack({ handler, env: { WEBHOOK_SECRET: 'secret' } });
+  });
+  afterAll(async () => strict?.close());
+
+  it.each(['http://127.0.0.1:9/hook', 'http://localhost/hook', 'http://10.1.2.3/x', 'http://[::1]/x', 'http://169.254.169.254/latest', 'http://192.168.1.1/'])('refuses %s with a 400', async (url) => {
+    const res = await strict.request('/v1/runs', { method: 'POST', json: { input: 'x', webhook: { url } } });
+    expect(res.status).toBe(400);
+    const body = await res.json();
+    expect(body.error.code).toBe('validation_error');
+    expect(body.error.details[0].field).toBe('webhook.url');
+  });
+});
