@@ -1,0 +1,36 @@
+# syntax=docker/dockerfile:1
+# One image for all three services; docker-compose.yml picks the service with `command`:
+#   node services/api/dist/main.js | node services/agent-worker/dist/main.js | node services/tool-worker/dist/main.js
+FROM node:24-slim
+
+WORKDIR /app
+ENV TURBO_TELEMETRY_DISABLED=1 \
+    NEXT_TELEMETRY_DISABLED=1 \
+    npm_config_update_notifier=false \
+    npm_config_fund=false \
+    npm_config_audit=false
+
+# Dependencies first, so that editing sources does not reinstall them.
+# (npm workspaces need every workspace's package.json before `npm ci`.)
+COPY package.json package-lock.json ./
+COPY packages/shared/package.json packages/shared/
+COPY packages/scripted-llm/package.json packages/scripted-llm/
+COPY services/api/package.json services/api/
+COPY services/agent-worker/package.json services/agent-worker/
+COPY services/tool-worker/package.json services/tool-worker/
+RUN --mount=type=cache,target=/root/.npm npm ci
+
+COPY . .
+RUN npm run build \
+ && mkdir -p /data /config \
+ && chown node:node /data
+
+# Dev dependencies are kept on purpose: they include MCP servers (e.g.
+# @modelcontextprotocol/server-memory) that an mcp.json may start over stdio.
+ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
+    PORT=3000
+USER node
+EXPOSE 3000
+# Default: the API. SIGTERM makes each service stop taking work and finish what it holds.
+CMD ["node", "services/api/dist/main.js"]
