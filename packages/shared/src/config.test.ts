@@ -90,6 +90,9 @@ describe('parseEnv with the worker schema', () => {
     ['AGENT_CONCURRENCY', '2.5'],
     ['TOOL_CONCURRENCY', '-1'],
     ['OPENAI_BASE_URL', 'not a url'],
+    // A forgotten scheme parses as the URL scheme "localhost:"; every model call would then fail.
+    ['OPENAI_BASE_URL', 'localhost:11434/v1'],
+    ['OPENAI_BASE_URL', 'ftp://models.example.com/v1'],
     ['WEBHOOK_ALLOW_PRIVATE', 'maybe'],
   ])('refuses %s=%s with one line naming it', (name, value) => {
     const p = problems(() => parseEnv(workerEnvSchema, { [name]: value }));

@@ -15,3 +15,5 @@ export * from './shutdown.js';
 export * from './allowlist.js';
 export * from './run-lifecycle.js';
 export * from './net-guard.js';
+export * from './builtin-tools.js';
+export * from './context-store.js';

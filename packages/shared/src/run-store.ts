@@ -159,6 +159,11 @@ export class RunStore {
     };
   }
 
+  /** Tokens used so far by a run and all its descendants (its usage_total). */
+  async treeTokens(runId: string): Promise<number> {
+    return Number((await this.redis.hget(this.keys(runId).run, 'ut:total_tokens')) ?? 0);
+  }
+
   /** The run object of the API, or null if there is no such run (or it expired). */
   async getRun(runId: string): Promise<RunObject | null> {
     const h = await this.redis.hgetall(this.keys(runId).run);
@@ -228,6 +233,11 @@ export class RunStore {
       if (ids.length < batch) return { data, next: null };
     }
     return { data, next: data.length ? data[data.length - 1].id : null };
+  }
+
+  /** Records a sub-run under its parent (for `/children` and cascading cancel). */
+  async addChild(parentId: string, childId: string): Promise<void> {
+    await this.redis.zadd(this.keys(parentId).children, 'NX', Date.now(), childId);
   }
 
   /** The sub-runs a run started, oldest first. */

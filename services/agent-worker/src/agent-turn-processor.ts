@@ -101,11 +101,14 @@ async function runStep(
   signal?: AbortSignal,
 ) {
   const { spec } = run;
-  const tools = offeredTools(await deps.tools(), spec.tools);
+  const tools = offeredTools(await deps.tools(), spec);
+  // max_total_tokens holds for the whole tree: a sub-run checks its root's usage_total.
+  const treeTokens = spec.ancestors.length ? await deps.store.treeTokens(spec.ancestors[0]) : run.usageTotal.total_tokens;
   const budget = exhaustedBudget(spec, {
     depth,
-    treeTokens: run.usageTotal.total_tokens,
+    treeTokens,
     createdAtMs: Date.parse(run.createdAt),
+    deadlineAtMs: spec.deadline_at,
     nowMs: Date.now(),
   });
   const plan = planStep(spec, budget, tools.length > 0);
@@ -134,7 +137,7 @@ async function runStep(
         }),
       );
     // A step in flight at the run's deadline is abandoned, not waited for.
-    const deadline = spec.timeout_ms !== undefined ? Date.parse(run.createdAt) + spec.timeout_ms : undefined;
+    const deadline = spec.deadline_at ?? (spec.timeout_ms !== undefined ? Date.parse(run.createdAt) + spec.timeout_ms : undefined);
     const deadlineSignal = deadline !== undefined && !plan.budget ? AbortSignal.timeout(Math.max(1, deadline - Date.now())) : undefined;
     let response;
     try {
@@ -179,7 +182,7 @@ async function runStep(
   const outcome = decideNext(callPlan, step.message);
   switch (outcome.kind) {
     case 'tool_calls':
-      await fanOut(deps.flow, run.id, depth, outcome.toolCalls);
+      await fanOut(deps.flow, run.id, depth, outcome.toolCalls, spec.parent_job);
       return { outcome: 'tool_calls', count: outcome.toolCalls.length };
     case 'budget_exhausted':
       await finishRun(deps, run.id, { status: 'incomplete', stopReason: outcome.budget, output: step.message });

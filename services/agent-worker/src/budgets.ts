@@ -6,6 +6,8 @@ export interface BudgetInput {
   /** Tokens used so far by the whole run tree this run belongs to (its usage_total). */
   treeTokens: number;
   createdAtMs: number;
+  /** The deadline when the run has one of its own or inherits its root's (sub-runs). */
+  deadlineAtMs?: number;
   nowMs: number;
 }
 
@@ -14,7 +16,8 @@ export interface BudgetInput {
  * passed deadline ends the run whatever else is left.
  */
 export function exhaustedBudget(spec: Pick<RunSpec, 'max_depth' | 'max_total_tokens' | 'timeout_ms'>, b: BudgetInput): BudgetName | null {
-  if (spec.timeout_ms !== undefined && b.nowMs >= b.createdAtMs + spec.timeout_ms) return 'timeout';
+  const deadline = b.deadlineAtMs ?? (spec.timeout_ms !== undefined ? b.createdAtMs + spec.timeout_ms : undefined);
+  if (deadline !== undefined && b.nowMs >= deadline) return 'timeout';
   if (spec.max_total_tokens !== undefined && b.treeTokens >= spec.max_total_tokens) return 'max_total_tokens';
   if (b.depth >= spec.max_depth) return 'max_depth';
   return null;

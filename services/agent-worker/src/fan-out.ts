@@ -7,13 +7,15 @@ import { QUEUES, jobIds, jobNames, jobOptions, type AgentTurnJob, type ToolCall,
  * next model step starts only when every result is in. Ids derive from run and depth, so a
  * step that is redone adds nothing twice.
  */
-export async function fanOut(flow: FlowProducer, runId: string, depth: number, toolCalls: ToolCall[]): Promise<void> {
+export async function fanOut(flow: FlowProducer, runId: string, depth: number, toolCalls: ToolCall[], parentJob?: { id: string; queue: string }): Promise<void> {
   const next: AgentTurnJob = { runId, depth: depth + 1 };
   await flow.add({
     name: jobNames.agentTurn(runId, depth + 1),
     queueName: QUEUES.agent,
     data: next,
-    opts: { ...jobOptions.agentTurn, jobId: jobIds.agentTurn(runId, depth + 1) },
+    // A sub-run's every turn is a child of the tool job that started it, so that job waits
+    // (holding no worker slot) through the sub-run's whole chain and resumes once, at its end.
+    opts: { ...jobOptions.agentTurn, jobId: jobIds.agentTurn(runId, depth + 1), ...(parentJob ? { parent: parentJob, ignoreDependencyOnFailure: true } : {}) },
     children: toolCalls.map((tc, index) => {
       const data: ToolCallJob = { runId, depth, index, toolCallId: tc.id, name: tc.function.name, arguments: tc.function.arguments };
       return {

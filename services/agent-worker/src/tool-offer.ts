@@ -1,12 +1,17 @@
-import { compileAllowlist, type ToolCatalogEntry } from '@agentq/shared';
+import { builtinToolsFor, compileAllowlist, type RunSpec, type ToolCatalogEntry } from '@agentq/shared';
 
-/** The tools a run may use, in the OpenAI `tools` request format. */
-export function offeredTools(catalog: ToolCatalogEntry[], allowlist: string[] | undefined) {
-  const allowed = compileAllowlist(allowlist);
-  return catalog
+/**
+ * The tools a run may use, in the OpenAI `tools` request format: the MCP tools its allowlist
+ * admits, and the built-in tools its options switch on (sub-agents, context).
+ */
+export function offeredTools(catalog: ToolCatalogEntry[], spec: Pick<RunSpec, 'tools' | 'subagents' | 'has_context'>) {
+  const allowed = compileAllowlist(spec.tools);
+  const mcp = catalog
     .filter((t) => allowed(t.name))
     .map((t) => ({
       type: 'function' as const,
       function: { name: t.name, description: t.description.slice(0, 1024), parameters: t.input_schema },
     }));
+  const builtins = builtinToolsFor(spec).map((t) => ({ type: 'function' as const, function: { name: t.name, description: t.description, parameters: t.parameters } }));
+  return [...builtins, ...mcp];
 }

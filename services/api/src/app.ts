@@ -29,7 +29,8 @@ export interface AppDeps {
 
 /** The HTTP API as a Hono app (tests drive it with `app.request()`). */
 export function createApp(deps: AppDeps) {
-  const app = new Hono<{ Variables: { owner: string } }>();
+  // Not strict: the dashboard is served at both `/admin/queues` and `/admin/queues/`.
+  const app = new Hono<{ Variables: { owner: string } }>({ strict: false });
   app.onError(onError(deps.logger));
   app.notFound((c) => c.json(errorBody('not_found', `no route ${c.req.method} ${c.req.path.slice(0, 200)}`), 404));
 
@@ -52,7 +53,6 @@ export function createApp(deps: AppDeps) {
   app.route('/v1/runs', eventsRoutes({ store: deps.store, hub: deps.hub, ownRun: (owner, id) => ownRun(deps.store, owner, id) }));
   app.route('/v1/runs', runsRoutes(deps));
   app.route('/v1/tools', toolsRoutes({ store: deps.store }));
-  app.get(DASHBOARD_PATH, (c) => c.redirect(`${DASHBOARD_PATH}/`));
   app.route(DASHBOARD_PATH, dashboard(deps.queues));
   return app;
 }

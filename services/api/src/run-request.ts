@@ -1,4 +1,4 @@
-import type { ChatMessage, CreateRunBody, RunSpec } from '@agentq/shared';
+import type { ChatMessage, ContextDoc, CreateRunBody, RunSpec } from '@agentq/shared';
 import { HttpError } from './http-error.js';
 
 /** Size limits of a run request, in bytes. */
@@ -23,7 +23,7 @@ export function checkSizes(body: CreateRunBody, limits: RunLimits): void {
 }
 
 /** The fixed part of a new root run, and its first messages. */
-export function buildRun(body: CreateRunBody, defaultModel: string | undefined): { spec: RunSpec; messages: ChatMessage[] } {
+export function buildRun(body: CreateRunBody, defaultModel: string | undefined, now = Date.now()): { spec: RunSpec; messages: ChatMessage[]; context?: ContextDoc[] } {
   const model = body.model ?? defaultModel;
   if (!model) {
     throw new HttpError(400, 'validation_error', 'model: no model given and the service has no default (set "model" in the request or MODEL on the server)', [
@@ -40,7 +40,7 @@ export function buildRun(body: CreateRunBody, defaultModel: string | undefined):
     ...(body.tools ? { tools: body.tools } : {}),
     max_depth: body.max_depth,
     ...(body.max_total_tokens !== undefined ? { max_total_tokens: body.max_total_tokens } : {}),
-    ...(body.timeout_ms !== undefined ? { timeout_ms: body.timeout_ms } : {}),
+    ...(body.timeout_ms !== undefined ? { timeout_ms: body.timeout_ms, deadline_at: now + body.timeout_ms } : {}),
     on_budget_exhausted: body.on_budget_exhausted,
     ...(body.subagents ? { subagents: body.subagents } : {}),
     ...(body.response_format ? { response_format: body.response_format } : {}),
@@ -50,5 +50,13 @@ export function buildRun(body: CreateRunBody, defaultModel: string | undefined):
     ancestors: [],
     nesting: 0,
   };
-  return { spec, messages };
+  const context = body.context === undefined ? undefined : typeof body.context === 'string' ? [{ name: 'context', text: body.context }] : body.context;
+  if (context) {
+    const names = new Set<string>();
+    for (const d of context) {
+      if (names.has(d.name)) throw new HttpError(400, 'validation_error', `context: two documents are named "${d.name}"; names must be unique`, [{ field: 'context', message: 'duplicate document name' }]);
+      names.add(d.name);
+    }
+  }
+  return { spec, messages, ...(context ? { context } : {}) };
 }

@@ -1,6 +1,9 @@
 import type { Job } from 'bullmq';
-import { AgentqError, compileAllowlist, isTerminal, toolCallJobSchema, type Logger, type RunStore, type ToolResultRecord } from '@agentq/shared';
+import type { Queue } from 'bullmq';
+import { AgentqError, BUILTIN_TOOL_NAMES, compileAllowlist, isTerminal, type ContextStore, toolCallJobSchema, type Logger, type RunStore, type ToolResultRecord } from '@agentq/shared';
 import type { ToolCallOutcome, ToolDescriptor } from './mcp-registry.js';
+import { runAgentQuery } from './builtin/agent-query.js';
+import { runContextTool } from './builtin/context-tools.js';
 import { capToolOutput } from './tool-output.js';
 
 /** The part of the MCP registry a tool call needs. */
@@ -15,6 +18,8 @@ export interface ToolCallDeps {
   logger: Logger;
   toolTimeoutMs: number;
   outputMaxBytes: number;
+  contexts: ContextStore;
+  agentQueue: Queue;
 }
 
 /** True when running a tool twice is harmless, by its MCP annotations. */
@@ -27,7 +32,7 @@ export function safeToRerun(tool: ToolDescriptor | undefined): boolean {
  * model sees, never job failures; only an unreachable tool server is retried, and after the
  * last attempt it too becomes an error result, so the parent turn is always released.
  */
-export async function processToolCall(job: Job, deps: ToolCallDeps, signal?: AbortSignal): Promise<{ index: number; skipped?: string }> {
+export async function processToolCall(job: Job, deps: ToolCallDeps, signal?: AbortSignal, token?: string): Promise<{ index: number; skipped?: string }> {
   const data = toolCallJobSchema.parse(job.data);
   const { runId, depth, index, name } = data;
   const log = deps.logger.child({ run_id: runId, job_id: job.id, depth, tool: name });
@@ -39,15 +44,36 @@ export async function processToolCall(job: Job, deps: ToolCallDeps, signal?: Abo
   if (isTerminal(run.status)) return { index, skipped: run.status };
 
   const attempt = job.attemptsMade + 1;
-  const deadline = run.spec.timeout_ms !== undefined ? Date.parse(run.createdAt) + run.spec.timeout_ms : undefined;
+  const deadline = run.spec.deadline_at ?? (run.spec.timeout_ms !== undefined ? Date.parse(run.createdAt) + run.spec.timeout_ms : undefined);
+  const resumed = Boolean((job.data as { subrunIds?: string[] }).subrunIds);
   const interrupted = await deps.store.markToolRunning(runId, depth, index, attempt);
   const tool = deps.runner.tools().find((t) => t.name === name);
-  const started = Date.now();
+  const started = resumed ? job.processedOn ?? job.timestamp : Date.now();
   const startedAt = new Date(started).toISOString();
-  await deps.store.appendEvent(runId, 'tool.started', { depth, index, tool_call_id: data.toolCallId, name, attempt });
+  if (!resumed) await deps.store.appendEvent(runId, 'tool.started', { depth, index, tool_call_id: data.toolCallId, name, attempt });
 
   let outcome: ToolCallOutcome;
-  if (!compileAllowlist(run.spec.tools)(name)) {
+  let subrunIds: string[] | undefined;
+  if (BUILTIN_TOOL_NAMES.has(name)) {
+    // Built-in tools are safe to run again: their effects (sub-runs) have ids fixed by the job.
+    let args: unknown;
+    try {
+      args = data.arguments.trim() === '' ? {} : JSON.parse(data.arguments);
+    } catch (err) {
+      args = undefined;
+      outcome = { isError: true, content: `Error executing ${name}: arguments are not valid JSON: ${(err as Error).message}` };
+    }
+    if (args !== undefined) {
+      if (name.startsWith('context_')) outcome = await runContextTool(name, args, runId, deps.contexts);
+      else {
+        const r = await runAgentQuery(job, token, data, args, run, deps);
+        if (r.kind === 'waiting') return { index, skipped: 'waiting' };
+        outcome = r.outcome;
+        subrunIds = r.subrunIds;
+      }
+    }
+    outcome ??= { isError: true, content: `Error executing ${name}: no result` };
+  } else if (!compileAllowlist(run.spec.tools)(name)) {
     outcome = { isError: true, content: `Error executing ${name}: this tool is not allowed for this run (allowed: ${run.spec.tools?.join(', ') ?? 'all'})` };
   } else if (interrupted && !safeToRerun(tool)) {
     // A previous attempt started this call and never reported back (a crash): it may have had
@@ -94,6 +120,7 @@ export async function processToolCall(job: Job, deps: ToolCallDeps, signal?: Abo
     duration_ms: Date.now() - started,
     started_at: startedAt,
     completed_at: new Date().toISOString(),
+    ...(subrunIds ? { subrun_ids: subrunIds } : {}),
   };
   const stored = await deps.store.saveToolResult(runId, depth, index, rec);
   await deps.store.appendEvent(runId, 'tool.completed', {

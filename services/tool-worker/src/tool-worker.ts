@@ -1,5 +1,5 @@
-import { Worker } from 'bullmq';
-import { CancelListener, createRedis, QUEUES, RunStore, workerLockOptions, type Logger, type ToolCatalogEntry } from '@agentq/shared';
+import { Queue, Worker } from 'bullmq';
+import { CancelListener, ContextStore, createRedis, QUEUES, RunStore, workerLockOptions, type Logger, type ToolCatalogEntry } from '@agentq/shared';
 import type { ToolWorkerConfig } from './config.js';
 import { loadMcpConfig, type McpConfig } from './mcp-config.js';
 import { McpRegistry, type ToolDescriptor } from './mcp-registry.js';
@@ -36,15 +36,24 @@ export async function startToolWorker(cfg: ToolWorkerConfig, logger: Logger, opt
   const republish = setInterval(() => void publish(), 30_000);
   republish.unref();
 
-  const deps = { store, runner: registry, logger, toolTimeoutMs: cfg.TOOL_TIMEOUT_MS, outputMaxBytes: cfg.TOOL_OUTPUT_MAX_BYTES };
+  const agentQueue = new Queue(QUEUES.agent, { connection: createRedis(cfg.REDIS_URL, { name: 'agentq-tool-agent-queue', blocking: true }), prefix: cfg.QUEUE_PREFIX });
+  const deps = {
+    store,
+    runner: registry,
+    logger,
+    toolTimeoutMs: cfg.TOOL_TIMEOUT_MS,
+    outputMaxBytes: cfg.TOOL_OUTPUT_MAX_BYTES,
+    contexts: new ContextStore(storeRedis, cfg.QUEUE_PREFIX),
+    agentQueue,
+  };
   const cancels = new CancelListener(createRedis(cfg.REDIS_URL, { name: 'agentq-tool-cancel', blocking: true }), cfg.QUEUE_PREFIX);
   await cancels.start();
   const worker = new Worker(
     QUEUES.tool,
-    async (job, _token, signal) => {
+    async (job, token, signal) => {
       const tracked = cancels.track(job.data.runId, job.id!, signal);
       try {
-        return await processToolCall(job, deps, tracked.signal);
+        return await processToolCall(job, deps, tracked.signal, token);
       } finally {
         tracked.release();
       }
@@ -75,7 +84,7 @@ export async function startToolWorker(cfg: ToolWorkerConfig, logger: Logger, opt
     registry,
     async close() {
       clearInterval(republish);
-      const steps = [() => worker.close(), () => webhooks.close(), () => cancels.close(), () => registry.close(), async () => storeRedis.quit()];
+      const steps = [() => worker.close(), () => webhooks.close(), () => agentQueue.close(), () => cancels.close(), () => registry.close(), async () => storeRedis.quit()];
       for (const s of steps) await s().catch((err: Error) => logger.warn({ err: err.message }, 'error while closing'));
     },
   };

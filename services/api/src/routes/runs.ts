@@ -4,6 +4,7 @@ import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import {
   cancelChannel,
+  ContextStore,
   createRunBodySchema,
   finishRun,
   isRunId,
@@ -62,7 +63,7 @@ export function runsRoutes(deps: RunsRouteDeps) {
     const raw = await readJson(c.req);
     const body = parseOr400(createRunBodySchema, raw, 'run request');
     checkSizes(body, deps.limits);
-    const { spec, messages } = buildRun(body, deps.defaultModel);
+    const { spec, messages, context } = buildRun(body, deps.defaultModel);
     if (spec.webhook) await checkWebhook(spec.webhook);
     const owner = c.get('owner');
     const id = newId('run');
@@ -78,6 +79,7 @@ export function runsRoutes(deps: RunsRouteDeps) {
     const job: AgentTurnJob = { runId: id, depth: 0 };
     try {
       await deps.store.createRun({ id, owner, spec, messages });
+      if (context) await new ContextStore(deps.redis, deps.store.prefix).put(id, context);
       await deps.agentQueue.add(jobNames.agentTurn(id, 0), job, { ...jobOptions.agentTurn, jobId: jobIds.agentTurn(id, 0) });
     } catch (err) {
       // Not enqueued means not accepted: remove the record rather than leave a run nobody runs.

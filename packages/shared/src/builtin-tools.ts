@@ -1,0 +1,92 @@
+import type { RunSpec } from './schemas/run.js';
+
+/** A tool agentq implements itself, offered without a server prefix. */
+export interface BuiltinTool {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+const promptItem = {
+  type: 'object',
+  properties: {
+    prompt: { type: 'string', description: 'The task for the sub-agent; it sees nothing else of this conversation.' },
+    instructions: { type: 'string', description: 'Optional system prompt for the sub-agent.' },
+    context_chunk: { type: 'string', description: 'Optional chunk id from context_chunks; its text is given to the sub-agent.' },
+  },
+  required: ['prompt'],
+  additionalProperties: false,
+};
+
+export const SUBAGENT_TOOLS: BuiltinTool[] = [
+  {
+    name: 'agent_query',
+    description:
+      'Hand a self-contained subtask to a sub-agent with a fresh, isolated context (it does not see this conversation). Returns the sub-agent\'s final answer.',
+    parameters: promptItem,
+  },
+  {
+    name: 'agent_query_batch',
+    description: 'Run several independent subtasks in parallel, one sub-agent each. Returns a JSON array of their answers, in prompt order.',
+    parameters: {
+      type: 'object',
+      properties: { prompts: { type: 'array', items: { anyOf: [{ type: 'string' }, promptItem] }, minItems: 1 } },
+      required: ['prompts'],
+      additionalProperties: false,
+    },
+  },
+];
+
+export const CONTEXT_TOOLS: BuiltinTool[] = [
+  {
+    name: 'context_info',
+    description: 'Describe the documents of this run\'s context (kept out of the prompt): names and sizes in characters.',
+    parameters: { type: 'object', properties: {}, additionalProperties: false },
+  },
+  {
+    name: 'context_read',
+    description: 'Read a slice of a context document by character offset.',
+    parameters: {
+      type: 'object',
+      properties: {
+        name: { type: 'string', description: 'Document name; default the first document.' },
+        offset: { type: 'integer', minimum: 0 },
+        length: { type: 'integer', minimum: 1, maximum: 100000 },
+      },
+      required: ['offset', 'length'],
+      additionalProperties: false,
+    },
+  },
+  {
+    name: 'context_search',
+    description: 'Search the context with a regular expression; returns matches with their offsets and surrounding text.',
+    parameters: {
+      type: 'object',
+      properties: { pattern: { type: 'string' }, max_hits: { type: 'integer', minimum: 1, maximum: 1000 } },
+      required: ['pattern'],
+      additionalProperties: false,
+    },
+  },
+  {
+    name: 'context_chunks',
+    description:
+      'Split the context into fixed windows of max_chars characters overlapping by overlap_chars; returns chunk ids to pass as context_chunk to agent_query / agent_query_batch.',
+    parameters: {
+      type: 'object',
+      properties: {
+        max_chars: { type: 'integer', minimum: 1 },
+        overlap_chars: { type: 'integer', minimum: 0 },
+        name: { type: 'string' },
+      },
+      required: ['max_chars'],
+      additionalProperties: false,
+    },
+  },
+];
+
+export const BUILTIN_TOOL_NAMES: ReadonlySet<string> = new Set([...SUBAGENT_TOOLS, ...CONTEXT_TOOLS].map((t) => t.name));
+
+/** The built-in tools a run is offered: sub-agents when enabled, context tools when it has a context. */
+export function builtinToolsFor(spec: Pick<RunSpec, 'subagents' | 'has_context'>): BuiltinTool[] {
+  return [...(spec.subagents?.enabled ? SUBAGENT_TOOLS : []), ...(spec.has_context ? CONTEXT_TOOLS : [])];
+}

@@ -1,0 +1,73 @@
+import { chunkDocument, type Chunk, type ContextMeta, type ContextStore } from '@agentq/shared';
+import { z } from 'zod';
+import type { ToolCallOutcome } from '../tool-result.js';
+
+const MAX_CHUNKS = 10_000;
+const MAX_READ = 100_000;
+
+const readArgs = z.strictObject({ name: z.string().optional(), offset: z.number().int().min(0), length: z.number().int().min(1).max(MAX_READ) });
+const searchArgs = z.strictObject({ pattern: z.string().min(1).max(1000), max_hits: z.number().int().min(1).max(1000).default(20) });
+const chunkArgs = z.strictObject({ max_chars: z.number().int().min(1), overlap_chars: z.number().int().min(0).default(0), name: z.string().optional() });
+
+const ok = (value: unknown): ToolCallOutcome => ({ isError: false, content: typeof value === 'string' ? value : JSON.stringify(value) });
+const fail = (tool: string, why: string): ToolCallOutcome => ({ isError: true, content: `Error executing ${tool}: ${why}` });
+
+function docIndex(meta: ContextMeta, name: string | undefined): number {
+  if (name === undefined) return 0;
+  return meta.documents.findIndex((d) => d.name === name);
+}
+
+/** Runs one of the context tools over the run's stored context. */
+export async function runContextTool(tool: string, args: unknown, runId: string, contexts: ContextStore): Promise<ToolCallOutcome> {
+  const meta = await contexts.meta(runId);
+  if (!meta) return fail(tool, 'this run has no context');
+  const names = () => meta.documents.map((d) => d.name).join(', ');
+  switch (tool) {
+    case 'context_info':
+      return ok({ documents: meta.documents, total_chars: meta.documents.reduce((n, d) => n + d.chars, 0) });
+    case 'context_read': {
+      const a = readArgs.safeParse(args);
+      if (!a.success) return fail(tool, `invalid arguments: ${z.prettifyError(a.error)}`);
+      const i = docIndex(meta, a.data.name);
+      if (i < 0) return fail(tool, `no document named "${a.data.name}" (documents: ${names()})`);
+      return ok(await contexts.read(runId, meta, i, a.data.offset, a.data.length));
+    }
+    case 'context_search': {
+      const a = searchArgs.safeParse(args);
+      if (!a.success) return fail(tool, `invalid arguments: ${z.prettifyError(a.error)}`);
+      let re: RegExp;
+      try {
+        re = new RegExp(a.data.pattern, 'gu');
+      } catch (err) {
+        return fail(tool, `invalid regular expression: ${(err as Error).message}`);
+      }
+      const hits: Array<{ name: string; offset: number; text: string }> = [];
+      for (let i = 0; i < meta.documents.length && hits.length < a.data.max_hits; i++) {
+        const text = await contexts.readAll(runId, meta, i);
+        for (const m of text.matchAll(re)) {
+          hits.push({ name: meta.documents[i].name, offset: m.index, text: text.slice(Math.max(0, m.index - 80), m.index + m[0].length + 80) });
+          if (hits.length >= a.data.max_hits) break;
+          if (m[0].length === 0) re.lastIndex++;
+        }
+      }
+      return ok({ hits });
+    }
+    case 'context_chunks': {
+      const a = chunkArgs.safeParse(args);
+      if (!a.success) return fail(tool, `invalid arguments: ${z.prettifyError(a.error)}`);
+      if (a.data.overlap_chars >= a.data.max_chars) return fail(tool, 'overlap_chars must be smaller than max_chars');
+      const which = a.data.name === undefined ? meta.documents.map((_, i) => i) : [docIndex(meta, a.data.name)];
+      if (which[0] < 0) return fail(tool, `no document named "${a.data.name}" (documents: ${names()})`);
+      const chunks: Chunk[] = [];
+      for (const i of which) {
+        const d = meta.documents[i];
+        const count = Math.ceil(Math.max(0, d.chars - a.data.overlap_chars) / (a.data.max_chars - a.data.overlap_chars));
+        if (chunks.length + count > MAX_CHUNKS) return fail(tool, `that makes more than ${MAX_CHUNKS} chunks; use a larger max_chars`);
+        chunks.push(...chunkDocument(i, d.name, d.chars, a.data.max_chars, a.data.overlap_chars));
+      }
+      return ok({ chunks });
+    }
+    default:
+      return fail(tool, 'unknown context tool');
+  }
+}

@@ -1,0 +1,191 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ChatRequest, Handler, Reply } from '@agentq/scripted-llm';
+import { startStack, type Stack } from './fixtures/services.js';
+
+const firstUser = (req: ChatRequest) => req.messages.find((m: any) => m.role === 'user')?.content as string;
+const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
+const toolMsgs = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'tool');
+
+// Scenarios match on the start of the first user message (children get their prompt only).
+const scenarios: Array<[string, (req: ChatRequest) => Reply | Promise<Reply>]> = [];
+const handler: Handler = (req) => {
+  const u = firstUser(req) ?? '';
+  for (const [prefix, s] of scenarios) if (u.startsWith(prefix)) return s(req);
+  return { content: `no scenario for ${u.slice(0, 50)}` };
+};
+const on = (prefix: string, s: (req: ChatRequest) => Reply | Promise<Reply>) => scenarios.unshift([prefix, s]);
+
+let stack: Stack;
+beforeAll(async () => {
+  stack = await startStack({ handler });
+});
+afterAll(async () => stack?.close());
+
+const json = async (path: string) => (await stack.request(path)).json();
+
+describe('sub-agents', () => {
+  it('runs a batch of three children in parallel, isolated, results in order, usage rolled up', async () => {
+    on('Capital of ', (req) => ({ content: `${firstUser(req).slice(11)} → capital known`, usage: { prompt_tokens: 10, completion_tokens: 5 }, delayMs: 150 }));
+    on('PARENT batch', (req) =>
+      round(req) === 0
+        ? { tool_calls: [{ name: 'agent_query_batch', arguments: { prompts: ['Capital of France', { prompt: 'Capital of Peru', instructions: 'Be terse.' }, 'Capital of Japan'] } }], usage: { prompt_tokens: 100, completion_tokens: 10 } }
+        : { content: `children said: ${toolMsgs(req)[0].content}`, usage: { prompt_tokens: 100, completion_tokens: 10 } },
+    );
+    const started = Date.now();
+    const { id } = await stack.createRun({ input: 'PARENT batch: secret parent text 42', subagents: { enabled: true } });
+    const run = await stack.waitForRun(id);
+    const elapsed = Date.now() - started;
+    expect(run.status).toBe('completed');
+    expect(JSON.parse((run.output!.content as string).slice('children said: '.length))).toEqual([
+      'France → capital known',
+      'Peru → capital known',
+      'Japan → capital known',
+    ]);
+    // Three 150 ms children in parallel, not in a row.
+    expect(elapsed).toBeLessThan(3 * 150 + 300);
+
+    const children = (await json(`/v1/runs/${id}/children`)).data;
+    expect(children).toHaveLength(3);
+    for (const c of children) {
+      expect(c).toMatchObject({ parent_run_id: id, root_run_id: id, status: 'completed' });
+      const msgs = (await json(`/v1/runs/${c.id}/messages`)).data;
+      expect(JSON.stringify(msgs)).not.toContain('secret parent text');
+      expect(msgs.find((m: any) => m.role === 'user').content).toMatch(/^Capital of /);
+    }
+    const peru = children.find((c: any) => c.output.content.startsWith('Peru'));
+    expect((await json(`/v1/runs/${peru.id}/messages`)).data[0]).toEqual({ role: 'system', content: 'Be terse.' });
+
+    expect(run.usage).toMatchObject({ prompt_tokens: 200, completion_tokens: 20, total_tokens: 220, model_calls: 2 });
+    expect(run.usage_total).toMatchObject({ prompt_tokens: 230, completion_tokens: 35, total_tokens: 265, model_calls: 5 });
+
+    const steps = (await json(`/v1/runs/${id}/steps`)).data;
+    expect(steps[0].tool_calls[0].subrun_ids).toEqual(expect.arrayContaining(children.map((c: any) => c.id)));
+    const events = (await (await stack.request(`/v1/runs/${id}/events`)).text()).split('\n').filter((l) => l.startsWith('event:'));
+    expect(events.filter((e) => e.includes('subrun.started'))).toHaveLength(3);
+    expect(events.filter((e) => e.includes('subrun.completed'))).toHaveLength(3);
+  });
+
+  it('lets a child use tools and sub-agents of its own, within max_nesting', async () => {
+    on('NEST ', (req) => {
+      const level = Number(firstUser(req).slice(5));
+      if (round(req) === 0) return { tool_calls: [{ name: 'agent_query', arguments: { prompt: `NEST ${level + 1}` } }] };
+      return { content: `L${level}(${toolMsgs(req)[0].content})` };
+    });
+    const { id } = await stack.createRun({ input: 'NEST 0', subagents: { enabled: true, max_nesting: 2 } });
+    const run = await stack.waitForRun(id);
+    // Levels 0 → 1 → 2 run; level 2's call would be level 3 > max_nesting: the model sees why.
+    expect(run.output!.content).toMatch(/^L0\(L1\(L2\(Error executing agent_query: sub-agents may nest at most 2 levels deep/);
+    const [child] = (await json(`/v1/runs/${id}/children`)).data;
+    const [grandchild] = (await json(`/v1/runs/${child.id}/children`)).data;
+    expect(grandchild).toMatchObject({ parent_run_id: child.id, root_run_id: id });
+    expect(run.usage_total.model_calls).toBe(6);
+  });
+
+  it('shows the model an error when a batch is over max_batch', async () => {
+    on('TOO MANY', (req) =>
+      round(req) === 0 ? { tool_calls: [{ name: 'agent_query_batch', arguments: { prompts: ['a', 'b', 'c'] } }] } : { content: toolMsgs(req)[0].content as string },
+    );
+    const run = await stack.waitForRun((await stack.createRun({ input: 'TOO MANY', subagents: { enabled: true, max_batch: 2 } })).id);
+    expect(run.status).toBe('completed');
+    expect(run.output!.content).toMatch(/at most 2 prompts \(got 3\)/);
+    expect((await json(`/v1/runs/${run.id}/children`)).data).toHaveLength(0);
+  });
+
+  it('puts an error text in place of a failed child; its siblings are unaffected', async () => {
+    on('Child ok', () => ({ content: 'fine' }));
+    on('Child broken', () => ({ error: { status: 400, message: 'this prompt upsets the provider' } }));
+    on('MIXED', (req) =>
+      round(req) === 0 ? { tool_calls: [{ name: 'agent_query_batch', arguments: { prompts: ['Child ok 1', 'Child broken', 'Child ok 2'] } }] } : { content: toolMsgs(req)[0].content as string },
+    );
+    const run = await stack.waitForRun((await stack.createRun({ input: 'MIXED', subagents: { enabled: true } })).id);
+    const results = JSON.parse(run.output!.content as string);
+    expect(results[0]).toBe('fine');
+    expect(results[1]).toMatch(/^Error: sub-agent run run_\w+ ended failed: .*upsets the provider/);
+    expect(results[2]).toBe('fine');
+  });
+
+  it('cancels running children with their parent', async () => {
+    on('Slow child', () => ({ tool_calls: [{ name: 'crm__sleep', arguments: { ms: 5000, label: 'slow-child' } }] }));
+    on('CANCEL TREE', (req) => (round(req) === 0 ? { tool_calls: [{ name: 'agent_query_batch', arguments: { prompts: ['Slow child A', 'Slow child B'] } }] } : { content: 'never' }));
+    const { id } = await stack.createRun({ input: 'CANCEL TREE', subagents: { enabled: true } });
+    for (let i = 0; i < 300 && stack.crm.calls.filter((c) => c.args.label === 'slow-child').length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+    expect((await stack.request(`/v1/runs/${id}/cancel`, { method: 'POST' })).status).toBe(202);
+    const children = (await json(`/v1/runs/${id}/children`)).data;
+    expect(children).toHaveLength(2);
+    for (const c of children) expect((await stack.waitForRun(c.id, { timeoutMs: 3000 })).status).toBe('cancelled');
+    await new Promise((r) => setTimeout(r, 200));
+    // No model call of the parent or the children after the cancel.
+    const parentCalls = stack.llm.requests.filter((r) => firstUser(r) === 'CANCEL TREE');
+    expect(parentCalls).toHaveLength(1);
+    expect(stack.llm.requests.filter((r) => firstUser(r)?.startsWith('Slow child'))).toHaveLength(2);
+  });
+});
+
+describe('long context', () => {
+  it('answers a counting question over ~1 MB by chunking and fanning out, never sending the whole context', async () => {
+    // ~1 MB of filler with the word "needle" planted 137 times at random places.
+    const words = ['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta'];
+    const parts: string[] = [];
+    let planted = 0;
+    let seed = 7;
+    const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    while (parts.join(' ').length < 1_000_000) {
+      for (let i = 0; i < 1000; i++) parts.push(rand() < 0.0009 ? (planted++, 'needle') : words[Math.floor(rand() * words.length)]);
+    }
+    const context = parts.join(' ');
+    expect(context.length).toBeGreaterThan(1_000_000);
+
+    on('Count the word "needle" in this chunk', (req) => {
+      const text = firstUser(req);
+      return { content: String((text.match(/\bneedle\b/g) ?? []).length - 1) }; // minus the word in the prompt itself
+    });
+    on('How many times does', (req) => {
+      const r = round(req);
+      const last = toolMsgs(req).at(-1)?.content as string;
+      if (r === 0) return { tool_calls: [{ name: 'context_info', arguments: {} }] };
+      if (r === 1) return { tool_calls: [{ name: 'context_chunks', arguments: { max_chars: 120_000 } }] };
+      if (r === 2) {
+        const { chunks } = JSON.parse(last);
+        return { tool_calls: [{ name: 'agent_query_batch', arguments: { prompts: chunks.map((c: any) => ({ prompt: 'Count the word "needle" in this chunk', context_chunk: c.id })) } }] };
+      }
+      return { content: String(JSON.parse(last).reduce((n: number, x: string) => n + Number(x), 0)) };
+    });
+    const { id } = await stack.createRun({ input: 'How many times does "needle" occur in the context?', context, subagents: { enabled: true, max_batch: 20 } });
+    const run = await stack.waitForRun(id, { timeoutMs: 30_000 });
+    expect(run.status).toBe('completed');
+    expect(Number(run.output!.content)).toBe(planted);
+    // No request of the parent carried the context whole (each is far smaller than it).
+    const parentRequests = stack.llm.requests.filter((r) => firstUser(r).startsWith('How many times does'));
+    expect(parentRequests).toHaveLength(4);
+    for (const r of parentRequests) expect(JSON.stringify(r).length).toBeLessThan(50_000);
+    // Each child saw one chunk only.
+    const childRequests = stack.llm.requests.filter((r) => firstUser(r).startsWith('Count the word'));
+    expect(childRequests).toHaveLength(Math.ceil(context.length / 120_000));
+    for (const r of childRequests) expect(JSON.stringify(r).length).toBeLessThan(130_000);
+  });
+
+  it('reads, searches and describes the context', async () => {
+    on('CTX TOOLS', (req) => {
+      const r = round(req);
+      if (r === 0)
+        return {
+          tool_calls: [
+            { name: 'context_info', arguments: {} },
+            { name: 'context_read', arguments: { name: 'b.md', offset: 6, length: 5 } },
+            { name: 'context_search', arguments: { pattern: 'wor.d', max_hits: 5 } },
+            { name: 'context_search', arguments: { pattern: '(' } },
+          ],
+        };
+      return { content: JSON.stringify(toolMsgs(req).map((m: any) => m.content)) };
+    });
+    const run = await stack.waitForRun((await stack.createRun({ input: 'CTX TOOLS', context: [{ name: 'a.md', text: 'hello world' }, { name: 'b.md', text: 'hello there world' }] })).id);
+    const [info, read, search, bad] = JSON.parse(run.output!.content as string);
+    expect(JSON.parse(info)).toEqual({ documents: [{ name: 'a.md', chars: 11 }, { name: 'b.md', chars: 17 }], total_chars: 28 });
+    expect(read).toBe('there');
+    expect(JSON.parse(search).hits.map((h: any) => [h.name, h.offset])).toEqual([
+      ['a.md', 6],
+      ['b.md', 12],
+    ]);
+    expect(bad).toMatch(/invalid regular expression/);
+  });
+});
