@@ -25,7 +25,7 @@ export const baseEnvSchema = z.object({
 
 /** Variables of the workers that talk to the model and the tools. */
 export const workerEnvSchema = baseEnvSchema.extend({
-  OPENAI_BASE_URL: z.url().optional(),
+  OPENAI_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).optional(),
   OPENAI_API_KEY: z.string().optional(),
   MODEL: z.string().min(1).optional(),
   MCP_CONFIG: z.string().min(1).optional(),
@@ -36,6 +36,10 @@ export const workerEnvSchema = baseEnvSchema.extend({
   TOOL_TIMEOUT_MS: z.coerce.number().int().min(1).default(60_000),
   MODEL_TIMEOUT_MS: z.coerce.number().int().min(1).default(600_000),
   TOOL_OUTPUT_MAX_BYTES: z.coerce.number().int().min(1024).default(100 * 1024),
+  /** How long a job's lock lasts without renewal: the longest a dead worker holds a job. */
+  JOB_LOCK_MS: z.coerce.number().int().min(500).default(10_000),
+  /** How often workers look for jobs whose lock lapsed (a dead worker's). */
+  STALLED_INTERVAL_MS: z.coerce.number().int().min(100).default(3_000),
 });
 
 export { boolString };
@@ -53,8 +57,10 @@ export function parseEnv<S extends z.ZodType>(schema: S, env: Record<string, str
   const problems = result.error.issues.map((issue) => {
     const name = issue.path.map(String).join('.') || '(environment)';
     const value = cleaned[name];
+    // Secrets never reach a terminal or a log: named ones are hidden, and so is a URL's password.
     const secret = /KEY|SECRET|TOKEN|PASSWORD/.test(name);
-    const shown = value === undefined ? '' : secret ? ' (value hidden)' : ` (got ${JSON.stringify(value.slice(0, 80))})`;
+    const safe = value?.replace(/\/\/[^@/]*@/, '//***@');
+    const shown = safe === undefined ? '' : secret ? ' (value hidden)' : ` (got ${JSON.stringify(safe.slice(0, 80))})`;
     return `${name}: ${issue.message}${shown}`;
   });
   throw new ConfigError(problems);

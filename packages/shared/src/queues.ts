@@ -33,5 +33,12 @@ export const jobOptions = {
   webhook: { attempts: 10, backoff: { type: 'webhook' }, ...keep } satisfies JobsOptions,
 };
 
-/** Worker lock settings: a killed worker's job is re-run within seconds, not BullMQ's minute. */
-export const workerLockOptions = { lockDuration: 15_000, stalledInterval: 5_000, maxStalledCount: 3 };
+/**
+ * Worker lock settings. A job's lock is renewed every lockDuration/2 while it runs, so a
+ * 2-minute model call keeps its lock; a killed worker's lock lapses after lockDuration and the
+ * next stall check (every stalledInterval) hands the job to another worker: seconds, not
+ * BullMQ's default minute.
+ */
+export function workerLockOptions(cfg: { JOB_LOCK_MS: number; STALLED_INTERVAL_MS: number }) {
+  return { lockDuration: cfg.JOB_LOCK_MS, stalledInterval: cfg.STALLED_INTERVAL_MS, maxStalledCount: 3 };
+}

@@ -1,9 +1,10 @@
-import type { FlowProducer, Job, Queue } from 'bullmq';
+import { RateLimitError, type FlowProducer, type Job, type Queue } from 'bullmq';
 import type OpenAI from 'openai';
 import {
   agentTurnJobSchema,
   finishRun,
   AgentqError,
+  RetryableError,
   isTerminal,
   type BudgetName,
   type ChatMessage,
@@ -31,6 +32,8 @@ export interface AgentTurnDeps {
   /** The tool catalog, cached by the caller. */
   tools: () => Promise<ToolCatalogEntry[]>;
   modelTimeoutMs: number;
+  /** Pauses the agent queue; set by the worker so a 429 slows the queue instead of burning attempts. */
+  rateLimit?: (ms: number) => Promise<void>;
 }
 
 /** The tool messages of a finished round, in the order of the assistant's `tool_calls`. */
@@ -77,6 +80,12 @@ export async function processAgentTurn(job: Job, deps: AgentTurnDeps, signal?: A
       const now = await deps.store.getState(runId);
       if (!now || isTerminal(now.status)) return { skipped: 'cancelled' };
       throw err;
+    }
+    if (err instanceof RetryableError && err.code === 'model_rate_limited' && deps.rateLimit) {
+      const ms = Math.min(Math.max(err.retryAfterMs ?? 1000, 100), 60_000);
+      log.warn({ retry_after_ms: ms }, 'model rate limited; pausing the agent queue');
+      await deps.rateLimit(ms);
+      throw new RateLimitError();
     }
     if (!final) {
       log.warn({ err: (err as Error).message, attempt: job.attemptsMade + 1 }, 'model step failed; will retry');

@@ -1,7 +1,7 @@
 import { FlowProducer, Queue, Worker } from 'bullmq';
 import OpenAI from 'openai';
 import { CancelListener, createRedis, QUEUES, RunStore, workerLockOptions, type Logger, type ToolCatalogEntry } from '@agentq/shared';
-import { processAgentTurn } from './agent-turn-processor.js';
+import { processAgentTurn, type AgentTurnDeps } from './agent-turn-processor.js';
 import type { AgentWorkerConfig } from './config.js';
 
 /** A running agent-worker: its BullMQ worker and what it holds open. */
@@ -26,7 +26,7 @@ export async function startAgentWorker(cfg: AgentWorkerConfig, logger: Logger): 
     return catalog.tools;
   };
 
-  const deps = { store, flow, openai, logger, webhookQueue, tools, modelTimeoutMs: cfg.MODEL_TIMEOUT_MS };
+  const deps: AgentTurnDeps = { store, flow, openai, logger, webhookQueue, tools, modelTimeoutMs: cfg.MODEL_TIMEOUT_MS };
   const cancels = new CancelListener(createRedis(cfg.REDIS_URL, { name: 'agentq-agent-cancel', blocking: true }), cfg.QUEUE_PREFIX);
   await cancels.start();
   const worker = new Worker(
@@ -43,9 +43,11 @@ export async function startAgentWorker(cfg: AgentWorkerConfig, logger: Logger): 
     connection: createRedis(cfg.REDIS_URL, { name: 'agentq-agent-worker', blocking: true }),
     prefix: cfg.QUEUE_PREFIX,
     concurrency: cfg.AGENT_CONCURRENCY,
-    ...workerLockOptions,
+    ...workerLockOptions(cfg),
     },
   );
+  // A provider's 429 pauses the whole agent queue (every worker) for its Retry-After.
+  deps.rateLimit = (ms) => worker.rateLimit(ms);
   worker.on('error', (err) => logger.error({ err: err.message }, 'agent worker error'));
   worker.on('failed', (job, err) => logger.warn({ job_id: job?.id, err: err.message }, 'agent turn attempt failed'));
   await worker.waitUntilReady();

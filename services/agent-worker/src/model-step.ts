@@ -113,7 +113,7 @@ export function classifyProviderError(err: unknown): Error {
       return new RetryableError(`model endpoint error (${status}): ${detail}`, 'model_unavailable', { cause: err, retryAfterMs: retryAfterMs(err.headers) });
     if (status === 401 || status === 403) return new FatalError(`the model endpoint refused the credentials (${status}): ${detail}`, 'model_auth_failed', { cause: err });
     if (status === 404) return new FatalError(`the model endpoint does not know this model or path (404): ${detail}`, 'model_not_found', { cause: err });
-    const code = /context|maximum.*tokens|too long/i.test(detail) ? 'context_length_exceeded' : 'model_bad_request';
+    const code = err.code === 'context_length_exceeded' || /context|maximum.*tokens|too long|exceed.*limit/i.test(detail) ? 'context_length_exceeded' : 'model_bad_request';
     return new FatalError(`the model endpoint rejected the request (${status}): ${detail}`, code, { cause: err });
   }
   if (err instanceof Error && /terminated|socket|ECONNRESET|premature|aborted/i.test(err.message))

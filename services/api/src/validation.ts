@@ -5,10 +5,12 @@ import { HttpError } from './http-error.js';
 export function parseOr400<S extends z.ZodType>(schema: S, value: unknown, what: string): z.output<S> {
   const r = schema.safeParse(value);
   if (r.success) return r.data;
-  const details = r.error.issues.slice(0, 50).map((i) => ({
-    field: i.path.map(String).join('.') || '(body)',
-    message: i.message,
-  }));
+  const details = r.error.issues.slice(0, 50).flatMap((i) => {
+    const at = i.path.map(String).join('.');
+    // zod reports unknown keys on the object that holds them: name each key as its own field.
+    if (i.code === 'unrecognized_keys') return i.keys.map((k) => ({ field: at ? `${at}.${k}` : k, message: 'unknown field' }));
+    return [{ field: at || '(body)', message: i.message }];
+  });
   const summary = details
     .slice(0, 5)
     .map((d) => `${d.field}: ${d.message}`)

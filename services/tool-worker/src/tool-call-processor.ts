@@ -43,7 +43,8 @@ export async function processToolCall(job: Job, deps: ToolCallDeps, signal?: Abo
   if (!run) return { index, skipped: 'missing' };
   if (isTerminal(run.status)) return { index, skipped: run.status };
 
-  const attempt = job.attemptsMade + 1;
+  // attemptsStarted counts stalled restarts too (a crash is not a failed attempt for BullMQ).
+  const attempt = Math.max(job.attemptsStarted ?? 0, job.attemptsMade + 1);
   const deadline = run.spec.deadline_at ?? (run.spec.timeout_ms !== undefined ? Date.parse(run.createdAt) + run.spec.timeout_ms : undefined);
   const resumed = Boolean((job.data as { subrunIds?: string[] }).subrunIds);
   const interrupted = await deps.store.markToolRunning(runId, depth, index, attempt);

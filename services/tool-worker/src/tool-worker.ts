@@ -21,7 +21,7 @@ function catalogOf(tools: ToolDescriptor[]): ToolCatalogEntry[] {
  * to Redis (where the API lists them and agent-workers offer them), and runs tool-call jobs.
  */
 export async function startToolWorker(cfg: ToolWorkerConfig, logger: Logger, opts: { mcpConfig?: McpConfig } = {}): Promise<ToolWorkerHandle> {
-  const mcpConfig = opts.mcpConfig ?? (cfg.MCP_CONFIG ? await loadMcpConfig(cfg.MCP_CONFIG) : { mcpServers: {} });
+  const mcpConfig = opts.mcpConfig ?? (cfg.MCP_CONFIG ? loadMcpConfig(cfg.MCP_CONFIG) : { mcpServers: {} });
   const registry = new McpRegistry({ config: mcpConfig, logger });
   await registry.start();
 
@@ -62,7 +62,7 @@ export async function startToolWorker(cfg: ToolWorkerConfig, logger: Logger, opt
     connection: createRedis(cfg.REDIS_URL, { name: 'agentq-tool-worker', blocking: true }),
     prefix: cfg.QUEUE_PREFIX,
     concurrency: cfg.TOOL_CONCURRENCY,
-    ...workerLockOptions,
+    ...workerLockOptions(cfg),
     },
   );
   worker.on('error', (err) => logger.error({ err: err.message }, 'tool worker error'));

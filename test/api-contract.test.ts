@@ -1,0 +1,507 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Handler } from '@agentq/scripted-llm';
+import type { RunObject } from '@agentq/shared';
+import { startStack, type Stack } from './fixtures/services.js';
+
+// The public HTTP contract of /work/shared/API.md, checked from the outside: statuses, the
+// error shape, auth and tenancy, listing, the dashboard. One stack for the whole file.
+
+const KEY_A = 'key-a-0123456789';
+const KEY_B = 'key-b-0123456789';
+/** Only the listing tests create runs with this key, so its listing is exactly theirs. */
+const KEY_LIST = 'key-list-0123456789';
+const MAX_BODY = 64 * 1024;
+const MAX_INPUT = 16 * 1024;
+const MAX_CONTEXT = 32 * 1024;
+
+const handler: Handler = (req) => {
+  const user = String(req.messages.find((m: any) => m.role === 'user')?.content ?? '');
+  const rounds = req.messages.filter((m: any) => m.role === 'assistant').length;
+  if (user.startsWith('fail:')) return { error: { status: 401, message: 'Incorrect API key provided' } };
+  if (user.startsWith('tool:') && rounds === 0) return { tool_calls: [{ name: 'crm__get_contact', arguments: { id: 'c1' } }] };
+  return { content: `ok: ${user.slice(0, 40)}` };
+};
+
+let stack: Stack;
+beforeAll(async () => {
+  stack = await startStack({
+    handler,
+    apiKey: KEY_A,
+    env: {
+      API_KEYS: [KEY_A, KEY_B, KEY_LIST].join(','),
+      MAX_BODY_BYTES: String(MAX_BODY),
+      MAX_INPUT_BYTES: String(MAX_INPUT),
+      MAX_CONTEXT_BYTES: String(MAX_CONTEXT),
+    },
+  });
+});
+afterAll(async () => stack?.close());
+
+/** A request whose answer must never be a 500 nor carry a stack trace. */
+async function call(path: string, init: Parameters<Stack['request']>[1] = {}) {
+  const res = await stack.request(path, init);
+  const text = await res.text();
+  expect(res.status, `${init.method ?? 'GET'} ${path} → ${res.status}: ${text.slice(0, 300)}`).toBeLessThan(500);
+  expect(text).not.toMatch(/\n\s+at .+:\d+:\d+/);
+  let json: any;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { res, status: res.status, text, json };
+}
+
+/** Asserts the contract's error shape and returns the error. */
+function errorOf(r: { json: any; text: string }) {
+  expect(r.json, r.text.slice(0, 300)).toBeTypeOf('object');
+  expect(r.json.error).toBeTypeOf('object');
+  expect(r.json.error.code).toMatch(/^[a-z][a-z0-9_]*$/);
+  expect(r.json.error.message).toBeTypeOf('string');
+  expect(r.json.error.message.length).toBeGreaterThan(0);
+  return r.json.error as { code: string; message: string; details?: unknown };
+}
+
+const post = (body: unknown, init: Parameters<Stack['request']>[1] = {}) => call('/v1/runs', { method: 'POST', json: body, ...init });
+
+/** Posts a body that must be refused with 400 and returns the fields its details name. */
+async function refused(body: unknown): Promise<{ fields: string[]; details: string; error: { code: string; message: string } }> {
+  const r = await post(body);
+  expect(r.status, r.text.slice(0, 300)).toBe(400);
+  const error = errorOf(r);
+  expect(error.code).toBe('validation_error');
+  expect(Array.isArray(error.details), 'details is a list of bad fields').toBe(true);
+  const details = error.details as Array<{ field: string; message: string }>;
+  for (const d of details) {
+    expect(d.field).toBeTypeOf('string');
+    expect(d.message).toBeTypeOf('string');
+  }
+  return { fields: details.map((d) => d.field), details: JSON.stringify(details), error };
+}
+
+describe('POST /v1/runs validation', () => {
+  it.each([
+    ['input not a string', { input: 42 }, 'input'],
+    ['input empty', { input: '' }, 'input'],
+    ['model not a string', { input: 'hi', model: 7 }, 'model'],
+    ['instructions not a string', { input: 'hi', instructions: ['be brief'] }, 'instructions'],
+    ['max_depth 0', { input: 'hi', max_depth: 0 }, 'max_depth'],
+    ['max_depth 101', { input: 'hi', max_depth: 101 }, 'max_depth'],
+    ['max_depth not an integer', { input: 'hi', max_depth: 2.5 }, 'max_depth'],
+    ['max_depth a string', { input: 'hi', max_depth: '10' }, 'max_depth'],
+    ['max_total_tokens 0', { input: 'hi', max_total_tokens: 0 }, 'max_total_tokens'],
+    ['timeout_ms negative', { input: 'hi', timeout_ms: -5 }, 'timeout_ms'],
+    ['on_budget_exhausted unknown', { input: 'hi', on_budget_exhausted: 'explode' }, 'on_budget_exhausted'],
+    ['tools not a list', { input: 'hi', tools: 'crm__*' }, 'tools'],
+    ['metadata not an object', { input: 'hi', metadata: 'x' }, 'metadata'],
+    ['subagents.enabled not a boolean', { input: 'hi', subagents: { enabled: 'yes' } }, 'subagents.enabled'],
+    ['messages not a list', { messages: 'hello' }, 'messages'],
+    ['messages empty', { messages: [] }, 'messages'],
+  ])('refuses %s, naming the field', async (_label, body, field) => {
+    const { fields } = await refused(body);
+    expect(fields).toContain(field);
+  });
+
+  it('refuses a message with an unknown role, naming messages', async () => {
+    const { fields } = await refused({ messages: [{ role: 'wizard', content: 'hi' }] });
+    expect(fields.some((f) => f.startsWith('messages'))).toBe(true);
+  });
+
+  it('refuses a bad tools glob, naming its position', async () => {
+    const { fields } = await refused({ input: 'hi', tools: ['crm__*', 'bad glob!'] });
+    expect(fields).toContain('tools.1');
+    expect(fields).not.toContain('tools.0');
+  });
+
+  it('refuses an unknown field, naming it', async () => {
+    const { details } = await refused({ input: 'hi', max_dept: 3 });
+    expect(details).toContain('max_dept');
+  });
+
+  it('refuses both input and messages', async () => {
+    const { fields, error } = await refused({ input: 'hi', messages: [{ role: 'user', content: 'hi' }] });
+    expect(fields.some((f) => f === 'input' || f === 'messages')).toBe(true);
+    expect(error.message).toMatch(/input/);
+    expect(error.message).toMatch(/messages/);
+  });
+
+  it('refuses neither input nor messages', async () => {
+    const { fields } = await refused({ instructions: 'be brief' });
+    expect(fields.some((f) => f === 'input' || f === 'messages')).toBe(true);
+  });
+
+  it.each(['not a url', 'ftp://hooks.example.com/x', 'javascript:alert(1)'])('refuses webhook url %s', async (url) => {
+    const { fields } = await refused({ input: 'hi', webhook: { url, secret: 'whsec_test' } });
+    expect(fields).toContain('webhook.url');
+  });
+
+  it.each(['http://127.0.0.1:9/hook', 'http://localhost/hook', 'http://10.1.2.3/hook', 'http://169.254.169.254/latest/meta-data', 'http://[::1]/hook'])(
+    'refuses a webhook to a private or loopback address (%s) without WEBHOOK_ALLOW_PRIVATE',
+    async (url) => {
+      const { fields } = await refused({ input: 'hi', webhook: { url, secret: 'whsec_test' } });
+      expect(fields).toContain('webhook.url');
+    },
+  );
+
+  it('names every bad field of one request', async () => {
+    const { fields } = await refused({ input: 5, max_depth: 0, on_budget_exhausted: 'nope', tools: ['ok', 'no way'] });
+    expect(fields).toEqual(expect.arrayContaining(['input', 'max_depth', 'on_budget_exhausted', 'tools.1']));
+  });
+
+  it.each([
+    ['a list', []],
+    ['a string', 'hello'],
+    ['null', null],
+    ['a number', 42],
+  ])('refuses a JSON body that is %s with 400', async (_label, body) => {
+    const r = await post(body);
+    expect(r.status).toBe(400);
+    errorOf(r);
+  });
+
+  it('refuses invalid JSON with 400 invalid_json', async () => {
+    const r = await call('/v1/runs', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"input": "hi",' });
+    expect(r.status).toBe(400);
+    expect(errorOf(r).code).toBe('invalid_json');
+  });
+
+  it('refuses an empty body with 400 invalid_json', async () => {
+    const r = await call('/v1/runs', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '' });
+    expect(r.status).toBe(400);
+    expect(errorOf(r).code).toBe('invalid_json');
+  });
+
+  it('refuses a body that is not JSON by content type, in the error shape', async () => {
+    const r = await call('/v1/runs', { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'input=hi' });
+    expect([400, 415]).toContain(r.status);
+    expect(errorOf(r).message).toMatch(/json/i);
+  });
+
+  it('refuses a form post, in the error shape', async () => {
+    const r = await call('/v1/runs', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'input=hi' });
+    expect([400, 415]).toContain(r.status);
+    errorOf(r);
+  });
+
+  it('answers a body over MAX_BODY_BYTES with 413', async () => {
+    const r = await post({ input: 'hi', metadata: { blob: 'x'.repeat(MAX_BODY + 1024) } });
+    expect(r.status).toBe(413);
+    expect(errorOf(r).code).toBe('payload_too_large');
+  });
+
+  it('answers input over MAX_INPUT_BYTES with 413 naming input', async () => {
+    const r = await post({ input: 'x'.repeat(MAX_INPUT + 100) });
+    expect(r.status).toBe(413);
+    const error = errorOf(r);
+    expect(error.message).toContain('input');
+    expect(JSON.stringify(error.details ?? {})).toContain('input');
+  });
+
+  it('counts input and instructions together against MAX_INPUT_BYTES', async () => {
+    const half = 'y'.repeat(MAX_INPUT / 2 + 100);
+    const r = await post({ input: half, instructions: half });
+    expect(r.status).toBe(413);
+    expect(errorOf(r).message).toContain('instructions');
+  });
+
+  it('answers messages over MAX_INPUT_BYTES with 413 naming messages', async () => {
+    const r = await post({ messages: [{ role: 'user', content: 'z'.repeat(MAX_INPUT + 100) }] });
+    expect(r.status).toBe(413);
+    expect(errorOf(r).message).toContain('messages');
+  });
+
+  it('answers context over MAX_CONTEXT_BYTES with 413 naming context', async () => {
+    const r = await post({ input: 'hi', context: [{ name: 'a.md', text: 'c'.repeat(MAX_CONTEXT + 100) }] });
+    expect(r.status).toBe(413);
+    expect(errorOf(r).message).toContain('context');
+  });
+
+  it('accepts input just under MAX_INPUT_BYTES', async () => {
+    const r = await post({ input: 'x'.repeat(MAX_INPUT - 100) });
+    expect(r.status).toBe(202);
+  });
+});
+
+describe('POST /v1/runs acceptance', () => {
+  it('answers 202 with the run and a Location header that leads to it', async () => {
+    const r = await post({ input: 'hello there', metadata: { ticket: 7 } });
+    expect(r.status).toBe(202);
+    const run = r.json as RunObject;
+    expect(run).toMatchObject({ object: 'run', status: 'queued', model: 'scripted', depth: 0, max_depth: 10, parent_run_id: null, root_run_id: run.id, metadata: { ticket: 7 } });
+    expect(run.id).toMatch(/^run_/);
+    const location = r.res.headers.get('location');
+    expect(location).toBeTruthy();
+    const again = await call(new URL(location!, stack.api.url).pathname);
+    expect(again.status).toBe(200);
+    expect(again.json.id).toBe(run.id);
+    const done = await stack.waitForRun(run.id);
+    expect(done.status).toBe('completed');
+  });
+
+  it('returns the same run for a repeated Idempotency-Key and 409 for a different body', async () => {
+    const key = `idem-${Date.now()}`;
+    const first = await post({ input: 'idempotent please' }, { headers: { 'idempotency-key': key } });
+    expect(first.status).toBe(202);
+    const second = await post({ input: 'idempotent please' }, { headers: { 'idempotency-key': key } });
+    expect(second.status).toBe(200);
+    expect(second.json.id).toBe(first.json.id);
+    const other = await post({ input: 'a different request' }, { headers: { 'idempotency-key': key } });
+    expect(other.status).toBe(409);
+    errorOf(other);
+  });
+});
+
+describe('GET /v1/runs/:id', () => {
+  it('404s an unknown run in the error shape', async () => {
+    const r = await call('/v1/runs/run_000000000aaaaaaaaaaaa');
+    expect(r.status).toBe(404);
+    expect(errorOf(r).code).toBe('not_found');
+  });
+
+  it.each([
+    ['a word', 'garbage'],
+    ['a bare prefix', 'run_'],
+    ['an encoded path traversal', 'run_%2e%2e%2f%2e%2e'],
+    ['a 5000-character id', 'x'.repeat(5000)],
+    ['quotes and spaces', encodeURIComponent("run_' OR 1=1 --")],
+    ['a NUL byte', '%00'],
+    ['a bad percent escape', '%E0%A4%A'],
+  ])('404s a garbage id (%s)', async (_label, id) => {
+    const r = await call(`/v1/runs/${id}`);
+    expect(r.status).toBe(404);
+    errorOf(r);
+  });
+
+  it.each(['messages', 'steps', 'children', 'events'])('404s /%s of an unknown run', async (sub) => {
+    const r = await call(`/v1/runs/run_000000000aaaaaaaaaaaa/${sub}`);
+    expect(r.status).toBe(404);
+    errorOf(r);
+  });
+});
+
+describe('GET /v1/runs', () => {
+  const list = (query: string) => call(`/v1/runs${query}`, { key: KEY_LIST });
+  let created: string[] = [];
+  let failing: string[] = [];
+
+  beforeAll(async () => {
+    created = [];
+    for (let i = 0; i < 7; i++) {
+      const text = i % 3 === 0 ? `fail: number ${i}` : `list number ${i}`;
+      const run = await stack.createRun({ input: text }, KEY_LIST);
+      created.push(run.id);
+      if (i % 3 === 0) failing.push(run.id);
+      // Ids are ordered by creation time in ms; keep creations in distinct milliseconds.
+      await new Promise((r) => setTimeout(r, 3));
+    }
+    for (const id of created) await stack.waitForRun(id, { key: KEY_LIST });
+  });
+
+  it('lists the runs newest first', async () => {
+    const r = await list('?limit=100');
+    expect(r.status).toBe(200);
+    expect(r.json.data.map((run: RunObject) => run.id)).toEqual([...created].reverse());
+    expect(r.json.next).toBeNull();
+    expect(r.json.data[0]).toMatchObject({ object: 'run' });
+  });
+
+  it('pages with limit and after/next, covering every run exactly once', async () => {
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    for (let page = 0; page < 10; page++) {
+      const r = await list(`?limit=3${cursor ? `&after=${cursor}` : ''}`);
+      expect(r.status).toBe(200);
+      expect(r.json.data.length).toBeLessThanOrEqual(3);
+      seen.push(...r.json.data.map((run: RunObject) => run.id));
+      cursor = r.json.next;
+      if (!cursor) break;
+    }
+    expect(cursor).toBeNull();
+    expect(seen).toEqual([...created].reverse());
+  });
+
+  it('gives next: null on the last page', async () => {
+    const r = await list(`?limit=${created.length}`);
+    expect(r.json.data).toHaveLength(created.length);
+    expect(r.json.next).toBeNull();
+  });
+
+  it('filters by status', async () => {
+    const failed = await list('?status=failed&limit=100');
+    expect(failed.status).toBe(200);
+    expect(failed.json.data.map((run: RunObject) => run.id)).toEqual([...failing].reverse());
+    for (const run of failed.json.data) expect(run.status).toBe('failed');
+    const completed = await list('?status=completed&limit=100');
+    expect(completed.json.data.map((run: RunObject) => run.id)).toEqual(created.filter((id) => !failing.includes(id)).reverse());
+    const queued = await list('?status=queued');
+    expect(queued.json.data).toEqual([]);
+  });
+
+  it('pages a status filter without repeats or gaps', async () => {
+    const want = created.filter((id) => !failing.includes(id)).reverse();
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    for (let page = 0; page < 10; page++) {
+      const r = await list(`?status=completed&limit=2${cursor ? `&after=${cursor}` : ''}`);
+      seen.push(...r.json.data.map((run: RunObject) => run.id));
+      cursor = r.json.next;
+      if (!cursor) break;
+    }
+    expect(seen).toEqual(want);
+  });
+
+  it.each(['?limit=0', '?limit=101', '?limit=abc', '?status=bogus', '?after=garbage'])('refuses %s with 400 naming the parameter', async (q) => {
+    const r = await list(q);
+    expect(r.status).toBe(400);
+    const error = errorOf(r);
+    const name = q.slice(1).split('=')[0];
+    expect(JSON.stringify(error.details ?? error.message)).toContain(name);
+  });
+});
+
+describe('tools, health and the dashboard', () => {
+  it('lists the MCP tools as <server>__<tool> with input_schema and server', async () => {
+    let tools: any[] = [];
+    for (let i = 0; i < 100 && !tools.some((t) => t.name === 'crm__get_contact'); i++) {
+      const r = await call('/v1/tools');
+      expect(r.status).toBe(200);
+      tools = r.json.data;
+      if (!tools.some((t) => t.name === 'crm__get_contact')) await new Promise((res) => setTimeout(res, 50));
+    }
+    const crm = tools.filter((t) => t.name.startsWith('crm__'));
+    expect(crm.map((t) => t.name)).toEqual(expect.arrayContaining(['crm__search_contacts', 'crm__get_contact', 'crm__update_contact']));
+    for (const t of crm) {
+      expect(t.server).toBe('crm');
+      expect(t.description).toBeTypeOf('string');
+      expect(t.input_schema).toMatchObject({ type: 'object' });
+    }
+    expect(crm.find((t) => t.name === 'crm__get_contact').input_schema.properties).toHaveProperty('id');
+  });
+
+  it('answers /healthz and /readyz with 200, without a key', async () => {
+    expect((await call('/healthz', { key: null })).status).toBe(200);
+    expect((await call('/readyz', { key: null })).status).toBe(200);
+  });
+
+  it.each(['/admin/queues/', '/admin/queues'])('serves the Bull Board dashboard HTML at %s (following redirects)', async (path) => {
+    const r = await call(path);
+    expect(r.status).toBe(200);
+    expect(r.res.headers.get('content-type')).toMatch(/text\/html/);
+    expect(r.text).toMatch(/<html/i);
+  });
+
+  it('serves the scripts and styles the dashboard page loads', async () => {
+    const page = await call('/admin/queues/queue/agent');
+    expect(page.status).toBe(200);
+    const assets = [...page.text.matchAll(/(?:src|href)="(static\/[^"]+\.(?:js|css))"/g)].map((m) => m[1]);
+    expect(assets.length).toBeGreaterThan(0);
+    for (const asset of assets) {
+      const r = await stack.request(`/admin/queues/${asset}`);
+      expect(r.status, asset).toBe(200);
+      await r.arrayBuffer();
+    }
+  });
+
+  it('lists the agent, tool and webhook queues in the dashboard API, with jobs named by run and turn/tool', async () => {
+    const run = await stack.createRun({ input: 'tool: get Bob' });
+    const done = await stack.waitForRun(run.id);
+    expect(done.status).toBe('completed');
+
+    const r = await call('/admin/queues/api/queues');
+    expect(r.status).toBe(200);
+    const names = r.json.queues.map((q: any) => q.name);
+    expect(names).toEqual(expect.arrayContaining(['agent', 'tool', 'webhook']));
+
+    const jobsOf = async (queue: string) => {
+      const res = await call(`/admin/queues/api/queues?activeQueue=${queue}&status=completed&jobsPerPage=1000`);
+      expect(res.status).toBe(200);
+      return res.json.queues.find((q: any) => q.name === queue).jobs.map((j: any) => String(j.name)) as string[];
+    };
+    const agentJobs = (await jobsOf('agent')).filter((n) => n.includes(run.id));
+    expect(agentJobs.some((n) => /turn 0/.test(n))).toBe(true);
+    expect(agentJobs.some((n) => /turn 1/.test(n))).toBe(true);
+    const toolJobs = (await jobsOf('tool')).filter((n) => n.includes(run.id));
+    expect(toolJobs.some((n) => n.includes('crm__get_contact'))).toBe(true);
+  });
+
+  it('404s an unknown route in the error shape', async () => {
+    for (const [method, path] of [
+      ['GET', '/nope'],
+      ['GET', '/v1/nope'],
+      ['DELETE', '/v1/runs'],
+      ['POST', '/v1/tools'],
+    ]) {
+      const r = await call(path, { method });
+      expect(r.status, `${method} ${path}`).toBe(404);
+      errorOf(r);
+    }
+  });
+});
+
+describe('auth and tenancy', () => {
+  it.each(['/v1/runs', '/v1/tools', '/v1/runs/run_000000000aaaaaaaaaaaa', '/admin/queues/', '/admin/queues/api/queues'])('401s %s without a key, in the error shape', async (path) => {
+    const r = await call(path, { key: null });
+    expect(r.status).toBe(401);
+    expect(errorOf(r).code).toMatch(/unauthori[sz]ed/);
+  });
+
+  it('401s a POST without a key and creates nothing', async () => {
+    const r = await call('/v1/runs', { method: 'POST', json: { input: 'sneaky' }, key: null });
+    expect(r.status).toBe(401);
+    errorOf(r);
+  });
+
+  it.each([
+    ['a wrong key', { authorization: 'Bearer not-a-real-key-123' }],
+    ['a key prefix', { authorization: `Bearer ${KEY_A.slice(0, -1)}` }],
+    ['a key with a suffix', { authorization: `Bearer ${KEY_A}x` }],
+    ['Basic auth', { authorization: `Basic ${Buffer.from(`u:${KEY_A}`).toString('base64')}` }],
+    ['the bare key', { authorization: KEY_A }],
+    ['an empty bearer', { authorization: 'Bearer ' }],
+  ])('401s %s', async (_label, headers) => {
+    const r = await call('/v1/runs', { key: null, headers });
+    expect(r.status).toBe(401);
+    errorOf(r);
+  });
+
+  it('hides a run of key A from key B (404, not 403) and from its list', async () => {
+    const run = await stack.createRun({ input: 'private to A' }, KEY_A);
+    expect((await call(`/v1/runs/${run.id}`, { key: KEY_A })).status).toBe(200);
+    for (const sub of ['', '/messages', '/steps', '/children', '/events']) {
+      const r = await call(`/v1/runs/${run.id}${sub}`, { key: KEY_B });
+      expect(r.status, sub).toBe(404);
+      expect(errorOf(r).code).toBe('not_found');
+      expect(r.text).not.toContain('private to A');
+    }
+    const cancel = await call(`/v1/runs/${run.id}/cancel`, { method: 'POST', key: KEY_B });
+    expect(cancel.status).toBe(404);
+    const listB = await call('/v1/runs?limit=100', { key: KEY_B });
+    expect(listB.status).toBe(200);
+    expect(listB.json.data.map((r: RunObject) => r.id)).not.toContain(run.id);
+    const listA = await call('/v1/runs?limit=100', { key: KEY_A });
+    expect(listA.json.data.map((r: RunObject) => r.id)).toContain(run.id);
+    await stack.waitForRun(run.id, { key: KEY_A });
+  });
+});
+
+describe('no default model', () => {
+  let noModel: Stack;
+  beforeAll(async () => {
+    noModel = await startStack({ handler, env: { MODEL: '' } });
+  });
+  afterAll(async () => noModel?.close());
+
+  it('400s a run without model, naming model', async () => {
+    const res = await noModel.request('/v1/runs', { method: 'POST', json: { input: 'hi' } });
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { error: { code: string; details?: unknown } };
+    expect(body.error.code).toBe('validation_error');
+    expect(JSON.stringify(body.error.details)).toContain('model');
+  });
+
+  it('accepts a run that names its model', async () => {
+    const run = await noModel.createRun({ input: 'hi', model: 'scripted' });
+    expect(run.model).toBe('scripted');
+    expect((await noModel.waitForRun(run.id)).status).toBe('completed');
+  });
+});
