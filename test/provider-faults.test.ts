@@ -1,0 +1,103 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ChatRequest, Handler, Reply } from '@agentq/scripted-llm';
+import { startStack, type Stack } from './fixtures/services.js';
+
+// Each scenario scripts the provider's answers for one run, by call number.
+const scripts = new Map<string, Reply[]>();
+const seen = new Map<string, number>();
+const firstUser = (req: ChatRequest) => req.messages.find((m: any) => m.role === 'user')?.content as string;
+const handler: Handler = (req) => {
+  const u = firstUser(req);
+  const n = seen.get(u) ?? 0;
+  seen.set(u, n + 1);
+  const script = scripts.get(u) ?? [{ content: 'ok' }];
+  return script[Math.min(n, script.length - 1)];
+};
+const callsOf = (u: string) => stack.llm.requests.filter((r) => firstUser(r) === u);
+const arrivals = new Map<string, number[]>();
+
+let stack: Stack;
+beforeAll(async () => {
+  stack = await startStack({ handler, env: { MODEL_TIMEOUT_MS: '400' } });
+  const h = handler;
+  stack.llm.setHandler((req, ctx) => {
+    const u = firstUser(req);
+    arrivals.set(u, [...(arrivals.get(u) ?? []), Date.now()]);
+    return h(req, ctx);
+  });
+});
+afterAll(async () => stack?.close());
+
+describe('provider faults', () => {
+  it('429: honours Retry-After by pausing the agent queue, without burning attempts', async () => {
+    const u = 'rate limited';
+    // More 429s than the 8 attempts a turn has: they must not count as attempts.
+    scripts.set(u, [...Array(10).fill({ error: { status: 429, message: 'slow down', headers: { 'retry-after-ms': '60' } } }), { content: 'finally' }]);
+    const run = await stack.waitForRun((await stack.createRun({ input: u })).id);
+    expect(run).toMatchObject({ status: 'completed', output: { content: 'finally' }, depth: 0 });
+    expect(run.usage.model_calls).toBe(1);
+    expect(callsOf(u)).toHaveLength(11);
+    const t = arrivals.get(u)!;
+    // The queue pauses for each Retry-After (agentq waits at least 100 ms); BullMQ may let one
+    // fetch already under way slip through a pause, so look at the typical gap and the total.
+    const gaps = t.slice(1).map((x, i) => x - t[i]);
+    const sorted = [...gaps].sort((a, b) => a - b);
+    expect(sorted[Math.floor(sorted.length / 2)], String(gaps)).toBeGreaterThanOrEqual(90);
+    expect(t.at(-1)! - t[0], String(gaps)).toBeGreaterThanOrEqual(600);
+  });
+
+  it('429 with Retry-After in seconds waits that long', async () => {
+    const u = 'rate limited, seconds';
+    scripts.set(u, [{ error: { status: 429, headers: { 'retry-after': '1' } } }, { content: 'after a second' }]);
+    const run = await stack.waitForRun((await stack.createRun({ input: u })).id);
+    expect(run.output?.content).toBe('after a second');
+    const [a, b] = arrivals.get(u)!;
+    expect(b - a).toBeGreaterThanOrEqual(900);
+  });
+
+  it.each([
+    ['a 500', { error: { status: 500, message: 'upstream exploded' } }],
+    ['a 503', { error: { status: 503, message: 'overloaded' } }],
+    ['a dropped connection', { drop: true }],
+    ['a stream cut half-way', { drop: true, afterChunks: 2 }],
+    ['a timeout', { hang: true }],
+  ] as const)('retries %s with backoff and completes; the failed calls do not count as steps', async (name, fault) => {
+    const u = `fault: ${name}`;
+    scripts.set(u, [fault as Reply, { tool_calls: [{ name: 'crm__count_calls', arguments: {} }] }, fault as Reply, { content: 'recovered' }]);
+    const run = await stack.waitForRun((await stack.createRun({ input: u, max_depth: 1, on_budget_exhausted: 'stop' })).id, { timeoutMs: 20_000 });
+    // Two faults, yet max_depth 1 was enough: retries are not rounds.
+    expect(run).toMatchObject({ status: 'completed', stop_reason: 'stop', depth: 1, output: { content: 'recovered' } });
+    expect(run.usage.model_calls).toBe(2);
+    expect(callsOf(u)).toHaveLength(4);
+    const msgs = (await (await stack.request(`/v1/runs/${run.id}/messages`)).json()).data;
+    expect(msgs.map((m: any) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+  });
+
+  it.each([
+    [400, 'bad request', 'model_bad_request'],
+    [400, "This model's maximum context length is 8192 tokens", 'context_length_exceeded'],
+    [401, 'invalid api key', 'model_auth_failed'],
+    [404, 'no such model', 'model_not_found'],
+  ] as const)('fails the run at once on a %i (%s) with code %s', async (status, message, code) => {
+    const u = `fatal ${status} ${message}`;
+    scripts.set(u, [{ error: { status, message } }]);
+    const run = await stack.waitForRun((await stack.createRun({ input: u })).id);
+    expect(run).toMatchObject({ status: 'failed', stop_reason: 'error', error: { code } });
+    expect(run.error?.message).toContain(message);
+    expect(callsOf(u)).toHaveLength(1);
+  });
+});
+
+describe('limits', () => {
+  it('truncates a tool output over the cap, with a marker, before it reaches Redis and the prompt', async () => {
+    const u = 'huge output';
+    // The fail tool returns its message whole: 150 KB of output.
+    scripts.set(u, [{ tool_calls: [{ name: 'crm__fail', arguments: { message: 'y'.repeat(150_000) } }] }, { content: 'done' }]);
+    const run = await stack.waitForRun((await stack.createRun({ input: u })).id);
+    expect(run.status).toBe('completed');
+    const second = callsOf(u)[1];
+    const tool = second.messages.find((m: any) => m.role === 'tool');
+    expect(Buffer.byteLength(tool.content)).toBeLessThan(102_400 + 200);
+    expect(tool.content).toMatch(/\[output truncated: 150000 bytes, showing the first 102400\]$/);
+  });
+});
