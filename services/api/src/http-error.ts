@@ -27,7 +27,9 @@ function isRedisUnavailable(err: Error): boolean {
 /** The one error handler: renders every error in the contract's shape, never a stack trace. */
 export function onError(logger: Logger) {
   return (err: Error, c: Context) => {
-    if (err instanceof HttpError) return c.json(errorBody(err.code, err.message, err.details), err.status);
+    // A 413 leaves the rest of the body unread: close the connection so a client does not
+    // reuse a socket the server is about to drop.
+    if (err instanceof HttpError) return c.json(errorBody(err.code, err.message, err.details), err.status, err.status === 413 ? { connection: 'close' } : {});
     if (isRedisUnavailable(err)) {
       logger.warn({ err: err.message }, 'redis unavailable');
       return c.json(errorBody('service_unavailable', 'the run store (Redis) is unreachable; retry shortly'), 503, { 'retry-after': '1' });
