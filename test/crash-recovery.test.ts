@@ -59,8 +59,9 @@ beforeAll(async () => {
     MODEL: 'scripted',
     MCP_CONFIG: `${dir}/mcp.json`,
     LOG_LEVEL: 'info',
-    JOB_LOCK_MS: '1000',
-    STALLED_INTERVAL_MS: '500',
+    // Short locks keep the suite quick; CRASH_JOB_LOCK_MS / CRASH_STALLED_MS measure the defaults.
+    JOB_LOCK_MS: process.env.CRASH_JOB_LOCK_MS ?? '1000',
+    STALLED_INTERVAL_MS: process.env.CRASH_STALLED_MS ?? '500',
   };
   apiUrl = `http://127.0.0.1:${port}`;
   api = await start('api');
