@@ -87,6 +87,22 @@ describe('events (SSE)', () => {
     for (const s of streams) expect(s.map((e) => e.id)).toEqual(first);
   });
 
+  it('holds hundreds of open streams on one Redis connection', async () => {
+    const slowUser = 'Hold the line';
+    scenarios.set(slowUser, () => ({ content: 'released', delayMs: 1500 }));
+    const runs = await Promise.all(Array.from({ length: 20 }, () => stack.createRun({ input: slowUser })));
+    const controllers = Array.from({ length: 200 }, () => new AbortController());
+    const responses = await Promise.all(controllers.map((c, i) => stack.request(`/v1/runs/${runs[i % 20].id}/events`, { signal: c.signal })));
+    expect(responses.every((r) => r.status === 200)).toBe(true);
+    const clients = (await stack.redis.client('LIST')) as string;
+    const readers = clients.split('\n').filter((l) => l.includes('name=agentq-api-events'));
+    expect(readers).toHaveLength(1);
+    // And every stream still ends with its run.
+    const ends = await Promise.all(responses.slice(0, 20).map((r) => readSse(r)));
+    for (const e of ends) expect(e.at(-1)!.event).toBe('run.completed');
+    for (const c of controllers) c.abort();
+  });
+
   it('rejects a malformed Last-Event-ID with a 400', async () => {
     const { id } = await stack.createRun({ input: user });
     const res = await stack.request(`/v1/runs/${id}/events`, { headers: { 'last-event-id': 'garbage' } });

@@ -164,6 +164,14 @@ describe('long context', () => {
     for (const r of childRequests) expect(JSON.stringify(r).length).toBeLessThan(130_000);
   });
 
+  it('accepts a 20 MB context and keeps it out of the prompt', async () => {
+    on('BIG CONTEXT', (req) => (round(req) === 0 ? { tool_calls: [{ name: 'context_info', arguments: {} }] } : { content: toolMsgs(req)[0].content as string }));
+    const text = 'lorem ipsum dolor sit amet '.repeat(800_000); // 21.6 MB
+    const run = await stack.waitForRun((await stack.createRun({ input: 'BIG CONTEXT', context: [{ name: 'big.txt', text }] })).id);
+    expect(JSON.parse(run.output!.content as string)).toEqual({ documents: [{ name: 'big.txt', chars: text.length }], total_chars: text.length });
+    for (const r of stack.llm.requests.filter((q) => firstUser(q) === 'BIG CONTEXT')) expect(JSON.stringify(r).length).toBeLessThan(10_000);
+  });
+
   it('reads, searches and describes the context', async () => {
     on('CTX TOOLS', (req) => {
       const r = round(req);
