@@ -10,6 +10,7 @@ export default defineConfig({
     alias: {
       '@agentq/shared': src('./packages/shared/src/index.ts'),
       '@agentq/scripted-llm': src('./packages/scripted-llm/src/index.ts'),
+      '@agentq/client': src('./packages/client/src/index.ts'),
       '@agentq/api': src('./services/api/src/index.ts'),
       '@agentq/agent-worker': src('./services/agent-worker/src/index.ts'),
       '@agentq/tool-worker': src('./services/tool-worker/src/index.ts'),

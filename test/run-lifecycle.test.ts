@@ -66,6 +66,9 @@ describe('events (SSE)', () => {
     const middle = Math.floor(all.length / 2);
     const resumed = await readSse(await stack.request(`/v1/runs/${id}/events`, { headers: { 'last-event-id': all[middle].id! } }));
     expect(resumed.map((e) => e.id)).toEqual(all.slice(middle + 1).map((e) => e.id));
+    // Resuming after the terminal event: nothing more, and the stream closes.
+    const after = await readSse(await stack.request(`/v1/runs/${id}/events`, { headers: { 'last-event-id': all.at(-1)!.id! }, signal: AbortSignal.timeout(5000) }));
+    expect(after).toEqual([]);
   });
 
   it('resumes a live stream from the middle while the run is still going', async () => {

@@ -21,7 +21,15 @@ export const baseEnvSchema = z.object({
     .refine((v) => /^[A-Za-z0-9_.-]{1,64}$/.test(v), 'must be 1-64 of A-Z a-z 0-9 _ . - (no ":")'),
   LOG_LEVEL: z.enum(logLevels).default('info'),
   RUN_RETENTION_SECONDS: z.coerce.number().int().min(60).default(7 * 24 * 3600),
+  /** Base URL of an OTLP/HTTP collector; tracing is off when unset. */
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
 });
+
+/** A worker's metrics endpoint: `METRICS_PORT` unset means none; `HOST` is the address it binds. */
+export const metricsServerEnv = {
+  METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  HOST: z.string().min(1).default('0.0.0.0'),
+};
 
 /** Variables of the workers that talk to the model and the tools. */
 export const workerEnvSchema = baseEnvSchema.extend({

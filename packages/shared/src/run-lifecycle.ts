@@ -22,7 +22,7 @@ export async function finishRun(deps: FinishDeps, runId: string, input: FinishIn
   const ended = await deps.store.finishRun(runId, input);
   if (!ended) return null;
   const { run, spec } = ended;
-  deps.logger.info({ run_id: runId, status: run.status, stop_reason: run.stop_reason }, 'run finished');
+  deps.logger.info({ run_id: runId, depth: run.depth, status: run.status, stop_reason: run.stop_reason }, 'run finished');
   if (spec.webhook && deps.webhookQueue) {
     const type = `run.${run.status}`;
     const webhookId = newId('whk');

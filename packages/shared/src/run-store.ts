@@ -72,6 +72,13 @@ export interface FinishInput {
   error?: { code: string; message: string } | null;
 }
 
+/** Told of each run transition once, by the process whose write made it (for metrics). */
+export interface RunObserver {
+  runCreated?(spec: RunSpec): void;
+  runStarted?(runId: string): void;
+  runFinished?(run: RunObject, spec: RunSpec): void;
+}
+
 const EVENTS_MAXLEN = 10_000;
 
 function parseJson<T>(s: string | undefined | null, fallback: T): T {
@@ -90,9 +97,11 @@ export class RunStore {
   readonly prefix: string;
   readonly retentionSeconds: number;
   private readonly redis: Redis;
+  private readonly observer?: RunObserver;
 
-  constructor(opts: { redis: Redis; prefix: string; retentionSeconds?: number }) {
+  constructor(opts: { redis: Redis; prefix: string; retentionSeconds?: number; observer?: RunObserver }) {
     this.redis = opts.redis;
+    this.observer = opts.observer;
     this.prefix = opts.prefix;
     this.retentionSeconds = opts.retentionSeconds ?? 7 * 24 * 3600;
     this.redis.defineCommand('agentqCommitStep', { lua: COMMIT_STEP });
@@ -127,6 +136,7 @@ export class RunStore {
     tx.zadd(this.global.runIndex(run.owner), 0, run.id);
     tx.xadd(k.events, 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'type', 'run.queued', 'data', JSON.stringify({ run_id: run.id }));
     await tx.exec();
+    this.observer?.runCreated?.(run.spec);
   }
 
   /** Removes a run that could not be enqueued, so that a client never sees a run nobody runs. */
@@ -282,6 +292,7 @@ export class RunStore {
   async startRun(runId: string): Promise<boolean> {
     const k = this.keys(runId);
     const r = await (this.redis as any).agentqStartRun(k.run, k.events, new Date().toISOString(), EVENTS_MAXLEN, JSON.stringify({ run_id: runId }));
+    if (r) this.observer?.runStarted?.(runId);
     return Boolean(r);
   }
 
@@ -353,7 +364,10 @@ export class RunStore {
       fields.error,
       JSON.stringify({ run }),
     );
-    return done === 1 ? { run, spec: JSON.parse(h.spec) as RunSpec } : null;
+    if (done !== 1) return null;
+    const spec = JSON.parse(h.spec) as RunSpec;
+    this.observer?.runFinished?.(run, spec);
+    return { run, spec };
   }
 
   async getSteps(runId: string) {

@@ -1,6 +1,6 @@
-import { parseEnv, workerEnvSchema } from '@agentq/shared';
+import { metricsServerEnv, parseEnv, workerEnvSchema } from '@agentq/shared';
 
-export const agentWorkerEnvSchema = workerEnvSchema.extend({});
+export const agentWorkerEnvSchema = workerEnvSchema.extend({ ...metricsServerEnv });
 
 /** The agent-worker's configuration, from the environment; throws ConfigError. */
 export function loadAgentWorkerConfig(env: Record<string, string | undefined> = process.env) {

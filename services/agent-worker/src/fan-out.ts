@@ -1,5 +1,5 @@
 import type { FlowProducer } from 'bullmq';
-import { QUEUES, jobIds, jobNames, jobOptions, type AgentTurnJob, type ToolCall, type ToolCallJob } from '@agentq/shared';
+import { QUEUES, activeTrace, jobIds, jobNames, jobOptions, nextTurnTrace, type AgentTurnJob, type ToolCall, type ToolCallJob } from '@agentq/shared';
 
 /**
  * Adds one flow for a step's tool calls: the next turn is the parent, one tool job per call
@@ -8,7 +8,9 @@ import { QUEUES, jobIds, jobNames, jobOptions, type AgentTurnJob, type ToolCall,
  * step that is redone adds nothing twice.
  */
 export async function fanOut(flow: FlowProducer, runId: string, depth: number, toolCalls: ToolCall[], parentJob?: { id: string; queue: string }): Promise<void> {
-  const next: AgentTurnJob = { runId, depth: depth + 1 };
+  // Trace contexts (when tracing is on): the next turn joins the run's trace, the tool calls this turn's span.
+  const next: AgentTurnJob = { runId, depth: depth + 1, ...nextTurnTrace() };
+  const trace = activeTrace();
   await flow.add({
     name: jobNames.agentTurn(runId, depth + 1),
     queueName: QUEUES.agent,
@@ -17,7 +19,7 @@ export async function fanOut(flow: FlowProducer, runId: string, depth: number, t
     // (holding no worker slot) through the sub-run's whole chain and resumes once, at its end.
     opts: { ...jobOptions.agentTurn, jobId: jobIds.agentTurn(runId, depth + 1), ...(parentJob ? { parent: parentJob, ignoreDependencyOnFailure: true } : {}) },
     children: toolCalls.map((tc, index) => {
-      const data: ToolCallJob = { runId, depth, index, toolCallId: tc.id, name: tc.function.name, arguments: tc.function.arguments };
+      const data: ToolCallJob = { runId, depth, index, toolCallId: tc.id, name: tc.function.name, arguments: tc.function.arguments, ...trace };
       return {
         name: jobNames.toolCall(runId, depth, tc.function.name),
         queueName: QUEUES.tool,

@@ -1,4 +1,4 @@
-import { createLogger, exitOnConfigError, onShutdown } from '@agentq/shared';
+import { createLogger, exitOnConfigError, onShutdown, startTracing } from '@agentq/shared';
 import { startAgentWorker } from './agent-worker.js';
 import { loadAgentWorkerConfig, type AgentWorkerConfig } from './config.js';
 
@@ -9,5 +9,6 @@ try {
   exitOnConfigError(err, 'agent-worker');
 }
 const logger = createLogger({ service: 'agent-worker', level: cfg.LOG_LEVEL });
-const handle = await startAgentWorker(cfg, logger);
-onShutdown(logger, [() => handle.close()]);
+const tracing = startTracing({ service: 'agent-worker', endpoint: cfg.OTEL_EXPORTER_OTLP_ENDPOINT });
+const handle = await startAgentWorker(cfg, logger, { tracing });
+onShutdown(logger, [() => handle.close(), async () => tracing?.shutdown()]);

@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { Queue } from 'bullmq';
-import { createRedis, QUEUES, RunStore, waitForReady, type Logger } from '@agentq/shared';
+import { createMetrics, createRedis, QUEUES, RunStore, runMetricsObserver, waitForReady, type Logger, type Tracing } from '@agentq/shared';
 import { createApp } from './app.js';
 import { EventHub } from './event-hub.js';
 import type { ApiConfig } from './config.js';
@@ -13,14 +13,15 @@ export interface ApiHandle {
 }
 
 /** Starts the API server; returns its URL and a close that drains it. */
-export async function startApi(cfg: ApiConfig, logger: Logger): Promise<ApiHandle> {
+export async function startApi(cfg: ApiConfig, logger: Logger, opts: { tracing?: Tracing } = {}): Promise<ApiHandle> {
   if (cfg.API_KEYS.length === 0) logger.warn('API_KEYS is not set: the API is open to anyone who can reach it');
   // Request-path connections fail fast, so a request during a Redis outage gets a 503, not a hang.
   const redis = createRedis(cfg.REDIS_URL, { name: 'agentq-api' });
   const queueRedis = createRedis(cfg.REDIS_URL, { name: 'agentq-api-queue' });
   if (!(await waitForReady(redis)) || !(await waitForReady(queueRedis))) logger.warn('Redis is not reachable yet; answering 503 until it is');
-  const store = new RunStore({ redis, prefix: cfg.QUEUE_PREFIX, retentionSeconds: cfg.RUN_RETENTION_SECONDS });
-  const queues = Object.values(QUEUES).map((name) => new Queue(name, { connection: queueRedis, prefix: cfg.QUEUE_PREFIX }));
+  const queues = Object.values(QUEUES).map((name) => new Queue(name, { connection: queueRedis, prefix: cfg.QUEUE_PREFIX, telemetry: opts.tracing?.bullmq }));
+  const metrics = createMetrics({ service: 'api', queues, onQueueError: (err) => logger.warn({ err: err.message }, 'could not read queue depths for /metrics') });
+  const store = new RunStore({ redis, prefix: cfg.QUEUE_PREFIX, retentionSeconds: cfg.RUN_RETENTION_SECONDS, observer: runMetricsObserver(metrics) });
   const agentQueue = queues.find((q) => q.name === QUEUES.agent)!;
   const webhookQueue = queues.find((q) => q.name === QUEUES.webhook)!;
   // One blocking connection follows the event streams of every SSE client of this process.
@@ -35,6 +36,7 @@ export async function startApi(cfg: ApiConfig, logger: Logger): Promise<ApiHandl
     webhookSecret: cfg.WEBHOOK_SECRET,
     webhookAllowPrivate: cfg.WEBHOOK_ALLOW_PRIVATE,
     queues,
+    metrics,
     logger,
     apiKeys: cfg.API_KEYS,
     defaultModel: cfg.MODEL,

@@ -1,11 +1,13 @@
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Queue } from 'bullmq';
-import type { Logger, Redis, RunStore } from '@agentq/shared';
+import type { AgentqMetrics, Logger, Redis, RunStore } from '@agentq/shared';
 import { bearerAuth } from './auth.js';
 import { dashboard, DASHBOARD_PATH } from './dashboard.js';
 import { errorBody, HttpError, onError } from './http-error.js';
 import { healthRoutes } from './routes/health.js';
+import { metricsRoutes } from './routes/metrics.js';
+import { docsRoutes } from './routes/docs.js';
 import { eventsRoutes } from './routes/events.js';
 import { ownRun, runsRoutes } from './routes/runs.js';
 import type { EventHub } from './event-hub.js';
@@ -21,6 +23,8 @@ export interface AppDeps {
   webhookAllowPrivate: boolean;
   /** Every queue, for the dashboard. */
   queues: Queue[];
+  /** Served at `/metrics` (no key needed, like `/healthz`). */
+  metrics?: AgentqMetrics;
   logger: Logger;
   apiKeys: string[];
   defaultModel?: string;
@@ -35,6 +39,8 @@ export function createApp(deps: AppDeps) {
   app.notFound((c) => c.json(errorBody('not_found', `no route ${c.req.method} ${c.req.path.slice(0, 200)}`), 404));
 
   app.route('/', healthRoutes({ redis: deps.redis }));
+  if (deps.metrics) app.route('/', metricsRoutes(deps.metrics.registry));
+  app.route('/', docsRoutes());
 
   const auth = bearerAuth(deps.apiKeys);
   app.use('/v1/*', auth);

@@ -1,4 +1,4 @@
-import { createLogger, exitOnConfigError, onShutdown } from '@agentq/shared';
+import { createLogger, exitOnConfigError, onShutdown, startTracing } from '@agentq/shared';
 import { startApi } from './api.js';
 import { loadApiConfig, type ApiConfig } from './config.js';
 
@@ -9,5 +9,6 @@ try {
   exitOnConfigError(err, 'api');
 }
 const logger = createLogger({ service: 'api', level: cfg.LOG_LEVEL });
-const handle = await startApi(cfg, logger);
-onShutdown(logger, [() => handle.close()]);
+const tracing = startTracing({ service: 'api', endpoint: cfg.OTEL_EXPORTER_OTLP_ENDPOINT });
+const handle = await startApi(cfg, logger, { tracing });
+onShutdown(logger, [() => handle.close(), async () => tracing?.shutdown()]);

@@ -1,4 +1,4 @@
-import { ConfigError, createLogger, exitOnConfigError, onShutdown } from '@agentq/shared';
+import { ConfigError, createLogger, exitOnConfigError, onShutdown, startTracing } from '@agentq/shared';
 import { loadToolWorkerConfig, type ToolWorkerConfig } from './config.js';
 import { loadMcpConfig, type McpConfig } from './mcp-config.js';
 import { startToolWorker } from './tool-worker.js';
@@ -27,5 +27,6 @@ try {
   exitOnConfigError(err, 'tool-worker');
 }
 const logger = createLogger({ service: 'tool-worker', level: cfg.LOG_LEVEL });
-const handle = await startToolWorker(cfg, logger, { mcpConfig });
-onShutdown(logger, [() => handle.close()]);
+const tracing = startTracing({ service: 'tool-worker', endpoint: cfg.OTEL_EXPORTER_OTLP_ENDPOINT });
+const handle = await startToolWorker(cfg, logger, { mcpConfig, tracing });
+onShutdown(logger, [() => handle.close(), async () => tracing?.shutdown()]);

@@ -1,4 +1,4 @@
-import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import { UnrecoverableError, Worker, type Job, type Telemetry } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { createRedis, QUEUES, refuseNonPublicUrl, webhookJobSchema, type Logger, type RunStore } from '@agentq/shared';
 import { signWebhook } from './webhook-signature.js';
@@ -12,6 +12,8 @@ export interface WebhookDeliveryOptions {
   /** First retry delay; doubles per attempt with ±20 % jitter. @defaultValue 10000 (10 attempts span ≈ 85 min) */
   backoffBaseMs: number;
   timeoutMs: number;
+  /** BullMQ's own spans (bullmq-otel), when tracing is on. */
+  telemetry?: Telemetry;
 }
 
 /** One attempt as listed at `GET /v1/runs/:id/webhook-deliveries`. */
@@ -88,7 +90,7 @@ export async function deliverWebhook(job: Job, o: WebhookDeliveryOptions): Promi
   }
   if (status >= 200 && status < 300) {
     await record(status, null);
-    o.logger.info({ run_id: runId, webhook_id: webhookId, status, attempt }, 'webhook delivered');
+    o.logger.info({ run_id: runId, job_id: job.id, webhook_id: webhookId, status, attempt }, 'webhook delivered');
     return { status };
   }
   // 410 Gone: the receiver asks us to stop.
@@ -107,8 +109,9 @@ export function startWebhookWorker(redisUrl: string, prefix: string, o: WebhookD
     prefix,
     concurrency,
     settings: { backoffStrategy: (attemptsMade: number) => webhookBackoff(attemptsMade, o.backoffBaseMs) },
+    telemetry: o.telemetry,
   });
   worker.on('error', (err) => o.logger.error({ err: err.message }, 'webhook worker error'));
-  worker.on('failed', (job, err) => o.logger.warn({ job_id: job?.id, attempt: job?.attemptsMade, err: err.message }, 'webhook attempt failed'));
+  worker.on('failed', (job, err) => o.logger.warn({ run_id: job?.data.runId, job_id: job?.id, attempt: job?.attemptsMade, err: err.message }, 'webhook attempt failed'));
   return worker;
 }

@@ -1,7 +1,10 @@
 import { z } from 'zod';
 
+/** The W3C trace context a job's span joins (set when tracing is on; see run-tracing.ts). */
+const traceparent = z.string().max(256);
+
 /** One model step of a run: `depth` tool rounds are done before it. */
-export const agentTurnJobSchema = z.object({ runId: z.string(), depth: z.number().int().min(0) });
+export const agentTurnJobSchema = z.object({ runId: z.string(), depth: z.number().int().min(0), traceparent: traceparent.optional() });
 export type AgentTurnJob = z.infer<typeof agentTurnJobSchema>;
 
 /** One tool call of a step, the `index`-th of the assistant's `tool_calls`. */
@@ -12,6 +15,7 @@ export const toolCallJobSchema = z.object({
   toolCallId: z.string(),
   name: z.string(),
   arguments: z.string(),
+  traceparent: traceparent.optional(),
 });
 export type ToolCallJob = z.infer<typeof toolCallJobSchema>;
 

@@ -1,6 +1,6 @@
 import { Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
-import { TERMINAL_EVENT_TYPES, type RunEvent, type RunStore } from '@agentq/shared';
+import { isTerminal, TERMINAL_EVENT_TYPES, type RunEvent, type RunStore } from '@agentq/shared';
 import { compareIds, type EventHub } from '../event-hub.js';
 import { HttpError } from '../http-error.js';
 
@@ -45,10 +45,22 @@ export function eventsRoutes(deps: { store: RunStore; hub: EventHub; ownRun: (ow
         }
       };
       try {
-        for (;;) {
-          const page = await deps.store.readEvents(id, last, 1000);
-          await send(page);
-          if (page.length < 1000 || finished) break;
+        const drain = async () => {
+          for (;;) {
+            const page = await deps.store.readEvents(id, last, 1000);
+            await send(page);
+            if (page.length < 1000 || finished) break;
+          }
+        };
+        await drain();
+        // Resumed after the terminal event (or it fell out of the capped stream): the run has
+        // ended, so read what may have come meanwhile and close instead of idling forever.
+        if (!finished) {
+          const run = await deps.store.getRun(id);
+          if (!run || isTerminal(run.status)) {
+            await drain();
+            finished = true;
+          }
         }
         while (!finished) {
           if (pending.length === 0) {

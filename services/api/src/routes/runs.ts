@@ -12,8 +12,11 @@ import {
   jobIds,
   jobNames,
   jobOptions,
+  listRunsQuerySchema,
   newId,
   refuseNonPublicUrl,
+  inTrace,
+  startRunTrace,
   RUN_STATUSES,
   type AgentTurnJob,
   type Logger,
@@ -47,11 +50,6 @@ export async function ownRun(store: RunStore, owner: string, id: string): Promis
 
 type Env = { Variables: { owner: string } };
 
-const listQuery = z.strictObject({
-  status: z.enum(RUN_STATUSES).optional(),
-  limit: z.coerce.number().int().min(1).max(100).default(20),
-  after: z.string().regex(/^run_[0-9a-z]{21}$/, 'a run id (the "next" of the previous page)').optional(),
-});
 
 /** `/v1/runs`: create, list, read. */
 export function runsRoutes(deps: RunsRouteDeps) {
@@ -76,11 +74,11 @@ export function runsRoutes(deps: RunsRouteDeps) {
       release = claim.release;
     }
 
-    const job: AgentTurnJob = { runId: id, depth: 0 };
+    const job: AgentTurnJob = { runId: id, depth: 0, ...startRunTrace(id, spec.model) };
     try {
       await deps.store.createRun({ id, owner, spec, messages });
       if (context) await new ContextStore(deps.redis, deps.store.prefix).put(id, context);
-      await deps.agentQueue.add(jobNames.agentTurn(id, 0), job, { ...jobOptions.agentTurn, jobId: jobIds.agentTurn(id, 0) });
+      await inTrace(job, () => deps.agentQueue.add(jobNames.agentTurn(id, 0), job, { ...jobOptions.agentTurn, jobId: jobIds.agentTurn(id, 0) }));
     } catch (err) {
       // Not enqueued means not accepted: remove the record rather than leave a run nobody runs.
       await deps.store.deleteRun(id, owner).catch(() => {});
@@ -121,7 +119,7 @@ export function runsRoutes(deps: RunsRouteDeps) {
   });
 
   app.get('/', async (c) => {
-    const q = parseOr400(listQuery, c.req.query(), 'query');
+    const q = parseOr400(listRunsQuerySchema, c.req.query(), 'query');
     return c.json(await deps.store.listRuns(c.get('owner'), q));
   });
 

@@ -6,6 +6,7 @@ import {
   jobNames,
   jobOptions,
   parseChunkId,
+  startRunTrace,
   type AgentTurnJob,
   type ChatMessage,
   type ContextStore,
@@ -91,7 +92,8 @@ export async function runAgentQuery(job: Job, token: string | undefined, data: T
         await deps.store.addChild(run.id, id);
         await deps.store.appendEvent(run.id, 'subrun.started', { run_id: id, depth: data.depth, tool_call_id: data.toolCallId, index: k });
       }
-      const first: AgentTurnJob = { runId: id, depth: 0 };
+      // The sub-run's trace hangs under this tool call's span.
+      const first: AgentTurnJob = { runId: id, depth: 0, ...startRunTrace(id, spec.model) };
       await deps.agentQueue.add(jobNames.agentTurn(id, 0), first, {
         ...jobOptions.agentTurn,
         jobId: jobIds.agentTurn(id, 0),

@@ -1,0 +1,5 @@
+export { AgentqClient, type AgentqClientOptions, type RequestOptions, type StreamEventsOptions, type WaitForRunOptions } from './client.js';
+export { AgentqApiError, AgentqTimeoutError, WebhookVerificationError } from './errors.js';
+export { parseSse, type SseMessage } from './sse.js';
+export { verifyWebhook, type VerifyWebhookOptions } from './webhook.js';
+export * from './types.js';

@@ -1,0 +1,91 @@
+import type { Run, RunEvent } from './types.js';
+
+export interface Style {
+  dim(s: string): string;
+  ok(s: string): string;
+  bad(s: string): string;
+  bold(s: string): string;
+}
+
+const plain: Style = { dim: (s) => s, ok: (s) => s, bad: (s) => s, bold: (s) => s };
+const ansi = (code: number) => (s: string) => `\x1b[${code}m${s}\x1b[0m`;
+const colored: Style = { dim: ansi(2), ok: ansi(32), bad: ansi(31), bold: ansi(1) };
+
+/** ANSI colours on a terminal unless NO_COLOR is set. */
+export function styleFor(stream: { isTTY?: boolean }, env: Record<string, string | undefined>): Style {
+  return stream.isTTY && !env.NO_COLOR ? colored : plain;
+}
+
+const clip = (s: string, n = 120) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
+const ms = (n: number) => (n < 1000 ? `${Math.round(n)} ms` : `${(n / 1000).toFixed(1)} s`);
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+/** One line saying how a run ended: status, why, rounds, calls, tokens, time. */
+export function summary(run: Run, style: Style = plain): string {
+  const color = run.status === 'completed' ? style.ok : style.bad;
+  const took = run.completed_at ? ` · ${ms(Date.parse(run.completed_at) - Date.parse(run.created_at))}` : '';
+  const u = run.usage_total;
+  const parts = [
+    `${color(run.status)}${run.stop_reason ? ` (${run.stop_reason})` : ''}`,
+    `depth ${run.depth}/${run.max_depth}`,
+    plural(u.model_calls, 'model call'),
+    plural(u.tool_calls, 'tool call'),
+    `${u.total_tokens} tokens (${u.prompt_tokens} prompt + ${u.completion_tokens} completion)`,
+  ];
+  const error = run.error ? `\n${style.bad(`error ${run.error.code}: ${run.error.message}`)}` : '';
+  return `${parts.join(' · ')}${took}${error}`;
+}
+
+/**
+ * Turns a run's events into progress lines: each step with its tokens and time, each tool
+ * call with its arguments and duration, each sub-run, and the end.
+ */
+export function progressPrinter(write: (line: string) => void, style: Style = plain) {
+  const stepStarted = new Map<number, number>();
+  const toolNames = new Map<string, string>();
+  return (e: RunEvent) => {
+    switch (e.event) {
+      case 'run.queued':
+        write(style.dim(`${e.data.run_id} queued`));
+        break;
+      case 'run.started':
+        write(style.dim('started'));
+        break;
+      case 'step.started':
+        stepStarted.set(e.data.depth, Date.now());
+        write(`${style.bold(`step ${e.data.depth}`)} ${style.dim(`· ${e.data.model}${e.data.tools_disabled ? ' · tools disabled (budget reached)' : ''}`)}`);
+        break;
+      case 'step.completed': {
+        const started = stepStarted.get(e.data.depth);
+        const u = e.data.usage;
+        const what = e.data.tool_calls.length ? plural(e.data.tool_calls.length, 'tool call') : 'answer';
+        write(`  ${style.dim(`${what} · ${u.total_tokens} tokens (${u.prompt_tokens} + ${u.completion_tokens})${started ? ` · ${ms(Date.now() - started)}` : ''}`)}`);
+        for (const t of e.data.tool_calls) {
+          toolNames.set(t.id, t.name);
+          write(`  → ${t.name} ${style.dim(clip(t.arguments))}`);
+        }
+        break;
+      }
+      case 'tool.started':
+        if (e.data.attempt > 1) write(`  ↻ ${e.data.name} ${style.dim(`attempt ${e.data.attempt}`)}`);
+        break;
+      case 'tool.completed':
+        write(`  ${e.data.is_error ? style.bad('✗') : style.ok('✓')} ${e.data.name} ${style.dim(`${ms(e.data.duration_ms)}${e.data.is_error ? ' · error' : ''}`)}`);
+        break;
+      case 'subrun.started':
+        write(`  ↳ sub-run ${e.data.run_id} ${style.dim(`started by ${toolNames.get(e.data.tool_call_id) ?? 'a tool call'}`)}`);
+        break;
+      case 'subrun.completed':
+        write(`  ↳ sub-run ${e.data.run_id} ${e.data.status === 'completed' ? style.ok(e.data.status) : style.bad(e.data.status)}`);
+        break;
+      case 'run.completed':
+      case 'run.failed':
+      case 'run.cancelled':
+      case 'run.incomplete':
+        write(summary(e.data.run, style));
+        break;
+      default:
+        break; // message.delta: the answer is printed whole at the end
+    }
+  };
+}

@@ -1,0 +1,193 @@
+import { z } from 'zod';
+import type { ToolCatalogEntry } from '../run-store.js';
+import { RUN_EVENT_TYPES } from './events.js';
+import { chatMessageSchema, toolCallSchema } from './message.js';
+import { RUN_STATUSES, STOP_REASONS, type RunObject } from './run.js';
+import { usageSchema } from './usage.js';
+
+// The response shapes of the HTTP API. Objects are loose: the contract lets the service add
+// fields, so a client must accept (and these schemas keep) fields it does not know yet.
+
+const timestamp = z.iso.datetime({ offset: true });
+const runId = z.string().regex(/^run_[0-9a-z]{21}$/);
+
+/** Every error: `{"error": {"code", "message", "details"?}}`. */
+export const apiErrorSchema = z.looseObject({
+  error: z.looseObject({
+    code: z.string().regex(/^[a-z][a-z0-9_]*$/, 'snake_case'),
+    message: z.string(),
+    details: z.unknown().optional(),
+  }),
+});
+export type ApiError = z.infer<typeof apiErrorSchema>;
+
+/** The final assistant message of a run. */
+export const runOutputSchema = z.looseObject({
+  role: z.literal('assistant'),
+  content: z.string().nullable(),
+  tool_calls: z.array(toolCallSchema).optional(),
+  refusal: z.string().nullable().optional(),
+});
+
+/** The run object (`GET /v1/runs/:id`). */
+export const runObjectSchema = z.looseObject({
+  id: runId,
+  object: z.literal('run'),
+  status: z.enum(RUN_STATUSES),
+  stop_reason: z.enum(STOP_REASONS).nullable(),
+  model: z.string(),
+  depth: z.number().int().min(0),
+  max_depth: z.number().int().min(1),
+  parent_run_id: runId.nullable(),
+  root_run_id: runId,
+  output: runOutputSchema.nullable(),
+  output_parsed: z.unknown(),
+  error: z.looseObject({ code: z.string(), message: z.string() }).nullable(),
+  usage: usageSchema.loose(),
+  usage_total: usageSchema.loose(),
+  metadata: z.record(z.string(), z.unknown()),
+  created_at: timestamp,
+  started_at: timestamp.nullable(),
+  completed_at: timestamp.nullable(),
+});
+
+/** `GET /v1/runs`: a page of runs, newest first; `next` is the `after` of the next page. */
+export const runListSchema = z.looseObject({ data: z.array(runObjectSchema), next: runId.nullable() });
+
+/** The query of `GET /v1/runs`. */
+export const listRunsQuerySchema = z.strictObject({
+  status: z.enum(RUN_STATUSES).optional(),
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+  after: z.string().regex(/^run_[0-9a-z]{21}$/, 'a run id (the "next" of the previous page)').optional(),
+});
+
+/** `GET /v1/runs/:id/messages`: the transcript in OpenAI chat format. */
+export const runMessagesSchema = z.looseObject({ data: z.array(chatMessageSchema) });
+
+/** One tool call of a step, with its outcome once it has one. */
+export const stepToolCallSchema = z.looseObject({
+  id: z.string(),
+  name: z.string(),
+  arguments: z.string(),
+  status: z.enum(['queued', 'running', 'completed', 'failed']),
+  output: z.string().nullable(),
+  is_error: z.boolean(),
+  attempts: z.number().int().min(0),
+  duration_ms: z.number().min(0).nullable(),
+  subrun_ids: z.array(runId).optional(),
+});
+
+/** One model step of a run. */
+export const runStepSchema = z.looseObject({
+  depth: z.number().int().min(0),
+  status: z.literal('completed'),
+  model: z.string(),
+  usage: z.looseObject({ prompt_tokens: z.number().int(), completion_tokens: z.number().int(), total_tokens: z.number().int() }),
+  started_at: timestamp,
+  completed_at: timestamp,
+  tool_calls: z.array(stepToolCallSchema),
+});
+
+/** `GET /v1/runs/:id/steps`. */
+export const runStepsSchema = z.looseObject({ data: z.array(runStepSchema) });
+
+/** `GET /v1/runs/:id/children`: the sub-agent runs, oldest first. */
+export const runChildrenSchema = z.looseObject({ data: z.array(runObjectSchema) });
+
+/** One attempt to deliver a run's webhook. */
+export const webhookDeliverySchema = z.looseObject({
+  webhook_id: z.string(),
+  type: z.string(),
+  attempt: z.number().int().min(1),
+  url: z.string(),
+  at: timestamp,
+  status_code: z.number().int().nullable(),
+  error: z.string().nullable(),
+  duration_ms: z.number().min(0),
+  success: z.boolean(),
+});
+
+/** `GET /v1/runs/:id/webhook-deliveries`. */
+export const webhookDeliveriesSchema = z.looseObject({ data: z.array(webhookDeliverySchema) });
+
+/** A tool the model can be offered, as `<server>__<tool>`. */
+export const toolInfoSchema = z.looseObject({
+  name: z.string(),
+  description: z.string(),
+  input_schema: z.record(z.string(), z.unknown()),
+  server: z.string(),
+});
+
+/** `GET /v1/tools`. */
+export const toolListSchema = z.looseObject({ data: z.array(toolInfoSchema) });
+
+/** `GET /healthz`. */
+export const healthSchema = z.looseObject({ status: z.literal('ok') });
+/** `GET /readyz` when Redis answers. */
+export const readySchema = z.looseObject({ status: z.literal('ready') });
+
+const usageTokens = z.looseObject({ prompt_tokens: z.number().int(), completion_tokens: z.number().int(), total_tokens: z.number().int() });
+
+/** The `data:` of each event type of `GET /v1/runs/:id/events`. */
+export const runEventDataSchemas = {
+  'run.queued': z.looseObject({ run_id: runId }),
+  'run.started': z.looseObject({ run_id: runId }),
+  'step.started': z.looseObject({ depth: z.number().int(), model: z.string(), tools_disabled: z.boolean() }),
+  'message.delta': z.looseObject({ depth: z.number().int(), text: z.string() }),
+  'step.completed': z.looseObject({
+    depth: z.number().int(),
+    usage: usageTokens,
+    finish_reason: z.string().nullable(),
+    content: z.string().nullable(),
+    tool_calls: z.array(z.looseObject({ id: z.string(), name: z.string(), arguments: z.string() })),
+  }),
+  'tool.started': z.looseObject({ depth: z.number().int(), index: z.number().int(), tool_call_id: z.string(), name: z.string(), attempt: z.number().int() }),
+  'tool.completed': z.looseObject({
+    depth: z.number().int(),
+    index: z.number().int(),
+    tool_call_id: z.string(),
+    name: z.string(),
+    is_error: z.boolean(),
+    duration_ms: z.number().min(0),
+  }),
+  'subrun.started': z.looseObject({ run_id: runId, depth: z.number().int(), tool_call_id: z.string(), index: z.number().int() }),
+  'subrun.completed': z.looseObject({ run_id: runId, status: z.string(), tool_call_id: z.string(), index: z.number().int() }),
+  'run.completed': z.looseObject({ run: runObjectSchema }),
+  'run.failed': z.looseObject({ run: runObjectSchema }),
+  'run.cancelled': z.looseObject({ run: runObjectSchema }),
+  'run.incomplete': z.looseObject({ run: runObjectSchema }),
+} satisfies Record<(typeof RUN_EVENT_TYPES)[number], z.ZodType>;
+
+const sse = <T extends (typeof RUN_EVENT_TYPES)[number]>(event: T) =>
+  z.object({ id: z.string().regex(/^\d+-\d+$/), event: z.literal(event), data: runEventDataSchemas[event] });
+
+/** One server-sent event as a client parses it: `id:`, `event:` and the JSON of `data:`. */
+export const runEventSchema = z.discriminatedUnion('event', [
+  sse('run.queued'),
+  sse('run.started'),
+  sse('step.started'),
+  sse('message.delta'),
+  sse('step.completed'),
+  sse('tool.started'),
+  sse('tool.completed'),
+  sse('subrun.started'),
+  sse('subrun.completed'),
+  sse('run.completed'),
+  sse('run.failed'),
+  sse('run.cancelled'),
+  sse('run.incomplete'),
+]);
+
+/** The body of a webhook POST (signed per Standard Webhooks). */
+export const webhookPayloadSchema = z.looseObject({
+  type: z.enum(['run.completed', 'run.failed', 'run.cancelled', 'run.incomplete']),
+  timestamp: timestamp,
+  data: runObjectSchema,
+});
+
+// Compile-time checks that what the service builds fits the schemas it publishes (the
+// schemas' index signatures, from looseObject, are left out of the comparison).
+type Known<T> = T extends readonly (infer U)[] ? Known<U>[] : T extends object ? { [K in keyof T as string extends K ? never : K]: Known<T[K]> } : T;
+type Fits<A extends B, B> = A;
+export type RunObjectFitsSchema = Fits<Known<RunObject>, Known<z.input<typeof runObjectSchema>>>;
+export type ToolFitsSchema = Fits<Known<ToolCatalogEntry>, Known<z.input<typeof toolInfoSchema>>>;

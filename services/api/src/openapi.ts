@@ -1,0 +1,254 @@
+import { z } from 'zod';
+import {
+  apiErrorSchema,
+  chatMessageSchema,
+  createRunBodySchema,
+  healthSchema,
+  listRunsQuerySchema,
+  readySchema,
+  RUN_EVENT_TYPES,
+  runChildrenSchema,
+  runEventSchema,
+  runListSchema,
+  runMessagesSchema,
+  runObjectSchema,
+  runStepsSchema,
+  toolListSchema,
+  webhookDeliveriesSchema,
+  webhookPayloadSchema,
+} from '@agentq/shared';
+
+type Json = Record<string, unknown>;
+type Meta = { id: string; description?: string };
+
+const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
+
+/**
+ * The JSON Schemas of the components, generated from the zod schemas that validate requests
+ * (as input: what a client may send, defaults optional) and from the response schemas (as
+ * output: what the service always sends).
+ */
+function componentSchemas(): Record<string, Json> {
+  const requests = z.registry<Meta>();
+  requests.add(createRunBodySchema, { id: 'CreateRunRequest', description: 'The body of POST /v1/runs: give "input" or "messages".' });
+  requests.add(chatMessageSchema, { id: 'ChatMessageInput', description: 'An OpenAI chat message, as sent.' });
+
+  const responses = z.registry<Meta>();
+  responses.add(apiErrorSchema, { id: 'Error', description: 'Every error response: a snake_case code, a message that says how to fix it, and optional details (for a 400, one entry per bad field).' });
+  responses.add(runObjectSchema, { id: 'Run', description: 'A run: one agent loop, from its request to its answer.' });
+  responses.add(runListSchema, { id: 'RunList', description: 'A page of runs, newest first; pass "next" as "after" for the next page.' });
+  responses.add(chatMessageSchema, { id: 'ChatMessage', description: 'An OpenAI chat message of a transcript.' });
+  responses.add(runMessagesSchema, { id: 'RunMessages', description: 'The whole transcript in OpenAI chat format, in order.' });
+  responses.add(runStepsSchema, { id: 'RunSteps', description: 'The model steps of a run, each with its tool calls.' });
+  responses.add(runChildrenSchema, { id: 'RunChildren', description: 'The sub-agent runs a run started, oldest first.' });
+  responses.add(webhookDeliveriesSchema, { id: 'WebhookDeliveries', description: 'Every attempt to deliver the run’s webhook.' });
+  responses.add(toolListSchema, { id: 'ToolList', description: 'The MCP tools the tool-workers offer, named <server>__<tool>.' });
+  responses.add(healthSchema, { id: 'Health' });
+  responses.add(readySchema, { id: 'Ready' });
+  responses.add(runEventSchema, { id: 'RunEvent', description: `One server-sent event (id, event, parsed JSON data). Event types: ${RUN_EVENT_TYPES.join(', ')}.` });
+  responses.add(webhookPayloadSchema, { id: 'WebhookPayload', description: 'The body POSTed to a run’s webhook when it reaches a terminal status.' });
+
+  const uri = (id: string) => `#/components/schemas/${id}`;
+  const out: Record<string, Json> = {};
+  for (const [registry, io] of [[requests, 'input'], [responses, 'output']] as const) {
+    const { schemas } = z.toJSONSchema(registry, { io, uri, target: 'draft-2020-12' }) as { schemas: Record<string, Json> };
+    for (const [id, s] of Object.entries(schemas)) {
+      // A component lives inside the document: no $schema (the document's dialect) and no
+      // fragment-only $id (invalid in 2020-12).
+      const { $schema: _schema, $id: _id, ...rest } = s;
+      out[id] = rest;
+    }
+  }
+  return out;
+}
+
+const errorResponse = (description: string) => ({ description, content: { 'application/json': { schema: ref('Error') } } });
+
+const ERRORS = {
+  400: errorResponse('Bad JSON or failed validation; `details` names each bad field.'),
+  401: errorResponse('No or an unknown API key (only when API_KEYS is set).'),
+  404: errorResponse('No such run, or a run of another API key.'),
+  409: errorResponse('The Idempotency-Key was used before with a different body, or its first request is still being processed.'),
+  413: errorResponse('The body, or one of its fields, is larger than the limit; the message names the field.'),
+  415: errorResponse('The body is not sent as application/json.'),
+  503: errorResponse('Redis is unreachable; retry shortly (see Retry-After).'),
+} as const;
+type ErrorStatus = keyof typeof ERRORS;
+const errors = (...codes: ErrorStatus[]) => Object.fromEntries(codes.map((c) => [String(c), { $ref: `#/components/responses/E${c}` }]));
+
+const json = (description: string, schema: Json, headers?: Json) => ({ description, ...(headers ? { headers } : {}), content: { 'application/json': { schema } } });
+
+const runIdParam = { name: 'id', in: 'path', required: true, description: 'A run id (`run_…`).', schema: { type: 'string', pattern: '^run_[0-9a-z]{21}$' } };
+
+/** The query parameters of `GET /v1/runs`, from the same zod schema as the route's. */
+function listQueryParams(): Json[] {
+  const s = z.toJSONSchema(listRunsQuerySchema, { io: 'input' }) as { properties: Record<string, Json> };
+  const doc: Record<string, string> = {
+    status: 'Only runs with this status.',
+    limit: 'Page size.',
+    after: 'The "next" of the previous page.',
+  };
+  return Object.entries(s.properties).map(([name, schema]) => ({ name, in: 'query', required: false, description: doc[name], schema }));
+}
+
+const runGet = (operationId: string, summary: string, description: string, schema: string, ok: string) => ({
+  get: {
+    tags: ['runs'],
+    operationId,
+    summary,
+    description,
+    parameters: [runIdParam],
+    responses: { 200: json(ok, ref(schema)), ...errors(401, 404, 503) },
+  },
+});
+
+/** Builds the OpenAPI 3.1 document of the HTTP API. */
+export function buildOpenApiDocument(): Json {
+  return {
+    openapi: '3.1.0',
+    jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
+    info: {
+      title: 'agentq',
+      version: '1.0.0',
+      summary: 'A durable agent runtime: tool-using LLM agents run as jobs on Redis.',
+      description:
+        'Version 1 of the HTTP API. JSON everywhere, timestamps ISO 8601 UTC, ids opaque strings with a prefix (`run_…`). ' +
+        'Responses may gain fields: clients must ignore fields they do not know. ' +
+        'When the server has API_KEYS set, every /v1/* and /admin/* request needs `Authorization: Bearer <key>`, and a run is visible only to the key that created it.',
+      license: { name: 'MIT', identifier: 'MIT' },
+    },
+    tags: [
+      { name: 'runs', description: 'Create, follow, list and cancel runs.' },
+      { name: 'tools', description: 'The tools a run can use.' },
+      { name: 'service', description: 'Health, readiness, metrics, this document and the dashboard.' },
+    ],
+    security: [{ bearerAuth: [] }],
+    paths: {
+      '/v1/runs': {
+        post: {
+          tags: ['runs'],
+          operationId: 'createRun',
+          summary: 'Start a run',
+          description: 'Queues a run and returns it at once. With an Idempotency-Key, the same key and body return the same run (200), a different body a 409.',
+          parameters: [
+            { name: 'Idempotency-Key', in: 'header', required: false, description: 'Makes retries of this request safe.', schema: { type: 'string', minLength: 1 } },
+          ],
+          requestBody: { required: true, content: { 'application/json': { schema: ref('CreateRunRequest') } } },
+          responses: {
+            202: json('The run, queued.', ref('Run'), { Location: { description: 'The run’s URL.', schema: { type: 'string' } } }),
+            200: json('The run this Idempotency-Key created before.', ref('Run'), { Location: { description: 'The run’s URL.', schema: { type: 'string' } } }),
+            ...errors(400, 401, 409, 413, 415, 503),
+          },
+        },
+        get: {
+          tags: ['runs'],
+          operationId: 'listRuns',
+          summary: 'List runs',
+          description: 'The runs of this API key, newest first.',
+          parameters: listQueryParams(),
+          responses: { 200: json('A page of runs.', ref('RunList')), ...errors(400, 401, 503) },
+        },
+      },
+      '/v1/runs/{id}': runGet('getRun', 'Get a run', 'The run object: status, output, usage.', 'Run', 'The run.'),
+      '/v1/runs/{id}/messages': runGet('getRunMessages', 'Get the transcript', 'System, user, assistant (with tool_calls) and tool messages, in order.', 'RunMessages', 'The transcript.'),
+      '/v1/runs/{id}/steps': runGet('getRunSteps', 'Get the steps', 'Each model step with its usage and its tool calls (status, output, attempts, duration).', 'RunSteps', 'The steps.'),
+      '/v1/runs/{id}/children': runGet('getRunChildren', 'Get the sub-runs', 'The runs its agent_query / agent_query_batch calls started.', 'RunChildren', 'The sub-runs.'),
+      '/v1/runs/{id}/webhook-deliveries': runGet('getRunWebhookDeliveries', 'Get the webhook deliveries', 'Every attempt to deliver the run’s webhook, with status code or error.', 'WebhookDeliveries', 'The delivery attempts.'),
+      '/v1/runs/{id}/events': {
+        get: {
+          tags: ['runs'],
+          operationId: 'streamRunEvents',
+          summary: 'Follow a run’s events',
+          description:
+            'Server-sent events: each has `id:` (resumable with Last-Event-ID), `event:` (the type) and JSON `data:`. A late subscriber first gets the history. ' +
+            'The stream closes after the one terminal event (run.completed, run.failed, run.cancelled or run.incomplete). Comment lines keep idle connections open. ' +
+            'Each event, parsed, is a RunEvent.',
+          parameters: [
+            runIdParam,
+            { name: 'Last-Event-ID', in: 'header', required: false, description: 'Resume after this event id.', schema: { type: 'string', pattern: '^\\d+-\\d+$' } },
+            { name: 'last_event_id', in: 'query', required: false, description: 'The same, for clients that cannot set headers.', schema: { type: 'string', pattern: '^\\d+-\\d+$' } },
+          ],
+          responses: {
+            200: {
+              description: 'The event stream.',
+              content: { 'text/event-stream': { schema: { type: 'string' }, 'x-itemSchema': ref('RunEvent') } },
+            },
+            ...errors(400, 401, 404, 503),
+          },
+        },
+      },
+      '/v1/runs/{id}/cancel': {
+        post: {
+          tags: ['runs'],
+          operationId: 'cancelRun',
+          summary: 'Cancel a run',
+          description: 'Idempotent. No model step or tool call of the run or its sub-runs starts after it; queued work is removed. A finished run is returned unchanged.',
+          parameters: [runIdParam],
+          responses: { 202: json('The run, cancelled (or as it finished).', ref('Run')), ...errors(401, 404, 503) },
+        },
+      },
+      '/v1/tools': {
+        get: {
+          tags: ['tools'],
+          operationId: 'listTools',
+          summary: 'List tools',
+          description: 'The MCP tools published by the tool-workers (built-in tools are offered per run and not listed).',
+          responses: { 200: json('The tools.', ref('ToolList')), ...errors(401, 503) },
+        },
+      },
+      '/healthz': {
+        get: { tags: ['service'], operationId: 'health', summary: 'Liveness', security: [], responses: { 200: json('The process is up.', ref('Health')) } },
+      },
+      '/readyz': {
+        get: {
+          tags: ['service'],
+          operationId: 'ready',
+          summary: 'Readiness',
+          security: [],
+          responses: { 200: json('Redis answers.', ref('Ready')), 503: { $ref: '#/components/responses/E503' } },
+        },
+      },
+      '/metrics': {
+        get: { tags: ['service'], operationId: 'metrics', summary: 'Prometheus metrics', security: [], responses: { 200: { description: 'Prometheus text format.', content: { 'text/plain': { schema: { type: 'string' } } } } } },
+      },
+      '/openapi.json': {
+        get: { tags: ['service'], operationId: 'openapi', summary: 'This document', security: [], responses: { 200: json('OpenAPI 3.1.', { type: 'object' }) } },
+      },
+      '/docs': {
+        get: { tags: ['service'], operationId: 'docs', summary: 'API reference (HTML)', security: [], responses: { 200: { description: 'This document as a page.', content: { 'text/html': { schema: { type: 'string' } } } } } },
+      },
+      '/admin/queues': {
+        get: {
+          tags: ['service'],
+          operationId: 'dashboard',
+          summary: 'Bull Board dashboard',
+          description: 'The queues (agent, tool, webhook) and their jobs; job names carry the run id, turn and tool.',
+          responses: { 200: { description: 'The dashboard.', content: { 'text/html': { schema: { type: 'string' } } } }, ...errors(401) },
+        },
+      },
+    },
+    webhooks: {
+      runFinished: {
+        post: {
+          summary: 'A run reached a terminal status',
+          description:
+            'Signed per Standard Webhooks: `webhook-signature` is `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">` with the secret ' +
+            '(a `whsec_` secret is base64 after the prefix). Any 2xx is success; otherwise retried with exponential backoff; 410 stops the retries.',
+          security: [],
+          parameters: [
+            { name: 'webhook-id', in: 'header', required: true, description: 'Stable across retries: deduplicate on it.', schema: { type: 'string' } },
+            { name: 'webhook-timestamp', in: 'header', required: true, description: 'Unix seconds of this attempt.', schema: { type: 'string', pattern: '^\\d+$' } },
+            { name: 'webhook-signature', in: 'header', required: true, description: 'Space-separated `v1,<signature>` entries.', schema: { type: 'string' } },
+          ],
+          requestBody: { required: true, content: { 'application/json': { schema: ref('WebhookPayload') } } },
+          responses: { '2XX': { description: 'Delivered.' }, 410: { description: 'Stop retrying.' }, default: { description: 'Retried later.' } },
+        },
+      },
+    },
+    components: {
+      securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'One of the API_KEYS of the server.' } },
+      responses: Object.fromEntries(Object.entries(ERRORS).map(([c, r]) => [`E${c}`, r])),
+      schemas: componentSchemas(),
+    },
+  };
+}

@@ -1,0 +1,67 @@
+import type { Job } from 'bullmq';
+import { AGENTQ, GEN_AI, SpanStatusCode, withJobSpan, type AgentqMetrics, type RunStore, type ToolResultRecord } from '@agentq/shared';
+
+/** How a stored tool call ended, for metrics and spans. */
+export type ToolOutcome = 'ok' | 'error' | 'timeout';
+
+// The wording of a timed-out call: the MCP request timeout (mcp-registry) or the run's deadline (tool-call-processor).
+const TIMED_OUT = /^Error executing [^:]*: (timed out after \d+ ms|abandoned at the run's deadline)/;
+
+/** Classifies a stored result: `ok`, `timeout`, or `error` (any other error result the model sees). */
+export function toolOutcome(rec: Pick<ToolResultRecord, 'is_error' | 'output'>): ToolOutcome {
+  if (!rec.is_error) return 'ok';
+  return TIMED_OUT.test(rec.output) ? 'timeout' : 'error';
+}
+
+export interface ToolTelemetryDeps {
+  store: Pick<RunStore, 'getToolResult'>;
+  metrics: AgentqMetrics;
+  /** Names the model invents are counted as `unknown`, so they cannot grow the series. */
+  isKnownTool: (name: string) => boolean;
+}
+
+/**
+ * Runs one tool-call job in an `execute_tool <tool>` span (GenAI semantic conventions), a
+ * child of the turn that asked for it, and counts the call once its result is stored: its
+ * outcome and duration are read back from the result record, so the processor is unchanged.
+ * Attempts that stored nothing (skipped, waiting for sub-runs, retried) count nothing.
+ */
+export function traceToolCall<T extends { index?: number; skipped?: string } | undefined>(job: Job, deps: ToolTelemetryDeps, fn: () => Promise<T>): Promise<T> {
+  const data = job.data as { runId: string; depth: number; index: number; toolCallId?: string; name?: string; traceparent?: string };
+  const name = String(data.name);
+  return withJobSpan(
+    `execute_tool ${name}`,
+    {
+      carrier: { traceparent: data.traceparent },
+      attributes: {
+        [GEN_AI.operationName]: 'execute_tool',
+        [GEN_AI.toolName]: name,
+        [GEN_AI.toolCallId]: String(data.toolCallId),
+        [GEN_AI.toolType]: 'function',
+        [AGENTQ.runId]: String(data.runId),
+        [AGENTQ.depth]: Number(data.depth),
+        [AGENTQ.jobId]: String(job.id),
+        [AGENTQ.attempt]: job.attemptsMade + 1,
+      },
+    },
+    async (span) => {
+      const result = await fn();
+      if (result?.skipped) {
+        span.setAttribute(AGENTQ.outcome, `skipped: ${result.skipped}`);
+        return result;
+      }
+      const rec = await deps.store.getToolResult(data.runId, data.depth, data.index).catch(() => null);
+      if (!rec) return result;
+      const outcome = toolOutcome(rec);
+      const tool = deps.isKnownTool(name) ? name : 'unknown';
+      deps.metrics.toolCalls.inc({ tool, outcome });
+      deps.metrics.toolCallDuration.observe({ tool }, rec.duration_ms / 1000);
+      span.setAttribute(AGENTQ.outcome, outcome);
+      if (outcome !== 'ok') {
+        span.setAttribute('error.type', outcome === 'timeout' ? 'timeout' : 'tool_error');
+        span.setStatus({ code: SpanStatusCode.ERROR, message: rec.output.slice(0, 200) });
+      }
+      return result;
+    },
+  );
+}

@@ -1,0 +1,119 @@
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ChatRequest, Handler } from '@agentq/scripted-llm';
+import { startStack, type Stack } from './fixtures/services.js';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+// Without the background-networking flags Chromium keeps calling home, which this machine's
+// closed network refuses; the test must not reach beyond loopback anyway.
+const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const KEY = 'dashboard-test-key';
+
+const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
+const handler: Handler = (req) =>
+  round(req) === 0
+    ? { tool_calls: [{ name: 'crm__search_contacts', arguments: { query: 'Alice' } }, { name: 'crm__get_contact', arguments: { id: 'c2' } }] }
+    : { content: 'Alice Jones works at Globex.' };
+
+let stack: Stack;
+let context: BrowserContext;
+let userDataDir: string;
+let runId: string;
+const shots = mkdtempSync(join(tmpdir(), 'agentq-dashboard-'));
+const offLoopback: string[] = [];
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(`Chromium is not installed at ${CHROMIUM}: install Debian's package with "apt-get install -y chromium" (or set CHROMIUM_PATH). The dashboard test needs it and does not skip.`);
+  }
+  stack = await startStack({ handler, apiKey: KEY });
+  const run = await stack.createRun({ input: 'Who is Alice?' });
+  expect((await stack.waitForRun(run.id)).status).toBe('completed');
+  runId = run.id;
+
+  userDataDir = mkdtempSync(join(tmpdir(), 'agentq-chromium-'));
+  context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: 1400, height: 900 } });
+  // Nothing leaves the machine: Bull Board's page asks for a web font, which is refused here.
+  await context.route('**/*', (route) => {
+    const { hostname } = new URL(route.request().url());
+    if (hostname === '127.0.0.1' || hostname === 'localhost') return route.continue();
+    offLoopback.push(route.request().url());
+    return route.abort('blockedbyclient');
+  });
+}, 60_000);
+
+afterAll(async () => {
+  await context?.close();
+  await stack?.close();
+  if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
+  console.info(`dashboard screenshots: ${shots}`);
+});
+
+async function keyedPage(): Promise<Page> {
+  const page = await context.newPage();
+  await page.setExtraHTTPHeaders({ authorization: `Bearer ${KEY}` });
+  return page;
+}
+
+async function screenshot(page: Page, name: string) {
+  const path = join(shots, `${name}.png`);
+  await page.screenshot({ path, fullPage: true });
+  expect(statSync(path).size).toBeGreaterThan(10_000);
+}
+
+/** Opens a queue from the sidebar, then its Completed tab, as a person would. */
+async function openCompleted(page: Page, queue: string) {
+  await page.getByRole('link', { name: queue, exact: true }).click();
+  await page.waitForURL(`**/admin/queues/queue/${queue}**`);
+  await page.getByRole('link', { name: /completed/i }).click();
+  await page.waitForURL(/status=completed/);
+}
+
+describe('the Bull Board dashboard in headless Chromium', () => {
+  it('refuses a browser without the key', async () => {
+    const page = await context.newPage();
+    const res = await page.goto(`${stack.api.url}/admin/queues/`);
+    expect(res?.status()).toBe(401);
+    expect(await page.textContent('body')).toContain('unauthorized');
+    await page.close();
+  });
+
+  it('lists the agent, tool and webhook queues', async () => {
+    const page = await keyedPage();
+    const res = await page.goto(`${stack.api.url}/admin/queues/`);
+    expect(res?.status()).toBe(200);
+    for (const q of ['agent', 'tool', 'webhook']) await expect.poll(() => page.getByRole('link', { name: q, exact: true }).count()).toBeGreaterThan(0);
+    await expect.poll(() => page.getByText('agentq', { exact: true }).count()).toBeGreaterThan(0);
+    await screenshot(page, 'queues');
+    await page.close();
+  });
+
+  it("shows the finished run's turns in the agent queue and its tool calls in the tool queue, with their data", async () => {
+    const page = await keyedPage();
+    await page.goto(`${stack.api.url}/admin/queues/`);
+
+    await openCompleted(page, 'agent');
+    for (const name of [`${runId} · turn 0`, `${runId} · turn 1`]) await page.getByText(name, { exact: true }).waitFor();
+    const agentText = await page.innerText('main');
+    expect(agentText).toContain(`${runId}-t0`); // job ids
+    expect(agentText).toMatch(new RegExp(`runId:\\s*"${runId}"`)); // job data, as Bull Board shows it
+    expect(agentText).toMatch(/outcome:\s*"tool_calls"/);
+    expect(agentText).toMatch(/outcome:\s*"final_answer"/);
+    await screenshot(page, 'agent-queue');
+
+    await openCompleted(page, 'tool');
+    for (const name of [`${runId} · turn 0 · crm__search_contacts`, `${runId} · turn 0 · crm__get_contact`]) await page.getByText(name, { exact: true }).waitFor();
+    const toolText = await page.innerText('main');
+    expect(toolText).toMatch(new RegExp(`runId:\\s*"${runId}"`));
+    expect(toolText).toMatch(/name:\s*"crm__search_contacts"/);
+    expect(toolText).toContain('Alice');
+    await screenshot(page, 'tool-queue');
+    await page.close();
+
+    // Whatever the page wanted from outside was refused, never fetched.
+    expect(offLoopback.every((u) => !u.includes('127.0.0.1'))).toBe(true);
+  });
+});
