@@ -39,7 +39,7 @@ describe('the durable agent loop', () => {
     expect(run.usage.model_calls).toBe(1);
     expect(run.usage.total_tokens).toBeGreaterThan(0);
     expect(run.usage_total.total_tokens).toBe(run.usage.total_tokens);
-    const msgs = await (await stack.request(`/v1/runs/${run.id}/messages`)).json();
+    const msgs = await stack.getJson(`/v1/runs/${run.id}/messages`);
     expect(msgs.data.map((m: any) => m.role)).toEqual(['system', 'user', 'assistant']);
   });
 
@@ -60,11 +60,11 @@ describe('the durable agent loop', () => {
     expect(run.usage).toMatchObject({ model_calls: 4, tool_calls: 3 });
     expect(stack.crm.contacts.get('c1')?.company).toBe('EPAM');
 
-    const msgs = (await (await stack.request(`/v1/runs/${id}/messages`)).json()).data;
+    const msgs = (await stack.getJson(`/v1/runs/${id}/messages`)).data;
     expect(msgs.map((m: any) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant', 'tool', 'assistant', 'tool', 'assistant']);
     for (let i = 1; i < 7; i += 2) expect(msgs[i + 1].tool_call_id).toBe(msgs[i].tool_calls[0].id);
 
-    const steps = (await (await stack.request(`/v1/runs/${id}/steps`)).json()).data;
+    const steps = (await stack.getJson(`/v1/runs/${id}/steps`)).data;
     expect(steps.map((s: any) => s.depth)).toEqual([0, 1, 2, 3]);
     expect(steps[0].tool_calls[0]).toMatchObject({ name: 'crm__search_contacts', status: 'completed', is_error: false, attempts: 1 });
     expect(JSON.parse(steps[0].tool_calls[0].arguments)).toEqual({ query: 'Bob' });
@@ -91,7 +91,7 @@ describe('the durable agent loop', () => {
     // The fast call finished first on the server, yet comes second in the transcript.
     const sleeps = stack.crm.calls.filter((c) => c.tool === 'sleep').map((c) => c.args.label);
     expect(sleeps).toContain('slow');
-    const steps = (await (await stack.request(`/v1/runs/${id}/steps`)).json()).data;
+    const steps = (await stack.getJson(`/v1/runs/${id}/steps`)).data;
     const [slow, fast] = steps[0].tool_calls;
     expect(slow.duration_ms).toBeGreaterThanOrEqual(400);
     expect(fast.duration_ms).toBeLessThan(400);
@@ -116,13 +116,13 @@ describe('the durable agent loop', () => {
     const { id } = await stack.createRun({ input: user });
     const run = await stack.waitForRun(id);
     expect(run.status).toBe('completed');
-    const msgs = (await (await stack.request(`/v1/runs/${id}/messages`)).json()).data;
+    const msgs = (await stack.getJson(`/v1/runs/${id}/messages`)).data;
     const tools = msgs.filter((m: any) => m.role === 'tool').map((m: any) => m.content);
     expect(tools[0]).toContain('the CRM is on fire');
     expect(tools[1]).toMatch(/Error executing crm__no_such_tool: .*unknown tool/);
     expect(tools[2]).toMatch(/Error executing crm__get_contact: .*not valid JSON/);
     expect(tools[3]).toMatch(/Error executing crm__get_contact: .*invalid arguments.*id/);
-    const steps = (await (await stack.request(`/v1/runs/${id}/steps`)).json()).data;
+    const steps = (await stack.getJson(`/v1/runs/${id}/steps`)).data;
     expect(steps[0].tool_calls.map((t: any) => t.is_error)).toEqual([true, true, true, true]);
     // The model saw all four and answered.
     expect(run.output?.content).toBe('saw 4 errors');

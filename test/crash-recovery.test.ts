@@ -83,8 +83,8 @@ const post = async (input: string) => {
   expect(res.status).toBe(202);
   return (await res.json()).id as string;
 };
-const get = async (path: string) => (await fetch(`${apiUrl}${path}`)).json();
-const waitAll = async (ids: string[], timeoutMs = 40_000) => {
+const get = async (path: string): Promise<any> => (await fetch(`${apiUrl}${path}`)).json();
+const waitAll = async (ids: string[], timeoutMs = 40_000): Promise<any[]> => {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const runs = await Promise.all(ids.map((id) => get(`/v1/runs/${id}`)));

@@ -69,7 +69,7 @@ describe('provider faults', () => {
     expect(run).toMatchObject({ status: 'completed', stop_reason: 'stop', depth: 1, output: { content: 'recovered' } });
     expect(run.usage.model_calls).toBe(2);
     expect(callsOf(u)).toHaveLength(4);
-    const msgs = (await (await stack.request(`/v1/runs/${run.id}/messages`)).json()).data;
+    const msgs = (await stack.getJson(`/v1/runs/${run.id}/messages`)).data;
     expect(msgs.map((m: any) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
   });
 

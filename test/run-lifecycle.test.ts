@@ -133,7 +133,7 @@ describe('cancel', () => {
     // Long after the sleep would have ended, still only the first model call happened.
     await new Promise((r) => setTimeout(r, 300));
     expect(requestsFor(stack, user)).toHaveLength(1);
-    const run = await (await stack.request(`/v1/runs/${id}`)).json();
+    const run = await stack.getJson(`/v1/runs/${id}`);
     expect(run.status).toBe('cancelled');
     // Idempotent: a second cancel returns the run unchanged.
     const again = await stack.request(`/v1/runs/${id}/cancel`, { method: 'POST' });
@@ -206,7 +206,7 @@ describe('webhooks', () => {
     for (const r of received) expect(verify(Buffer.from('raw-secret-123'), r.headers, r.body)).toBe(true);
     const payload = JSON.parse(received[2].body);
     expect(payload).toMatchObject({ type: 'run.completed', data: { id, status: 'completed', output: { content: 'hooked' } } });
-    const deliveries = (await (await stack.request(`/v1/runs/${id}/webhook-deliveries`)).json()).data;
+    const deliveries = (await stack.getJson(`/v1/runs/${id}/webhook-deliveries`)).data;
     expect(deliveries.map((d: any) => [d.attempt, d.status_code, d.success])).toEqual([
       [1, 503, false],
       [2, 503, false],
@@ -232,10 +232,10 @@ describe('webhooks', () => {
       let deliveries: any[] = [];
       for (let i = 0; i < 100 && deliveries.length === 0; i++) {
         await new Promise((r) => setTimeout(r, 20));
-        deliveries = (await (await stack.request(`/v1/runs/${id}/webhook-deliveries`)).json()).data;
+        deliveries = (await stack.getJson(`/v1/runs/${id}/webhook-deliveries`)).data;
       }
       await new Promise((r) => setTimeout(r, 400));
-      deliveries = (await (await stack.request(`/v1/runs/${id}/webhook-deliveries`)).json()).data;
+      deliveries = (await stack.getJson(`/v1/runs/${id}/webhook-deliveries`)).data;
       expect(deliveries).toHaveLength(1);
       expect(deliveries[0]).toMatchObject({ status_code: 410, success: false });
     } finally {
@@ -295,7 +295,7 @@ describe('budgets beyond depth', () => {
     const run = await stack.waitForRun((await stack.createRun({ input: user, timeout_ms: 400, on_budget_exhausted: policy })).id);
     expect(run).toMatchObject({ status, stop_reason: 'timeout' });
     expect(Date.now() - started).toBeLessThan(2500);
-    const steps = (await (await stack.request(`/v1/runs/${run.id}/steps`)).json()).data;
+    const steps = (await stack.getJson(`/v1/runs/${run.id}/steps`)).data;
     expect(steps[0].tool_calls[0].output).toMatch(/deadline/);
     if (policy === 'final_answer') expect(run.output?.content).toBe('out of time');
   });
