@@ -2,8 +2,9 @@
 // re-delivered job can never append a message or count usage twice.
 
 /**
- * KEYS: run, messages, steps, then the run keys of every ancestor (for usage_total).
- * ARGV: depth, assistant message JSON, step JSON, prompt, completion, total tokens.
+ * KEYS: run, messages, steps, events, then the run keys of every ancestor (for usage_total).
+ * ARGV: depth, assistant message JSON, step JSON, prompt, completion, total tokens, events
+ * maxlen, `step.completed` event data JSON.
  * Returns the step already stored when this depth was committed before, 'terminal' when the
  * run has ended meanwhile, or false when this call committed it.
  */
@@ -25,7 +26,7 @@ for i, f in ipairs(fields) do
 end
 redis.call('HINCRBY', KEYS[1], 'u:model_calls', 1)
 for k = 1, #KEYS do
-  if k == 1 or k >= 4 then
+  if k == 1 or k >= 5 then
     if k == 1 or redis.call('EXISTS', KEYS[k]) == 1 then
       for i, f in ipairs(fields) do
         redis.call('HINCRBY', KEYS[k], 'ut:' .. f, ARGV[3 + i])
@@ -34,6 +35,7 @@ for k = 1, #KEYS do
     end
   end
 end
+redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[7], '*', 'type', 'step.completed', 'data', ARGV[8])
 return false
 `;
 
@@ -88,4 +90,15 @@ end
 redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', 'type', ARGV[3], 'data', ARGV[10])
 for k = 1, #KEYS do redis.call('EXPIRE', KEYS[k], ARGV[1]) end
 return 1
+`;
+
+/**
+ * KEYS: the step's tool hash, events. ARGV: index, result JSON, maxlen, event data JSON.
+ * Stores a tool result unless one is stored, and only then appends `tool.completed`.
+ * Returns the stored result (this one, or the one stored before).
+ */
+export const COMPLETE_TOOL_CALL = `
+if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return redis.call('HGET', KEYS[1], ARGV[1]) end
+redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'type', 'tool.completed', 'data', ARGV[4])
+return ARGV[2]
 `;

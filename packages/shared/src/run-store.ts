@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { globalKeys, runKeys } from './keys.js';
-import { APPEND_TOOL_MESSAGES, COMMIT_STEP, FINISH_RUN, START_RUN } from './run-store-scripts.js';
+import { APPEND_TOOL_MESSAGES, COMMIT_STEP, COMPLETE_TOOL_CALL, FINISH_RUN, START_RUN } from './run-store-scripts.js';
 import type { AssistantMessage, ChatMessage, ToolCall } from './schemas/message.js';
 import type { BudgetName, RunObject, RunSpec, RunStatus, StopReason } from './schemas/run.js';
 import { isTerminal } from './schemas/run.js';
@@ -108,6 +108,7 @@ export class RunStore {
     this.redis.defineCommand('agentqAppendToolMessages', { lua: APPEND_TOOL_MESSAGES });
     this.redis.defineCommand('agentqStartRun', { lua: START_RUN, numberOfKeys: 2 });
     this.redis.defineCommand('agentqFinishRun', { lua: FINISH_RUN });
+    this.redis.defineCommand('agentqCompleteToolCall', { lua: COMPLETE_TOOL_CALL, numberOfKeys: 2 });
   }
 
   keys(runId: string) {
@@ -118,8 +119,8 @@ export class RunStore {
     return globalKeys(this.prefix);
   }
 
-  /** Stores a new run (record, first messages, index entry, `run.queued` event). */
-  async createRun(run: NewRun): Promise<void> {
+  /** Stores a new run (record, first messages, index entry, `run.queued` event); returns it as the API shows it. */
+  async createRun(run: NewRun): Promise<RunObject> {
     const k = this.keys(run.id);
     const createdAt = (run.createdAt ?? new Date()).toISOString();
     const fields: Record<string, string> = {
@@ -135,8 +136,10 @@ export class RunStore {
     if (run.messages.length) tx.rpush(k.messages, ...run.messages.map((m) => JSON.stringify(m)));
     tx.zadd(this.global.runIndex(run.owner), 0, run.id);
     tx.xadd(k.events, 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'type', 'run.queued', 'data', JSON.stringify({ run_id: run.id }));
-    await tx.exec();
+    const res = (await tx.exec()) ?? [];
+    for (const [err] of res) if (err) throw err;
     this.observer?.runCreated?.(run.spec);
+    return this.runObjectFrom(run.id, fields);
   }
 
   /** Removes a run that could not be enqueued, so that a client never sees a run nobody runs. */
@@ -297,18 +300,20 @@ export class RunStore {
   }
 
   /**
-   * Appends a step's assistant message and counts its usage, once per depth. Returns the
+   * Appends a step's assistant message, counts its usage and appends `step.completed` (with
+   * `event`), once per depth, in one round trip. Returns the
    * step that is stored: this one, or the one a previous attempt stored (which then wins,
    * since the model may answer differently twice). `null` if the run has ended meanwhile.
    */
-  async commitStep(run: RunState, step: StepRecord): Promise<StepRecord | null> {
+  async commitStep(run: RunState, step: StepRecord, event: Record<string, unknown>): Promise<StepRecord | null> {
     const k = this.keys(run.id);
     const ancestors = run.spec.ancestors.map((a) => this.keys(a).run);
     const r = await (this.redis as any).agentqCommitStep(
-      3 + ancestors.length,
+      4 + ancestors.length,
       k.run,
       k.messages,
       k.steps,
+      k.events,
       ...ancestors,
       step.depth,
       JSON.stringify(step.message),
@@ -316,6 +321,8 @@ export class RunStore {
       step.usage.prompt_tokens,
       step.usage.completion_tokens,
       step.usage.total_tokens,
+      EVENTS_MAXLEN,
+      JSON.stringify(event),
     );
     if (r === 'terminal' || r === 'missing') return null;
     if (r === null || r === undefined) return step;
@@ -414,12 +421,27 @@ export class RunStore {
     return v ? JSON.parse(v) : null;
   }
 
-  /** Notes that a tool call (attempt) has started; returns the record of a previous attempt. */
-  async markToolRunning(runId: string, depth: number, index: number, attempts: number): Promise<ToolRunning | null> {
-    const key = this.keys(runId).tools(depth);
+  /** What a tool-call job reads first, in one round trip: a result stored before, and the run. */
+  async loadToolCall(runId: string, depth: number, index: number): Promise<{ result: ToolResultRecord | null; run: RunState | null }> {
+    const k = this.keys(runId);
+    const res = (await this.redis.pipeline().hget(k.tools(depth), String(index)).hgetall(k.run).exec()) ?? [];
+    for (const [err] of res) if (err) throw err;
+    const stored = res[0][1] as string | null;
+    const h = res[1][1] as Record<string, string>;
+    return { result: stored ? JSON.parse(stored) : null, run: h.spec ? this.stateFrom(runId, h) : null };
+  }
+
+  /**
+   * Notes that a tool call (attempt) has started and appends `tool.started`, in one round
+   * trip; returns the record of an earlier attempt that never finished (a crash), if any.
+   */
+  async startToolCall(runId: string, depth: number, index: number, attempts: number, event?: Record<string, unknown>): Promise<ToolRunning | null> {
+    const k = this.keys(runId);
     const field = `${index}:running`;
     const rec: ToolRunning = { attempts, started_at: new Date().toISOString() };
-    const [[, prev]] = (await this.redis.multi().hget(key, field).hset(key, field, JSON.stringify(rec)).exec()) as [[unknown, string | null]];
+    const tx = this.redis.multi().hget(k.tools(depth), field).hset(k.tools(depth), field, JSON.stringify(rec));
+    if (event) tx.xadd(k.events, 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'type', 'tool.started', 'data', JSON.stringify(event));
+    const [[, prev]] = (await tx.exec()) as [[unknown, string | null]];
     return prev ? JSON.parse(prev) : null;
   }
 
@@ -428,14 +450,14 @@ export class RunStore {
     await this.redis.hdel(this.keys(runId).tools(depth), `${index}:running`);
   }
 
-  /** Stores a tool result unless one is stored already; returns the one that is stored. */
-  async saveToolResult(runId: string, depth: number, index: number, rec: ToolResultRecord): Promise<ToolResultRecord> {
-    const key = this.keys(runId).tools(depth);
-    const [[, set], [, stored]] = (await this.redis.multi().hsetnx(key, String(index), JSON.stringify(rec)).hget(key, String(index)).exec()) as [
-      [unknown, number],
-      [unknown, string],
-    ];
-    return set === 1 ? rec : JSON.parse(stored);
+  /**
+   * Stores a tool result unless one is stored already and, if this one is, appends
+   * `tool.completed` with `event`: one round trip. Returns the result that is stored.
+   */
+  async completeToolCall(runId: string, depth: number, index: number, rec: ToolResultRecord, event: Record<string, unknown>): Promise<ToolResultRecord> {
+    const k = this.keys(runId);
+    const stored = await (this.redis as any).agentqCompleteToolCall(k.tools(depth), k.events, String(index), JSON.stringify(rec), EVENTS_MAXLEN, JSON.stringify(event));
+    return JSON.parse(stored) as ToolResultRecord;
   }
 
   /** Appends an event to the run's stream; returns its id. */

@@ -132,19 +132,21 @@ async function runStep(
   if (!step) {
     const startedAt = new Date().toISOString();
     const deltas = new DeltaBuffer((text) => void deps.store.appendEvent(run.id, 'message.delta', { depth, text }).catch(() => {}));
-    const call = (p: typeof plan, stepSignal?: AbortSignal) =>
-      deps.store.appendEvent(run.id, 'step.started', { depth, model: spec.model, tools_disabled: p.toolChoice === 'none' }).then(() =>
-        callModel(deps.openai, {
-          model: spec.model,
-          messages,
-          tools,
-          toolChoice: p.toolChoice,
-          responseFormat: spec.response_format,
-          signal: stepSignal,
-          timeoutMs: deps.modelTimeoutMs,
-          onDelta: (t) => deltas.push(t),
-        }),
-      );
+    const call = (p: typeof plan, stepSignal?: AbortSignal) => {
+      // Not awaited: commands on one connection keep their order, so this event still lands
+      // before the step's deltas and its completion, without a round trip of its own.
+      void deps.store.appendEvent(run.id, 'step.started', { depth, model: spec.model, tools_disabled: p.toolChoice === 'none' }).catch(() => {});
+      return callModel(deps.openai, {
+        model: spec.model,
+        messages,
+        tools,
+        toolChoice: p.toolChoice,
+        responseFormat: spec.response_format,
+        signal: stepSignal,
+        timeoutMs: deps.modelTimeoutMs,
+        onDelta: (t) => deltas.push(t),
+      });
+    };
     // A step in flight at the run's deadline is abandoned, not waited for.
     const deadline = spec.deadline_at ?? (spec.timeout_ms !== undefined ? Date.parse(run.createdAt) + spec.timeout_ms : undefined);
     const deadlineSignal = deadline !== undefined && !plan.budget ? AbortSignal.timeout(Math.max(1, deadline - Date.now())) : undefined;
@@ -173,15 +175,14 @@ async function runStep(
       message: response.message,
       ...(callPlan.budget && callPlan.toolChoice !== 'auto' ? { budget: callPlan.budget } : {}),
     };
-    step = await deps.store.commitStep(run, record);
-    if (!step) return { skipped: 'ended during the step' };
-    await deps.store.appendEvent(run.id, 'step.completed', {
+    step = await deps.store.commitStep(run, record, {
       depth,
-      usage: step.usage,
+      usage: record.usage,
       finish_reason: response.finishReason,
-      content: step.message.content,
-      tool_calls: (step.message.tool_calls ?? []).map((t) => ({ id: t.id, name: t.function.name, arguments: t.function.arguments })),
+      content: record.message.content,
+      tool_calls: (record.message.tool_calls ?? []).map((t) => ({ id: t.id, name: t.function.name, arguments: t.function.arguments })),
     });
+    if (!step) return { skipped: 'ended during the step' };
     log.debug({ usage: step.usage, tool_calls: step.message.tool_calls?.length ?? 0 }, 'model step done');
   } else if (step.budget && !plan.budget) {
     // A redelivered step that was made as a final call keeps the plan it was made under.

@@ -22,6 +22,13 @@ export interface ToolCallDeps {
   agentQueue: Queue;
 }
 
+/** What a tool-call job ends with; `record` is for the worker's telemetry, not for BullMQ. */
+export interface ToolCallJobResult {
+  index: number;
+  skipped?: string;
+  record?: ToolResultRecord;
+}
+
 /** True when running a tool twice is harmless, by its MCP annotations. */
 export function safeToRerun(tool: ToolDescriptor | undefined): boolean {
   return Boolean(tool?.annotations?.readOnlyHint || tool?.annotations?.idempotentHint);
@@ -32,14 +39,14 @@ export function safeToRerun(tool: ToolDescriptor | undefined): boolean {
  * model sees, never job failures; only an unreachable tool server is retried, and after the
  * last attempt it too becomes an error result, so the parent turn is always released.
  */
-export async function processToolCall(job: Job, deps: ToolCallDeps, signal?: AbortSignal, token?: string): Promise<{ index: number; skipped?: string }> {
+export async function processToolCall(job: Job, deps: ToolCallDeps, signal?: AbortSignal, token?: string): Promise<ToolCallJobResult> {
   const data = toolCallJobSchema.parse(job.data);
   const { runId, depth, index, name } = data;
   const log = deps.logger.child({ run_id: runId, job_id: job.id, depth, tool: name });
 
   // A finished result is never executed again (at-least-once delivery, at-most-once result).
-  if (await deps.store.getToolResult(runId, depth, index)) return { index, skipped: 'done before' };
-  const run = await deps.store.getState(runId);
+  const { result: before, run } = await deps.store.loadToolCall(runId, depth, index);
+  if (before) return { index, skipped: 'done before' };
   if (!run) return { index, skipped: 'missing' };
   if (isTerminal(run.status)) return { index, skipped: run.status };
 
@@ -47,11 +54,11 @@ export async function processToolCall(job: Job, deps: ToolCallDeps, signal?: Abo
   const attempt = Math.max(job.attemptsStarted ?? 0, job.attemptsMade + 1);
   const deadline = run.spec.deadline_at ?? (run.spec.timeout_ms !== undefined ? Date.parse(run.createdAt) + run.spec.timeout_ms : undefined);
   const resumed = Boolean((job.data as { subrunIds?: string[] }).subrunIds);
-  const interrupted = await deps.store.markToolRunning(runId, depth, index, attempt);
-  const tool = deps.runner.tools().find((t) => t.name === name);
   const started = resumed ? job.processedOn ?? job.timestamp : Date.now();
   const startedAt = new Date(started).toISOString();
-  if (!resumed) await deps.store.appendEvent(runId, 'tool.started', { depth, index, tool_call_id: data.toolCallId, name, attempt });
+  const startEvent = resumed ? undefined : { depth, index, tool_call_id: data.toolCallId, name, attempt };
+  const interrupted = await deps.store.startToolCall(runId, depth, index, attempt, startEvent);
+  const tool = deps.runner.tools().find((t) => t.name === name);
 
   let outcome: ToolCallOutcome;
   let subrunIds: string[] | undefined;
@@ -123,15 +130,14 @@ export async function processToolCall(job: Job, deps: ToolCallDeps, signal?: Abo
     completed_at: new Date().toISOString(),
     ...(subrunIds ? { subrun_ids: subrunIds } : {}),
   };
-  const stored = await deps.store.saveToolResult(runId, depth, index, rec);
-  await deps.store.appendEvent(runId, 'tool.completed', {
+  const stored = await deps.store.completeToolCall(runId, depth, index, rec, {
     depth,
     index,
     tool_call_id: data.toolCallId,
     name,
-    is_error: stored.is_error,
-    duration_ms: stored.duration_ms,
+    is_error: rec.is_error,
+    duration_ms: rec.duration_ms,
   });
   log.debug({ is_error: stored.is_error, duration_ms: stored.duration_ms }, 'tool call done');
-  return { index };
+  return { index, record: stored };
 }

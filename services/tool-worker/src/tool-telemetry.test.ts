@@ -24,22 +24,24 @@ describe('traceToolCall', () => {
 
   it('counts a stored result once, by tool and outcome', async () => {
     const metrics = createMetrics({ service: 'tool-worker', processMetrics: false });
-    const deps = { metrics, isKnownTool: () => true, store: { getToolResult: async () => rec(true, 'Error executing crm__x: timed out after 10 ms') } };
-    await traceToolCall(job, deps, async () => ({ index: 0 }));
+    const deps = { metrics, isKnownTool: () => true };
+    const returned = await traceToolCall(job, deps, async () => ({ index: 0, record: rec(true, 'Error executing crm__x: timed out after 10 ms') }));
     expect(await count(metrics)).toEqual([['crm__x', 'timeout', 1]]);
+    // The record is for telemetry only: BullMQ does not keep the output a second time.
+    expect(returned).toEqual({ index: 0 });
   });
 
   it('counts nothing for an attempt that stored nothing (a redelivery, a cancelled run)', async () => {
     const metrics = createMetrics({ service: 'tool-worker', processMetrics: false });
-    const deps = { metrics, isKnownTool: () => true, store: { getToolResult: async () => rec(false, 'x') } };
+    const deps = { metrics, isKnownTool: () => true };
     await traceToolCall(job, deps, async () => ({ index: 0, skipped: 'done before' }));
     expect(await count(metrics)).toEqual([]);
   });
 
   it('counts a tool the model invented as "unknown"', async () => {
     const metrics = createMetrics({ service: 'tool-worker', processMetrics: false });
-    const deps = { metrics, isKnownTool: () => false, store: { getToolResult: async () => rec(true, 'Error executing crm__x: unknown tool') } };
-    await traceToolCall(job, deps, async () => ({ index: 0 }));
+    const deps = { metrics, isKnownTool: () => false };
+    await traceToolCall(job, deps, async () => ({ index: 0, record: rec(true, 'Error executing crm__x: unknown tool') }));
     expect(await count(metrics)).toEqual([['unknown', 'error', 1]]);
   });
 });

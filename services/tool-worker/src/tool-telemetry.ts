@@ -1,5 +1,6 @@
 import type { Job } from 'bullmq';
-import { AGENTQ, GEN_AI, SpanStatusCode, withJobSpan, type AgentqMetrics, type RunStore, type ToolResultRecord } from '@agentq/shared';
+import { AGENTQ, GEN_AI, SpanStatusCode, withJobSpan, type AgentqMetrics, type ToolResultRecord } from '@agentq/shared';
+import type { ToolCallJobResult } from './tool-call-processor.js';
 
 /** How a stored tool call ended, for metrics and spans. */
 export type ToolOutcome = 'ok' | 'error' | 'timeout';
@@ -14,7 +15,6 @@ export function toolOutcome(rec: Pick<ToolResultRecord, 'is_error' | 'output'>):
 }
 
 export interface ToolTelemetryDeps {
-  store: Pick<RunStore, 'getToolResult'>;
   metrics: AgentqMetrics;
   /** Names the model invents are counted as `unknown`, so they cannot grow the series. */
   isKnownTool: (name: string) => boolean;
@@ -22,11 +22,11 @@ export interface ToolTelemetryDeps {
 
 /**
  * Runs one tool-call job in an `execute_tool <tool>` span (GenAI semantic conventions), a
- * child of the turn that asked for it, and counts the call once its result is stored: its
- * outcome and duration are read back from the result record, so the processor is unchanged.
+ * child of the turn that asked for it, and counts the call once its result is stored (the
+ * processor hands the stored record over; it is not kept in the job's return value).
  * Attempts that stored nothing (skipped, waiting for sub-runs, retried) count nothing.
  */
-export function traceToolCall<T extends { index?: number; skipped?: string } | undefined>(job: Job, deps: ToolTelemetryDeps, fn: () => Promise<T>): Promise<T> {
+export function traceToolCall(job: Job, deps: ToolTelemetryDeps, fn: () => Promise<ToolCallJobResult>): Promise<Omit<ToolCallJobResult, 'record'>> {
   const data = job.data as { runId: string; depth: number; index: number; toolCallId?: string; name?: string; traceparent?: string };
   const name = String(data.name);
   return withJobSpan(
@@ -45,12 +45,11 @@ export function traceToolCall<T extends { index?: number; skipped?: string } | u
       },
     },
     async (span) => {
-      const result = await fn();
-      if (result?.skipped) {
+      const { record: rec, ...result } = await fn();
+      if (result.skipped) {
         span.setAttribute(AGENTQ.outcome, `skipped: ${result.skipped}`);
         return result;
       }
-      const rec = await deps.store.getToolResult(data.runId, data.depth, data.index).catch(() => null);
       if (!rec) return result;
       const outcome = toolOutcome(rec);
       const tool = deps.isKnownTool(name) ? name : 'unknown';

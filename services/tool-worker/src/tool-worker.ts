@@ -70,7 +70,7 @@ export async function startToolWorker(cfg: ToolWorkerConfig, logger: Logger, opt
   };
   const cancels = new CancelListener(createRedis(cfg.REDIS_URL, { name: 'agentq-tool-cancel', blocking: true }), cfg.QUEUE_PREFIX);
   await cancels.start();
-  const toolTelemetry = { store, metrics, isKnownTool: (name: string) => BUILTIN_TOOL_NAMES.has(name) || registry.tools().some((t) => t.name === name) };
+  const toolTelemetry = { metrics, isKnownTool: (name: string) => BUILTIN_TOOL_NAMES.has(name) || registry.tools().some((t) => t.name === name) };
   const worker = new Worker(
     QUEUES.tool,
     async (job, token, signal) => {

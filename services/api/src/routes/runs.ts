@@ -75,8 +75,9 @@ export function runsRoutes(deps: RunsRouteDeps) {
     }
 
     const job: AgentTurnJob = { runId: id, depth: 0, ...startRunTrace(id, spec.model) };
+    let created: RunObject;
     try {
-      await deps.store.createRun({ id, owner, spec, messages });
+      created = await deps.store.createRun({ id, owner, spec, messages });
       if (context) await new ContextStore(deps.redis, deps.store.prefix).put(id, context);
       await inTrace(job, () => deps.agentQueue.add(jobNames.agentTurn(id, 0), job, { ...jobOptions.agentTurn, jobId: jobIds.agentTurn(id, 0) }));
     } catch (err) {
@@ -86,8 +87,7 @@ export function runsRoutes(deps: RunsRouteDeps) {
       throw err;
     }
     deps.logger.info({ run_id: id, model: spec.model }, 'run accepted');
-    const run = await deps.store.getRun(id);
-    return c.json(run, 202, { location: `/v1/runs/${id}` });
+    return c.json(created, 202, { location: `/v1/runs/${id}` });
   });
 
   // A concurrent request with the same key may still be writing the run it reserved.
