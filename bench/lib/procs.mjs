@@ -1,0 +1,195 @@
+// Child processes of the benchmark: spawn, watch, measure (/proc), and stop every one of them
+// (by process group, by pid: never by name) whatever way the benchmark ends.
+import { spawn } from 'node:child_process';
+import { readFileSync, readdirSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { createInterface } from 'node:readline';
+
+const children = new Set();
+const tmpDirs = new Set();
+let cleanupInstalled = false;
+
+/** A temporary directory removed when the benchmark exits, however it exits. */
+export function tmpDir(dir) {
+  installCleanup();
+  tmpDirs.add(dir);
+  return dir;
+}
+
+function installCleanup() {
+  if (cleanupInstalled) return;
+  cleanupInstalled = true;
+  const killAll = () => {
+    for (const p of children) {
+      try {
+        process.kill(-p.pid, 'SIGKILL');
+      } catch {
+        // gone already
+      }
+    }
+    for (const d of tmpDirs) rmSync(d, { recursive: true, force: true });
+  };
+  process.on('exit', killAll);
+  for (const sig of ['SIGINT', 'SIGTERM']) {
+    process.on(sig, () => {
+      killAll();
+      process.exit(130);
+    });
+  }
+}
+
+/** A free TCP port on 127.0.0.1. */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * Spawns `command args` in its own process group. Keeps the last lines of its output (shown
+ * when it dies unexpectedly); `onLine` sees every stdout line.
+ */
+export function spawnProc(name, command, args, { env = process.env, onLine } = {}) {
+  installCleanup();
+  const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const p = { name, child, pid: child.pid, tail: [], running: true, stopping: false, listeners: new Set() };
+  if (onLine) p.listeners.add(onLine);
+  children.add(p);
+  const keep = (line) => {
+    p.tail.push(line);
+    if (p.tail.length > 30) p.tail.shift();
+  };
+  createInterface({ input: child.stdout }).on('line', (line) => {
+    keep(line);
+    for (const l of p.listeners) l(line);
+  });
+  createInterface({ input: child.stderr }).on('line', keep);
+  p.exited = new Promise((resolve) => {
+    child.once('error', (err) => {
+      keep(`spawn failed: ${err.message}`);
+      p.running = false;
+      children.delete(p);
+      resolve({ code: 127 });
+    });
+    child.once('close', (code, signal) => {
+      p.running = false;
+      children.delete(p);
+      if (!p.stopping) process.stderr.write(`bench: ${name} (pid ${p.pid}) exited unexpectedly (${signal ?? code}):\n  ${p.tail.slice(-10).join('\n  ')}\n`);
+      resolve({ code, signal });
+    });
+  });
+  return p;
+}
+
+/** Waits for the first stdout line that parses as JSON (a child announcing its address). */
+export function firstJsonLine(p, timeoutMs = 15_000) {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${p.name} did not start within ${timeoutMs} ms:\n${p.tail.join('\n')}`)), timeoutMs);
+    for (const line of p.tail) {
+      try {
+        const v = JSON.parse(line);
+        clearTimeout(timer);
+        resolve(v);
+        return;
+      } catch {
+        // not ours
+      }
+    }
+    const listener = (line) => {
+      try {
+        const v = JSON.parse(line);
+        clearTimeout(timer);
+        p.listeners.delete(listener);
+        resolve(v);
+      } catch {
+        // not ours
+      }
+    };
+    p.listeners.add(listener);
+    p.exited.then(() => {
+      clearTimeout(timer);
+      reject(new Error(`${p.name} exited before it started:\n${p.tail.join('\n')}`));
+    });
+  });
+}
+
+/** SIGTERM, then SIGKILL of the group after `graceMs`. */
+export async function stopProc(p, graceMs = 10_000) {
+  if (!p?.running) return;
+  p.stopping = true;
+  try {
+    process.kill(p.pid, 'SIGTERM');
+  } catch {
+    // gone
+  }
+  let timer;
+  const timedOut = await Promise.race([p.exited.then(() => false), new Promise((r) => (timer = setTimeout(() => r(true), graceMs)))]);
+  clearTimeout(timer);
+  if (timedOut) {
+    try {
+      process.kill(-p.pid, 'SIGKILL');
+    } catch {
+      // gone
+    }
+    await p.exited;
+  }
+  // Anything the process left in its group (e.g. a stdio MCP server) goes too.
+  try {
+    process.kill(-p.pid, 'SIGKILL');
+  } catch {
+    // none left
+  }
+}
+
+const CLK_TCK = 100;
+
+/** CPU time (user + system) a process has used, in ms; null when it is gone. */
+export function cpuMs(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
+  } catch {
+    return null;
+  }
+}
+
+/** Peak and current resident memory of a process, in MB (VmHWM, VmRSS). */
+export function memMB(pid) {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (k) => Number(new RegExp(`^${k}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? NaN);
+    return { peak: kb('VmHWM') / 1024, rss: kb('VmRSS') / 1024 };
+  } catch {
+    return null;
+  }
+}
+
+/** The direct children of a process (e.g. the stdio MCP server a tool-worker spawned). */
+export function childPids(pid) {
+  const out = [];
+  try {
+    for (const t of readdirSync(`/proc/${pid}/task`)) {
+      const list = readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').trim();
+      if (list) out.push(...list.split(/\s+/).map(Number));
+    }
+  } catch {
+    // gone
+  }
+  return out;
+}
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** CPU time the whole machine has been busy (all cores, not idle nor iowait), in ms. */
+export function machineBusyMs() {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  const [user, nice, system, , , irq, softirq, steal] = line;
+  return ((user + nice + system + irq + softirq + (steal ?? 0)) * 1000) / CLK_TCK;
+}

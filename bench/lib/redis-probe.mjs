@@ -1,0 +1,75 @@
+// Counts what a process sends to Redis, from the client side: every command by name (Lua
+// scripts by their registered name: `evalsha:moveToFinished`, `evalsha:agentqCommitStep`) and
+// every round trip (a command sent on its own, or one pipeline / MULTI sent as one write).
+// Redis's own `INFO commandstats` cannot tell these apart: it also counts the commands that
+// scripts run inside the server, and it does not know what arrived together.
+//
+// Loaded into the services with `NODE_OPTIONS=--import <this file>` by `npm run bench` for its
+// Redis-cost scenario only; it patches ioredis (the services' client), nothing of agentq.
+// `kill -USR2 <pid>` writes the counters so far (and process.memoryUsage()) to
+// $BENCH_PROBE_DIR/<pid>.json.
+import { createRequire } from 'node:module';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+const require = createRequire(join(import.meta.dirname, '..', '..', 'package.json'));
+const { Redis, Pipeline } = require('ioredis');
+
+const counters = { commands: {}, trips: 0, pipelinedCommands: 0 };
+const scriptNames = new Map();
+
+const bump = (name) => {
+  counters.commands[name] = (counters.commands[name] ?? 0) + 1;
+};
+
+const defineCommand = Redis.prototype.defineCommand;
+Redis.prototype.defineCommand = function (name, definition) {
+  const r = defineCommand.call(this, name, definition);
+  const sha = this.scriptsSet?.[name]?.sha;
+  // BullMQ names its scripts `<name>:<version>`.
+  if (sha) scriptNames.set(sha, name.replace(/:[\d.]+$/, '').replace(/-\d+$/, ''));
+  return r;
+};
+
+function commandName(command) {
+  const name = String(command.name).toLowerCase();
+  if (name === 'evalsha' || name === 'eval') {
+    const sha = String(command.args?.[0] ?? '');
+    return `${name}:${scriptNames.get(sha) ?? (name === 'eval' ? 'script' : sha.slice(0, 8))}`;
+  }
+  if (name === 'client' || name === 'script' || name === 'config' || name === 'xinfo') return `${name}|${String(command.args?.[0] ?? '').toLowerCase()}`;
+  return name;
+}
+
+const sendCommand = Redis.prototype.sendCommand;
+Redis.prototype.sendCommand = function (command, stream) {
+  bump(commandName(command));
+  if (stream && stream.isPipeline) counters.pipelinedCommands++;
+  else counters.trips++;
+  return sendCommand.call(this, command, stream);
+};
+
+const exec = Pipeline.prototype.exec;
+Pipeline.prototype.exec = function (...args) {
+  // A MULTI passes through exec twice (the second time with EXEC queued); count the write once.
+  if (this._queue?.length && !(this._transactions > 0)) counters.trips++;
+  return exec.apply(this, args);
+};
+
+/** The counters so far (cumulative). */
+export function probeSnapshot() {
+  return JSON.parse(JSON.stringify(counters));
+}
+
+if (process.env.BENCH_PROBE_DIR) {
+  process.on('SIGUSR2', () => {
+    const memory = process.memoryUsage();
+    // With --expose-gc, also what survives a full collection: the live heap, not garbage.
+    let afterGc;
+    if (typeof globalThis.gc === 'function') {
+      globalThis.gc();
+      afterGc = process.memoryUsage();
+    }
+    writeFileSync(join(process.env.BENCH_PROBE_DIR, `${process.pid}.json`), JSON.stringify({ pid: process.pid, at: Date.now(), memory, afterGc, ...counters }));
+  });
+}

@@ -1,0 +1,416 @@
+// The benchmark's outputs: a table for the terminal, BENCHMARKS.md and a PNG chart.
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { join } from 'node:path';
+import { ROOT } from './harness.mjs';
+import { barChartPNG } from './png-chart.mjs';
+import { fmt, mdTable, textTable } from './stats.mjs';
+
+const pkgVersion = (name) => {
+  try {
+    return JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')).version;
+  } catch {
+    return '?';
+  }
+};
+
+/** The machine and software the numbers come from. */
+export async function machineInfo(ctl, redis) {
+  const cpu = /^model name\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? os.cpus()[0]?.model ?? '?';
+  const server = await ctl.info('server');
+  let commit = '?';
+  try {
+    commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: ROOT, encoding: 'utf8' }).trim();
+    if (dirty) commit += ' (with uncommitted changes)';
+  } catch {
+    // not a git checkout
+  }
+  return {
+    nproc: os.availableParallelism(),
+    cpu,
+    ramGiB: os.totalmem() / 2 ** 30,
+    os: `${os.type()} ${os.release()}`,
+    node: process.version,
+    redis: /redis_version:(\S+)/.exec(server)?.[1] ?? '?',
+    redisSetup: redis.own ? 'own redis-server on a free loopback port, AOF on (appendfsync everysec), no RDB' : `external (${redis.url}), unique key prefix`,
+    bullmq: pkgVersion('bullmq'),
+    ioredis: pkgVersion('ioredis'),
+    mcpSdk: pkgVersion('@modelcontextprotocol/sdk'),
+    openai: pkgVersion('openai'),
+    commit,
+  };
+}
+
+const ms = (v) => `${fmt(v)} ms`;
+const x = (v) => `${fmt(v, 2)}×`;
+const pct = (v) => `${fmt(v * 100, 3)} %`;
+const check = (ok) => (ok === null ? '–' : ok ? 'met' : 'NOT met');
+
+/** Numbers derived from the raw results, and the targets judged on them. */
+export function derive(r) {
+  const d = { targets: [] };
+  const T = r.config.turns;
+  if (r.overhead) {
+    const o = r.overhead;
+    d.overheadPerTurn = { agentq: (o.agentq.p50 - o.inproc.p50) / T, bare: o.bare.p50 / T };
+    d.overheadPerTurn.ratio = d.overheadPerTurn.agentq / d.overheadPerTurn.bare;
+    d.overheadPerTurnP99 = { agentq: (o.agentq.p99 - o.inproc.p99) / T, bare: o.bare.p99 / T };
+    d.slowAdded = { perStepMs: (o.slow.agentq.p50 - o.slow.inproc.p50) / T };
+    d.slowAdded.share = d.slowAdded.perStepMs / o.slow.modelMs;
+    d.slowAdded.shareFrom0ms = d.overheadPerTurn.agentq / o.slow.modelMs;
+    d.targets.push({ name: 'per-turn overhead ≤ 1.5× bare BullMQ flows', value: `${ms(d.overheadPerTurn.agentq)} vs ${ms(d.overheadPerTurn.bare)} = ${x(d.overheadPerTurn.ratio)}`, ok: d.overheadPerTurn.ratio <= 1.5 });
+    d.targets.push({
+      name: `durability adds < 2 % to a ${o.slow.modelMs} ms model step`,
+      value: `${pct(d.slowAdded.share)} measured at ${o.slow.modelMs} ms (${ms(d.slowAdded.perStepMs)} per step); ${pct(d.slowAdded.shareFrom0ms)} from the 0 ms overhead`,
+      ok: Math.max(d.slowAdded.share, d.slowAdded.shareFrom0ms) < 0.02,
+    });
+  }
+  if (r.throughput) {
+    for (const t of r.throughput) {
+      const ratio = t.agentq.runsPerSec / t.bare.runsPerSec;
+      t.ratio = ratio;
+      d.targets.push({
+        name: `throughput ≥ 0.5× bare BullMQ (aim 0.7×), ${t.workers} agent-worker${t.workers > 1 ? 's' : ''}`,
+        value: `${fmt(t.agentq.runsPerSec)} vs ${fmt(t.bare.runsPerSec)} runs/s = ${x(ratio)}${ratio >= 0.7 ? ' (aim met)' : ratio >= 0.5 ? ' (aim 0.7× not met)' : ''}`,
+        ok: ratio >= 0.5,
+      });
+    }
+  }
+  if (r.concurrency) {
+    const c = r.concurrency;
+    const big = c.agentq[c.sizes.at(-1)];
+    d.concurrencyRatio = big.wallMs / c.idealMs;
+    d.targets.push({ name: `${c.sizes.at(-1)} concurrent runs at ${c.modelMs} ms within 1.2× the ideal (${c.idealMs / 1000} s)`, value: `${fmt(big.wallMs / 1000)} s = ${x(d.concurrencyRatio)} (in-process loop: ${fmt(c.inproc[c.sizes.at(-1)].wallMs / 1000)} s)`, ok: d.concurrencyRatio <= 1.2 });
+    const agentPeak = (mem) => Math.max(...mem.filter((m) => m.name.startsWith('agent-worker')).map((m) => m.peak));
+    const peak = agentPeak(c.memory);
+    const tunedNote = c.tuned ? `; ${fmt(agentPeak(c.tuned.memory))} MB with NODE_OPTIONS="${c.tuned.nodeOptions}" (then ${fmt(c.tuned.agentq.wallMs / 1000)} s for the ${c.sizes.at(-1)} runs)` : '';
+    d.targets.push({ name: 'agent-worker peak RSS < 300 MB', value: `${fmt(peak)} MB (VmHWM, ${c.sizes.at(-1)} runs in flight, default heap)${tunedNote}`, ok: peak < 300 });
+  }
+  return d;
+}
+
+/** " (best of 2: 85.0, 74.7)" for a measurement that was repeated. */
+const reps = (m, f = (v) => fmt(v.runsPerSec)) => (m?.repetitions?.length > 1 ? ` (best of ${m.repetitions.length}: ${m.repetitions.map(f).join(', ')})` : '');
+
+function summaryRows(r, d) {
+  const rows = [];
+  const T = r.config.turns;
+  if (r.overhead) {
+    const o = r.overhead;
+    rows.push(['1', 'run latency, 0 ms model, one at a time, p50 / p99', `${fmt(o.agentq.p50)} / ${fmt(o.agentq.p99)} ms`, `in-process ${fmt(o.inproc.p50)} / ${fmt(o.inproc.p99)} ms; bare BullMQ ${fmt(o.bare.p50)} / ${fmt(o.bare.p99)} ms`, '']);
+    rows.push(['1', `queue overhead per turn (p50; ${T} turns a run)`, ms(d.overheadPerTurn.agentq), `bare BullMQ ${ms(d.overheadPerTurn.bare)}`, x(d.overheadPerTurn.ratio)]);
+    rows.push(['1', 'queue overhead per turn (p99)', ms(d.overheadPerTurnP99.agentq), `bare BullMQ ${ms(d.overheadPerTurnP99.bare)}`, x(d.overheadPerTurnP99.agentq / d.overheadPerTurnP99.bare)]);
+    rows.push(['1', `run latency, ${o.slow.modelMs} ms model, one at a time, p50`, ms(o.slow.agentq.p50), `in-process ${ms(o.slow.inproc.p50)}; ideal ${ms(T * o.slow.modelMs)}`, `+${pct(d.slowAdded.share)} a step`]);
+  }
+  for (const t of r.throughput ?? []) {
+    const w = `${t.workers} agent-worker${t.workers > 1 ? 's' : ''}`;
+    const inp = t.inproc ? `; in-process loop ${fmt(t.inproc.runsPerSec)} runs/s` : '';
+    rows.push(['2', `throughput, ${t.agentq.n} runs at once, ${w}`, `${fmt(t.agentq.runsPerSec)} runs/s${reps(t.agentq)}, ${fmt(t.agentq.toolCallsPerSec)} tool calls/s (the POSTs took ${fmt(t.agentq.submitMs / 1000)} s)`, `bare BullMQ ${fmt(t.bare.runsPerSec)} runs/s${reps(t.bare)}, ${fmt(t.bare.toolCallsPerSec)} tool calls/s${inp}${reps(t.inproc)}`, x(t.ratio)]);
+    rows.push(['2', `  run latency p50 / p99, ${w}`, `${fmt(t.agentq.latency.p50)} / ${fmt(t.agentq.latency.p99)} ms`, `bare BullMQ ${fmt(t.bare.latency.p50)} / ${fmt(t.bare.latency.p99)} ms${t.inproc ? `; in-process ${fmt(t.inproc.latency.p50)} / ${fmt(t.inproc.latency.p99)} ms` : ''}`, '']);
+    rows.push(['2', `  CPU per run, all processes, ${w}`, `${fmt(cpuPerRun(t.agentq))} ms`, `bare BullMQ ${fmt(cpuPerRun(t.bare))} ms${t.inproc ? `; in-process ${fmt(cpuPerRun(t.inproc))} ms` : ''}`, '']);
+  }
+  if (r.concurrency) {
+    const c = r.concurrency;
+    for (const n of c.sizes) {
+      const a = c.agentq[n];
+      rows.push(['3', `${n} runs at once, ${c.modelMs} ms model: wall time`, `${fmt(a.wallMs / 1000)} s${reps(a, (v) => fmt(v.wallMs / 1000))}`, `ideal ${fmt(c.idealMs / 1000)} s; in-process ${fmt(c.inproc[n].wallMs / 1000)} s`, `${x(a.wallMs / c.idealMs)} ideal`]);
+      rows.push(['3', `  run latency p50 / p99`, `${fmt(a.latency.p50)} / ${fmt(a.latency.p99)} ms`, `in-process ${fmt(c.inproc[n].latency.p50)} / ${fmt(c.inproc[n].latency.p99)} ms`, '']);
+    }
+    const mem = c.memory.map((m) => `${m.name} ${fmt(m.peak)}`).join(', ');
+    rows.push(['3', 'peak RSS (VmHWM) per process, MB', mem, '', '']);
+    if (c.tuned) {
+      const n = c.sizes.at(-1);
+      rows.push(['3', `${n} runs at once, heap-tuned services: wall time`, `${fmt(c.tuned.agentq.wallMs / 1000)} s${reps(c.tuned.agentq, (v) => fmt(v.wallMs / 1000))}`, `default heap ${fmt(c.agentq[n].wallMs / 1000)} s`, `${x(c.tuned.agentq.wallMs / c.idealMs)} ideal`]);
+      rows.push(['3', '  peak RSS, heap-tuned, MB', c.tuned.memory.filter((m) => m.heap).map((m) => `${m.name} ${fmt(m.peak)}`).join(', '), `NODE_OPTIONS="${c.tuned.nodeOptions}"`, '']);
+    }
+  }
+  if (r.redis) {
+    for (const mode of ['sequential', 'batch']) {
+      const a = r.redis.agentq[mode];
+      const b = r.redis.bare[mode];
+      const label = mode === 'sequential' ? 'one at a time' : `${a.runs} at once`;
+      rows.push(['4', `Redis commands per turn (incl. inside Lua), ${label}`, fmt(a.serverCommands / a.turns), `bare BullMQ ${fmt(b.serverCommands / b.turns)}`, x(a.serverCommands / b.serverCommands * (b.turns / a.turns))]);
+      rows.push(['4', `  round trips per turn, ${label}`, fmt(a.trips / a.turns), `bare BullMQ ${fmt(b.trips / b.turns)}`, x((a.trips / a.turns) / (b.trips / b.turns))]);
+      rows.push(['4', `  Redis CPU per turn, ${label}`, `${fmt((a.redisCpuMs * 1000) / a.turns)} µs`, `bare BullMQ ${fmt((b.redisCpuMs * 1000) / b.turns)} µs`, '']);
+    }
+  }
+  return rows;
+}
+
+const CPU_COLUMNS = ['process', 'agentq', 'bare BullMQ', 'in-process loop'];
+
+/** CPU ms per run by process for agentq, bare BullMQ and the in-process loop, with totals. */
+function cpuTable(t) {
+  const systems = [t.agentq, t.bare, t.inproc].map((x) => x ?? { cpuMs: {}, n: 1 });
+  const names = [...new Set(systems.flatMap((x) => Object.keys(x.cpuMs)))];
+  const cell = (x, n) => (x.cpuMs[n] === undefined ? '–' : fmt(x.cpuMs[n] / x.n));
+  const rows = names.map((n) => [n, ...systems.map((x) => cell(x, n))]);
+  rows.push(['total', ...systems.map((x) => (Object.keys(x.cpuMs).length ? fmt(Object.values(x.cpuMs).reduce((a, b) => a + b, 0) / x.n) : '–'))]);
+  return rows;
+}
+
+export const cpuPerRun = (x) => Object.values(x.cpuMs).reduce((a, b) => a + b, 0) / x.n;
+
+function redisBreakdown(r, mode) {
+  const a = r.redis.agentq[mode];
+  const b = r.redis.bare[mode];
+  const names = [...new Set([...Object.keys(a.clientCommands), ...Object.keys(b.clientCommands)])];
+  const rows = names
+    .map((n) => [n, (a.clientCommands[n] ?? 0) / a.turns, (b.clientCommands[n] ?? 0) / b.turns])
+    .filter(([, va, vb]) => va >= 0.05 || vb >= 0.05)
+    .sort((p, q) => q[1] - p[1] || q[2] - p[2]);
+  const sent = rows.map(([n, va, vb]) => [n, fmt(va), fmt(vb)]);
+  const serverNames = [...new Set([...Object.keys(a.server), ...Object.keys(b.server)])];
+  const server = serverNames
+    .map((n) => [n, (a.server[n]?.calls ?? 0) / a.turns, (b.server[n]?.calls ?? 0) / b.turns, (a.server[n]?.usec ?? 0) / a.turns])
+    .filter(([, va, vb]) => va >= 0.05 || vb >= 0.05)
+    .sort((p, q) => q[1] - p[1] || q[2] - p[2])
+    .map(([n, va, vb, us]) => [n, fmt(va), fmt(vb), fmt(us)]);
+  const procs = [...Object.entries(a.byProcess).map(([n, v]) => ['agentq', n, v]), ...Object.entries(b.byProcess).map(([n, v]) => ['bare', n, v])].map(([k, n, v]) => [
+    k,
+    n,
+    fmt(v.trips / (k === 'agentq' ? a.turns : b.turns)),
+    fmt(v.commands / (k === 'agentq' ? a.turns : b.turns)),
+  ]);
+  return { sent, server, procs };
+}
+
+function chart(r, d) {
+  const panels = [];
+  const AQ = '#2f6fd6';
+  const BARE = '#8a8a8a';
+  const INP = '#4c9a2a';
+  const IDEAL = '#c9a227';
+  if (r.overhead) {
+    const o = r.overhead;
+    panels.push({
+      title: `1. One run at a time, 0 ms model: latency (ms), bar p50, tick p99`,
+      rows: [
+        { label: 'in-process loop', value: o.inproc.p50, mark: o.inproc.p99, color: INP, note: `${fmt(o.inproc.p50)} / ${fmt(o.inproc.p99)}` },
+        { label: 'bare BullMQ flows', value: o.bare.p50, mark: o.bare.p99, color: BARE, note: `${fmt(o.bare.p50)} / ${fmt(o.bare.p99)}` },
+        { label: 'agentq', value: o.agentq.p50, mark: o.agentq.p99, color: AQ, note: `${fmt(o.agentq.p50)} / ${fmt(o.agentq.p99)}` },
+      ],
+    });
+  }
+  if (r.throughput) {
+    panels.push({
+      title: `2. Throughput, ${r.throughput[0].agentq.n} runs submitted at once (runs/s)`,
+      rows: [
+        ...(r.throughput[0].inproc ? [{ label: 'in-process loop, 1 process', value: r.throughput[0].inproc.runsPerSec, color: INP, note: fmt(r.throughput[0].inproc.runsPerSec) }] : []),
+        ...r.throughput.flatMap((t) => [
+        { label: `bare BullMQ, ${t.workers} agent proc`, value: t.bare.runsPerSec, color: BARE, note: fmt(t.bare.runsPerSec) },
+        { label: `agentq, ${t.workers} agent-worker${t.workers > 1 ? 's' : ''}`, value: t.agentq.runsPerSec, color: AQ, note: `${fmt(t.agentq.runsPerSec)} (${x(t.ratio)})` },
+        ]),
+      ],
+    });
+  }
+  if (r.concurrency) {
+    const c = r.concurrency;
+    panels.push({
+      title: `3. Concurrent runs, ${c.modelMs} ms model: wall time (s)`,
+      rows: [
+        { label: 'ideal (4 model steps)', value: c.idealMs / 1000, color: IDEAL, note: fmt(c.idealMs / 1000) },
+        ...c.sizes.flatMap((n) => [
+          { label: `in-process, ${n} runs`, value: c.inproc[n].wallMs / 1000, color: INP, note: fmt(c.inproc[n].wallMs / 1000) },
+          { label: `agentq, ${n} runs`, value: c.agentq[n].wallMs / 1000, color: AQ, note: `${fmt(c.agentq[n].wallMs / 1000)} (${x(c.agentq[n].wallMs / c.idealMs)})` },
+        ]),
+        ...(c.tuned ? [{ label: `agentq, ${c.sizes.at(-1)}, heap-tuned`, value: c.tuned.agentq.wallMs / 1000, color: AQ, note: `${fmt(c.tuned.agentq.wallMs / 1000)} (${x(c.tuned.agentq.wallMs / c.idealMs)})` }] : []),
+      ],
+    });
+  }
+  if (r.redis) {
+    const a = r.redis.agentq.batch;
+    const b = r.redis.bare.batch;
+    panels.push({
+      title: `4. Redis per turn, ${a.runs} runs at once: round trips sent by the processes`,
+      rows: [
+        { label: 'bare BullMQ', value: b.trips / b.turns, color: BARE, note: fmt(b.trips / b.turns) },
+        { label: 'agentq', value: a.trips / a.turns, color: AQ, note: fmt(a.trips / a.turns) },
+      ],
+    });
+    panels.push({
+      title: `   and Redis CPU per turn (us, redis-server process)`,
+      rows: [
+        { label: 'bare BullMQ', value: (b.redisCpuMs * 1000) / b.turns, color: BARE, note: fmt((b.redisCpuMs * 1000) / b.turns) },
+        { label: 'agentq', value: (a.redisCpuMs * 1000) / a.turns, color: AQ, note: fmt((a.redisCpuMs * 1000) / a.turns) },
+      ],
+    });
+  }
+  const m = r.machine;
+  return barChartPNG({ title: `agentq benchmarks, ${r.startedAt.slice(0, 10)}`, subtitle: `${m.nproc} cores ${m.cpu}, node ${m.node}, redis ${m.redis}, bullmq ${m.bullmq}, MCP over ${r.config.mcpTransport}`, panels });
+}
+
+/** Builds the terminal text, and (write) BENCHMARKS.md and the chart. */
+export function report(r, { write }) {
+  const d = derive(r);
+  r.derived = d;
+  const header = ['#', 'measure', 'agentq', 'baseline', 'ratio'];
+  const rows = summaryRows(r, d);
+  let text = textTable(header, rows);
+  const noisy = (r.foreign ?? []).filter((f) => f.share > 0.1);
+  if (noisy.length) text += `\n\nWarning: other processes used more than 10 % of the machine during: ${noisy.map((f) => `${f.label} (${pct(f.share)})`).join('; ')}`;
+  text += `\n\nTargets:\n${d.targets.map((t) => `  [${t.ok ? 'met' : 'NOT met'}] ${t.name}: ${t.value}`).join('\n')}`;
+  if (r.throughput) {
+    for (const t of r.throughput) text += `\n\nCPU ms per run by process, throughput with ${t.workers} agent-worker(s):\n${textTable(CPU_COLUMNS, cpuTable(t))}`;
+  }
+  if (r.redis) {
+    const br = redisBreakdown(r, 'batch');
+    text += `\n\nCommands sent per turn (client side, ${r.redis.agentq.batch.runs} runs at once):\n${textTable(['command', 'agentq', 'bare BullMQ'], br.sent)}`;
+    text += `\n\nRound trips and commands per turn by process:\n${textTable(['system', 'process', 'round trips', 'commands'], br.procs)}`;
+  }
+  const files = [];
+  if (write) {
+    const dir = join(ROOT, 'bench', 'results');
+    mkdirSync(dir, { recursive: true });
+    const png = join(dir, 'chart.png');
+    writeFileSync(png, chart(r, d));
+    files.push(png);
+    const md = join(ROOT, 'BENCHMARKS.md');
+    writeFileSync(md, markdown(r, d, header, rows));
+    files.push(md);
+  }
+  return { text, files };
+}
+
+function markdown(r, d, header, rows) {
+  const m = r.machine;
+  const c = r.config;
+  const out = [];
+  out.push('# Benchmarks');
+  out.push('');
+  out.push(
+    `What durability costs agentq, what it does per second, and how it scales, measured by \`npm run bench\` on ${r.startedAt.slice(0, 16).replace('T', ' ')} UTC (${fmt(r.durationS)} s, commit ${m.commit}). Every number on this page comes from that one run on one machine; this file and \`bench/results/\` are rewritten by each full run.`,
+  );
+  out.push('');
+  out.push('![agentq benchmarks](bench/results/chart.png)');
+  out.push('');
+  out.push('## Machine');
+  out.push('');
+  out.push(
+    mdTable(
+      ['', ''],
+      [
+        ['CPU', `${m.nproc} cores (\`nproc\`), ${m.cpu}`],
+        ['RAM', `${fmt(m.ramGiB)} GiB`],
+        ['OS', m.os],
+        ['Node', m.node],
+        ['Redis', `${m.redis}: ${m.redisSetup}`],
+        ['libraries', `bullmq ${m.bullmq}, ioredis ${m.ioredis}, @modelcontextprotocol/sdk ${m.mcpSdk}, openai ${m.openai}`],
+      ],
+    ),
+  );
+  out.push('');
+  out.push('Everything runs on this one machine: Redis, the services, the scripted model, the MCP server and the benchmark client share its cores, so the numbers are those of a whole system on 2 cores, not of a worker with a machine to itself.');
+  out.push('');
+  out.push('## Commands');
+  out.push('');
+  out.push('```sh');
+  out.push('npm run bench                      # build, then every scenario (≈ 4–6 minutes); rewrites this file');
+  out.push('BENCH_QUICK=1 npm run bench        # smoke version: 100 runs instead of 1,000, no repetitions (≈ 2 minutes)');
+  out.push('BENCH_MCP=http npm run bench       # the no-op MCP server over Streamable HTTP instead of stdio');
+  out.push('BENCH_ONLY=2,4 npm run bench       # some scenarios only (into bench/results/partial.json)');
+  out.push('BENCH_PROFILE=1 npm run bench      # also CPU profiles of the services (bench/results/profiles)');
+  out.push('node bench/profile-summary.mjs bench/results/profiles/<file>.cpuprofile');
+  out.push('BENCH_NODE_OPTIONS="--max-old-space-size=256" npm run bench   # extra NODE_OPTIONS for the services');
+  out.push('BENCH_REPORT_ONLY=1 node bench/run.mjs   # re-render this file and the chart from bench/results/latest.json');
+  out.push('```');
+  out.push('');
+  out.push('It needs `redis-server` on the PATH (it starts its own on a free loopback port; `BENCH_REDIS_URL` uses another Redis instead, under a unique key prefix, deleted afterwards). Everything talks only to 127.0.0.1, and every process it starts is stopped at the end. It is not part of `npm test`.');
+  out.push('');
+  out.push('## Setup');
+  out.push('');
+  out.push(`- **Workload**: every run is ${c.rounds} rounds of ${c.fanout} parallel tool calls and a final answer: ${c.turns} model steps (turns) and ${c.toolCallsPerRun} tool calls. "Per turn" divides a run by ${c.turns}.`);
+  out.push('- **Model**: the project\'s scripted OpenAI-compatible server (`packages/scripted-llm`) in its own process, streaming its answers; its latency is 0 ms or 500 ms per call (`bench/llm-server.mjs`).');
+  out.push(`- **Tools**: a no-op MCP server on the official SDK (\`bench/noop-mcp-server.mjs\`, one tool that answers "ok"), reached over **${c.mcpTransport}**${c.mcpTransport === 'stdio' ? ' (each tool-worker spawns its own)' : ' (one server process, stateless, JSON responses)'}.`);
+  out.push('- **agentq**: the built services as processes (`node services/<name>/dist/main.js`): one api, one or two agent-workers, one tool-worker, `LOG_LEVEL=warn`, default concurrency (100 per worker) unless said otherwise. Runs are submitted with `POST /v1/runs`.');
+  out.push('- **In-process baseline**: the seeds\' recursive loop in the benchmark process (`bench/lib/inprocess-loop.mjs`): the openai SDK against the same scripted model, the MCP SDK client against the same MCP server, recurse. No queue, no store: a crash loses the run.');
+  out.push('- **Bare BullMQ baseline**: the same job graph as agentq (a turn job per model step; each round a FlowProducer flow whose parent is the next turn and whose children are 3 tool jobs), same job ids, job options and lock settings, with no-op processors in separate agent and tool processes (`bench/bare-worker.mjs`). No model, no MCP, no run store: the queue\'s own cost.');
+  out.push(`- **Repetitions**: every many-runs measurement is made ${r.config.repeat ?? 1} time(s) on the same processes and the fastest is kept (other processes on a shared machine only ever slow a run down; the first repetition also still warms the JIT); the tables list every repetition.`);
+  out.push('- **Seeing a run finish**: one at a time, agentq runs are followed by reading the run\'s event stream straight from Redis (`XREAD BLOCK`, what an SSE client sees, without the API in between); bare runs by `QueueEvents` for the last turn job. With many runs in flight, the client polls one `ZCARD` of the agent queue\'s completed set every 25 ms (one command, whatever the number of runs) and afterwards reads each run\'s `created_at`/`completed_at` (agentq run record) or first job `timestamp`/last job `finishedOn` (bare): latencies are the system\'s own timestamps, and polling adds neither load per run nor its period to them. Throughput counts from the first submission to the last completion.');
+  out.push('- **Redis CPU** is the redis-server process\'s CPU time (`/proc`), AOF writes included: with few runs in flight each round trip gets its own AOF write, which is why Redis CPU per turn is much higher one at a time than under load.');
+  out.push('- **Redis cost**: `INFO commandstats` before and after (on the benchmark\'s own Redis, the client\'s own commands subtracted), which counts every command Redis executed, including those run inside Lua scripts; and a client-side probe (`bench/lib/redis-probe.mjs`, loaded with `NODE_OPTIONS=--import` into the services for that scenario only) that counts what each process sends: commands by name (scripts by name) and round trips (a command sent alone, or a pipeline/MULTI sent as one write).');
+  out.push('');
+  out.push('## Results');
+  out.push('');
+  out.push(mdTable(header, rows.map((row) => row.map((cell) => String(cell).replace(/^ {2}/, '↳ ')))));
+  out.push('');
+  out.push('## Targets');
+  out.push('');
+  out.push(mdTable(['target', 'measured', ''], d.targets.map((t) => [t.name, t.value, check(t.ok)])));
+  out.push('');
+  if (r.overhead?.units) {
+    out.push('## Unit costs');
+    out.push('');
+    out.push('Measured in the benchmark process, one operation at a time (client-side CPU and wall time per operation); they explain most of the CPU tables below:');
+    out.push('');
+    out.push(mdTable(['operation', 'CPU (ms)', 'wall (ms)'], r.overhead.units.map((u) => [u.label, fmt(u.cpuMs), fmt(u.wallMs)])));
+    out.push('');
+  }
+  if (r.throughput) {
+    out.push('## Where the CPU goes (scenario 2)');
+    out.push('');
+    out.push('CPU time per run by process (user + system, from `/proc/<pid>/stat`), over the throughput measurement:');
+    out.push('');
+    for (const t of r.throughput) {
+      out.push(`${t.workers} agent-worker${t.workers > 1 ? 's' : ''}, ${t.agentq.n} runs (ms per run):`);
+      out.push('');
+      out.push(mdTable(CPU_COLUMNS, cpuTable(t)));
+      out.push('');
+    }
+  }
+  if (r.concurrency) {
+    const cc = r.concurrency;
+    out.push('## Memory (scenario 3)');
+    out.push('');
+    out.push(`Peak RSS (VmHWM from \`/proc/<pid>/status\`) of each process after ${cc.sizes.join(' and ')} concurrent runs with a ${cc.modelMs} ms model, one agent-worker with AGENT_CONCURRENCY=${cc.config.agentConcurrency}, TOOL_CONCURRENCY=${cc.config.toolConcurrency}:`);
+    out.push('');
+    out.push(mdTable(['process', 'RSS when started (MB)', 'peak RSS (MB)', 'RSS at the end (MB)', 'V8 heap used / total at the end (MB)', 'live heap after a full GC (MB)'], cc.memory.map((mm) => [mm.name, fmt(mm.started), fmt(mm.peak), fmt(mm.rss), mm.heap ? `${fmt(mm.heap.usedMB)} / ${fmt(mm.heap.totalMB)}` : '–', fmt(mm.heap?.liveMB)])));
+    out.push('');
+    if (cc.tuned) {
+      out.push('');
+      out.push(`The same ${cc.sizes.at(-1)} runs with \`NODE_OPTIONS="${cc.tuned.nodeOptions}"\` for the services (a smaller young generation and an old-space cap), wall time ${fmt(cc.tuned.agentq.wallMs / 1000)} s:`);
+      out.push('');
+      out.push(mdTable(['process', 'RSS when started (MB)', 'peak RSS (MB)', 'RSS at the end (MB)', 'V8 heap used / total at the end (MB)', 'live heap after a full GC (MB)'], cc.tuned.memory.map((mm) => [mm.name, fmt(mm.started), fmt(mm.peak), fmt(mm.rss), mm.heap ? `${fmt(mm.heap.usedMB)} / ${fmt(mm.heap.totalMB)}` : '–', fmt(mm.heap?.liveMB)])));
+    }
+    out.push('');
+    out.push('"At the end" is after the last run finished, before the services stop; the services run with `--expose-gc` in this scenario so that the probe can force one full collection and report what is still live.');
+    out.push('');
+  }
+  if (r.redis) {
+    for (const mode of ['batch', 'sequential']) {
+      const br = redisBreakdown(r, mode);
+      const a = r.redis.agentq[mode];
+      const label = mode === 'batch' ? `${a.runs} runs at once` : `${a.runs} runs one at a time`;
+      out.push(`## Redis per turn, ${label} (scenario 4)`);
+      out.push('');
+      out.push('Commands the clients sent, per turn, by command (`evalsha:<name>` is a Lua script: BullMQ\'s, or the run store\'s `agentq…`):');
+      out.push('');
+      out.push(mdTable(['command', 'agentq', 'bare BullMQ'], br.sent));
+      out.push('');
+      out.push('Round trips and commands per turn, by process:');
+      out.push('');
+      out.push(mdTable(['system', 'process', 'round trips', 'commands'], br.procs));
+      out.push('');
+      out.push('Commands Redis executed per turn (`INFO commandstats`, including the commands inside scripts), and agentq\'s Redis time per turn in µs (the time of `evalsha` and `exec` includes that of the commands inside them, which also have rows of their own):');
+      out.push('');
+      out.push(mdTable(['command', 'agentq', 'bare BullMQ', 'agentq µs'], br.server));
+      out.push('');
+    }
+  }
+  if (r.foreign?.length) {
+    out.push('## Noise');
+    out.push('');
+    out.push('The machine is shared (other people\'s builds and test suites may run on it). Before each measurement the benchmark waits (up to 30 s, 3 minutes in all) until processes other than its own use less than 10 % of the machine, and it records how much they used during the measurement (busy time from `/proc/stat` minus the CPU time of the benchmark\'s own processes):');
+    out.push('');
+    out.push(mdTable(['measurement', 'other processes, share of the machine'], r.foreign.map((f) => [f.label, pct(f.share)])));
+    out.push('');
+  }
+  const findings = join(ROOT, 'bench', 'findings.md');
+  if (existsSync(findings)) {
+    out.push(readFileSync(findings, 'utf8').trim());
+    out.push('');
+  }
+  return `${out.join('\n')}\n`;
+}

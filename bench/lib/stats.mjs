@@ -1,0 +1,52 @@
+// Small numeric helpers.
+
+/** The q-quantile (0..1) of numbers, nearest rank; NaN for none. */
+export function quantile(values, q) {
+  if (!values.length) return NaN;
+  const s = [...values].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))];
+}
+
+export function summary(values) {
+  return { n: values.length, p50: quantile(values, 0.5), p99: quantile(values, 0.99), min: Math.min(...values), max: Math.max(...values), mean: values.reduce((a, b) => a + b, 0) / (values.length || 1) };
+}
+
+/** A number for a table: 3 significant digits, no exponent. */
+export function fmt(v, digits = 3) {
+  if (v === undefined || v === null || Number.isNaN(v)) return '–';
+  if (!Number.isFinite(v)) return String(v);
+  const a = Math.abs(v);
+  if (a >= 10 ** digits) return Math.round(v).toLocaleString('en-US');
+  if (a === 0) return '0';
+  const decimals = Math.max(0, digits - 1 - Math.floor(Math.log10(a)));
+  return v.toFixed(Math.min(decimals, 3));
+}
+
+/** Runs `fn(i)` for i < n with at most `concurrency` at once; resolves with the results in order. */
+export async function pool(n, concurrency, fn) {
+  const out = new Array(n);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, n) }, async () => {
+      while (next < n) {
+        const i = next++;
+        out[i] = await fn(i);
+      }
+    }),
+  );
+  return out;
+}
+
+/** A markdown table from a header row and rows of cells. */
+export function mdTable(header, rows) {
+  const line = (cells) => `| ${cells.map((c) => String(c).replace(/\|/g, '\\|')).join(' | ')} |`;
+  return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
+}
+
+/** A plain-text table for the terminal. */
+export function textTable(header, rows) {
+  const all = [header, ...rows].map((r) => r.map(String));
+  const widths = header.map((_, i) => Math.max(...all.map((r) => [...(r[i] ?? '')].length)));
+  const line = (r) => r.map((c, i) => c + ' '.repeat(widths[i] - [...c].length)).join('  ');
+  return [line(all[0]), widths.map((w) => '-'.repeat(w)).join('  '), ...all.slice(1).map(line)].join('\n');
+}

@@ -1,0 +1,538 @@
+#!/usr/bin/env node
+// `npm run bench`: what durability costs agentq, how much it does per second, and whether it
+// scales. Runs everything on this machine, on loopback only, and stops by itself:
+//
+//   1. overhead per turn: runs of 3 rounds × 3 parallel tool calls, 0 ms model, one at a time,
+//      beside (a) the same loop in one process and (b) bare BullMQ flows of the same shape;
+//      then the same with a 500 ms model (what durability adds to a real model step)
+//   2. throughput: 1,000 such runs submitted at once, 1 and 2 agent-worker processes, beside
+//      bare BullMQ with the same processes
+//   3. realistic latency: 1,000 (and 100) concurrent runs with a 500 ms model: wall time
+//      against the ideal, peak RSS of each process
+//   4. Redis cost: commands and round trips per turn, by command, beside bare BullMQ
+//
+// Prints a table and writes BENCHMARKS.md, bench/results/latest.json and
+// bench/results/chart.png. Needs `npm run build` first (npm run bench does it) and
+// redis-server on the PATH (it starts its own, on a free port, AOF on as in
+// docker-compose.yml; BENCH_REDIS_URL uses another instead, keys under a unique prefix).
+//
+// Env: BENCH_QUICK=1 (a smoke version, ≈ 1 minute; writes bench/results/quick.json only),
+// BENCH_MCP=stdio|http (how the no-op MCP server is reached; default stdio),
+// BENCH_ONLY=1,3 (some scenarios only; does not write BENCHMARKS.md),
+// BENCH_RUNS=1000 (runs in scenarios 2 and 3), BENCH_PROFILE=1 (CPU profiles of the services
+// during scenario 2 with one agent-worker, into bench/results/profiles; summarise one with
+// `node bench/profile-summary.mjs <file>`), BENCH_NODE_OPTIONS (extra NODE_OPTIONS for the
+// agentq services, e.g. "--max-old-space-size=256"; does not write BENCHMARKS.md),
+// BENCH_REPORT_ONLY=1 (no measuring: render BENCHMARKS.md and the chart again from
+// bench/results/latest.json, e.g. after editing bench/findings.md).
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import {
+  agentqRunTimes,
+  bareClient,
+  bareRunTimes,
+  commandStats,
+  cpuDelta,
+  cpuSnapshot,
+  FANOUT,
+  foreignShare,
+  waitQuiet,
+  memory,
+  pool,
+  readProbes,
+  ROOT,
+  ROUNDS,
+  sleep,
+  startAgentq,
+  startBare,
+  startMcp,
+  startModel,
+  startRedis,
+  submitAgentqRun,
+  TOOL_CALLS,
+  TURNS,
+  waitAgentqRun,
+  waitCompleted,
+} from './lib/harness.mjs';
+import { startInProcessLoop } from './lib/inprocess-loop.mjs';
+import { stopProc, tmpDir } from './lib/procs.mjs';
+import { machineInfo, report } from './lib/report.mjs';
+import { summary } from './lib/stats.mjs';
+
+const truthy = (v) => /^(1|true|yes|on)$/i.test(v ?? '');
+const QUICK = truthy(process.env.BENCH_QUICK);
+const MCP = process.env.BENCH_MCP === 'http' ? 'http' : 'stdio';
+const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',').map((s) => s.trim())) : null;
+const PROFILE = truthy(process.env.BENCH_PROFILE);
+const MANY = Number(process.env.BENCH_RUNS) || (QUICK ? 100 : 1000);
+const SLOW_MS = 500;
+const N = {
+  seq: QUICK ? 30 : 200,
+  seqWarm: QUICK ? 5 : 20,
+  seqSlow: QUICK ? 2 : 10,
+  many: MANY,
+  few: Math.min(100, MANY),
+  redisSeq: QUICK ? 10 : 50,
+  redisBatch: QUICK ? 50 : 200,
+};
+const HTTP_CONCURRENCY = 64;
+/** Repetitions of each many-runs measurement (the fastest is kept). */
+const REPEAT = Number(process.env.BENCH_REPEAT) || (QUICK ? 1 : 2);
+
+if (truthy(process.env.BENCH_REPORT_ONLY)) {
+  // Renders BENCHMARKS.md and the chart again from the last full run (after editing bench/findings.md).
+  const latest = JSON.parse(readFileSync(join(ROOT, 'bench', 'results', 'latest.json'), 'utf8'));
+  const { files } = report(latest, { write: true });
+  process.stdout.write(`bench: wrote ${files.map((f) => f.replace(`${ROOT}/`, '')).join(', ')} from bench/results/latest.json\n`);
+  process.exit(0);
+}
+
+const missing = ['api', 'agent-worker', 'tool-worker'].map((s) => join(ROOT, 'services', s, 'dist', 'main.js')).concat(join(ROOT, 'packages/scripted-llm/dist/index.js')).filter((f) => !existsSync(f));
+if (missing.length) {
+  process.stderr.write(`bench: ${missing.join(', ')} missing: run npm run build first (npm run bench does it)\n`);
+  process.exit(1);
+}
+
+const T0 = Date.now();
+const say = (s = '') => process.stdout.write(`${s}\n`);
+const step = (s) => say(`[${((Date.now() - T0) / 1000).toFixed(0).padStart(3)} s] ${s}`);
+const want = (n) => !ONLY || ONLY.has(String(n));
+
+const redis = await startRedis();
+const ctl = new Redis(redis.url, { maxRetriesPerRequest: null, connectionName: 'bench-ctl' });
+const waiter = new Redis(redis.url, { maxRetriesPerRequest: null, connectionName: 'bench-wait' });
+const redisProc = redis.pid ? [{ name: 'redis-server', pid: redis.pid }] : [];
+
+/** The share of the machine other processes used during each measurement, to judge the numbers by. */
+const foreign = [];
+const noteForeign = (label, share) => {
+  foreign.push({ label, share });
+  if (share > 0.1) step(`  warning: other processes used ${(share * 100).toFixed(0)} % of the machine during "${label}"`);
+};
+// At most 30 s of waiting for a quiet machine before a measurement, 3 minutes in all.
+let quietBudgetMs = Number(process.env.BENCH_QUIET_BUDGET_MS ?? 180_000);
+const quiet = async (processes = []) => {
+  const t = Date.now();
+  const share = await waitQuiet([...processes, ...redisProc], { maxMs: Math.max(0, Math.min(30_000, quietBudgetMs)) });
+  quietBudgetMs -= Date.now() - t;
+  if (share >= 0.1) step(`  (the machine did not go quiet: other processes use ${(share * 100).toFixed(0)} % of it; measuring anyway)`);
+};
+
+/** Runs `once` `warm` times unmeasured, then `n` times; resolves with the durations (ms). */
+async function sequential(label, processes, n, warm, once) {
+  for (let i = 0; i < warm; i++) await once();
+  await quiet(processes);
+  const out = [];
+  const c0 = cpuSnapshot(processes, redisProc);
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    await once();
+    out.push(performance.now() - t);
+  }
+  noteForeign(label, foreignShare(c0, cpuSnapshot(processes, redisProc)));
+  return out;
+}
+
+async function agentqOnce(stack, model) {
+  const id = await submitAgentqRun(stack, model);
+  const type = await waitAgentqRun(waiter, stack, id);
+  if (type !== 'run.completed') throw new Error(`run ${id} ended as ${type}`);
+  return id;
+}
+
+/** Throughput-style batch: n runs submitted at once; per-run times from what the system stored. */
+/**
+ * Throughput-style batch, REPEAT times on the same processes; keeps the fastest repetition
+ * (interference from other processes only ever slows a run down) and notes every one's runs/s.
+ */
+async function batch(stack, n, opts) {
+  // Warm up (JIT, connections), then measure from the first submission to the last completion.
+  const warm = Math.min(20, n);
+  const before0 = await ctl.zcard(`${stack.prefix}:agent:completed`);
+  await pool(warm, 10, () => opts.submit());
+  await waitCompleted(ctl, stack.prefix, before0 + warm * TURNS, { timeoutMs: 60_000 });
+  const all = [];
+  for (let i = 0; i < REPEAT; i++) all.push(await batchOnce(stack, n, { ...opts, label: REPEAT > 1 ? `${opts.label} (#${i + 1})` : opts.label }));
+  const best = all.reduce((a, b) => (b.runsPerSec > a.runsPerSec ? b : a));
+  return { ...best, label: opts.label, repetitions: all.map((r) => ({ runsPerSec: r.runsPerSec, wallMs: r.wallMs, p50: r.latency.p50, p99: r.latency.p99, foreignShare: r.foreignShare })) };
+}
+
+async function batchOnce(stack, n, { submit, times, label }) {
+  await quiet(stack.processes());
+  const before = await ctl.zcard(`${stack.prefix}:agent:completed`);
+  const cpu0 = cpuSnapshot(stack.processes(), redisProc);
+  const t0 = Date.now();
+  const ids = await pool(n, HTTP_CONCURRENCY, () => submit());
+  const submitted = Date.now();
+  let ended = false;
+  await waitCompleted(ctl, stack.prefix, before + n * TURNS, {
+    timeoutMs: Math.max(120_000, n * 300),
+    stalled: async () => {
+      const t = await times(ids);
+      ended = t.every((r) => Number.isFinite(r.completed));
+      return ended;
+    },
+  });
+  const seen = Date.now();
+  const cpu1 = cpuSnapshot(stack.processes(), redisProc);
+  const t = await times(ids);
+  const done = t.filter((r) => Number.isFinite(r.completed));
+  const last = Math.max(...done.map((r) => r.completed));
+  const wallMs = last - t0;
+  const statuses = {};
+  for (const r of t) statuses[r.status] = (statuses[r.status] ?? 0) + 1;
+  const res = {
+    label,
+    n,
+    wallMs,
+    submitMs: submitted - t0,
+    detectedMs: seen - t0,
+    runsPerSec: (done.length * 1000) / wallMs,
+    toolCallsPerSec: (done.length * TOOL_CALLS * 1000) / wallMs,
+    latency: summary(done.map((r) => r.completed - r.created)),
+    statuses,
+    cpuMs: cpuDelta(cpu0, cpu1),
+    foreignShare: foreignShare(cpu0, cpu1),
+  };
+  noteForeign(label, res.foreignShare);
+  step(`  ${label}: ${n} runs in ${(wallMs / 1000).toFixed(2)} s → ${res.runsPerSec.toFixed(1)} runs/s, p50 ${res.latency.p50.toFixed(0)} ms, p99 ${res.latency.p99.toFixed(0)} ms ${JSON.stringify(statuses)}`);
+  return res;
+}
+
+const agentqBatch = (stack, n, opts = {}) =>
+  batch(stack, n, { ...opts, submit: () => submitAgentqRun(stack, opts.model ?? 'bench'), times: (ids) => agentqRunTimes(ctl, stack.prefix, ids) });
+
+async function bareBatch(stack, n, opts = {}) {
+  const client = await bareClient(redis.url, stack);
+  try {
+    return await batch(stack, n, {
+      ...opts,
+      submit: async () => {
+        const id = client.newId();
+        await client.add(id);
+        return id;
+      },
+      times: (ids) => bareRunTimes(ctl, stack.prefix, ids),
+    });
+  } finally {
+    await client.close();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/** CPU (of this process, the client side) and wall time per operation, measured one at a time. */
+async function unitCosts(loop) {
+  const redisClient = new Redis(redis.url, { maxRetriesPerRequest: null });
+  await redisClient.hset('bench-unit', 'f', 'x'.repeat(200));
+  const measure = async (label, n, fn) => {
+    for (let i = 0; i < Math.min(200, n); i++) await fn();
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    for (let i = 0; i < n; i++) await fn();
+    const c = process.cpuUsage(c0);
+    return { label, n, cpuMs: (c.user + c.system) / 1000 / n, wallMs: (performance.now() - t0) / n };
+  };
+  const out = [
+    await measure('Redis round trip (HGET), client CPU', QUICK ? 1000 : 5000, () => redisClient.hget('bench-unit', 'f')),
+    await measure('model call, openai SDK, streamed (tool calls)', QUICK ? 200 : 1000, () => loop.callModel('bench')),
+    await measure('MCP tool call, MCP SDK client over ' + MCP, QUICK ? 200 : 1000, () => loop.callTool()),
+  ];
+  await redisClient.del('bench-unit');
+  redisClient.disconnect();
+  for (const u of out) step(`  unit cost: ${u.label}: ${u.cpuMs.toFixed(3)} ms CPU, ${u.wallMs.toFixed(3)} ms wall`);
+  return out;
+}
+
+async function scenarioOverhead() {
+  step(`1. overhead per turn: ${N.seq} runs one at a time (+${N.seqWarm} warm-up), 0 ms model; MCP over ${MCP}`);
+  const model = await startModel();
+  const mcp = await startMcp(MCP);
+  const loop = await startInProcessLoop({ baseURL: model.baseURL, mcp: mcp.config });
+  const loopProcs = [{ name: 'model', pid: model.proc.pid }, ...(loop.mcpPid ? [{ name: 'mcp-server (stdio)', pid: loop.mcpPid }] : []), ...(mcp.proc ? [{ name: 'mcp-server', pid: mcp.proc.pid }] : [])];
+  const inproc = await sequential('in-process loop, one at a time', loopProcs, N.seq, N.seqWarm, () => loop.run('benchmark', 'bench'));
+  step(`  in-process loop: p50 ${summary(inproc).p50.toFixed(1)} ms`);
+  const inprocSlow = await sequential(`in-process loop, ${SLOW_MS} ms model`, loopProcs, N.seqSlow, 1, () => loop.run('benchmark', `bench-${SLOW_MS}ms`));
+  const units = await unitCosts(loop);
+  await loop.close();
+  await stopProc(model.proc);
+  if (mcp.proc) await stopProc(mcp.proc);
+
+  const bare = await startBare(ctl, redis.url);
+  const client = await bareClient(redis.url, bare);
+  const bareRuns = await sequential('bare BullMQ, one at a time', bare.processes(), N.seq, N.seqWarm, () => client.once());
+  await client.close();
+  await bare.stop();
+  step(`  bare BullMQ flows: p50 ${summary(bareRuns).p50.toFixed(1)} ms`);
+
+  const stack = await startAgentq(ctl, redis.url, { mcpTransport: MCP });
+  const agentq = await sequential('agentq, one at a time', stack.processes(), N.seq, N.seqWarm, () => agentqOnce(stack, 'bench'));
+  step(`  agentq: p50 ${summary(agentq).p50.toFixed(1)} ms`);
+  const agentqSlow = await sequential(`agentq, ${SLOW_MS} ms model`, stack.processes(), N.seqSlow, 1, () => agentqOnce(stack, `bench-${SLOW_MS}ms`));
+  await stack.stop();
+  step(`  ${SLOW_MS} ms model: in-process p50 ${summary(inprocSlow).p50.toFixed(0)} ms, agentq p50 ${summary(agentqSlow).p50.toFixed(0)} ms`);
+  return { units, inproc: summary(inproc), bare: summary(bareRuns), agentq: summary(agentq), slow: { modelMs: SLOW_MS, inproc: summary(inprocSlow), agentq: summary(agentqSlow) } };
+}
+
+/** The in-process loop with n runs at once (one process, no queue): per-run latency, runs/s, CPU. */
+async function inprocBatch(n, model, label) {
+  const m = await startModel();
+  const mcp = await startMcp(MCP);
+  const loop = await startInProcessLoop({ baseURL: m.baseURL, mcp: mcp.config });
+  const processes = () => [{ name: 'model', pid: m.proc.pid }, ...(loop.mcpPid ? [{ name: 'mcp-server (stdio)', pid: loop.mcpPid }] : []), ...(mcp.proc ? [{ name: 'mcp-server', pid: mcp.proc.pid }] : [])];
+  try {
+    await pool(20, 10, () => loop.run('benchmark', 'bench'));
+    const all = [];
+    for (let i = 0; i < REPEAT; i++) {
+      await quiet(processes());
+      const cpu0 = cpuSnapshot(processes(), []);
+      const t0 = performance.now();
+      const lat = await Promise.all(
+        Array.from({ length: n }, async () => {
+          const t = performance.now();
+          await loop.run('benchmark', model);
+          return performance.now() - t;
+        }),
+      );
+      const wallMs = performance.now() - t0;
+      const cpu1 = cpuSnapshot(processes(), []);
+      const cpuMs = cpuDelta(cpu0, cpu1);
+      const l = REPEAT > 1 ? `${label} (#${i + 1})` : label;
+      const share = foreignShare(cpu0, cpu1);
+      noteForeign(l, share);
+      cpuMs['in-process loop (bench)'] = cpuMs['bench (client)'];
+      delete cpuMs['bench (client)'];
+      const res = { label, n, wallMs, runsPerSec: (n * 1000) / wallMs, toolCallsPerSec: (n * TOOL_CALLS * 1000) / wallMs, latency: summary(lat), cpuMs, foreignShare: share };
+      step(`  ${l}: ${n} runs in ${(wallMs / 1000).toFixed(2)} s → ${res.runsPerSec.toFixed(1)} runs/s, p50 ${res.latency.p50.toFixed(0)} ms, p99 ${res.latency.p99.toFixed(0)} ms`);
+      all.push(res);
+    }
+    const best = all.reduce((a, b) => (b.runsPerSec > a.runsPerSec ? b : a));
+    return { ...best, repetitions: all.map((r) => ({ runsPerSec: r.runsPerSec, wallMs: r.wallMs, p50: r.latency.p50, p99: r.latency.p99, foreignShare: r.foreignShare })) };
+  } finally {
+    await loop.close();
+    await stopProc(m.proc);
+    if (mcp.proc) await stopProc(mcp.proc);
+  }
+}
+
+async function scenarioThroughput() {
+  step(`2. throughput: ${N.many} runs submitted at once (HTTP, ${HTTP_CONCURRENCY} connections), 0 ms model`);
+  const out = [];
+  const inproc = await inprocBatch(N.many, 'bench', 'in-process loop, one process');
+  for (const workers of [1, 2]) {
+    const bare = await startBare(ctl, redis.url, { agentWorkers: workers });
+    const b = await bareBatch(bare, N.many, { label: `bare BullMQ, ${workers} agent-worker${workers > 1 ? 's' : ''}` });
+    await bare.stop();
+    const profileDir = PROFILE && workers === 1 ? join(ROOT, 'bench', 'results', 'profiles') : null;
+    if (profileDir) mkdirSync(profileDir, { recursive: true });
+    const stack = await startAgentq(ctl, redis.url, { agentWorkers: workers, mcpTransport: MCP, nodeOptions: profileDir ? `--cpu-prof --cpu-prof-dir=${profileDir}` : '' });
+    const a = await agentqBatch(stack, N.many, { label: `agentq, ${workers} agent-worker${workers > 1 ? 's' : ''}` });
+    await stack.stop();
+    out.push({ workers, bare: b, agentq: a, inproc });
+  }
+  return out;
+}
+
+async function scenarioConcurrency() {
+  step(`3. realistic latency: ${[...new Set([N.few, N.many])].join(' and ')} concurrent runs, ${SLOW_MS} ms model`);
+  // Baseline: the in-process loop running the same number of runs at once.
+  const model = await startModel();
+  const mcp = await startMcp(MCP);
+  const loop = await startInProcessLoop({ baseURL: model.baseURL, mcp: mcp.config });
+  await Promise.all(Array.from({ length: 10 }, () => loop.run('benchmark', 'bench')));
+  const loopProcs = [{ name: 'model', pid: model.proc.pid }, ...(loop.mcpPid ? [{ name: 'mcp-server (stdio)', pid: loop.mcpPid }] : [])];
+  const sizes = [...new Set([N.few, N.many])];
+  const inproc = {};
+  for (const n of sizes) {
+    await quiet(loopProcs);
+    const c0 = cpuSnapshot(loopProcs, redisProc);
+    const t0 = performance.now();
+    const lat = await Promise.all(
+      Array.from({ length: n }, async () => {
+        const t = performance.now();
+        await loop.run('benchmark', `bench-${SLOW_MS}ms`);
+        return performance.now() - t;
+      }),
+    );
+    inproc[n] = { n, wallMs: performance.now() - t0, latency: summary(lat) };
+    noteForeign(`in-process loop, ${n} at once, ${SLOW_MS} ms model`, foreignShare(c0, cpuSnapshot(loopProcs, redisProc)));
+    step(`  in-process loop, ${n} at once: ${(inproc[n].wallMs / 1000).toFixed(2)} s`);
+  }
+  await loop.close();
+  await stopProc(model.proc);
+  if (mcp.proc) await stopProc(mcp.proc);
+
+  // One agent-worker with a slot per concurrent run: a model step is I/O, it holds a slot for 500 ms.
+  // Then again with a smaller V8 young generation and old-space cap: how much of the peak RSS is
+  // garbage the default heap sizing lets accumulate.
+  const measureStack = async (label, nodeOptions, runSizes) => {
+    const probeDir = tmpDir(mkdtempSync(join(tmpdir(), 'agentq-bench-mem-')));
+    const stack = await startAgentq(ctl, redis.url, { agentConcurrency: N.many, toolConcurrency: 100, mcpTransport: MCP, probeDir, nodeOptions: `--expose-gc ${nodeOptions}`.trim() });
+    try {
+      const idle = memory(stack.processes());
+      const batches = {};
+      for (const n of runSizes) batches[n] = await agentqBatch(stack, n, { model: `bench-${SLOW_MS}ms`, label: `agentq${label}, ${n} runs at once, ${SLOW_MS} ms model` });
+      const mem = memory([...stack.processes(), ...redisProc]);
+      for (const m of mem) m.started = idle.find((i) => i.name === m.name)?.rss;
+      // What the services' V8 heaps hold at the end (RSS peaks include garbage not yet collected).
+      const probes = await readProbes(probeDir, stack.servicePids());
+      const byPid = Object.fromEntries(stack.processes().map((p) => [p.pid, p.name]));
+      for (const [pid, v] of Object.entries(probes)) {
+        const m = mem.find((x) => x.name === byPid[pid]);
+        if (m) m.heap = { usedMB: v.memory.heapUsed / 2 ** 20, totalMB: v.memory.heapTotal / 2 ** 20, externalMB: v.memory.external / 2 ** 20, liveMB: v.afterGc ? v.afterGc.heapUsed / 2 ** 20 : undefined };
+      }
+      return { batches, memory: mem, config: stack.config };
+    } finally {
+      await stack.stop();
+      rmSync(probeDir, { recursive: true, force: true });
+    }
+  };
+  const plain = await measureStack('', '', sizes);
+  const agentq = plain.batches;
+  const mem = plain.memory;
+  const tunedOptions = '--max-semi-space-size=4 --max-old-space-size=256';
+  const tunedRun = await measureStack(' (heap-tuned)', tunedOptions, [N.many]);
+  const tuned = { nodeOptions: tunedOptions, agentq: tunedRun.batches[N.many], memory: tunedRun.memory };
+  const stack = plain;
+  return { modelMs: SLOW_MS, idealMs: TURNS * SLOW_MS, sizes, inproc, agentq, config: stack.config, memory: mem, tuned };
+}
+
+/** Commands and round trips of one window, from the server's stats and the clients' probes. */
+function redisWindow(s0, s1, p0, p1, names, { runs, ownCommands = {}, extraClient = null }) {
+  const server = {};
+  for (const [k, v] of Object.entries(s1)) {
+    const calls = v.calls - (s0[k]?.calls ?? 0) - (ownCommands[k] ?? 0);
+    const usec = v.usec - (s0[k]?.usec ?? 0);
+    if (calls > 0 && !['info', 'config|resetstat'].includes(k)) server[k] = { calls, usec };
+  }
+  const byProcess = {};
+  const clientCommands = {};
+  for (const pid of Object.keys(p1)) {
+    const a = p0[pid] ?? { commands: {}, trips: 0 };
+    const b = p1[pid];
+    const name = names[pid] ?? pid;
+    const cmds = {};
+    for (const [k, v] of Object.entries(b.commands)) {
+      const d = v - (a.commands[k] ?? 0);
+      if (d > 0) {
+        cmds[k] = d;
+        clientCommands[k] = (clientCommands[k] ?? 0) + d;
+      }
+    }
+    byProcess[name] = { trips: b.trips - a.trips, commands: Object.values(cmds).reduce((x, y) => x + y, 0), byCommand: cmds };
+  }
+  if (extraClient) {
+    byProcess[extraClient.name] = extraClient;
+    for (const [k, v] of Object.entries(extraClient.byCommand)) clientCommands[k] = (clientCommands[k] ?? 0) + v;
+  }
+  const turns = runs * TURNS;
+  return {
+    runs,
+    turns,
+    serverCommands: Object.values(server).reduce((x, y) => x + y.calls, 0),
+    serverUsec: Object.values(server).reduce((x, y) => x + y.usec, 0),
+    server,
+    clientCommands,
+    trips: Object.values(byProcess).reduce((x, y) => x + y.trips, 0),
+    byProcess,
+  };
+}
+
+async function scenarioRedis() {
+  step(`4. Redis cost: ${N.redisSeq} runs one at a time, then ${N.redisBatch} at once, INFO commandstats + client probes`);
+  const out = {};
+  for (const kind of ['bare', 'agentq']) {
+    const probeDir = tmpDir(mkdtempSync(join(tmpdir(), 'agentq-bench-probe-')));
+    const stack = kind === 'agentq' ? await startAgentq(ctl, redis.url, { probeDir, mcpTransport: MCP }) : await startBare(ctl, redis.url, { probeDir });
+    const client = kind === 'bare' ? await bareClient(redis.url, stack) : null;
+    const names = Object.fromEntries(stack.processes().map((p) => [p.pid, p.name]));
+    const submit = async () => {
+      if (kind === 'agentq') return submitAgentqRun(stack, 'bench');
+      const id = client.newId();
+      await client.add(id);
+      return id;
+    };
+    const completed = () => ctl.zcard(`${stack.prefix}:agent:completed`);
+    // Warm up: scripts loaded, connections open, JIT warm.
+    const warm = await completed();
+    await pool(10, 5, submit);
+    await waitCompleted(ctl, stack.prefix, warm + 10 * TURNS, { timeoutMs: 60_000 });
+    await sleep(300);
+
+    await quiet(stack.processes());
+    const snap = async () => ({ stats: await commandStats(ctl), probes: await readProbes(probeDir, stack.servicePids()), cpu: cpuSnapshot(redisProc) });
+    const windows = {};
+    let polls = 0;
+    let s0 = await snap();
+    // One at a time: an idle system between runs (workers fetch by blocking), completion seen by polling ZCARD.
+    let base = await completed();
+    polls++;
+    for (let i = 0; i < N.redisSeq; i++) {
+      await submit();
+      base += TURNS;
+      await waitCompleted(ctl, stack.prefix, base, { timeoutMs: 60_000, everyMs: 2, onPoll: () => polls++ });
+    }
+    await sleep(100);
+    let s1 = await snap();
+    const bareSubmit = (runs) => (kind === 'bare' ? { name: 'bench (submits runs)', trips: runs, commands: runs, byCommand: { 'evalsha:addStandardJob': runs } } : null);
+    windows.sequential = redisWindow(s0.stats, s1.stats, s0.probes, s1.probes, names, { runs: N.redisSeq, ownCommands: { zcard: polls }, extraClient: bareSubmit(N.redisSeq) });
+    windows.sequential.redisCpuMs = (s1.cpu['redis-server'] ?? 0) - (s0.cpu['redis-server'] ?? 0);
+    // At once: a busy system.
+    s0 = s1;
+    polls = 0;
+    base = await completed();
+    polls++;
+    await pool(N.redisBatch, HTTP_CONCURRENCY, submit);
+    await waitCompleted(ctl, stack.prefix, base + N.redisBatch * TURNS, { timeoutMs: 120_000, everyMs: 25, onPoll: () => polls++ });
+    await sleep(100);
+    s1 = await snap();
+    windows.batch = redisWindow(s0.stats, s1.stats, s0.probes, s1.probes, names, { runs: N.redisBatch, ownCommands: { zcard: polls }, extraClient: bareSubmit(N.redisBatch) });
+    windows.batch.redisCpuMs = (s1.cpu['redis-server'] ?? 0) - (s0.cpu['redis-server'] ?? 0);
+    await client?.close();
+    await stack.stop();
+    rmSync(probeDir, { recursive: true, force: true });
+    out[kind] = windows;
+    const w = windows.batch;
+    step(`  ${kind}: ${(windows.sequential.serverCommands / windows.sequential.turns).toFixed(1)} / ${(w.serverCommands / w.turns).toFixed(1)} Redis commands per turn (one at a time / at once), ${(windows.sequential.trips / windows.sequential.turns).toFixed(1)} / ${(w.trips / w.turns).toFixed(1)} round trips`);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const results = {
+  quick: QUICK,
+  startedAt: new Date(T0).toISOString(),
+  machine: await machineInfo(ctl, redis),
+  config: { repeat: REPEAT, serviceNodeOptions: process.env.BENCH_NODE_OPTIONS ?? null, rounds: ROUNDS, fanout: FANOUT, turns: TURNS, toolCallsPerRun: TOOL_CALLS, mcpTransport: MCP, sizes: N, httpConcurrency: HTTP_CONCURRENCY, slowModelMs: SLOW_MS },
+};
+let failed = null;
+try {
+  if (want(1)) results.overhead = await scenarioOverhead();
+  if (want(2)) results.throughput = await scenarioThroughput();
+  if (want(3)) results.concurrency = await scenarioConcurrency();
+  if (want(4)) results.redis = await scenarioRedis();
+} catch (err) {
+  failed = err;
+  process.stderr.write(`bench: ${err.stack ?? err}\n`);
+} finally {
+  ctl.disconnect();
+  waiter.disconnect();
+  await redis.stop();
+}
+results.durationS = (Date.now() - T0) / 1000;
+results.foreign = foreign;
+if (failed) process.exit(1);
+
+const canonical = !QUICK && !ONLY && !process.env.BENCH_NODE_OPTIONS && !process.env.BENCH_RUNS;
+const out = report(results, { write: canonical });
+say();
+say(out.text);
+const dir = join(ROOT, 'bench', 'results');
+mkdirSync(dir, { recursive: true });
+const jsonFile = join(dir, QUICK ? 'quick.json' : canonical ? 'latest.json' : 'partial.json');
+writeFileSync(jsonFile, `${JSON.stringify(results, null, 2)}\n`);
+say();
+say(`bench: done in ${results.durationS.toFixed(0)} s; wrote ${[jsonFile, ...out.files].map((f) => f.replace(`${ROOT}/`, '')).join(', ')}`);
