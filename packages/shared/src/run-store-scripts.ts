@@ -102,3 +102,34 @@ if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return redis.call('
 redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'type', 'tool.completed', 'data', ARGV[4])
 return ARGV[2]
 `;
+
+/** The run fields a tool call needs (HMGET, not HGETALL: the run hash grows with each step). */
+export const TOOL_CALL_RUN_FIELDS = ['spec', 'status', 'depth', 'owner', 'parent_run_id', 'root_run_id', 'created_at'];
+
+/**
+ * KEYS: the step's tool hash, run, events. ARGV: index, running marker JSON, maxlen,
+ * `tool.started` event data JSON ('' for none), then the run fields to read.
+ * One round trip to begin a tool call: returns {stored result} if the call finished before;
+ * {false, run fields…} if the run is gone or has ended; else marks the attempt running,
+ * appends `tool.started` and returns {false, run fields…, the marker of an earlier attempt}.
+ */
+export const BEGIN_TOOL_CALL = `
+local stored = redis.call('HGET', KEYS[1], ARGV[1])
+if stored then return { stored } end
+local fields = {}
+for i = 5, #ARGV do fields[#fields + 1] = ARGV[i] end
+local run = redis.call('HMGET', KEYS[2], unpack(fields))
+local out = { false }
+for i = 1, #run do out[#out + 1] = run[i] end
+local status = run[2]
+if not status or status == 'completed' or status == 'failed' or status == 'cancelled' or status == 'incomplete' then
+  return out
+end
+local field = ARGV[1] .. ':running'
+out[#out + 1] = redis.call('HGET', KEYS[1], field)
+redis.call('HSET', KEYS[1], field, ARGV[2])
+if ARGV[4] ~= '' then
+  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[3], '*', 'type', 'tool.started', 'data', ARGV[4])
+end
+return out
+`;

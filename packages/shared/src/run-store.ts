@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { globalKeys, runKeys } from './keys.js';
-import { APPEND_TOOL_MESSAGES, COMMIT_STEP, COMPLETE_TOOL_CALL, FINISH_RUN, START_RUN } from './run-store-scripts.js';
+import { APPEND_TOOL_MESSAGES, BEGIN_TOOL_CALL, COMMIT_STEP, COMPLETE_TOOL_CALL, FINISH_RUN, START_RUN, TOOL_CALL_RUN_FIELDS } from './run-store-scripts.js';
 import type { AssistantMessage, ChatMessage, ToolCall } from './schemas/message.js';
 import type { BudgetName, RunObject, RunSpec, RunStatus, StopReason } from './schemas/run.js';
 import { isTerminal } from './schemas/run.js';
@@ -109,6 +109,7 @@ export class RunStore {
     this.redis.defineCommand('agentqStartRun', { lua: START_RUN, numberOfKeys: 2 });
     this.redis.defineCommand('agentqFinishRun', { lua: FINISH_RUN });
     this.redis.defineCommand('agentqCompleteToolCall', { lua: COMPLETE_TOOL_CALL, numberOfKeys: 2 });
+    this.redis.defineCommand('agentqBeginToolCall', { lua: BEGIN_TOOL_CALL, numberOfKeys: 3 });
   }
 
   keys(runId: string) {
@@ -181,6 +182,12 @@ export class RunStore {
   async getRun(runId: string): Promise<RunObject | null> {
     const h = await this.redis.hgetall(this.keys(runId).run);
     return h.spec ? this.runObjectFrom(runId, h) : null;
+  }
+
+  /** The run object if it exists and belongs to `owner` (one read), else null. */
+  async getOwnRun(runId: string, owner: string): Promise<RunObject | null> {
+    const h = await this.redis.hgetall(this.keys(runId).run);
+    return h.spec && h.owner === owner ? this.runObjectFrom(runId, h) : null;
   }
 
   /** The owner of a run (for tenant checks), or null. */
@@ -421,28 +428,41 @@ export class RunStore {
     return v ? JSON.parse(v) : null;
   }
 
-  /** What a tool-call job reads first, in one round trip: a result stored before, and the run. */
-  async loadToolCall(runId: string, depth: number, index: number): Promise<{ result: ToolResultRecord | null; run: RunState | null }> {
-    const k = this.keys(runId);
-    const res = (await this.redis.pipeline().hget(k.tools(depth), String(index)).hgetall(k.run).exec()) ?? [];
-    for (const [err] of res) if (err) throw err;
-    const stored = res[0][1] as string | null;
-    const h = res[1][1] as Record<string, string>;
-    return { result: stored ? JSON.parse(stored) : null, run: h.spec ? this.stateFrom(runId, h) : null };
-  }
-
   /**
-   * Notes that a tool call (attempt) has started and appends `tool.started`, in one round
-   * trip; returns the record of an earlier attempt that never finished (a crash), if any.
+   * Begins a tool call in one round trip: `done` with the result if the call finished before;
+   * `ended` if the run is gone or over; else the attempt is marked running, `tool.started`
+   * appended (unless `event` is omitted, for a resumed job), and `interrupted` holds the marker
+   * of an earlier attempt that never finished (its worker died), if any.
    */
-  async startToolCall(runId: string, depth: number, index: number, attempts: number, event?: Record<string, unknown>): Promise<ToolRunning | null> {
+  async beginToolCall(
+    runId: string,
+    depth: number,
+    index: number,
+    attempts: number,
+    event?: Record<string, unknown>,
+  ): Promise<{ kind: 'done'; result: ToolResultRecord } | { kind: 'ended'; run: RunState | null } | { kind: 'begun'; run: RunState; interrupted: ToolRunning | null }> {
     const k = this.keys(runId);
-    const field = `${index}:running`;
-    const rec: ToolRunning = { attempts, started_at: new Date().toISOString() };
-    const tx = this.redis.multi().hget(k.tools(depth), field).hset(k.tools(depth), field, JSON.stringify(rec));
-    if (event) tx.xadd(k.events, 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'type', 'tool.started', 'data', JSON.stringify(event));
-    const [[, prev]] = (await tx.exec()) as [[unknown, string | null]];
-    return prev ? JSON.parse(prev) : null;
+    const marker: ToolRunning = { attempts, started_at: new Date().toISOString() };
+    const r = (await (this.redis as any).agentqBeginToolCall(
+      k.tools(depth),
+      k.run,
+      k.events,
+      String(index),
+      JSON.stringify(marker),
+      EVENTS_MAXLEN,
+      event ? JSON.stringify(event) : '',
+      ...TOOL_CALL_RUN_FIELDS,
+    )) as Array<string | null>;
+    if (r[0]) return { kind: 'done', result: JSON.parse(r[0]) };
+    const h: Record<string, string> = {};
+    TOOL_CALL_RUN_FIELDS.forEach((f, i) => {
+      const v = r[1 + i];
+      if (v !== null && v !== undefined) h[f] = v;
+    });
+    const run = h.spec ? this.stateFrom(runId, h) : null;
+    if (!run || isTerminal(run.status)) return { kind: 'ended', run };
+    const prev = r[1 + TOOL_CALL_RUN_FIELDS.length];
+    return { kind: 'begun', run, interrupted: prev ? JSON.parse(prev) : null };
   }
 
   /** Forgets an attempt that never reached the tool, so the next one is not taken for a rerun. */

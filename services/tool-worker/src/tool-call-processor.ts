@@ -44,20 +44,19 @@ export async function processToolCall(job: Job, deps: ToolCallDeps, signal?: Abo
   const { runId, depth, index, name } = data;
   const log = deps.logger.child({ run_id: runId, job_id: job.id, depth, tool: name });
 
-  // A finished result is never executed again (at-least-once delivery, at-most-once result).
-  const { result: before, run } = await deps.store.loadToolCall(runId, depth, index);
-  if (before) return { index, skipped: 'done before' };
-  if (!run) return { index, skipped: 'missing' };
-  if (isTerminal(run.status)) return { index, skipped: run.status };
-
   // attemptsStarted counts stalled restarts too (a crash is not a failed attempt for BullMQ).
   const attempt = Math.max(job.attemptsStarted ?? 0, job.attemptsMade + 1);
-  const deadline = run.spec.deadline_at ?? (run.spec.timeout_ms !== undefined ? Date.parse(run.createdAt) + run.spec.timeout_ms : undefined);
   const resumed = Boolean((job.data as { subrunIds?: string[] }).subrunIds);
   const started = resumed ? job.processedOn ?? job.timestamp : Date.now();
   const startedAt = new Date(started).toISOString();
   const startEvent = resumed ? undefined : { depth, index, tool_call_id: data.toolCallId, name, attempt };
-  const interrupted = await deps.store.startToolCall(runId, depth, index, attempt, startEvent);
+  // One round trip: a finished result is never executed again (at-least-once delivery,
+  // at-most-once result); an ended run runs nothing; else the attempt is marked running.
+  const begun = await deps.store.beginToolCall(runId, depth, index, attempt, startEvent);
+  if (begun.kind === 'done') return { index, skipped: 'done before' };
+  if (begun.kind === 'ended') return { index, skipped: begun.run?.status ?? 'missing' };
+  const { run, interrupted } = begun;
+  const deadline = run.spec.deadline_at ?? (run.spec.timeout_ms !== undefined ? Date.parse(run.createdAt) + run.spec.timeout_ms : undefined);
   const tool = deps.runner.tools().find((t) => t.name === name);
 
   let outcome: ToolCallOutcome;

@@ -43,8 +43,8 @@ export interface RunsRouteDeps {
 /** A run of `owner`, or a 404: a run of another owner is never revealed (no 403). */
 export async function ownRun(store: RunStore, owner: string, id: string): Promise<RunObject> {
   if (!isRunId(id)) throw new HttpError(404, 'not_found', `no run with id "${id.slice(0, 100)}"`);
-  const [run, runOwner] = await Promise.all([store.getRun(id), store.getOwner(id)]);
-  if (!run || runOwner !== owner) throw new HttpError(404, 'not_found', `no run with id "${id}"`);
+  const run = await store.getOwnRun(id, owner);
+  if (!run) throw new HttpError(404, 'not_found', `no run with id "${id}"`);
   return run;
 }
 
