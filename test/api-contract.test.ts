@@ -505,3 +505,21 @@ describe('no default model', () => {
     expect((await noModel.waitForRun(run.id)).status).toBe('completed');
   });
 });
+
+describe('dashboard keys (ADMIN_API_KEYS)', () => {
+  const TENANT = 'tenant-key-123456';
+  const ADMIN = 'admin-key-abcdef99';
+  let admin: Stack;
+  beforeAll(async () => {
+    admin = await startStack({ handler, apiKey: TENANT, env: { ADMIN_API_KEYS: ADMIN } });
+  });
+  afterAll(async () => admin?.close());
+
+  it('opens the dashboard to admin keys only; an admin key is not an API key', async () => {
+    expect((await admin.request('/admin/queues/', { key: TENANT })).status).toBe(401);
+    expect((await admin.request('/admin/queues/api/queues', { key: TENANT })).status).toBe(401);
+    expect((await admin.request('/admin/queues/', { key: ADMIN })).status).toBe(200);
+    expect((await admin.request('/v1/runs', { key: ADMIN })).status).toBe(401);
+    expect((await admin.request('/v1/runs', { key: TENANT })).status).toBe(200);
+  });
+});

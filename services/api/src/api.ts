@@ -39,6 +39,7 @@ export async function startApi(cfg: ApiConfig, logger: Logger, opts: { tracing?:
     metrics,
     logger,
     apiKeys: cfg.API_KEYS,
+    adminKeys: cfg.ADMIN_API_KEYS,
     defaultModel: cfg.MODEL,
     limits: { maxBodyBytes: cfg.MAX_BODY_BYTES, maxInputBytes: cfg.MAX_INPUT_BYTES, maxContextBytes: cfg.MAX_CONTEXT_BYTES },
   });

@@ -27,6 +27,8 @@ export interface AppDeps {
   metrics?: AgentqMetrics;
   logger: Logger;
   apiKeys: string[];
+  /** When set, only these keys open the dashboard (it shows every tenant's jobs). */
+  adminKeys?: string[];
   defaultModel?: string;
   limits: { maxBodyBytes: number; maxInputBytes: number; maxContextBytes: number };
 }
@@ -43,9 +45,10 @@ export function createApp(deps: AppDeps) {
   app.route('/', docsRoutes());
 
   const auth = bearerAuth(deps.apiKeys);
+  const adminAuth = deps.adminKeys?.length ? bearerAuth(deps.adminKeys) : auth;
   app.use('/v1/*', auth);
-  app.use(`${DASHBOARD_PATH}/*`, auth);
-  app.use(`${DASHBOARD_PATH}`, auth);
+  app.use(`${DASHBOARD_PATH}/*`, adminAuth);
+  app.use(`${DASHBOARD_PATH}`, adminAuth);
   app.use(
     '/v1/*',
     bodyLimit({

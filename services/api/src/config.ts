@@ -1,15 +1,20 @@
 import { z } from 'zod';
 import { baseEnvSchema, boolString, parseEnv } from '@agentq/shared';
 
+/** A comma-separated list of bearer keys. */
+const keyList = z
+  .string()
+  .optional()
+  .transform((v) => (v ? v.split(',').map((k) => k.trim()).filter(Boolean) : []))
+  .refine((keys) => keys.every((k) => k.length >= 8), 'every key must be at least 8 characters');
+
 export const apiEnvSchema = baseEnvSchema.extend({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   HOST: z.string().default('0.0.0.0'),
   MODEL: z.string().min(1).optional(),
-  API_KEYS: z
-    .string()
-    .optional()
-    .transform((v) => (v ? v.split(',').map((k) => k.trim()).filter(Boolean) : []))
-    .refine((keys) => keys.every((k) => k.length >= 8), 'every key must be at least 8 characters'),
+  API_KEYS: keyList,
+  /** Keys for the dashboard only; unset = any API key opens it. */
+  ADMIN_API_KEYS: keyList,
   WEBHOOK_SECRET: z.string().min(1).optional(),
   WEBHOOK_ALLOW_PRIVATE: boolString.default(false),
   /** The whole request body. */
