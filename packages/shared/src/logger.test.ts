@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { createLogger } from './logger.js';
+import { createLogger, lazyChild } from './logger.js';
 
 /** A logger writing into an array of parsed JSON lines. */
 function capture() {
@@ -53,5 +53,29 @@ describe('createLogger', () => {
     const { lines, logger } = capture();
     logger.info('plain');
     expect(lines[0]).not.toHaveProperty('trace_id');
+  });
+});
+
+describe('lazyChild', () => {
+  it('makes no child for levels that are off, and logs with its bindings when on', () => {
+    const lines: string[] = [];
+    const dest = new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) });
+    const logger = createLogger({ service: 't', level: 'warn', destination: dest });
+    let made = 0;
+    const orig = logger.child.bind(logger);
+    logger.child = ((b: Record<string, unknown>) => (made++, orig(b))) as typeof logger.child;
+    const log = lazyChild(logger, { run_id: 'run_x', depth: 2 });
+    log.debug('quiet');
+    log.info('quiet too');
+    expect(made).toBe(0);
+    log.warn({ attempt: 2 }, 'loud');
+    log.error('louder');
+    expect(made).toBe(1);
+    const parsed = lines.map((l) => JSON.parse(l));
+    expect(parsed.map((p) => [p.msg, p.run_id, p.depth])).toEqual([
+      ['loud', 'run_x', 2],
+      ['louder', 'run_x', 2],
+    ]);
+    expect(parsed[0].attempt).toBe(2);
   });
 });

@@ -69,3 +69,22 @@ export function createLogger(opts: { service: string; level?: string; destinatio
     opts.destination,
   );
 }
+
+/** The logging methods a job processor uses. */
+export type JobLogger = Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>;
+
+/**
+ * A child logger made on first use, and only for enabled levels: a pino child sets up
+ * redaction when it is made, which is measurable when every job makes one and most log nothing.
+ */
+export function lazyChild(logger: Logger, bindings: Record<string, unknown>): JobLogger {
+  let child: Logger | undefined;
+  const at =
+    (level: 'debug' | 'info' | 'warn' | 'error') =>
+    (...args: unknown[]) => {
+      if (!logger.isLevelEnabled(level)) return;
+      child ??= logger.child(bindings);
+      (child[level] as (...a: unknown[]) => void)(...args);
+    };
+  return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') } as JobLogger;
+}

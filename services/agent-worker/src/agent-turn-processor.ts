@@ -3,11 +3,13 @@ import type OpenAI from 'openai';
 import {
   agentTurnJobSchema,
   finishRun,
+  lazyChild,
   AgentqError,
   RetryableError,
   isTerminal,
   type BudgetName,
   type ChatMessage,
+  type JobLogger,
   type Logger,
   type RunState,
   type RunStore,
@@ -48,7 +50,7 @@ export function toolMessagesInCallOrder(prev: StepRecord, results: Map<number, {
 /** Runs ONE model step of a run: the heart of the durable loop. */
 export async function processAgentTurn(job: Job, deps: AgentTurnDeps, signal?: AbortSignal): Promise<unknown> {
   const { runId, depth } = agentTurnJobSchema.parse(job.data);
-  const log = deps.logger.child({ run_id: runId, job_id: job.id, depth });
+  const log = lazyChild(deps.logger, { run_id: runId, job_id: job.id, depth });
   const turn = await deps.store.loadTurn(runId, depth);
   if (!turn) {
     log.warn('run not found (expired or deleted); dropping the turn');
@@ -106,7 +108,7 @@ async function runStep(
   depth: number,
   messages: ChatMessage[],
   committed: StepRecord | null,
-  log: Logger,
+  log: JobLogger,
   signal?: AbortSignal,
 ) {
   const { spec } = run;

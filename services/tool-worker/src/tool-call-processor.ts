@@ -1,6 +1,6 @@
 import type { Job } from 'bullmq';
 import type { Queue } from 'bullmq';
-import { AgentqError, BUILTIN_TOOL_NAMES, compileAllowlist, isTerminal, type ContextStore, toolCallJobSchema, type Logger, type RunStore, type ToolResultRecord } from '@agentq/shared';
+import { AgentqError, BUILTIN_TOOL_NAMES, compileAllowlist, isTerminal, lazyChild, type ContextStore, toolCallJobSchema, type Logger, type RunStore, type ToolResultRecord } from '@agentq/shared';
 import type { ToolCallOutcome, ToolDescriptor } from './mcp-registry.js';
 import { runAgentQuery } from './builtin/agent-query.js';
 import { runContextTool } from './builtin/context-tools.js';
@@ -42,7 +42,7 @@ export function safeToRerun(tool: ToolDescriptor | undefined): boolean {
 export async function processToolCall(job: Job, deps: ToolCallDeps, signal?: AbortSignal, token?: string): Promise<ToolCallJobResult> {
   const data = toolCallJobSchema.parse(job.data);
   const { runId, depth, index, name } = data;
-  const log = deps.logger.child({ run_id: runId, job_id: job.id, depth, tool: name });
+  const log = lazyChild(deps.logger, { run_id: runId, job_id: job.id, depth, tool: name });
 
   // attemptsStarted counts stalled restarts too (a crash is not a failed attempt for BullMQ).
   const attempt = Math.max(job.attemptsStarted ?? 0, job.attemptsMade + 1);
