@@ -208,6 +208,16 @@ describe('starting and stopping on SIGTERM', () => {
     expect(`${p.out()}${p.err()}`).not.toMatch(STACK_FRAME);
   });
 
+  it.each(SERVICES)('%s: a SIGTERM while it still waits for Redis exits 0 at once', async (service) => {
+    // Nothing listens on port 1: the service keeps trying to connect when the signal comes.
+    const p = start(service, { REDIS_URL: 'redis://127.0.0.1:1', QUEUE_PREFIX: prefix(), PORT: '0', HOST: '127.0.0.1', MODEL: 'x' });
+    await new Promise((r) => setTimeout(r, 700));
+    expect(p.child.exitCode).toBeNull();
+    p.child.kill('SIGTERM');
+    const { code, signal } = await exitOf(p, 5_000);
+    expect({ code, signal }, p.err()).toEqual({ code: 0, signal: null });
+  });
+
   describe('tool-worker', () => {
     let crm: CrmMcpServer;
     beforeAll(async () => {

@@ -10,5 +10,8 @@ try {
 }
 const logger = createLogger({ service: 'api', level: cfg.LOG_LEVEL });
 const tracing = startTracing({ service: 'api', endpoint: cfg.OTEL_EXPORTER_OTLP_ENDPOINT });
+// Signals are handled from the start: a SIGTERM while still connecting exits cleanly too.
+const closers: Array<() => Promise<unknown>> = [async () => tracing?.shutdown()];
+onShutdown(logger, closers);
 const handle = await startApi(cfg, logger, { tracing });
-onShutdown(logger, [() => handle.close(), async () => tracing?.shutdown()]);
+closers.unshift(() => handle.close());
