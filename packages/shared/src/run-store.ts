@@ -136,6 +136,10 @@ export class RunStore {
     const tx = this.redis.multi().hset(k.run, fields);
     if (run.messages.length) tx.rpush(k.messages, ...run.messages.map((m) => JSON.stringify(m)));
     tx.zadd(this.global.runIndex(run.owner), 0, run.id);
+    // Ids start with their creation time, so the index sheds the ids of long-expired runs by
+    // range as it grows (twice the retention: a run outliving it is merely no longer listed).
+    const cutoff = Date.parse(createdAt) - 2 * this.retentionSeconds * 1000;
+    if (cutoff > 0) tx.zremrangebylex(this.global.runIndex(run.owner), '-', `(run_${cutoff.toString(36).padStart(9, '0')}`);
     tx.xadd(k.events, 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'type', 'run.queued', 'data', JSON.stringify({ run_id: run.id }));
     const res = (await tx.exec()) ?? [];
     for (const [err] of res) if (err) throw err;
