@@ -18,10 +18,10 @@ describe('the run index', () => {
     const recent = newId('run', now - 60_000);
     await store.createRun({ id: recent, owner: 'o', spec, messages: [], createdAt: new Date(now - 60_000) });
     await store.createRun({ id: old, owner: 'o', spec, messages: [], createdAt: new Date(now - 10 * 60_000) });
-    expect(await redis.zrange(store.global.runIndex('o'), 0, -1)).toEqual([old, recent]);
+    expect(await redis.zrange(store.global.runIndex('o'), '0', '-1')).toEqual([old, recent]);
     const fresh = newId('run', now);
     await store.createRun({ id: fresh, owner: 'o', spec, messages: [] });
     // The 10-minute-old id is past 2 × 60 s; the 1-minute-old one is not.
-    expect(await redis.zrange(store.global.runIndex('o'), 0, -1)).toEqual([recent, fresh]);
+    expect(await redis.zrange(store.global.runIndex('o'), '0', '-1')).toEqual([recent, fresh]);
   });
 });

@@ -426,12 +426,6 @@ export class RunStore {
     });
   }
 
-  /** The stored result of one tool call, if it has finished before. */
-  async getToolResult(runId: string, depth: number, index: number): Promise<ToolResultRecord | null> {
-    const v = await this.redis.hget(this.keys(runId).tools(depth), String(index));
-    return v ? JSON.parse(v) : null;
-  }
-
   /**
    * Begins a tool call in one round trip: `done` with the result if the call finished before;
    * `ended` if the run is gone or over; else the attempt is marked running, `tool.started`

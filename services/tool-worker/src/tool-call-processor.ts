@@ -74,7 +74,6 @@ export async function processToolCall(job: Job, deps: ToolCallDeps, signal?: Abo
       if (name.startsWith('context_')) outcome = await runContextTool(name, args, runId, deps.contexts);
       else {
         const r = await runAgentQuery(job, token, data, args, run, deps);
-        if (r.kind === 'waiting') return { index, skipped: 'waiting' };
         outcome = r.outcome;
         subrunIds = r.subrunIds;
       }

@@ -29,7 +29,7 @@ export interface AgentQueryDeps {
 }
 
 /** The sub-runs' results: what the tool call returns once every child has ended. */
-export type AgentQueryStep = { kind: 'result'; outcome: ToolCallOutcome; subrunIds?: string[] } | { kind: 'waiting' };
+export type AgentQueryStep = { kind: 'result'; outcome: ToolCallOutcome; subrunIds?: string[] };
 
 const fail = (tool: string, why: string): AgentQueryStep => ({ kind: 'result', outcome: { isError: true, content: `Error executing ${tool}: ${why}` } });
 
@@ -44,7 +44,8 @@ export function childRunId(job: Pick<Job, 'id' | 'timestamp'>, k: number): strin
  * `agent_query` / `agent_query_batch`: starts one child run per prompt, with only that prompt
  * (and its context chunk) as input, adds their first turns as children of this tool job and
  * waits the BullMQ way (moveToWaitingChildren: no worker slot is held). When the last child
- * ends the job runs again and collects their answers, in prompt order.
+ * ends the job runs again and collects their answers, in prompt order. While children run,
+ * it throws WaitingChildrenError, which BullMQ takes as "park this job".
  */
 export async function runAgentQuery(job: Job, token: string | undefined, data: ToolCallJob, args: unknown, run: RunState, deps: AgentQueryDeps): Promise<AgentQueryStep> {
   const tool = data.name;
