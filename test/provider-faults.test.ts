@@ -55,6 +55,16 @@ describe('provider faults', () => {
     expect(b - a).toBeGreaterThanOrEqual(900);
   });
 
+  it('a 503 with Retry-After is retried after that long', async () => {
+    const u = 'unavailable, come back in two seconds';
+    // Plain backoff would retry after 0.5–1.5 s; the provider asked for 2 s.
+    scripts.set(u, [{ error: { status: 503, message: 'maintenance', headers: { 'retry-after': '2' } } }, { content: 'back' }]);
+    const run = await stack.waitForRun((await stack.createRun({ input: u })).id);
+    expect(run.output?.content).toBe('back');
+    const [a, b] = arrivals.get(u)!;
+    expect(b - a).toBeGreaterThanOrEqual(1900);
+  });
+
   it.each([
     ['a 500', { error: { status: 500, message: 'upstream exploded' } }],
     ['a 503', { error: { status: 503, message: 'overloaded' } }],

@@ -26,7 +26,9 @@ const keep = { removeOnComplete: { age: 3600, count: 10_000 }, removeOnFail: { a
  * every add passes these explicitly.
  */
 export const jobOptions = {
-  agentTurn: { attempts: 8, backoff: { type: 'exponential', delay: 1000, jitter: 0.5 }, ...keep } satisfies JobsOptions,
+  // 'provider': exponential from 1 s with jitter, or the provider's Retry-After when it sent one
+  // (see providerBackoff; the agent-worker registers it).
+  agentTurn: { attempts: 8, backoff: { type: 'provider', delay: 1000 }, ...keep } satisfies JobsOptions,
   // ignoreDependencyOnFailure: a tool job that still fails (stalled too often) must release its
   // parent turn instead of leaving it in waiting-children forever (bullmq #3362).
   toolCall: { attempts: 4, backoff: { type: 'exponential', delay: 500, jitter: 0.5 }, ignoreDependencyOnFailure: true, ...keep } satisfies JobsOptions,
@@ -41,4 +43,16 @@ export const jobOptions = {
  */
 export function workerLockOptions(cfg: { JOB_LOCK_MS: number; STALLED_INTERVAL_MS: number }) {
   return { lockDuration: cfg.JOB_LOCK_MS, stalledInterval: cfg.STALLED_INTERVAL_MS, maxStalledCount: 3 };
+}
+
+/**
+ * Delay before retrying a model step: the provider's Retry-After when the error carries one
+ * (a 503 that says when to come back), else exponential from `baseMs` with ±50 % jitter.
+ * Capped at 10 minutes.
+ */
+export function providerBackoff(attemptsMade: number, err: unknown, baseMs = 1000, random = Math.random): number {
+  const retryAfter = (err as { retryAfterMs?: number } | undefined)?.retryAfterMs;
+  if (typeof retryAfter === 'number' && Number.isFinite(retryAfter) && retryAfter >= 0) return Math.min(Math.max(retryAfter, 100), 600_000);
+  const exp = baseMs * 2 ** Math.max(0, attemptsMade - 1);
+  return Math.min(Math.round(exp * (0.5 + random())), 600_000);
 }

@@ -5,6 +5,7 @@ import {
   createMetrics,
   createRedis,
   observeWorkerJobs,
+  providerBackoff,
   QUEUES,
   RunStore,
   runMetricsObserver,
@@ -67,6 +68,7 @@ export async function startAgentWorker(cfg: AgentWorkerConfig, logger: Logger, o
     // A limiter must be configured for BullMQ to honour worker.rateLimit() (a provider's 429);
     // this one is far above any real throughput, so only the manual pauses ever bite.
     limiter: { max: 1_000_000, duration: 1000 },
+    settings: { backoffStrategy: (attemptsMade: number, _type?: string, err?: Error) => providerBackoff(attemptsMade, err) },
     telemetry,
     },
   );
