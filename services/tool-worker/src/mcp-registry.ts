@@ -10,12 +10,10 @@ import {
   type CallToolResult,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import { Ajv2019 } from 'ajv/dist/2019.js';
-import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { Logger } from 'pino';
 import { isHttpServer, type McpConfig, type McpServerConfig } from './mcp-config.js';
 import { renderToolResult, toolError, type ToolCallOutcome } from './tool-result.js';
+import { parseArguments, SchemaValidators } from './tool-arguments.js';
 
 export type { ToolCallOutcome };
 
@@ -76,7 +74,6 @@ interface ServerState {
 
 const MAX_BACKOFF_MS = 30_000;
 const MAX_LISTED_NAMES = 40;
-const MAX_SCHEMA_ERRORS = 10;
 const STDERR_MAX_LINE = 2048;
 const STDERR_MAX_LINES_PER_WINDOW = 50;
 const STDERR_WINDOW_MS = 10_000;
@@ -91,17 +88,17 @@ export class McpRegistry {
   readonly #servers = new Map<string, ServerState>();
   readonly #tools = new Map<string, { descriptor: ToolDescriptor; state: ServerState }>();
   readonly #listeners = new Set<(tools: ToolDescriptor[]) => void>();
-  readonly #validators = new Map<string, ValidateFunction | null>();
+  readonly #validators: SchemaValidators;
   readonly #logger: Logger;
   readonly #clientName: string;
   readonly #connectTimeoutMs: number;
   readonly #restartBackoffMs: number;
   #descriptors: ToolDescriptor[] = [];
-  #ajv?: { draft7: Ajv; draft2019: Ajv2019; draft2020: Ajv2020 };
   #closed = false;
 
   constructor(opts: McpRegistryOptions) {
     this.#logger = opts.logger;
+    this.#validators = new SchemaValidators(opts.logger);
     this.#clientName = opts.clientName ?? 'agentq';
     this.#connectTimeoutMs = opts.connectTimeoutMs ?? 10_000;
     this.#restartBackoffMs = opts.restartBackoffMs ?? 1_000;
@@ -165,7 +162,7 @@ export class McpRegistry {
     }
     const args = parseArguments(rawArguments);
     if (typeof args === 'string') return toolError(name, args);
-    const invalid = this.#validate(entry.descriptor, args);
+    const invalid = this.#validators.check(entry.descriptor, args);
     if (invalid) return toolError(name, `invalid arguments: ${invalid}`);
     const timeoutMs = entry.state.config.timeout_ms ?? opts.timeoutMs;
     return this.#invoke(entry.state, entry.descriptor, args, { timeoutMs, signal: opts.signal }, Date.now() + timeoutMs, true);
@@ -386,33 +383,6 @@ export class McpRegistry {
     const more = names.length > MAX_LISTED_NAMES ? `, … (${names.length - MAX_LISTED_NAMES} more)` : '';
     return toolError(name, `unknown tool; available tools: ${shown}${more}`);
   }
-
-  /** Validates against the tool's inputSchema; returns the problems, or undefined when valid. */
-  #validate(descriptor: ToolDescriptor, args: Record<string, unknown>): string | undefined {
-    const key = JSON.stringify(descriptor.input_schema);
-    let validate = this.#validators.get(key);
-    if (validate === undefined) {
-      validate = this.#compile(descriptor);
-      this.#validators.set(key, validate);
-    }
-    if (!validate || validate(args)) return undefined;
-    return formatSchemaErrors(validate.errors ?? []);
-  }
-
-  #compile(descriptor: ToolDescriptor): ValidateFunction | null {
-    const options = { allErrors: true, strict: false, validateFormats: false, logger: false as const };
-    this.#ajv ??= { draft7: new Ajv(options), draft2019: new Ajv2019(options), draft2020: new Ajv2020(options) };
-    const { $schema, ...schema } = descriptor.input_schema;
-    const dialect = String($schema ?? '');
-    const ajv = dialect.includes('2020-12') ? this.#ajv.draft2020 : dialect.includes('2019-09') ? this.#ajv.draft2019 : this.#ajv.draft7;
-    try {
-      return ajv.compile(schema);
-    } catch (err) {
-      // A schema we cannot compile is the server's to enforce; the call still goes through.
-      this.#logger.warn({ tool: descriptor.name, err: errorText(err) }, 'cannot compile MCP tool inputSchema; not validating');
-      return null;
-    }
-  }
 }
 
 function describe(server: string, tool: Tool): ToolDescriptor {
@@ -451,36 +421,9 @@ async function listAllTools(client: Client, timeoutMs: number): Promise<Tool[]> 
   return tools;
 }
 
-/** Parses the model's arguments; returns the problem as a string when they are unusable. */
-function parseArguments(raw: string | Record<string, unknown>): Record<string, unknown> | string {
-  let value: unknown = raw;
-  if (typeof raw === 'string') {
-    if (raw.trim() === '') return {};
-    try {
-      value = JSON.parse(raw);
-    } catch (err) {
-      return `arguments are not valid JSON: ${(err as Error).message}`;
-    }
-  }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    const kind = value === null ? 'null' : Array.isArray(value) ? 'an array' : `a ${typeof value}`;
-    return `arguments must be a JSON object, got ${kind}`;
-  }
-  return value as Record<string, unknown>;
-}
-
-function formatSchemaErrors(errors: ErrorObject[]): string {
-  const lines = errors.slice(0, MAX_SCHEMA_ERRORS).map((e) => {
-    const extra = e.keyword === 'additionalProperties' ? ` '${String(e.params.additionalProperty)}'` : '';
-    return `${e.instancePath ? `${e.instancePath} ` : ''}${e.message ?? 'is invalid'}${extra}`;
-  });
-  if (errors.length > MAX_SCHEMA_ERRORS) lines.push(`… (${errors.length - MAX_SCHEMA_ERRORS} more)`);
-  return lines.join('; ');
-}
-
+/** Whether an error is the tool's (data for the model) or the connection's, and if the request got out. */
 type Fault = 'tool' | 'not_delivered' | 'lost';
 
-/** Whether an error is the tool's (data for the model) or the connection's, and if the request got out. */
 function classifyFault(err: unknown): Fault {
   if (err instanceof McpError) return err.code === ErrorCode.ConnectionClosed ? 'lost' : 'tool';
   // A result the SDK could not parse came from a live server: the tool answered badly.

@@ -4,6 +4,7 @@ import { AgentqError, BUILTIN_TOOL_NAMES, compileAllowlist, isTerminal, lazyChil
 import type { ToolCallOutcome, ToolDescriptor } from './mcp-registry.js';
 import { runAgentQuery } from './builtin/agent-query.js';
 import { runContextTool } from './builtin/context-tools.js';
+import { parseArguments } from './tool-arguments.js';
 import { capToolOutput } from './tool-output.js';
 
 /** The part of the MCP registry a tool call needs. */
@@ -63,22 +64,14 @@ export async function processToolCall(job: Job, deps: ToolCallDeps, signal?: Abo
   let subrunIds: string[] | undefined;
   if (BUILTIN_TOOL_NAMES.has(name)) {
     // Built-in tools are safe to run again: their effects (sub-runs) have ids fixed by the job.
-    let args: unknown;
-    try {
-      args = data.arguments.trim() === '' ? {} : JSON.parse(data.arguments);
-    } catch (err) {
-      args = undefined;
-      outcome = { isError: true, content: `Error executing ${name}: arguments are not valid JSON: ${(err as Error).message}` };
+    const args = parseArguments(data.arguments);
+    if (typeof args === 'string') outcome = { isError: true, content: `Error executing ${name}: ${args}` };
+    else if (name.startsWith('context_')) outcome = await runContextTool(name, args, runId, deps.contexts);
+    else {
+      const r = await runAgentQuery(job, token, data, args, run, deps);
+      outcome = r.outcome;
+      subrunIds = r.subrunIds;
     }
-    if (args !== undefined) {
-      if (name.startsWith('context_')) outcome = await runContextTool(name, args, runId, deps.contexts);
-      else {
-        const r = await runAgentQuery(job, token, data, args, run, deps);
-        outcome = r.outcome;
-        subrunIds = r.subrunIds;
-      }
-    }
-    outcome ??= { isError: true, content: `Error executing ${name}: no result` };
   } else if (!compileAllowlist(run.spec.tools)(name)) {
     outcome = { isError: true, content: `Error executing ${name}: this tool is not allowed for this run (allowed: ${run.spec.tools?.join(', ') ?? 'all'})` };
   } else if (interrupted && !safeToRerun(tool)) {
