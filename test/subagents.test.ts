@@ -103,6 +103,22 @@ describe('sub-agents', () => {
     expect(results[2]).toBe('fine');
   });
 
+  it('a child cancelled on its own gets an error text in its place; the parent goes on', async () => {
+    on('Lazy child', () => ({ tool_calls: [{ name: 'crm__sleep', arguments: { ms: 4000, label: 'lazy-child' } }] }));
+    on('Quick child', () => ({ content: 'quick answer' }));
+    on('CANCEL ONE', (req) => (round(req) === 0 ? { tool_calls: [{ name: 'agent_query_batch', arguments: { prompts: ['Quick child', 'Lazy child'] } }] } : { content: toolMsgs(req)[0].content as string }));
+    const { id } = await stack.createRun({ input: 'CANCEL ONE', subagents: { enabled: true } });
+    for (let i = 0; i < 300 && !stack.crm.calls.some((c) => c.args.label === 'lazy-child'); i++) await new Promise((r) => setTimeout(r, 10));
+    const children = (await json(`/v1/runs/${id}/children`)).data;
+    const lazy = children.find((c: any) => c.status !== 'completed');
+    expect((await stack.request(`/v1/runs/${lazy.id}/cancel`, { method: 'POST' })).status).toBe(202);
+    const run = await stack.waitForRun(id, { timeoutMs: 10_000 });
+    expect(run.status).toBe('completed');
+    const results = JSON.parse(run.output!.content as string);
+    expect(results[0]).toBe('quick answer');
+    expect(results[1]).toMatch(/^Error: sub-agent run run_\w+ ended cancelled/);
+  });
+
   it('cancels running children with their parent', async () => {
     on('Slow child', () => ({ tool_calls: [{ name: 'crm__sleep', arguments: { ms: 5000, label: 'slow-child' } }] }));
     on('CANCEL TREE', (req) => (round(req) === 0 ? { tool_calls: [{ name: 'agent_query_batch', arguments: { prompts: ['Slow child A', 'Slow child B'] } }] } : { content: 'never' }));
