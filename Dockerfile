@@ -4,9 +4,7 @@
 FROM node:24-slim
 
 WORKDIR /app
-ENV TURBO_TELEMETRY_DISABLED=1 \
-    NEXT_TELEMETRY_DISABLED=1 \
-    npm_config_update_notifier=false \
+ENV npm_config_update_notifier=false \
     npm_config_fund=false \
     npm_config_audit=false
 
@@ -15,6 +13,8 @@ ENV TURBO_TELEMETRY_DISABLED=1 \
 COPY package.json package-lock.json ./
 COPY packages/shared/package.json packages/shared/
 COPY packages/scripted-llm/package.json packages/scripted-llm/
+COPY packages/client/package.json packages/client/
+COPY packages/client/bin packages/client/bin
 COPY services/api/package.json services/api/
 COPY services/agent-worker/package.json services/agent-worker/
 COPY services/tool-worker/package.json services/tool-worker/
