@@ -112,3 +112,27 @@ describe('limits', () => {
     expect(tool.content).toMatch(/\[output truncated: 150000 bytes, showing the first 102400\]$/);
   });
 });
+
+describe('AGENT_RATE_LIMIT', () => {
+  let limited: Stack;
+  const times: number[] = [];
+  beforeAll(async () => {
+    limited = await startStack({
+      handler: () => {
+        times.push(Date.now());
+        return { content: 'ok' };
+      },
+      env: { AGENT_RATE_LIMIT: '2/1000' },
+    });
+  });
+  afterAll(async () => limited?.close());
+
+  it('spreads model steps over the window: at most 2 a second for the whole queue', async () => {
+    const runs = await Promise.all(Array.from({ length: 5 }, (_, i) => limited.createRun({ input: `limited ${i}` })));
+    for (const r of runs) expect((await limited.waitForRun(r.id, { timeoutMs: 15_000 })).status).toBe('completed');
+    expect(times).toHaveLength(5);
+    // 5 steps at 2 per second: the 3rd waits for the second window, the 5th for the third.
+    expect(times[2] - times[0]).toBeGreaterThanOrEqual(900);
+    expect(times[4] - times[0]).toBeGreaterThanOrEqual(1900);
+  });
+});

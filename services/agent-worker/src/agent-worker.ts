@@ -65,9 +65,10 @@ export async function startAgentWorker(cfg: AgentWorkerConfig, logger: Logger, o
     prefix: cfg.QUEUE_PREFIX,
     concurrency: cfg.AGENT_CONCURRENCY,
     ...workerLockOptions(cfg),
-    // A limiter must be configured for BullMQ to honour worker.rateLimit() (a provider's 429);
-    // this one is far above any real throughput, so only the manual pauses ever bite.
-    limiter: { max: 1_000_000, duration: 1000 },
+    // AGENT_RATE_LIMIT caps model steps for the whole queue (a provider's quota). Without it a
+    // limiter far above any real throughput is still set: BullMQ honours worker.rateLimit() (a
+    // provider's 429) only when one is configured.
+    limiter: cfg.AGENT_RATE_LIMIT ?? { max: 1_000_000, duration: 1000 },
     settings: { backoffStrategy: (attemptsMade: number, _type?: string, err?: Error) => providerBackoff(attemptsMade, err) },
     telemetry,
     },

@@ -1,6 +1,17 @@
+import { z } from 'zod';
 import { metricsServerEnv, parseEnv, workerEnvSchema } from '@agentq/shared';
 
-export const agentWorkerEnvSchema = workerEnvSchema.extend({ ...metricsServerEnv });
+/** `<max>/<ms>`: at most `max` model steps per `ms` milliseconds across every agent-worker. */
+const rateLimit = z
+  .string()
+  .regex(/^\d+\/\d+$/, 'must be <max>/<milliseconds>, e.g. 500/60000')
+  .transform((v) => {
+    const [max, duration] = v.split('/').map(Number);
+    return { max, duration };
+  })
+  .refine((r) => r.max >= 1 && r.duration >= 1, 'max and milliseconds must be at least 1');
+
+export const agentWorkerEnvSchema = workerEnvSchema.extend({ ...metricsServerEnv, AGENT_RATE_LIMIT: rateLimit.optional() });
 
 /** The agent-worker's configuration, from the environment; throws ConfigError. */
 export function loadAgentWorkerConfig(env: Record<string, string | undefined> = process.env) {
