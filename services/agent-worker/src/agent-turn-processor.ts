@@ -4,6 +4,7 @@ import {
   agentTurnJobSchema,
   finishRun,
   lazyChild,
+  runDeadline,
   AgentqError,
   RetryableError,
   isTerminal,
@@ -150,7 +151,7 @@ async function runStep(
       });
     };
     // A step in flight at the run's deadline is abandoned, not waited for.
-    const deadline = spec.deadline_at ?? (spec.timeout_ms !== undefined ? Date.parse(run.createdAt) + spec.timeout_ms : undefined);
+    const deadline = runDeadline(spec, Date.parse(run.createdAt));
     const deadlineSignal = deadline !== undefined && !plan.budget ? AbortSignal.timeout(Math.max(1, deadline - Date.now())) : undefined;
     let response;
     try {

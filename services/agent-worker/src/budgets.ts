@@ -1,4 +1,4 @@
-import type { BudgetName, RunSpec } from '@agentq/shared';
+import { runDeadline, type BudgetName, type RunSpec } from '@agentq/shared';
 
 /** What the budgets look at, before a model step. */
 export interface BudgetInput {
@@ -16,7 +16,7 @@ export interface BudgetInput {
  * passed deadline ends the run whatever else is left.
  */
 export function exhaustedBudget(spec: Pick<RunSpec, 'max_depth' | 'max_total_tokens' | 'timeout_ms'>, b: BudgetInput): BudgetName | null {
-  const deadline = b.deadlineAtMs ?? (spec.timeout_ms !== undefined ? b.createdAtMs + spec.timeout_ms : undefined);
+  const deadline = b.deadlineAtMs ?? runDeadline(spec, b.createdAtMs);
   if (deadline !== undefined && b.nowMs >= deadline) return 'timeout';
   if (spec.max_total_tokens !== undefined && b.treeTokens >= spec.max_total_tokens) return 'max_total_tokens';
   if (b.depth >= spec.max_depth) return 'max_depth';

@@ -1,6 +1,6 @@
 import type { Job } from 'bullmq';
 import type { Queue } from 'bullmq';
-import { AgentqError, BUILTIN_TOOL_NAMES, compileAllowlist, isTerminal, lazyChild, type ContextStore, toolCallJobSchema, type Logger, type RunStore, type ToolResultRecord } from '@agentq/shared';
+import { AgentqError, BUILTIN_TOOL_NAMES, compileAllowlist, isTerminal, lazyChild, runDeadline, type ContextStore, toolCallJobSchema, type Logger, type RunStore, type ToolResultRecord } from '@agentq/shared';
 import type { ToolCallOutcome, ToolDescriptor } from './mcp-registry.js';
 import { runAgentQuery } from './builtin/agent-query.js';
 import { runContextTool } from './builtin/context-tools.js';
@@ -57,7 +57,7 @@ export async function processToolCall(job: Job, deps: ToolCallDeps, signal?: Abo
   if (begun.kind === 'done') return { index, skipped: 'done before' };
   if (begun.kind === 'ended') return { index, skipped: begun.run?.status ?? 'missing' };
   const { run, interrupted } = begun;
-  const deadline = run.spec.deadline_at ?? (run.spec.timeout_ms !== undefined ? Date.parse(run.createdAt) + run.spec.timeout_ms : undefined);
+  const deadline = runDeadline(run.spec, Date.parse(run.createdAt));
   const tool = deps.runner.tools().find((t) => t.name === name);
 
   let outcome: ToolCallOutcome;

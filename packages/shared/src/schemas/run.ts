@@ -92,6 +92,14 @@ export interface RunSpec {
   nesting: number;
 }
 
+/**
+ * When a run must end (ms since epoch), or undefined: the absolute deadline set at creation
+ * (sub-runs inherit their root's), else `created + timeout_ms` for a spec without one.
+ */
+export function runDeadline(spec: Pick<RunSpec, 'deadline_at' | 'timeout_ms'>, createdAtMs: number): number | undefined {
+  return spec.deadline_at ?? (spec.timeout_ms !== undefined ? createdAtMs + spec.timeout_ms : undefined);
+}
+
 /** The run object of the public API. */
 export interface RunObject {
   id: string;

@@ -12,6 +12,3 @@ export type Usage = z.infer<typeof usageSchema>;
 
 export const USAGE_FIELDS = ['prompt_tokens', 'completion_tokens', 'total_tokens', 'model_calls', 'tool_calls'] as const;
 
-export function emptyUsage(): Usage {
-  return { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, model_calls: 0, tool_calls: 0 };
-}

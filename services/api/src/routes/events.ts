@@ -64,8 +64,8 @@ export function eventsRoutes(deps: { store: RunStore; hub: EventHub; ownRun: (ow
         }
         while (!finished) {
           if (pending.length === 0) {
+            // Woken by new events or an abort, else after the keep-alive interval.
             await new Promise<void>((resolve) => {
-              wake = resolve;
               const t = setTimeout(resolve, KEEPALIVE_MS);
               wake = () => {
                 clearTimeout(t);
