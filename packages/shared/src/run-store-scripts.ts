@@ -93,13 +93,41 @@ return 1
 `;
 
 /**
- * KEYS: the step's tool hash, events. ARGV: index, result JSON, maxlen, event data JSON.
- * Stores a tool result unless one is stored, and only then appends `tool.completed`.
- * Returns the stored result (this one, or the one stored before).
+ * KEYS: the step's tool hash, events, then (when the round's size is known) run, messages and
+ * the ancestors' run hashes. ARGV: index, result JSON, maxlen, event data JSON, then depth, the
+ * number of calls in the round and this call's \`tool\` message JSON.
+ * Stores a tool result unless one is stored, and only then appends \`tool.completed\`. The call
+ * that stores the round's last result also appends the round's \`tool\` messages, in call order,
+ * exactly as APPEND_TOOL_MESSAGES would (same marker, same counters), so the next turn finds its
+ * transcript complete and writes nothing before its model call. If a result of the round came
+ * without its message (a permanently failed job stores none), nothing is appended here and the
+ * next turn appends the messages itself. Returns the stored result (this one, or the earlier one).
  */
 export const COMPLETE_TOOL_CALL = `
 if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return redis.call('HGET', KEYS[1], ARGV[1]) end
 redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'type', 'tool.completed', 'data', ARGV[4])
+if #KEYS < 4 then return ARGV[2] end
+redis.call('HSET', KEYS[1], ARGV[1] .. ':msg', ARGV[7])
+local count = tonumber(ARGV[6])
+if redis.call('HINCRBY', KEYS[1], 'n:msgs', 1) < count then return ARGV[2] end
+local status = redis.call('HGET', KEYS[3], 'status')
+if not status or status == 'completed' or status == 'failed' or status == 'cancelled' or status == 'incomplete' then
+  return ARGV[2]
+end
+local fields = {}
+for i = 0, count - 1 do fields[#fields + 1] = i .. ':msg' end
+local msgs = redis.call('HMGET', KEYS[1], unpack(fields))
+for i = 1, count do if not msgs[i] then return ARGV[2] end end
+if redis.call('HSETNX', KEYS[3], 'm:t:' .. ARGV[5], 1) == 0 then return ARGV[2] end
+redis.call('RPUSH', KEYS[4], unpack(msgs))
+redis.call('HDEL', KEYS[1], unpack(fields))
+redis.call('HINCRBY', KEYS[3], 'u:tool_calls', count)
+redis.call('HSET', KEYS[3], 'depth', tonumber(ARGV[5]) + 1)
+for k = 3, #KEYS do
+  if k ~= 4 and (k == 3 or redis.call('EXISTS', KEYS[k]) == 1) then
+    redis.call('HINCRBY', KEYS[k], 'ut:tool_calls', count)
+  end
+end
 return ARGV[2]
 `;
 

@@ -25,3 +25,81 @@ describe('the run index', () => {
     expect(await redis.zrange(store.global.runIndex('o'), '0', '-1')).toEqual([recent, fresh]);
   });
 });
+
+describe("a round's tool messages", () => {
+  const results = (id: string, output: string) => ({
+    id,
+    name: 'crm__search',
+    status: 'completed' as const,
+    output,
+    is_error: false,
+    attempts: 1,
+    duration_ms: 1,
+    started_at: new Date().toISOString(),
+    completed_at: new Date().toISOString(),
+  });
+
+  /** A run whose step 0 asked for `n` tool calls, as the agent-worker leaves it. */
+  async function roundOf(n: number, runSpec: RunSpec = spec) {
+    const store = new RunStore({ redis, prefix: `rs${randomBytes(3).toString('hex')}` });
+    const id = newId('run');
+    await store.createRun({ id, owner: 'o', spec: runSpec, messages: [{ role: 'user', content: 'hi' }] });
+    const { run } = (await store.loadTurn(id, 0))!;
+    const tool_calls = Array.from({ length: n }, (_, i) => ({ id: `call_${i}`, type: 'function' as const, function: { name: 'crm__search', arguments: `{"i":${i}}` } }));
+    const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };
+    const now = new Date().toISOString();
+    await store.commitStep(run, { depth: 0, status: 'completed', model: 'm', usage, started_at: now, completed_at: now, message: { role: 'assistant', content: null, tool_calls } }, { depth: 0 });
+    return { store, run, id };
+  }
+
+  it('are appended by the call that stores the last result, once and in call order', async () => {
+    const { store, run, id } = await roundOf(3);
+    for (const i of [2, 0, 1]) {
+      expect((await store.loadTurn(id, 1))!.toolMessagesAppended).toBe(false);
+      await store.completeToolCall(id, 0, i, results(`call_${i}`, `out ${i}`), { index: i }, { run, count: 3 });
+    }
+    // A redelivered call stores nothing new and appends nothing again.
+    await store.completeToolCall(id, 0, 1, results('call_1', 'again'), { index: 1 }, { run, count: 3 });
+    const turn = (await store.loadTurn(id, 1))!;
+    expect(turn.toolMessagesAppended).toBe(true);
+    expect(turn.messages.slice(2)).toEqual([0, 1, 2].map((i) => ({ role: 'tool', tool_call_id: `call_${i}`, content: `out ${i}` })));
+    expect(turn.run.depth).toBe(1);
+    expect(turn.run.usage.tool_calls).toBe(3);
+    expect((await store.getRun(id))!.usage_total.tool_calls).toBe(3);
+    // The next turn, seeing them there, appends nothing more.
+    expect(await store.appendToolMessages(turn.run, 0, [])).toBe(false);
+    expect(await redis.hkeys(store.keys(id).tools(0))).toEqual(expect.not.arrayContaining(['0:msg', '1:msg', '2:msg']));
+  });
+
+  it('are left to the next turn while a call has no result, or when the run has ended', async () => {
+    const partial = await roundOf(2);
+    await partial.store.completeToolCall(partial.id, 0, 0, results('call_0', 'out 0'), {}, { run: partial.run, count: 2 });
+    expect((await partial.store.loadTurn(partial.id, 1))!.toolMessagesAppended).toBe(false);
+    expect(await partial.store.getMessages(partial.id)).toHaveLength(2);
+
+    const ended = await roundOf(1);
+    await ended.store.finishRun(ended.id, { status: 'cancelled', stopReason: 'cancelled' });
+    await ended.store.completeToolCall(ended.id, 0, 0, results('call_0', 'late'), {}, { run: ended.run, count: 1 });
+    expect(await ended.store.getMessages(ended.id)).toHaveLength(2);
+  });
+
+  it("count toward the ancestors' usage_total", async () => {
+    const store = new RunStore({ redis, prefix: `rs${randomBytes(3).toString('hex')}` });
+    const parent = newId('run');
+    await store.createRun({ id: parent, owner: 'o', spec, messages: [] });
+    const child = await (async () => {
+      const id = newId('run');
+      const childSpec = { ...spec, ancestors: [parent], nesting: 1 };
+      await store.createRun({ id, owner: 'o', spec: childSpec, messages: [{ role: 'user', content: 'x' }] });
+      const { run } = (await store.loadTurn(id, 0))!;
+      const now = new Date().toISOString();
+      const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };
+      const message = { role: 'assistant' as const, content: null, tool_calls: [{ id: 'c', type: 'function' as const, function: { name: 't', arguments: '{}' } }] };
+      await store.commitStep(run, { depth: 0, status: 'completed', model: 'm', usage, started_at: now, completed_at: now, message }, { depth: 0 });
+      return { id, run };
+    })();
+    await store.completeToolCall(child.id, 0, 0, results('c', 'ok'), {}, { run: child.run, count: 1 });
+    expect((await store.getRun(parent))!.usage_total.tool_calls).toBe(1);
+    expect((await store.getRun(child.id))!.usage.tool_calls).toBe(1);
+  });
+});

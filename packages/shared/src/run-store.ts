@@ -108,7 +108,7 @@ export class RunStore {
     this.redis.defineCommand('agentqAppendToolMessages', { lua: APPEND_TOOL_MESSAGES });
     this.redis.defineCommand('agentqStartRun', { lua: START_RUN, numberOfKeys: 2 });
     this.redis.defineCommand('agentqFinishRun', { lua: FINISH_RUN });
-    this.redis.defineCommand('agentqCompleteToolCall', { lua: COMPLETE_TOOL_CALL, numberOfKeys: 2 });
+    this.redis.defineCommand('agentqCompleteToolCall', { lua: COMPLETE_TOOL_CALL });
     this.redis.defineCommand('agentqBeginToolCall', { lua: BEGIN_TOOL_CALL, numberOfKeys: 3 });
   }
 
@@ -470,11 +470,34 @@ export class RunStore {
 
   /**
    * Stores a tool result unless one is stored already and, if this one is, appends
-   * `tool.completed` with `event`: one round trip. Returns the result that is stored.
+   * \`tool.completed\` with \`event\`: one round trip. With \`round\` (the run and the number of
+   * calls in the step), the call that stores the round's last result also appends the round's
+   * \`tool\` messages in call order (see COMPLETE_TOOL_CALL). Returns the result that is stored.
    */
-  async completeToolCall(runId: string, depth: number, index: number, rec: ToolResultRecord, event: Record<string, unknown>): Promise<ToolResultRecord> {
+  async completeToolCall(
+    runId: string,
+    depth: number,
+    index: number,
+    rec: ToolResultRecord,
+    event: Record<string, unknown>,
+    round?: { run: RunState; count: number },
+  ): Promise<ToolResultRecord> {
     const k = this.keys(runId);
-    const stored = await (this.redis as any).agentqCompleteToolCall(k.tools(depth), k.events, String(index), JSON.stringify(rec), EVENTS_MAXLEN, JSON.stringify(event));
+    const head = [k.tools(depth), k.events];
+    const args = [String(index), JSON.stringify(rec), EVENTS_MAXLEN, JSON.stringify(event)];
+    const stored = round
+      ? await (this.redis as any).agentqCompleteToolCall(
+          4 + round.run.spec.ancestors.length,
+          ...head,
+          k.run,
+          k.messages,
+          ...round.run.spec.ancestors.map((a) => this.keys(a).run),
+          ...args,
+          depth,
+          round.count,
+          JSON.stringify(toolMessage(rec.id, rec.output)),
+        )
+      : await (this.redis as any).agentqCompleteToolCall(2, ...head, ...args);
     return JSON.parse(stored) as ToolResultRecord;
   }
 
@@ -499,6 +522,11 @@ export class RunStore {
   async setToolCatalog(tools: ToolCatalogEntry[]): Promise<void> {
     await this.redis.set(this.global.toolCatalog, JSON.stringify(tools));
   }
+}
+
+/** The \`tool\` message a call's result becomes in the transcript. */
+export function toolMessage(toolCallId: string, content: string): ChatMessage {
+  return { role: 'tool', tool_call_id: toolCallId, content };
 }
 
 /** A tool as the API lists it and the model is offered it. */

@@ -8,6 +8,7 @@ import {
   AgentqError,
   RetryableError,
   isTerminal,
+  toolMessage,
   type BudgetName,
   type ChatMessage,
   type JobLogger,
@@ -41,11 +42,9 @@ export interface AgentTurnDeps {
 
 /** The tool messages of a finished round, in the order of the assistant's `tool_calls`. */
 export function toolMessagesInCallOrder(prev: StepRecord, results: Map<number, { output: string }>): ChatMessage[] {
-  return (prev.message.tool_calls ?? []).map((tc, i) => ({
-    role: 'tool' as const,
-    tool_call_id: tc.id,
-    content: results.get(i)?.output ?? `Error executing ${tc.function.name}: the tool call failed and no result was recorded`,
-  }));
+  return (prev.message.tool_calls ?? []).map((tc, i) =>
+    toolMessage(tc.id, results.get(i)?.output ?? `Error executing ${tc.function.name}: the tool call failed and no result was recorded`),
+  );
 }
 
 /** Runs ONE model step of a run: the heart of the durable loop. */
@@ -71,7 +70,9 @@ export async function processAgentTurn(job: Job, deps: AgentTurnDeps, signal?: A
       messages = again.messages;
     }
   }
-  if (run.status === 'queued') await deps.store.startRun(runId);
+  // Not awaited: commands on one connection keep their order, so \`run.started\` still lands
+  // before the step's events; if it fails, the next turn (still seeing 'queued') tries again.
+  if (run.status === 'queued') void deps.store.startRun(runId).catch((err: Error) => log.warn({ err: err.message }, 'could not mark the run started'));
 
   try {
     return await runStep(job, deps, run, depth, messages, turn.step, log, signal);

@@ -19,7 +19,7 @@ export async function fanOut(flow: FlowProducer, runId: string, depth: number, t
     // (holding no worker slot) through the sub-run's whole chain and resumes once, at its end.
     opts: { ...jobOptions.agentTurn, jobId: jobIds.agentTurn(runId, depth + 1), ...(parentJob ? { parent: parentJob, ignoreDependencyOnFailure: true } : {}) },
     children: toolCalls.map((tc, index) => {
-      const data: ToolCallJob = { runId, depth, index, toolCallId: tc.id, name: tc.function.name, arguments: tc.function.arguments, ...trace };
+      const data: ToolCallJob = { runId, depth, index, toolCallId: tc.id, name: tc.function.name, arguments: tc.function.arguments, count: toolCalls.length, ...trace };
       return {
         name: jobNames.toolCall(runId, depth, tc.function.name),
         queueName: QUEUES.tool,

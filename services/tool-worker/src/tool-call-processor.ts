@@ -128,7 +128,7 @@ export async function processToolCall(job: Job, deps: ToolCallDeps, signal?: Abo
     name,
     is_error: rec.is_error,
     duration_ms: rec.duration_ms,
-  });
+  }, data.count ? { run, count: data.count } : undefined);
   log.debug({ is_error: stored.is_error, duration_ms: stored.duration_ms }, 'tool call done');
   return { index, record: stored };
 }

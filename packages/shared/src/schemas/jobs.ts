@@ -15,6 +15,8 @@ export const toolCallJobSchema = z.object({
   toolCallId: z.string(),
   name: z.string(),
   arguments: z.string(),
+  /** How many calls the step made; lets the round's last result append the tool messages. */
+  count: z.number().int().min(1).optional(),
   traceparent: traceparent.optional(),
 });
 export type ToolCallJob = z.infer<typeof toolCallJobSchema>;
