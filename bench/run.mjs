@@ -22,7 +22,8 @@
 // BENCH_RUNS=1000 (runs in scenarios 2 and 3), BENCH_PROFILE=1 (CPU profiles of the services
 // during scenario 2 with one agent-worker, into bench/results/profiles; summarise one with
 // `node bench/profile-summary.mjs <file>`), BENCH_NODE_OPTIONS (extra NODE_OPTIONS for the
-// agentq services, e.g. "--max-old-space-size=256"; does not write BENCHMARKS.md),
+// agentq services, which otherwise get the heap flags they ship with (scripts/lib/services.mjs),
+// e.g. "--max-old-space-size=512" to size the heap differently; does not write BENCHMARKS.md),
 // BENCH_REPORT_ONLY=1 (no measuring: render BENCHMARKS.md and the chart again from
 // bench/results/latest.json, e.g. after editing bench/findings.md).
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -58,6 +59,7 @@ import {
 } from './lib/harness.mjs';
 import { startInProcessLoop } from './lib/inprocess-loop.mjs';
 import { stopProc, tmpDir } from './lib/procs.mjs';
+import { HEAP_FLAGS } from '../scripts/lib/services.mjs';
 import { machineInfo, report } from './lib/report.mjs';
 import { summary } from './lib/stats.mjs';
 
@@ -235,10 +237,28 @@ async function unitCosts(loop) {
     const c = process.cpuUsage(c0);
     return { label, n, cpuMs: (c.user + c.system) / 1000 / n, wallMs: (performance.now() - t0) / n };
   };
+  // A hand-off to a process that has been idle a few ms costs more wall time than a
+  // back-to-back one (the one-at-a-time scenario is made of such hand-offs): time only the call.
+  const afterIdle = async (label, n, fn) => {
+    let wall = 0;
+    let cpu = 0;
+    for (let i = 0; i < n; i++) {
+      await sleep(5);
+      const c0 = process.cpuUsage();
+      const t0 = performance.now();
+      await fn();
+      wall += performance.now() - t0;
+      const c = process.cpuUsage(c0);
+      cpu += (c.user + c.system) / 1000;
+    }
+    return { label, n, cpuMs: cpu / n, wallMs: wall / n };
+  };
   const out = [
     await measure('Redis round trip (HGET), client CPU', QUICK ? 1000 : 5000, () => redisClient.hget('bench-unit', 'f')),
     await measure('model call, openai SDK, streamed (tool calls)', QUICK ? 200 : 1000, () => loop.callModel('bench')),
     await measure('MCP tool call, MCP SDK client over ' + MCP, QUICK ? 200 : 1000, () => loop.callTool()),
+    await afterIdle('model call, streamed, 5 ms after the last one (processes idle)', QUICK ? 100 : 300, () => loop.callModel('bench')),
+    await afterIdle('Redis round trip (HGET), 5 ms after the last one', QUICK ? 100 : 300, () => redisClient.hget('bench-unit', 'f')),
   ];
   await redisClient.del('bench-unit');
   redisClient.disconnect();
@@ -365,11 +385,11 @@ async function scenarioConcurrency() {
   if (mcp.proc) await stopProc(mcp.proc);
 
   // One agent-worker with a slot per concurrent run: a model step is I/O, it holds a slot for 500 ms.
-  // Then again with a smaller V8 young generation and old-space cap: how much of the peak RSS is
-  // garbage the default heap sizing lets accumulate.
-  const measureStack = async (label, nodeOptions, runSizes) => {
+  // The services run with the heap sizing they ship with (scripts/lib/services.mjs HEAP_FLAGS,
+  // the Dockerfile); then again with V8's default heap sizing, to show what those flags buy.
+  const measureStack = async (label, v8Heap, runSizes) => {
     const probeDir = tmpDir(mkdtempSync(join(tmpdir(), 'agentq-bench-mem-')));
-    const stack = await startAgentq(ctl, redis.url, { agentConcurrency: N.many, toolConcurrency: 100, mcpTransport: MCP, probeDir, nodeOptions: `--expose-gc ${nodeOptions}`.trim() });
+    const stack = await startAgentq(ctl, redis.url, { agentConcurrency: N.many, toolConcurrency: 100, mcpTransport: MCP, probeDir, nodeOptions: '--expose-gc', v8Heap });
     try {
       const idle = memory(stack.processes());
       const batches = {};
@@ -389,14 +409,13 @@ async function scenarioConcurrency() {
       rmSync(probeDir, { recursive: true, force: true });
     }
   };
-  const plain = await measureStack('', '', sizes);
-  const agentq = plain.batches;
-  const mem = plain.memory;
-  const tunedOptions = '--max-semi-space-size=4 --max-old-space-size=256';
-  const tunedRun = await measureStack(' (heap-tuned)', tunedOptions, [N.many]);
-  const tuned = { nodeOptions: tunedOptions, agentq: tunedRun.batches[N.many], memory: tunedRun.memory };
-  const stack = plain;
-  return { modelMs: SLOW_MS, idealMs: TURNS * SLOW_MS, sizes, inproc, agentq, config: stack.config, memory: mem, tuned };
+  const shipped = await measureStack('', false, sizes);
+  const agentq = shipped.batches;
+  const mem = shipped.memory;
+  const v8Run = await measureStack(' (V8 default heap)', true, [N.many]);
+  const v8Defaults = { agentq: v8Run.batches[N.many], memory: v8Run.memory };
+  const stack = shipped;
+  return { modelMs: SLOW_MS, idealMs: TURNS * SLOW_MS, sizes, inproc, agentq, config: stack.config, heapFlags: HEAP_FLAGS, memory: mem, v8Defaults };
 }
 
 /** Commands and round trips of one window, from the server's stats and the clients' probes. */
@@ -506,7 +525,7 @@ const results = {
   quick: QUICK,
   startedAt: new Date(T0).toISOString(),
   machine: await machineInfo(ctl, redis),
-  config: { repeat: REPEAT, serviceNodeOptions: process.env.BENCH_NODE_OPTIONS ?? null, rounds: ROUNDS, fanout: FANOUT, turns: TURNS, toolCallsPerRun: TOOL_CALLS, mcpTransport: MCP, sizes: N, httpConcurrency: HTTP_CONCURRENCY, slowModelMs: SLOW_MS },
+  config: { repeat: REPEAT, serviceNodeOptions: process.env.BENCH_NODE_OPTIONS ?? null, heapFlags: HEAP_FLAGS, rounds: ROUNDS, fanout: FANOUT, turns: TURNS, toolCallsPerRun: TOOL_CALLS, mcpTransport: MCP, sizes: N, httpConcurrency: HTTP_CONCURRENCY, slowModelMs: SLOW_MS },
 };
 let failed = null;
 try {

@@ -11,6 +11,7 @@ import { Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import { childPids, cpuMs, firstJsonLine, freePort, machineBusyMs, memMB, sleep, spawnProc, stopProc, tmpDir } from './procs.mjs';
 import { pool } from './stats.mjs';
+import { serviceNodeOptions } from '../../scripts/lib/services.mjs';
 
 export const ROOT = join(import.meta.dirname, '..', '..');
 const BENCH = join(ROOT, 'bench');
@@ -134,15 +135,18 @@ async function workersReady(ctl, prefix, counts) {
 /**
  * Starts agentq as built processes (api, agent-worker × agentWorkers, tool-worker) with the
  * scripted model and the no-op MCP server. `probeDir` loads the Redis probe into every service.
+ * The services get the NODE_OPTIONS `npm start` and the Dockerfile give them (the shipped V8
+ * heap sizing) unless BENCH_NODE_OPTIONS sizes the heap, or `v8Heap` asks for V8's defaults.
  */
-export async function startAgentq(ctl, redisUrl, { tag = 'agentq', agentWorkers = 1, agentConcurrency = 100, toolConcurrency = 100, mcpTransport = 'stdio', probeDir, nodeOptions = '' } = {}) {
+export async function startAgentq(ctl, redisUrl, { tag = 'agentq', agentWorkers = 1, agentConcurrency = 100, toolConcurrency = 100, mcpTransport = 'stdio', probeDir, nodeOptions = '', v8Heap = false, env: extraEnv = {} } = {}) {
   const prefix = newPrefix(tag);
   const model = await startModel();
   const mcp = await startMcp(mcpTransport);
   const mcpFile = join(tmpdir(), `${prefix}-mcp.json`);
   writeFileSync(tmpDir(mcpFile), JSON.stringify({ mcpServers: { noop: mcp.config } }));
   const port = await freePort();
-  const options = [process.env.BENCH_NODE_OPTIONS ?? '', nodeOptions, probeDir ? `--import ${pathToFileURL(join(BENCH, 'lib', 'redis-probe.mjs')).href}` : ''].filter(Boolean).join(' ');
+  const given = [process.env.BENCH_NODE_OPTIONS ?? '', nodeOptions, probeDir ? `--import ${pathToFileURL(join(BENCH, 'lib', 'redis-probe.mjs')).href}` : ''].filter(Boolean).join(' ');
+  const options = v8Heap ? given : serviceNodeOptions(given);
   const env = {
     PATH: process.env.PATH,
     HOME: process.env.HOME ?? '/tmp',
@@ -159,6 +163,7 @@ export async function startAgentq(ctl, redisUrl, { tag = 'agentq', agentWorkers 
     TOOL_CONCURRENCY: String(toolConcurrency),
     ...(options ? { NODE_OPTIONS: options } : {}),
     ...(probeDir ? { BENCH_PROBE_DIR: probeDir } : {}),
+    ...extraEnv,
   };
   const svc = (name, file = name.replace(/-\d+$/, '')) => spawnProc(name, NODE, [join(ROOT, 'services', file, 'dist', 'main.js')], { env });
   const procs = [];

@@ -85,8 +85,8 @@ export function derive(r) {
     d.targets.push({ name: `${c.sizes.at(-1)} concurrent runs at ${c.modelMs} ms within 1.2× the ideal (${c.idealMs / 1000} s)`, value: `${fmt(big.wallMs / 1000)} s = ${x(d.concurrencyRatio)} (in-process loop: ${fmt(c.inproc[c.sizes.at(-1)].wallMs / 1000)} s)`, ok: d.concurrencyRatio <= 1.2 });
     const agentPeak = (mem) => Math.max(...mem.filter((m) => m.name.startsWith('agent-worker')).map((m) => m.peak));
     const peak = agentPeak(c.memory);
-    const tunedNote = c.tuned ? `; ${fmt(agentPeak(c.tuned.memory))} MB with NODE_OPTIONS="${c.tuned.nodeOptions}" (then ${fmt(c.tuned.agentq.wallMs / 1000)} s for the ${c.sizes.at(-1)} runs)` : '';
-    d.targets.push({ name: 'agent-worker peak RSS < 300 MB', value: `${fmt(peak)} MB (VmHWM, ${c.sizes.at(-1)} runs in flight, default heap)${tunedNote}`, ok: peak < 300 });
+    const v8Note = c.v8Defaults ? `; ${fmt(agentPeak(c.v8Defaults.memory))} MB with V8's default heap sizing (then ${fmt(c.v8Defaults.agentq.wallMs / 1000)} s for the ${c.sizes.at(-1)} runs)` : '';
+    d.targets.push({ name: 'agent-worker peak RSS < 300 MB', value: `${fmt(peak)} MB (VmHWM, ${c.sizes.at(-1)} runs in flight, shipped heap flags "${c.heapFlags}")${v8Note}`, ok: peak < 300 });
   }
   return d;
 }
@@ -120,10 +120,10 @@ function summaryRows(r, d) {
     }
     const mem = c.memory.map((m) => `${m.name} ${fmt(m.peak)}`).join(', ');
     rows.push(['3', 'peak RSS (VmHWM) per process, MB', mem, '', '']);
-    if (c.tuned) {
+    if (c.v8Defaults) {
       const n = c.sizes.at(-1);
-      rows.push(['3', `${n} runs at once, heap-tuned services: wall time`, `${fmt(c.tuned.agentq.wallMs / 1000)} s${reps(c.tuned.agentq, (v) => fmt(v.wallMs / 1000))}`, `default heap ${fmt(c.agentq[n].wallMs / 1000)} s`, `${x(c.tuned.agentq.wallMs / c.idealMs)} ideal`]);
-      rows.push(['3', '  peak RSS, heap-tuned, MB', c.tuned.memory.filter((m) => m.heap).map((m) => `${m.name} ${fmt(m.peak)}`).join(', '), `NODE_OPTIONS="${c.tuned.nodeOptions}"`, '']);
+      rows.push(['3', `${n} runs at once, V8 default heap: wall time`, `${fmt(c.v8Defaults.agentq.wallMs / 1000)} s${reps(c.v8Defaults.agentq, (v) => fmt(v.wallMs / 1000))}`, `shipped heap flags ${fmt(c.agentq[n].wallMs / 1000)} s`, `${x(c.v8Defaults.agentq.wallMs / c.idealMs)} ideal`]);
+      rows.push(['3', '  peak RSS, V8 default heap, MB', c.v8Defaults.memory.filter((m) => m.heap).map((m) => `${m.name} ${fmt(m.peak)}`).join(', '), 'no heap flags', '']);
     }
   }
   if (r.redis) {
@@ -216,7 +216,7 @@ function chart(r, d) {
           { label: `in-process, ${n} runs`, value: c.inproc[n].wallMs / 1000, color: INP, note: fmt(c.inproc[n].wallMs / 1000) },
           { label: `agentq, ${n} runs`, value: c.agentq[n].wallMs / 1000, color: AQ, note: `${fmt(c.agentq[n].wallMs / 1000)} (${x(c.agentq[n].wallMs / c.idealMs)})` },
         ]),
-        ...(c.tuned ? [{ label: `agentq, ${c.sizes.at(-1)}, heap-tuned`, value: c.tuned.agentq.wallMs / 1000, color: AQ, note: `${fmt(c.tuned.agentq.wallMs / 1000)} (${x(c.tuned.agentq.wallMs / c.idealMs)})` }] : []),
+        ...(c.v8Defaults ? [{ label: `agentq, ${c.sizes.at(-1)}, V8 default heap`, value: c.v8Defaults.agentq.wallMs / 1000, color: AQ, note: `${fmt(c.v8Defaults.agentq.wallMs / 1000)} (${x(c.v8Defaults.agentq.wallMs / c.idealMs)})` }] : []),
       ],
     });
   }
@@ -364,15 +364,15 @@ function markdown(r, d, header, rows) {
     const cc = r.concurrency;
     out.push('## Memory (scenario 3)');
     out.push('');
-    out.push(`Peak RSS (VmHWM from \`/proc/<pid>/status\`) of each process after ${cc.sizes.join(' and ')} concurrent runs with a ${cc.modelMs} ms model, one agent-worker with AGENT_CONCURRENCY=${cc.config.agentConcurrency}, TOOL_CONCURRENCY=${cc.config.toolConcurrency}:`);
+    out.push(`Peak RSS (VmHWM from \`/proc/<pid>/status\`) of each process after ${cc.sizes.join(' and ')} concurrent runs with a ${cc.modelMs} ms model, one agent-worker with AGENT_CONCURRENCY=${cc.config.agentConcurrency}, TOOL_CONCURRENCY=${cc.config.toolConcurrency}, the services started as \`npm start\` and the Dockerfile start them (\`NODE_OPTIONS="${cc.heapFlags}"\`):`);
     out.push('');
     out.push(mdTable(['process', 'RSS when started (MB)', 'peak RSS (MB)', 'RSS at the end (MB)', 'V8 heap used / total at the end (MB)', 'live heap after a full GC (MB)'], cc.memory.map((mm) => [mm.name, fmt(mm.started), fmt(mm.peak), fmt(mm.rss), mm.heap ? `${fmt(mm.heap.usedMB)} / ${fmt(mm.heap.totalMB)}` : '–', fmt(mm.heap?.liveMB)])));
     out.push('');
-    if (cc.tuned) {
+    if (cc.v8Defaults) {
       out.push('');
-      out.push(`The same ${cc.sizes.at(-1)} runs with \`NODE_OPTIONS="${cc.tuned.nodeOptions}"\` for the services (a smaller young generation and an old-space cap), wall time ${fmt(cc.tuned.agentq.wallMs / 1000)} s:`);
+      out.push(`The same ${cc.sizes.at(-1)} runs with V8's default heap sizing (no heap flags; a larger young generation and no old-space cap), wall time ${fmt(cc.v8Defaults.agentq.wallMs / 1000)} s:`);
       out.push('');
-      out.push(mdTable(['process', 'RSS when started (MB)', 'peak RSS (MB)', 'RSS at the end (MB)', 'V8 heap used / total at the end (MB)', 'live heap after a full GC (MB)'], cc.tuned.memory.map((mm) => [mm.name, fmt(mm.started), fmt(mm.peak), fmt(mm.rss), mm.heap ? `${fmt(mm.heap.usedMB)} / ${fmt(mm.heap.totalMB)}` : '–', fmt(mm.heap?.liveMB)])));
+      out.push(mdTable(['process', 'RSS when started (MB)', 'peak RSS (MB)', 'RSS at the end (MB)', 'V8 heap used / total at the end (MB)', 'live heap after a full GC (MB)'], cc.v8Defaults.memory.map((mm) => [mm.name, fmt(mm.started), fmt(mm.peak), fmt(mm.rss), mm.heap ? `${fmt(mm.heap.usedMB)} / ${fmt(mm.heap.totalMB)}` : '–', fmt(mm.heap?.liveMB)])));
     }
     out.push('');
     out.push('"At the end" is after the last run finished, before the services stop; the services run with `--expose-gc` in this scenario so that the probe can force one full collection and report what is still live.');

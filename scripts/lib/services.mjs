@@ -61,7 +61,25 @@ function eachLine(stream, onLine) {
 }
 
 /**
- * Spawns `node services/<name>/dist/main.js` with `env`. The child gets its own process group
+ * V8 heap sizing the services run with unless NODE_OPTIONS already sizes the heap (the
+ * Dockerfile sets the same). With V8's defaults an agent-worker holding 1,000 model streams
+ * peaked at ≈ 550 MB RSS of which ≈ 40 MB was live: garbage promoted out of a large young
+ * generation and collected late. An 8 MB semi-space and a 384 MB old-space cap kept it at
+ * ≈ 240 MB with no cost we could measure (a 4 MB semi-space cost ≈ 20 % more CPU a turn; either
+ * flag alone left it at 340–420 MB): `npm run bench`, BENCHMARKS.md. Raise the cap if
+ * AGENT_CONCURRENCY × transcript size needs more live heap.
+ */
+export const HEAP_FLAGS = '--max-semi-space-size=8 --max-old-space-size=384';
+
+/** NODE_OPTIONS for a service: `current`, plus HEAP_FLAGS unless `current` sizes the heap itself. */
+export function serviceNodeOptions(current = '') {
+  if (/--max-(old|semi)-space-size/.test(current)) return current;
+  return [current, HEAP_FLAGS].filter(Boolean).join(' ');
+}
+
+/**
+ * Spawns `node services/<name>/dist/main.js` with `env` (NODE_OPTIONS completed by
+ * serviceNodeOptions). The child gets its own process group
  * (so a terminal's Ctrl-C reaches it only through us, exactly once, and its MCP servers can be
  * killed with it). `onLine(line, stream)` receives each output line.
  *
@@ -70,7 +88,7 @@ function eachLine(stream, onLine) {
 export function startService(name, { env, onLine }) {
   const child = spawn(process.execPath, [serviceEntry(name)], {
     cwd: ROOT,
-    env,
+    env: { ...env, NODE_OPTIONS: serviceNodeOptions(env.NODE_OPTIONS) },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });
