@@ -28,8 +28,9 @@ RUN npm run build \
 # Dev dependencies are kept on purpose: they include MCP servers (e.g.
 # @modelcontextprotocol/server-memory) that an mcp.json may start over stdio.
 # NODE_OPTIONS: V8 heap sizing measured by `npm run bench` (same as HEAP_FLAGS in
-# scripts/lib/services.mjs): ≈ 250 MB instead of ≈ 550 MB peak RSS for an agent-worker with
-# 1,000 model streams open. Setting NODE_OPTIONS in the environment replaces it.
+# scripts/lib/services.mjs, where the trade-off is written down): ≈ 250 MB instead of ≈ 550 MB
+# peak RSS for an agent-worker with 1,000 model streams open, for more frequent GC. Setting
+# NODE_OPTIONS in the environment replaces it.
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=3000 \

@@ -4,75 +4,92 @@
 // the phases of each model turn and tool round from the run's event stream (Redis server time)
 // and the BullMQ job records (timestamp, processedOn, finishedOn: the workers' clocks, same
 // machine). Also prints each process's CPU per run (all its threads: JIT and GC included).
+// BARE=1 does the same for the bare-BullMQ baseline (no events there: job records only).
 //
-//   npm run build && N=200 node bench/timeline.mjs      (ROWS=1 also lists the last run's timeline; V8_HEAP=1 runs the services without the shipped heap flags)
+//   npm run build && N=200 node bench/timeline.mjs      (ROWS=1 also lists the last run's timeline;
+//   V8_HEAP=1 runs the services without the shipped heap flags)
 import { Redis } from 'ioredis';
 import { cpuMs } from './lib/procs.mjs';
-import { FANOUT, jobIds, QUEUES, ROUNDS, startAgentq, startRedis, submitAgentqRun, waitAgentqRun } from './lib/harness.mjs';
+import { bareClient, FANOUT, jobIds, QUEUES, ROUNDS, startAgentq, startBare, startRedis, submitAgentqRun, waitAgentqRun } from './lib/harness.mjs';
 
 const N = Number(process.env.N ?? 100);
 const redis = await startRedis();
 const ctl = new Redis(redis.url);
 const waiter = new Redis(redis.url);
-const stack = await startAgentq(ctl, redis.url, { mcpTransport: process.env.BENCH_MCP ?? 'stdio', v8Heap: Boolean(process.env.V8_HEAP) });
+const BARE = Boolean(process.env.BARE);
+const stack = BARE ? await startBare(ctl, redis.url) : await startAgentq(ctl, redis.url, { mcpTransport: process.env.BENCH_MCP ?? 'stdio', v8Heap: Boolean(process.env.V8_HEAP) });
+const bare = BARE ? await bareClient(redis.url, stack) : null;
+/** One run, start to end; resolves with its id. */
+const once = async () => {
+  if (bare) return bare.once();
+  const id = await submitAgentqRun(stack, 'bench');
+  await waitAgentqRun(waiter, stack, id);
+  return id;
+};
 const ms = (t) => Number(t);
 const eventTime = (id) => Number(id.split('-')[0]);
 try {
-  for (let i = 0; i < 20; i++) await waitAgentqRun(waiter, stack, await submitAgentqRun(stack, 'bench'));
+  for (let i = 0; i < 20; i++) await once();
   const procs = stack.processes();
   const c0 = procs.map((p) => cpuMs(p.pid));
   const times = [];
   const ids = [];
   for (let i = 0; i < N; i++) {
     const t = performance.now();
-    const id = await submitAgentqRun(stack, 'bench');
-    ids.push(id);
-    await waitAgentqRun(waiter, stack, id);
+    ids.push(await once());
     times.push(performance.now() - t);
   }
   for (const [i, p] of procs.entries()) console.log(`${p.name}: ${((cpuMs(p.pid) - c0[i]) / N).toFixed(2)} ms CPU per run`);
   times.sort((a, b) => a - b);
-  console.log(`run p50 ${times[Math.floor(N / 2)].toFixed(1)} ms over ${N} (submit → terminal event seen)\n`);
+  console.log(`run p50 ${times[Math.floor(N / 2)].toFixed(1)} ms over ${N} (${BARE ? 'first turn added → last turn completed event seen' : 'submit → terminal event seen'})\n`);
 
   const phases = {};
   const add = (k, v) => (phases[k] ??= []).push(v);
   const job = (queue, id) => ctl.hgetall(`${stack.prefix}:${queue}:${id}`);
   let rows = [];
   for (const runId of ids.slice(Math.min(10, N - 1))) {
-    const events = await ctl.xrange(`${stack.prefix}:r:{${runId}}:events`, '-', '+');
     const at = {};
     rows = [];
-    for (const [id, f] of events) {
-      const type = f[f.indexOf('type') + 1];
-      (at[type] ??= []).push(eventTime(id));
-      rows.push([eventTime(id), `event ${type}`]);
+    if (!BARE) {
+      for (const [id, f] of await ctl.xrange(`${stack.prefix}:r:{${runId}}:events`, '-', '+')) {
+        const type = f[f.indexOf('type') + 1];
+        (at[type] ??= []).push(eventTime(id));
+        rows.push([eventTime(id), `event ${type}`]);
+      }
     }
-    const t0 = at['run.queued'][0];
-    add('run: queued → completed', at['run.completed'][0] - t0);
+    const first = await job(QUEUES.agent, jobIds.agentTurn(runId, 0));
+    const t0 = BARE ? ms(first.timestamp) : at['run.queued'][0];
     for (let d = 0; d <= ROUNDS; d++) {
       const turn = await job(QUEUES.agent, jobIds.agentTurn(runId, d));
       rows.push([ms(turn.processedOn), `agent turn ${d} starts`], [ms(turn.finishedOn), `agent turn ${d} finished`]);
-      const started = at['step.started'][d];
-      const completed = at['step.completed'][d];
-      if (d === 0) add('0  queued → first turn starts', ms(turn.processedOn) - t0);
-      add('A  turn starts → step.started (load the turn)', started - ms(turn.processedOn));
-      add('B  step.started → step.completed (model call + commit)', completed - started);
+      if (d === 0) add(`0  ${BARE ? 'added' : 'queued'} → first turn starts`, ms(turn.processedOn) - t0);
+      // The bare processor does no work between starting and fanning out: its turn is C alone.
+      const completed = BARE ? ms(turn.processedOn) : at['step.completed'][d];
+      if (!BARE) {
+        const started = at['step.started'][d];
+        add('A  turn starts → step.started (load the turn)', started - ms(turn.processedOn));
+        add('B  step.started → step.completed (model call + commit)', completed - started);
+      }
       if (d === ROUNDS) {
-        add('Z  last step.completed → run.completed', at['run.completed'][0] - completed);
+        if (BARE) add('run: added → last turn finished', ms(turn.finishedOn) - t0);
+        else {
+          add('Z  last step.completed → run.completed', at['run.completed'][0] - completed);
+          add('run: queued → completed', at['run.completed'][0] - t0);
+        }
         continue;
       }
-      add('C  step.completed → turn job finished (fan-out flow + moveToFinished)', ms(turn.finishedOn) - completed);
+      add(`C  ${BARE ? 'turn starts' : 'step.completed'} → turn job finished (fan-out flow + moveToFinished)`, ms(turn.finishedOn) - completed);
       let lastDone = 0;
       for (let i = 0; i < FANOUT; i++) {
         const tool = await job(QUEUES.tool, jobIds.toolCall(runId, d, i));
         rows.push([ms(tool.processedOn), `tool ${d}.${i} starts`], [ms(tool.finishedOn), `tool ${d}.${i} finished`]);
         add('D  tool job added → starts', ms(tool.processedOn) - ms(tool.timestamp));
-        add('E  tool job starts → finished (begin, MCP call, complete)', ms(tool.finishedOn) - ms(tool.processedOn));
+        add(`E  tool job starts → finished${BARE ? '' : ' (begin, MCP call, complete)'}`, ms(tool.finishedOn) - ms(tool.processedOn));
         lastDone = Math.max(lastDone, ms(tool.finishedOn));
       }
       const next = await job(QUEUES.agent, jobIds.agentTurn(runId, d + 1));
       add('H  last tool job finished → next turn starts', ms(next.processedOn) - lastDone);
-      add('T  tool round: step.completed → next turn starts', ms(next.processedOn) - completed);
+      add(`T  tool round: ${BARE ? 'turn starts' : 'step.completed'} → next turn starts`, ms(next.processedOn) - completed);
     }
     rows = rows.map(([t, what]) => [t - t0, what]);
   }
@@ -83,6 +100,7 @@ try {
     for (const [t, what] of rows.sort((a, b) => a[0] - b[0])) console.log(`  ${String(t).padStart(4)}  ${what}`);
   }
 } finally {
+  await bare?.close();
   await stack.stop();
   ctl.disconnect();
   waiter.disconnect();

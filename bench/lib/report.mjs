@@ -313,7 +313,8 @@ function markdown(r, d, header, rows) {
   out.push('BENCH_ONLY=2,4 npm run bench       # some scenarios only (into bench/results/partial.json)');
   out.push('BENCH_PROFILE=1 npm run bench      # also CPU profiles of the services (bench/results/profiles)');
   out.push('node bench/profile-summary.mjs bench/results/profiles/<file>.cpuprofile');
-  out.push('BENCH_NODE_OPTIONS="--max-old-space-size=256" npm run bench   # extra NODE_OPTIONS for the services');
+  out.push('BENCH_NODE_OPTIONS="--max-old-space-size=1024" npm run bench   # NODE_OPTIONS for the services (one that sizes the heap replaces the shipped heap flags)');
+  out.push('N=200 node bench/timeline.mjs            # where the time of a turn goes, one run at a time (BARE=1: the bare-BullMQ baseline)');
   out.push('BENCH_REPORT_ONLY=1 node bench/run.mjs   # re-render this file and the chart from bench/results/latest.json');
   out.push('```');
   out.push('');
@@ -324,7 +325,7 @@ function markdown(r, d, header, rows) {
   out.push(`- **Workload**: every run is ${c.rounds} rounds of ${c.fanout} parallel tool calls and a final answer: ${c.turns} model steps (turns) and ${c.toolCallsPerRun} tool calls. "Per turn" divides a run by ${c.turns}.`);
   out.push('- **Model**: the project\'s scripted OpenAI-compatible server (`packages/scripted-llm`) in its own process, streaming its answers; its latency is 0 ms or 500 ms per call (`bench/llm-server.mjs`).');
   out.push(`- **Tools**: a no-op MCP server on the official SDK (\`bench/noop-mcp-server.mjs\`, one tool that answers "ok"), reached over **${c.mcpTransport}**${c.mcpTransport === 'stdio' ? ' (each tool-worker spawns its own)' : ' (one server process, stateless, JSON responses)'}.`);
-  out.push('- **agentq**: the built services as processes (`node services/<name>/dist/main.js`): one api, one or two agent-workers, one tool-worker, `LOG_LEVEL=warn`, default concurrency (100 per worker) unless said otherwise. Runs are submitted with `POST /v1/runs`.');
+  out.push(`- **agentq**: the built services as processes (\`node services/<name>/dist/main.js\`): one api, one or two agent-workers, one tool-worker, \`LOG_LEVEL=warn\`, default concurrency (100 per worker) unless said otherwise, with the heap flags \`npm start\` and the Dockerfile give them (\`NODE_OPTIONS="${r.config?.heapFlags ?? '(none recorded)'}"\`; scenario 3 also without). Runs are submitted with \`POST /v1/runs\`.`);
   out.push('- **In-process baseline**: the seeds\' recursive loop in the benchmark process (`bench/lib/inprocess-loop.mjs`): the openai SDK against the same scripted model, the MCP SDK client against the same MCP server, recurse. No queue, no store: a crash loses the run.');
   out.push('- **Bare BullMQ baseline**: the same job graph as agentq (a turn job per model step; each round a FlowProducer flow whose parent is the next turn and whose children are 3 tool jobs), same job ids, job options and lock settings, with no-op processors in separate agent and tool processes (`bench/bare-worker.mjs`). No model, no MCP, no run store: the queue\'s own cost.');
   out.push(`- **Repetitions**: every many-runs measurement is made ${r.config.repeat ?? 1} time(s) on the same processes and the fastest is kept (other processes on a shared machine only ever slow a run down; the first repetition also still warms the JIT); the tables list every repetition.`);

@@ -63,11 +63,12 @@ function eachLine(stream, onLine) {
 /**
  * V8 heap sizing the services run with unless NODE_OPTIONS already sizes the heap (the
  * Dockerfile sets the same). With V8's defaults an agent-worker holding 1,000 model streams
- * peaked at ≈ 550 MB RSS of which ≈ 40 MB was live: garbage promoted out of a large young
- * generation and collected late. An 8 MB semi-space and a 384 MB old-space cap kept it at
- * ≈ 240 MB with no cost we could measure (a 4 MB semi-space cost ≈ 20 % more CPU a turn; either
- * flag alone left it at 340–420 MB): `npm run bench`, BENCHMARKS.md. Raise the cap if
- * AGENT_CONCURRENCY × transcript size needs more live heap.
+ * peaked at ≈ 520–560 MB RSS of which ≈ 40 MB was live: garbage promoted out of a large young
+ * generation and collected late. An 8 MB semi-space and a 384 MB old-space cap keep it at
+ * ≈ 240–260 MB (either flag alone left it at 340–420 MB; a 4 MB semi-space cost ≈ 20 % more CPU
+ * a turn). The price is more frequent GC: ≈ 5 % more wall time for 1,000 concurrent runs at
+ * 500 ms and ≈ 10–15 % fewer runs/s when CPU-bound at 0 ms (`npm run bench`, BENCHMARKS.md).
+ * Raise the cap if AGENT_CONCURRENCY × transcript size needs more live heap.
  */
 export const HEAP_FLAGS = '--max-semi-space-size=8 --max-old-space-size=384';
 
