@@ -278,28 +278,33 @@ export class RunStore {
 
   /**
    * Everything a turn needs in one round trip: the run, its transcript, the step already
-   * committed at this depth (a redelivery), and the previous step with its tool results.
+   * committed at this depth (a redelivery), and whether the previous round's tool messages are
+   * in the transcript (the round's last tool result appends them; see loadToolRound if not).
    */
   async loadTurn(runId: string, depth: number) {
     const k = this.keys(runId);
-    const pipe = this.redis.pipeline().hgetall(k.run).lrange(k.messages, 0, -1).hmget(k.steps, String(depth), String(depth - 1));
-    if (depth > 0) pipe.hgetall(k.tools(depth - 1));
-    const res = (await pipe.exec()) ?? [];
+    const res = (await this.redis.pipeline().hgetall(k.run).lrange(k.messages, 0, -1).hget(k.steps, String(depth)).exec()) ?? [];
     for (const [err] of res) if (err) throw err;
     const h = res[0][1] as Record<string, string>;
     if (!h.spec) return null;
-    const [cur, prev] = res[2][1] as (string | null)[];
-    const toolHash = (depth > 0 ? res[3][1] : {}) as Record<string, string>;
-    const toolResults = new Map<number, ToolResultRecord>();
-    for (const [f, v] of Object.entries(toolHash)) if (!f.includes(':')) toolResults.set(Number(f), JSON.parse(v));
+    const cur = res[2][1] as string | null;
     return {
       run: this.stateFrom(runId, h),
       messages: (res[1][1] as string[]).map((m) => JSON.parse(m) as ChatMessage),
       step: cur ? (JSON.parse(cur) as StepRecord) : null,
-      prevStep: prev ? (JSON.parse(prev) as StepRecord) : null,
-      toolResults,
       toolMessagesAppended: depth > 0 && h[`m:t:${depth - 1}`] === '1',
     };
+  }
+
+  /** The step at `depth` and the tool results stored under its calls (by call index). */
+  async loadToolRound(runId: string, depth: number): Promise<{ step: StepRecord | null; results: Map<number, ToolResultRecord> }> {
+    const k = this.keys(runId);
+    const res = (await this.redis.pipeline().hget(k.steps, String(depth)).hgetall(k.tools(depth)).exec()) ?? [];
+    for (const [err] of res) if (err) throw err;
+    const raw = res[0][1] as string | null;
+    const results = new Map<number, ToolResultRecord>();
+    for (const [f, v] of Object.entries(res[1][1] as Record<string, string>)) if (!f.includes(':')) results.set(Number(f), JSON.parse(v));
+    return { step: raw ? (JSON.parse(raw) as StepRecord) : null, results };
   }
 
   /** Moves a queued run to running; true (and a `run.started` event) the first time only. */

@@ -1,6 +1,11 @@
-import { describe, expect, it } from 'vitest';
-import type { StepRecord } from '@agentq/shared';
-import { toolMessagesInCallOrder } from './agent-turn-processor.js';
+import { randomBytes } from 'node:crypto';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { FlowProducer, Job, Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import OpenAI from 'openai';
+import { createLogger, newId, QUEUES, RunStore, type RunSpec, type StepRecord } from '@agentq/shared';
+import { startScriptedLlm, type ScriptedLlm } from '@agentq/scripted-llm';
+import { processAgentTurn, toolMessagesInCallOrder } from './agent-turn-processor.js';
 
 const step = (names: string[]): StepRecord => ({
   depth: 0,
@@ -51,5 +56,48 @@ describe('toolMessagesInCallOrder', () => {
     const prev = step([]);
     delete prev.message.tool_calls;
     expect(toolMessagesInCallOrder(prev, new Map())).toEqual([]);
+  });
+});
+
+describe('a turn whose previous round lacks a result', () => {
+  const redis = new Redis(inject('redisUrl'));
+  const prefix = `atp${randomBytes(3).toString('hex')}`;
+  const queueRedis = new Redis(inject('redisUrl'), { maxRetriesPerRequest: null });
+  let llm: ScriptedLlm;
+  afterAll(async () => {
+    await llm?.close();
+    redis.disconnect();
+    queueRedis.disconnect();
+  });
+
+  it('appends the round itself, answering the call without a result with an error text', async () => {
+    llm = await startScriptedLlm({ handler: () => ({ content: 'done' }) });
+    const store = new RunStore({ redis, prefix });
+    const id = newId('run');
+    const spec: RunSpec = { model: 'm', max_depth: 5, on_budget_exhausted: 'final_answer', metadata: {}, ancestors: [], nesting: 0 };
+    await store.createRun({ id, owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
+    const { run } = (await store.loadTurn(id, 0))!;
+    const now = new Date().toISOString();
+    const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };
+    await store.commitStep(run, { depth: 0, status: 'completed', model: 'm', usage, started_at: now, completed_at: now, message: { role: 'assistant', content: null, tool_calls: [0, 1].map((i) => ({ id: `call_${i}`, type: 'function' as const, function: { name: `crm__t${i}`, arguments: '{}' } })) } }, { depth: 0 });
+    // Call 0 completed; call 1's job failed for good, so no result and no messages yet.
+    await store.completeToolCall(id, 0, 0, { id: 'call_0', name: 'crm__t0', status: 'completed', output: 'zero', is_error: false, attempts: 1, duration_ms: 1, started_at: now, completed_at: now }, {}, { run, count: 2 });
+    expect((await store.loadTurn(id, 1))!.toolMessagesAppended).toBe(false);
+
+    const flow = new FlowProducer({ connection: queueRedis, prefix });
+    const job = new Job(new Queue(QUEUES.agent, { connection: queueRedis, prefix }), 'turn', { runId: id, depth: 1 }, { attempts: 3 }, `${id}-1`);
+    const openai = new OpenAI({ baseURL: llm.baseURL, apiKey: 'x', maxRetries: 0 });
+    const deps = { store, flow, openai, logger: createLogger({ service: 'test', level: 'silent' }), tools: async () => [], modelTimeoutMs: 10_000 };
+    expect(await processAgentTurn(job, deps)).toEqual({ outcome: 'final_answer' });
+    await flow.close();
+
+    const tail = (await store.getMessages(id)).slice(2);
+    expect(tail[0]).toEqual({ role: 'tool', tool_call_id: 'call_0', content: 'zero' });
+    expect(tail[1]).toMatchObject({ role: 'tool', tool_call_id: 'call_1' });
+    expect(String(tail[1].content)).toMatch(/Error executing crm__t1/);
+    expect(tail[2]).toMatchObject({ role: 'assistant', content: 'done' });
+    // The model saw both answers before answering.
+    expect(llm.requests[0].messages.filter((m) => m.role === 'tool')).toHaveLength(2);
+    expect((await store.getRun(id))!.status).toBe('completed');
   });
 });

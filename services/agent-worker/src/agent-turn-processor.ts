@@ -60,8 +60,11 @@ export async function processAgentTurn(job: Job, deps: AgentTurnDeps, signal?: A
   if (isTerminal(run.status)) return { skipped: run.status };
   let messages = turn.messages;
 
-  if (depth > 0 && !turn.toolMessagesAppended && turn.prevStep) {
-    const toolMessages = toolMessagesInCallOrder(turn.prevStep, turn.toolResults);
+  // Normally the round's last tool result has appended the tool messages; if a result is
+  // missing (a tool job that failed for good), this turn appends them, with an error text there.
+  const round = depth > 0 && !turn.toolMessagesAppended ? await deps.store.loadToolRound(runId, depth - 1) : null;
+  if (round?.step) {
+    const toolMessages = toolMessagesInCallOrder(round.step, round.results);
     if (await deps.store.appendToolMessages(run, depth - 1, toolMessages)) messages.push(...toolMessages);
     else {
       // Another delivery of this turn appended them first, or the run ended: read again.
