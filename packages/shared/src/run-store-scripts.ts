@@ -95,13 +95,14 @@ return 1
 /**
  * KEYS: the step's tool hash, events, then (when the round's size is known) run, messages and
  * the ancestors' run hashes. ARGV: index, result JSON, maxlen, event data JSON, then depth, the
- * number of calls in the round and this call's \`tool\` message JSON.
- * Stores a tool result unless one is stored, and only then appends \`tool.completed\`. The call
- * that stores the round's last result also appends the round's \`tool\` messages, in call order,
+ * number of calls in the round and this call's `tool` message JSON.
+ * Stores a tool result unless one is stored, and only then appends `tool.completed`. The call
+ * that stores the round's last result also appends the round's `tool` messages, in call order,
  * exactly as APPEND_TOOL_MESSAGES would (same marker, same counters), so the next turn finds its
- * transcript complete and writes nothing before its model call. If a result of the round came
- * without its message (a permanently failed job stores none), nothing is appended here and the
- * next turn appends the messages itself. Returns the stored result (this one, or the earlier one).
+ * transcript complete and writes nothing before its model call. If a call of the round has no
+ * result (its job failed for good) or its result came without a message (stored by a worker of an
+ * earlier version), nothing is appended here and the next turn appends the messages itself.
+ * Returns the stored result (this one, or the earlier one).
  */
 export const COMPLETE_TOOL_CALL = `
 if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return redis.call('HGET', KEYS[1], ARGV[1]) end

@@ -475,9 +475,9 @@ export class RunStore {
 
   /**
    * Stores a tool result unless one is stored already and, if this one is, appends
-   * \`tool.completed\` with \`event\`: one round trip. With \`round\` (the run and the number of
+   * `tool.completed` with `event`: one round trip. With `round` (the run and the number of
    * calls in the step), the call that stores the round's last result also appends the round's
-   * \`tool\` messages in call order (see COMPLETE_TOOL_CALL). Returns the result that is stored.
+   * `tool` messages in call order (see COMPLETE_TOOL_CALL). Returns the result that is stored.
    */
   async completeToolCall(
     runId: string,
@@ -529,7 +529,7 @@ export class RunStore {
   }
 }
 
-/** The \`tool\` message a call's result becomes in the transcript. */
+/** The `tool` message a call's result becomes in the transcript. */
 export function toolMessage(toolCallId: string, content: string): ChatMessage {
   return { role: 'tool', tool_call_id: toolCallId, content };
 }

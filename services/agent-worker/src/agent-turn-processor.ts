@@ -73,7 +73,7 @@ export async function processAgentTurn(job: Job, deps: AgentTurnDeps, signal?: A
       messages = again.messages;
     }
   }
-  // Not awaited: commands on one connection keep their order, so \`run.started\` still lands
+  // Not awaited: commands on one connection keep their order, so `run.started` still lands
   // before the step's events; if it fails, the next turn (still seeing 'queued') tries again.
   if (run.status === 'queued') void deps.store.startRun(runId).catch((err: Error) => log.warn({ err: err.message }, 'could not mark the run started'));
 
