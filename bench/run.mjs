@@ -74,6 +74,7 @@ const N = {
   seq: QUICK ? 30 : 200,
   seqWarm: QUICK ? 5 : 20,
   seqSlow: QUICK ? 2 : 10,
+  seqBlocks: QUICK ? 3 : 8,
   many: MANY,
   few: Math.min(100, MANY),
   redisSeq: QUICK ? 10 : 50,
@@ -121,21 +122,6 @@ const quiet = async (processes = []) => {
   quietBudgetMs -= Date.now() - t;
   if (share >= 0.1) step(`  (the machine did not go quiet: other processes use ${(share * 100).toFixed(0)} % of it; measuring anyway)`);
 };
-
-/** Runs `once` `warm` times unmeasured, then `n` times; resolves with the durations (ms). */
-async function sequential(label, processes, n, warm, once) {
-  for (let i = 0; i < warm; i++) await once();
-  await quiet(processes);
-  const out = [];
-  const c0 = cpuSnapshot(processes, redisProc);
-  for (let i = 0; i < n; i++) {
-    const t = performance.now();
-    await once();
-    out.push(performance.now() - t);
-  }
-  noteForeign(label, foreignShare(c0, cpuSnapshot(processes, redisProc)));
-  return out;
-}
 
 async function agentqOnce(stack, model) {
   const id = await submitAgentqRun(stack, model);
@@ -267,33 +253,62 @@ async function unitCosts(loop) {
 }
 
 async function scenarioOverhead() {
-  step(`1. overhead per turn: ${N.seq} runs one at a time (+${N.seqWarm} warm-up), 0 ms model; MCP over ${MCP}`);
+  step(`1. overhead per turn: ${N.seq} runs one at a time each (+${N.seqWarm} warm-up), 0 ms model, the three systems interleaved in ${N.seqBlocks} blocks; MCP over ${MCP}`);
   const model = await startModel();
   const mcp = await startMcp(MCP);
   const loop = await startInProcessLoop({ baseURL: model.baseURL, mcp: mcp.config });
   const loopProcs = [{ name: 'model', pid: model.proc.pid }, ...(loop.mcpPid ? [{ name: 'mcp-server (stdio)', pid: loop.mcpPid }] : []), ...(mcp.proc ? [{ name: 'mcp-server', pid: mcp.proc.pid }] : [])];
-  const inproc = await sequential('in-process loop, one at a time', loopProcs, N.seq, N.seqWarm, () => loop.run('benchmark', 'bench'));
-  step(`  in-process loop: p50 ${summary(inproc).p50.toFixed(1)} ms`);
-  const inprocSlow = await sequential(`in-process loop, ${SLOW_MS} ms model`, loopProcs, N.seqSlow, 1, () => loop.run('benchmark', `bench-${SLOW_MS}ms`));
-  const units = await unitCosts(loop);
-  await loop.close();
-  await stopProc(model.proc);
-  if (mcp.proc) await stopProc(mcp.proc);
-
   const bare = await startBare(ctl, redis.url);
   const client = await bareClient(redis.url, bare);
-  const bareRuns = await sequential('bare BullMQ, one at a time', bare.processes(), N.seq, N.seqWarm, () => client.once());
-  await client.close();
-  await bare.stop();
-  step(`  bare BullMQ flows: p50 ${summary(bareRuns).p50.toFixed(1)} ms`);
-
   const stack = await startAgentq(ctl, redis.url, { mcpTransport: MCP });
-  const agentq = await sequential('agentq, one at a time', stack.processes(), N.seq, N.seqWarm, () => agentqOnce(stack, 'bench'));
-  step(`  agentq: p50 ${summary(agentq).p50.toFixed(1)} ms`);
-  const agentqSlow = await sequential(`agentq, ${SLOW_MS} ms model`, stack.processes(), N.seqSlow, 1, () => agentqOnce(stack, `bench-${SLOW_MS}ms`));
-  await stack.stop();
-  step(`  ${SLOW_MS} ms model: in-process p50 ${summary(inprocSlow).p50.toFixed(0)} ms, agentq p50 ${summary(agentqSlow).p50.toFixed(0)} ms`);
-  return { units, inproc: summary(inproc), bare: summary(bareRuns), agentq: summary(agentq), slow: { modelMs: SLOW_MS, inproc: summary(inprocSlow), agentq: summary(agentqSlow) } };
+  try {
+    // All three are up at once and take turns, block by block (in a rotating order), so that
+    // the machine's drift during the scenario (it moves by tens of per cent on this VM) weighs
+    // on each alike. Only one system works at a time; the others idle.
+    const systems = [
+      { key: 'inproc', label: 'in-process loop', procs: loopProcs, once: () => loop.run('benchmark', 'bench'), slow: () => loop.run('benchmark', `bench-${SLOW_MS}ms`) },
+      { key: 'bare', label: 'bare BullMQ flows', procs: bare.processes(), once: () => client.once() },
+      { key: 'agentq', label: 'agentq', procs: stack.processes(), once: () => agentqOnce(stack, 'bench'), slow: () => agentqOnce(stack, `bench-${SLOW_MS}ms`) },
+    ];
+    const all = systems.flatMap((x) => x.procs);
+    for (const x of systems) for (let i = 0; i < N.seqWarm; i++) await x.once();
+    await quiet(all);
+    const times = Object.fromEntries(systems.map((x) => [x.key, []]));
+    const c0 = cpuSnapshot(all, redisProc);
+    const perBlock = Math.ceil(N.seq / N.seqBlocks);
+    for (let b = 0; b < N.seqBlocks; b++) {
+      for (let j = 0; j < systems.length; j++) {
+        const x = systems[(b + j) % systems.length];
+        for (let i = 0; i < perBlock && times[x.key].length < N.seq; i++) {
+          const t = performance.now();
+          await x.once();
+          times[x.key].push(performance.now() - t);
+        }
+      }
+    }
+    noteForeign('scenario 1, one at a time', foreignShare(c0, cpuSnapshot(all, redisProc)));
+    for (const x of systems) step(`  ${x.label}: p50 ${summary(times[x.key]).p50.toFixed(1)} ms`);
+    // The 500 ms model: in-process and agentq alternate run by run.
+    const slow = { inproc: [], agentq: [] };
+    for (const x of systems) if (x.slow) await x.slow();
+    for (let i = 0; i < N.seqSlow; i++) {
+      for (const x of systems.filter((y) => y.slow)) {
+        const t = performance.now();
+        await x.slow();
+        slow[x.key].push(performance.now() - t);
+      }
+    }
+    step(`  ${SLOW_MS} ms model: in-process p50 ${summary(slow.inproc).p50.toFixed(0)} ms, agentq p50 ${summary(slow.agentq).p50.toFixed(0)} ms`);
+    const units = await unitCosts(loop);
+    return { interleaved: { blocks: N.seqBlocks, perBlock }, units, inproc: summary(times.inproc), bare: summary(times.bare), agentq: summary(times.agentq), slow: { modelMs: SLOW_MS, inproc: summary(slow.inproc), agentq: summary(slow.agentq) } };
+  } finally {
+    await client.close();
+    await bare.stop();
+    await stack.stop();
+    await loop.close();
+    await stopProc(model.proc);
+    if (mcp.proc) await stopProc(mcp.proc);
+  }
 }
 
 /** The in-process loop with n runs at once (one process, no queue): per-run latency, runs/s, CPU. */
