@@ -138,7 +138,7 @@ async function workersReady(ctl, prefix, counts) {
  * The services get the NODE_OPTIONS `npm start` and the Dockerfile give them (the shipped V8
  * heap sizing) unless BENCH_NODE_OPTIONS sizes the heap, or `v8Heap` asks for V8's defaults.
  */
-export async function startAgentq(ctl, redisUrl, { tag = 'agentq', agentWorkers = 1, agentConcurrency = 100, toolConcurrency = 100, mcpTransport = 'stdio', probeDir, nodeOptions = '', v8Heap = false, env: extraEnv = {} } = {}) {
+export async function startAgentq(ctl, redisUrl, { tag = 'agentq', agentWorkers = 1, agentConcurrency = 100, toolConcurrency = 100, mcpTransport = 'stdio', probeDir, nodeOptions = '', v8Heap = false } = {}) {
   const prefix = newPrefix(tag);
   const model = await startModel();
   const mcp = await startMcp(mcpTransport);
@@ -163,7 +163,6 @@ export async function startAgentq(ctl, redisUrl, { tag = 'agentq', agentWorkers 
     TOOL_CONCURRENCY: String(toolConcurrency),
     ...(options ? { NODE_OPTIONS: options } : {}),
     ...(probeDir ? { BENCH_PROBE_DIR: probeDir } : {}),
-    ...extraEnv,
   };
   const svc = (name, file = name.replace(/-\d+$/, '')) => spawnProc(name, NODE, [join(ROOT, 'services', file, 'dist', 'main.js')], { env });
   const procs = [];
