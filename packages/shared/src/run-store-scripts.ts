@@ -40,26 +40,41 @@ return false
 `;
 
 /**
+ * Lua, shared by APPEND_TOOL_MESSAGES and COMPLETE_TOOL_CALL: appends the tool messages of the
+ * step at `depth` (JSON strings, in call order) once per depth, unless the run has ended; counts
+ * them in the run's usage and every existing ancestor's usage_total, and moves the run's depth
+ * on. Returns 1 if appended now, 0 if appended before or the run has ended.
+ */
+const APPEND_ROUND_LUA = `
+local function appendRound(runKey, messagesKey, ancestorKeys, depth, msgs)
+  local status = redis.call('HGET', runKey, 'status')
+  if not status or status == 'completed' or status == 'failed' or status == 'cancelled' or status == 'incomplete' then
+    return 0
+  end
+  if redis.call('HSETNX', runKey, 'm:t:' .. depth, 1) == 0 then return 0 end
+  local n = #msgs
+  if n > 0 then redis.call('RPUSH', messagesKey, unpack(msgs)) end
+  redis.call('HINCRBY', runKey, 'u:tool_calls', n)
+  redis.call('HINCRBY', runKey, 'ut:tool_calls', n)
+  redis.call('HSET', runKey, 'depth', tonumber(depth) + 1)
+  for _, key in ipairs(ancestorKeys) do
+    if redis.call('EXISTS', key) == 1 then redis.call('HINCRBY', key, 'ut:tool_calls', n) end
+  end
+  return 1
+end
+`;
+
+/**
  * KEYS: run, messages, then the run keys of every ancestor. ARGV: depth of the step whose
  * results these are, then the tool messages (JSON) in call order.
  * Returns 1 if appended now, 0 if they were appended before or the run has ended.
  */
-export const APPEND_TOOL_MESSAGES = `
-local status = redis.call('HGET', KEYS[1], 'status')
-if not status or status == 'completed' or status == 'failed' or status == 'cancelled' or status == 'incomplete' then
-  return 0
-end
-if redis.call('HSETNX', KEYS[1], 'm:t:' .. ARGV[1], 1) == 0 then return 0 end
-local n = #ARGV - 1
-for i = 2, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
-redis.call('HINCRBY', KEYS[1], 'u:tool_calls', n)
-redis.call('HSET', KEYS[1], 'depth', tonumber(ARGV[1]) + 1)
-for k = 1, #KEYS do
-  if k ~= 2 and (k == 1 or redis.call('EXISTS', KEYS[k]) == 1) then
-    redis.call('HINCRBY', KEYS[k], 'ut:tool_calls', n)
-  end
-end
-return 1
+export const APPEND_TOOL_MESSAGES = `${APPEND_ROUND_LUA}
+local ancestors = {}
+for k = 3, #KEYS do ancestors[#ancestors + 1] = KEYS[k] end
+local msgs = {}
+for i = 2, #ARGV do msgs[#msgs + 1] = ARGV[i] end
+return appendRound(KEYS[1], KEYS[2], ancestors, ARGV[1], msgs)
 `;
 
 /**
@@ -104,31 +119,20 @@ return 1
  * earlier version), nothing is appended here and the next turn appends the messages itself.
  * Returns the stored result (this one, or the earlier one).
  */
-export const COMPLETE_TOOL_CALL = `
+export const COMPLETE_TOOL_CALL = `${APPEND_ROUND_LUA}
 if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return redis.call('HGET', KEYS[1], ARGV[1]) end
 redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'type', 'tool.completed', 'data', ARGV[4])
 if #KEYS < 4 then return ARGV[2] end
 redis.call('HSET', KEYS[1], ARGV[1] .. ':msg', ARGV[7])
 local count = tonumber(ARGV[6])
 if redis.call('HINCRBY', KEYS[1], 'n:msgs', 1) < count then return ARGV[2] end
-local status = redis.call('HGET', KEYS[3], 'status')
-if not status or status == 'completed' or status == 'failed' or status == 'cancelled' or status == 'incomplete' then
-  return ARGV[2]
-end
 local fields = {}
 for i = 0, count - 1 do fields[#fields + 1] = i .. ':msg' end
 local msgs = redis.call('HMGET', KEYS[1], unpack(fields))
 for i = 1, count do if not msgs[i] then return ARGV[2] end end
-if redis.call('HSETNX', KEYS[3], 'm:t:' .. ARGV[5], 1) == 0 then return ARGV[2] end
-redis.call('RPUSH', KEYS[4], unpack(msgs))
-redis.call('HDEL', KEYS[1], unpack(fields))
-redis.call('HINCRBY', KEYS[3], 'u:tool_calls', count)
-redis.call('HSET', KEYS[3], 'depth', tonumber(ARGV[5]) + 1)
-for k = 3, #KEYS do
-  if k ~= 4 and (k == 3 or redis.call('EXISTS', KEYS[k]) == 1) then
-    redis.call('HINCRBY', KEYS[k], 'ut:tool_calls', count)
-  end
-end
+local ancestors = {}
+for k = 5, #KEYS do ancestors[#ancestors + 1] = KEYS[k] end
+if appendRound(KEYS[3], KEYS[4], ancestors, ARGV[5], msgs) == 1 then redis.call('HDEL', KEYS[1], unpack(fields)) end
 return ARGV[2]
 `;
 
