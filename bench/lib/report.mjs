@@ -71,9 +71,12 @@ export function derive(r) {
     for (const t of r.throughput) {
       const ratio = t.agentq.runsPerSec / t.bare.runsPerSec;
       t.ratio = ratio;
+      // Bare flows do no model or MCP work; an agent loop must, on the same cores. A queue that
+      // cost nothing would still use bare + in-process CPU a run: the best ratio this machine allows.
+      if (t.inproc) t.ceiling = cpuPerRun(t.bare) / (cpuPerRun(t.bare) + cpuPerRun(t.inproc));
       d.targets.push({
         name: `throughput ≥ 0.5× bare BullMQ (aim 0.7×), ${t.workers} agent-worker${t.workers > 1 ? 's' : ''}`,
-        value: `${fmt(t.agentq.runsPerSec)} vs ${fmt(t.bare.runsPerSec)} runs/s = ${x(ratio)}${ratio >= 0.7 ? ' (aim met)' : ratio >= 0.5 ? ' (aim 0.7× not met)' : ''}`,
+        value: `${fmt(t.agentq.runsPerSec)} vs ${fmt(t.bare.runsPerSec)} runs/s = ${x(ratio)}${ratio >= 0.7 ? ' (aim met)' : ratio >= 0.5 ? ' (aim 0.7× not met)' : ''}${t.ceiling ? `; a queue that cost nothing could reach ${x(t.ceiling)} on this machine` : ''}`,
         ok: ratio >= 0.5,
       });
     }
@@ -110,6 +113,7 @@ function summaryRows(r, d) {
     rows.push(['2', `throughput, ${t.agentq.n} runs at once, ${w}`, `${fmt(t.agentq.runsPerSec)} runs/s${reps(t.agentq)}, ${fmt(t.agentq.toolCallsPerSec)} tool calls/s (the POSTs took ${fmt(t.agentq.submitMs / 1000)} s)`, `bare BullMQ ${fmt(t.bare.runsPerSec)} runs/s${reps(t.bare)}, ${fmt(t.bare.toolCallsPerSec)} tool calls/s${inp}${reps(t.inproc)}`, x(t.ratio)]);
     rows.push(['2', `  run latency p50 / p99, ${w}`, `${fmt(t.agentq.latency.p50)} / ${fmt(t.agentq.latency.p99)} ms`, `bare BullMQ ${fmt(t.bare.latency.p50)} / ${fmt(t.bare.latency.p99)} ms${t.inproc ? `; in-process ${fmt(t.inproc.latency.p50)} / ${fmt(t.inproc.latency.p99)} ms` : ''}`, '']);
     rows.push(['2', `  CPU per run, all processes, ${w}`, `${fmt(cpuPerRun(t.agentq))} ms`, `bare BullMQ ${fmt(cpuPerRun(t.bare))} ms${t.inproc ? `; in-process ${fmt(cpuPerRun(t.inproc))} ms` : ''}`, '']);
+    if (t.ceiling) rows.push(['2', `  ceiling here for a queue that cost nothing, ${w}`, `${x(t.ceiling)} bare BullMQ's runs/s`, 'bare CPU / (bare + in-process CPU) a run: the model and tool work shares the cores', '']);
   }
   if (r.concurrency) {
     const c = r.concurrency;
