@@ -124,12 +124,10 @@ if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return redis.call('
 redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'type', 'tool.completed', 'data', ARGV[4])
 if #KEYS < 4 then return ARGV[2] end
 redis.call('HSET', KEYS[1], ARGV[1] .. ':msg', ARGV[7])
-local count = tonumber(ARGV[6])
-if redis.call('HINCRBY', KEYS[1], 'n:msgs', 1) < count then return ARGV[2] end
 local fields = {}
-for i = 0, count - 1 do fields[#fields + 1] = i .. ':msg' end
+for i = 0, tonumber(ARGV[6]) - 1 do fields[#fields + 1] = i .. ':msg' end
 local msgs = redis.call('HMGET', KEYS[1], unpack(fields))
-for i = 1, count do if not msgs[i] then return ARGV[2] end end
+for i = 1, #fields do if not msgs[i] then return ARGV[2] end end
 local ancestors = {}
 for k = 5, #KEYS do ancestors[#ancestors + 1] = KEYS[k] end
 if appendRound(KEYS[3], KEYS[4], ancestors, ARGV[5], msgs) == 1 then redis.call('HDEL', KEYS[1], unpack(fields)) end
