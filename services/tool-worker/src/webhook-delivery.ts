@@ -1,6 +1,6 @@
 import { UnrecoverableError, Worker, type Job, type Telemetry } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { createRedis, QUEUES, refuseNonPublicUrl, webhookJobSchema, type Logger, type RunStore } from '@agentq/shared';
+import { createRedis, QUEUES, refuseNonPublicUrl, webhookJobSchema, type Logger, type RunStore, type WebhookDelivery } from '@agentq/shared';
 import { signWebhook } from './webhook-signature.js';
 
 export interface WebhookDeliveryOptions {
@@ -14,19 +14,6 @@ export interface WebhookDeliveryOptions {
   timeoutMs: number;
   /** BullMQ's own spans (bullmq-otel), when tracing is on. */
   telemetry?: Telemetry;
-}
-
-/** One attempt as listed at `GET /v1/runs/:id/webhook-deliveries`. */
-export interface DeliveryAttempt {
-  webhook_id: string;
-  type: string;
-  attempt: number;
-  url: string;
-  at: string;
-  status_code: number | null;
-  error: string | null;
-  duration_ms: number;
-  success: boolean;
 }
 
 /** Exponential backoff with jitter for webhook retries. */
@@ -46,7 +33,8 @@ export async function deliverWebhook(job: Job, o: WebhookDeliveryOptions): Promi
   const attempt = job.attemptsMade + 1;
   const started = Date.now();
   const record = async (status: number | null, error: string | null) => {
-    const a: DeliveryAttempt = { webhook_id: webhookId, type, attempt, url, at: new Date(started).toISOString(), status_code: status, error, duration_ms: Date.now() - started, success: status !== null && status >= 200 && status < 300 };
+    // One attempt as listed at `GET /v1/runs/:id/webhook-deliveries`.
+    const a: WebhookDelivery = { webhook_id: webhookId, type, attempt, url, at: new Date(started).toISOString(), status_code: status, error, duration_ms: Date.now() - started, success: status !== null && status >= 200 && status < 300 };
     const key = o.store.global.webhookDeliveries(runId);
     await o.redis.multi().rpush(key, JSON.stringify(a)).expire(key, o.store.retentionSeconds).exec();
   };

@@ -107,6 +107,8 @@ export const webhookDeliverySchema = z.looseObject({
   success: z.boolean(),
 });
 
+export type WebhookDelivery = z.infer<typeof webhookDeliverySchema>;
+
 /** `GET /v1/runs/:id/webhook-deliveries`. */
 export const webhookDeliveriesSchema = z.looseObject({ data: z.array(webhookDeliverySchema) });
 
