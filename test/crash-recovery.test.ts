@@ -83,6 +83,10 @@ const post = async (input: string) => {
   expect(res.status).toBe(202);
   return (await res.json()).id as string;
 };
+/** Polls (10 ms, up to 3 s) until `seen()` holds: the moment to do damage mid-call. */
+const until = async (seen: () => boolean) => {
+  for (let i = 0; i < 300 && !seen(); i++) await new Promise((r) => setTimeout(r, 10));
+};
 const get = async (path: string): Promise<any> => (await fetch(`${apiUrl}${path}`)).json();
 const waitAll = async (ids: string[], timeoutMs = 40_000): Promise<any[]> => {
   const deadline = Date.now() + timeoutMs;
@@ -139,7 +143,7 @@ describe('worker crashes', () => {
     let tool = await start('tool-worker');
     const before = crm.calls.filter((c) => c.tool === 'non_idempotent_write').length;
     const id = await post('unsafe write');
-    for (let i = 0; i < 300 && crm.calls.filter((c) => c.tool === 'non_idempotent_write').length === before; i++) await new Promise((r) => setTimeout(r, 10));
+    await until(() => crm.calls.filter((c) => c.tool === 'non_idempotent_write').length > before);
     await tool.kill('SIGKILL');
     tool = await start('tool-worker');
     const [run] = await waitAll([id]);
@@ -157,7 +161,7 @@ describe('worker crashes', () => {
     const agent = await start('agent-worker');
     let tool = await start('tool-worker');
     const id = await post('safe read');
-    for (let i = 0; i < 300 && !crm.calls.some((c) => c.args.label === 'safe-read'); i++) await new Promise((r) => setTimeout(r, 10));
+    await until(() => crm.calls.some((c) => c.args.label === 'safe-read'));
     await tool.kill('SIGKILL');
     tool = await start('tool-worker');
     const [run] = await waitAll([id]);
@@ -174,7 +178,7 @@ describe('worker crashes', () => {
       const agent = await start('agent-worker');
       const tool = await start('tool-worker');
       const id = await post('many sigterm');
-      for (let i = 0; i < 300 && !llm.requests.some((r) => firstUser(r) === 'many sigterm'); i++) await new Promise((r) => setTimeout(r, 10));
+      await until(() => llm.requests.some((r) => firstUser(r) === 'many sigterm'));
       const exit = await agent.kill('SIGTERM');
       expect(exit.code).toBe(0);
       // The step in flight was finished (its assistant message is stored) before the exit.
