@@ -4,7 +4,14 @@
 // are FANOUT tool jobs), with the same job ids, job options and lock settings, but no-op
 // processors: no run store, no model, no MCP. What is left is the queue's own cost.
 //
+// With WORK=1 (the "BullMQ loop" baseline) the processors do the agent loop's work as well: the
+// agent job calls the scripted model (openai SDK, streamed) with the transcript it carries in its
+// job data plus its children's return values (the tool results), and each tool job calls the
+// MCP server (MCP SDK client). Still no run store, no events, no budgets, no at-most-once
+// bookkeeping: what an agent loop moved onto BullMQ costs before any of agentq's guarantees.
+//
 //   ROLE=agent|tool REDIS_URL=… QUEUE_PREFIX=… CONCURRENCY=100 node bench/bare-worker.mjs
+//   (WORK=1 also needs MODEL_URL and MCP_JSON, the no-op server's entry as in mcp.json)
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { FlowProducer, Worker } from 'bullmq';
@@ -20,6 +27,19 @@ const concurrency = Number(process.env.CONCURRENCY ?? 100);
 const rounds = Number(process.env.ROUNDS ?? 3);
 const fanout = Number(process.env.FANOUT ?? 3);
 const conn = () => new Redis(url, { maxRetriesPerRequest: null });
+const work = process.env.WORK === '1';
+const parts = work ? await (await import('./lib/inprocess-loop.mjs')).connectAgentParts({ baseURL: process.env.MODEL_URL, mcp: JSON.parse(process.env.MCP_JSON), clientName: `agentq-bench-bare-${role}` }) : null;
+// The agent role needs the tool list only (it was read at connect): no MCP server of its own.
+if (parts && role === 'agent') await parts.close();
+
+/** The next turn's transcript: the one it carries, its children's results in call order. */
+async function transcript(job) {
+  const messages = job.data.messages ?? [{ role: 'user', content: 'benchmark' }];
+  if (!job.data.messages) return messages;
+  const results = Object.values(await job.getChildrenValues());
+  const calls = messages.at(-1).tool_calls;
+  return [...messages, ...calls.map((tc, i) => ({ role: 'tool', tool_call_id: tc.id, content: results.find((r) => r.index === i)?.content ?? 'missing' }))];
+}
 
 let worker;
 let flow;
@@ -29,25 +49,38 @@ if (role === 'agent') {
     QUEUES.agent,
     async (job) => {
       const { runId, depth } = job.data;
-      if (depth >= rounds) return { outcome: 'final_answer' };
+      let calls;
+      let messages;
+      if (work) {
+        messages = await transcript(job);
+        const message = await parts.callModel(job.data.model ?? 'bench', messages);
+        messages.push(message);
+        calls = message.tool_calls ?? [];
+      } else {
+        calls = depth >= rounds ? [] : Array.from({ length: fanout }, (_, index) => ({ id: `call_${index}`, function: { name: 'noop__noop', arguments: `{"i":${index}}` } }));
+      }
+      if (!calls.length) return { outcome: 'final_answer' };
       await flow.add({
         name: jobNames.agentTurn(runId, depth + 1),
         queueName: QUEUES.agent,
-        data: { runId, depth: depth + 1 },
+        data: { runId, depth: depth + 1, ...(work ? { messages, model: job.data.model } : {}) },
         opts: { ...jobOptions.agentTurn, jobId: jobIds.agentTurn(runId, depth + 1) },
-        children: Array.from({ length: fanout }, (_, index) => ({
-          name: jobNames.toolCall(runId, depth, 'noop__noop'),
+        children: calls.map((tc, index) => ({
+          name: jobNames.toolCall(runId, depth, tc.function.name),
           queueName: QUEUES.tool,
-          data: { runId, depth, index, toolCallId: `call_${index}`, name: 'noop__noop', arguments: `{"i":${index}}` },
+          data: { runId, depth, index, toolCallId: tc.id, name: tc.function.name, arguments: tc.function.arguments },
           opts: { ...jobOptions.toolCall, jobId: jobIds.toolCall(runId, depth, index) },
         })),
       });
-      return { outcome: 'tool_calls', count: fanout };
+      return { outcome: 'tool_calls', count: calls.length };
     },
     { connection: conn(), prefix, concurrency, ...workerLockOptions },
   );
 } else if (role === 'tool') {
-  worker = new Worker(QUEUES.tool, async (job) => ({ index: job.data.index }), { connection: conn(), prefix, concurrency, ...workerLockOptions });
+  const tool = work
+    ? async (job) => ({ index: job.data.index, content: await parts.callTool({ function: { name: job.data.name, arguments: job.data.arguments } }) })
+    : async (job) => ({ index: job.data.index });
+  worker = new Worker(QUEUES.tool, tool, { connection: conn(), prefix, concurrency, ...workerLockOptions });
 } else {
   process.stderr.write('bare-worker: ROLE must be agent or tool\n');
   process.exit(2);
@@ -58,6 +91,7 @@ await worker.waitUntilReady();
 const stop = async () => {
   await worker.close();
   await flow?.close();
+  if (role === 'tool') await parts?.close();
   process.exit(0);
 };
 process.on('SIGTERM', stop);

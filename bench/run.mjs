@@ -3,10 +3,11 @@
 // scales. Runs everything on this machine, on loopback only, and stops by itself:
 //
 //   1. overhead per turn: runs of 3 rounds × 3 parallel tool calls, 0 ms model, one at a time,
-//      beside (a) the same loop in one process and (b) bare BullMQ flows of the same shape;
+//      beside (a) the same loop in one process and (b) bare BullMQ flows of the same shape, and
+//      (c) the BullMQ loop: those flows doing the model and MCP calls, with no store;
 //      then the same with a 500 ms model (what durability adds to a real model step)
 //   2. throughput: 1,000 such runs submitted at once, 1 and 2 agent-worker processes, beside
-//      bare BullMQ with the same processes
+//      bare BullMQ and the BullMQ loop with the same processes
 //   3. realistic latency: 1,000 (and 100) concurrent runs with a 500 ms model: wall time
 //      against the ideal, peak RSS of each process
 //   4. Redis cost: commands and round trips per turn, by command, beside bare BullMQ
@@ -253,21 +254,24 @@ async function unitCosts(loop) {
 }
 
 async function scenarioOverhead() {
-  step(`1. overhead per turn: ${N.seq} runs one at a time each (+${N.seqWarm} warm-up), 0 ms model, the three systems interleaved in ${N.seqBlocks} blocks; MCP over ${MCP}`);
+  step(`1. overhead per turn: ${N.seq} runs one at a time each (+${N.seqWarm} warm-up), 0 ms model, the four systems interleaved in ${N.seqBlocks} blocks; MCP over ${MCP}`);
   const model = await startModel();
   const mcp = await startMcp(MCP);
   const loop = await startInProcessLoop({ baseURL: model.baseURL, mcp: mcp.config });
   const loopProcs = [{ name: 'model', pid: model.proc.pid }, ...(loop.mcpPid ? [{ name: 'mcp-server (stdio)', pid: loop.mcpPid }] : []), ...(mcp.proc ? [{ name: 'mcp-server', pid: mcp.proc.pid }] : [])];
   const bare = await startBare(ctl, redis.url);
   const client = await bareClient(redis.url, bare);
+  const qloop = await startBare(ctl, redis.url, { work: true, mcpTransport: MCP });
+  const loopClient = await bareClient(redis.url, qloop);
   const stack = await startAgentq(ctl, redis.url, { mcpTransport: MCP });
   try {
-    // All three are up at once and take turns, block by block (in a rotating order), so that
+    // All four are up at once and take turns, block by block (in a rotating order), so that
     // the machine's drift during the scenario (it moves by tens of per cent on this VM) weighs
     // on each alike. Only one system works at a time; the others idle.
     const systems = [
       { key: 'inproc', label: 'in-process loop', procs: loopProcs, once: () => loop.run('benchmark', 'bench'), slow: () => loop.run('benchmark', `bench-${SLOW_MS}ms`) },
       { key: 'bare', label: 'bare BullMQ flows', procs: bare.processes(), once: () => client.once() },
+      { key: 'loop', label: 'BullMQ loop (no store)', procs: qloop.processes(), once: () => loopClient.once(), slow: () => loopClient.once(`bench-${SLOW_MS}ms`) },
       { key: 'agentq', label: 'agentq', procs: stack.processes(), once: () => agentqOnce(stack, 'bench'), slow: () => agentqOnce(stack, `bench-${SLOW_MS}ms`) },
     ];
     const all = systems.flatMap((x) => x.procs);
@@ -288,8 +292,8 @@ async function scenarioOverhead() {
     }
     noteForeign('scenario 1, one at a time', foreignShare(c0, cpuSnapshot(all, redisProc)));
     for (const x of systems) step(`  ${x.label}: p50 ${summary(times[x.key]).p50.toFixed(1)} ms`);
-    // The 500 ms model: in-process and agentq alternate run by run.
-    const slow = { inproc: [], agentq: [] };
+    // The 500 ms model: in-process, the BullMQ loop and agentq alternate run by run.
+    const slow = { inproc: [], loop: [], agentq: [] };
     for (const x of systems) if (x.slow) await x.slow();
     for (let i = 0; i < N.seqSlow; i++) {
       for (const x of systems.filter((y) => y.slow)) {
@@ -298,12 +302,22 @@ async function scenarioOverhead() {
         slow[x.key].push(performance.now() - t);
       }
     }
-    step(`  ${SLOW_MS} ms model: in-process p50 ${summary(slow.inproc).p50.toFixed(0)} ms, agentq p50 ${summary(slow.agentq).p50.toFixed(0)} ms`);
+    step(`  ${SLOW_MS} ms model: in-process p50 ${summary(slow.inproc).p50.toFixed(0)} ms, BullMQ loop p50 ${summary(slow.loop).p50.toFixed(0)} ms, agentq p50 ${summary(slow.agentq).p50.toFixed(0)} ms`);
     const units = await unitCosts(loop);
-    return { interleaved: { blocks: N.seqBlocks, perBlock }, units, inproc: summary(times.inproc), bare: summary(times.bare), agentq: summary(times.agentq), slow: { modelMs: SLOW_MS, inproc: summary(slow.inproc), agentq: summary(slow.agentq) } };
+    return {
+      interleaved: { blocks: N.seqBlocks, perBlock },
+      units,
+      inproc: summary(times.inproc),
+      bare: summary(times.bare),
+      loop: summary(times.loop),
+      agentq: summary(times.agentq),
+      slow: { modelMs: SLOW_MS, inproc: summary(slow.inproc), loop: summary(slow.loop), agentq: summary(slow.agentq) },
+    };
   } finally {
     await client.close();
+    await loopClient.close();
     await bare.stop();
+    await qloop.stop();
     await stack.stop();
     await loop.close();
     await stopProc(model.proc);
@@ -357,15 +371,19 @@ async function scenarioThroughput() {
   const out = [];
   const inproc = await inprocBatch(N.many, 'bench', 'in-process loop, one process');
   for (const workers of [1, 2]) {
+    const procs = `${workers} agent-worker${workers > 1 ? 's' : ''}`;
     const bare = await startBare(ctl, redis.url, { agentWorkers: workers });
-    const b = await bareBatch(bare, N.many, { label: `bare BullMQ, ${workers} agent-worker${workers > 1 ? 's' : ''}` });
+    const b = await bareBatch(bare, N.many, { label: `bare BullMQ, ${procs}` });
     await bare.stop();
+    const qloop = await startBare(ctl, redis.url, { agentWorkers: workers, work: true, mcpTransport: MCP });
+    const l = await bareBatch(qloop, N.many, { label: `BullMQ loop, ${procs}` });
+    await qloop.stop();
     const profileDir = PROFILE && workers === 1 ? join(ROOT, 'bench', 'results', 'profiles') : null;
     if (profileDir) mkdirSync(profileDir, { recursive: true });
     const stack = await startAgentq(ctl, redis.url, { agentWorkers: workers, mcpTransport: MCP, nodeOptions: profileDir ? `--cpu-prof --cpu-prof-dir=${profileDir}` : '' });
     const a = await agentqBatch(stack, N.many, { label: `agentq, ${workers} agent-worker${workers > 1 ? 's' : ''}` });
     await stack.stop();
-    out.push({ workers, bare: b, agentq: a, inproc });
+    out.push({ workers, bare: b, loop: l, agentq: a, inproc });
   }
   return out;
 }

@@ -4,7 +4,8 @@
 // the phases of each model turn and tool round from the run's event stream (Redis server time)
 // and the BullMQ job records (timestamp, processedOn, finishedOn: the workers' clocks, same
 // machine). Also prints each process's CPU per run (all its threads: JIT and GC included).
-// BARE=1 does the same for the bare-BullMQ baseline (no events there: job records only).
+// BARE=1 does the same for the bare-BullMQ baseline (no events there: job records only), LOOP=1
+// for the BullMQ-loop baseline (bare flows whose processors call the model and the MCP server).
 //
 //   npm run build && N=200 node bench/timeline.mjs      (ROWS=1 also lists the last run's timeline;
 //   V8_HEAP=1 runs the services without the shipped heap flags)
@@ -16,8 +17,9 @@ const N = Number(process.env.N ?? 100);
 const redis = await startRedis();
 const ctl = new Redis(redis.url);
 const waiter = new Redis(redis.url);
-const BARE = Boolean(process.env.BARE);
-const stack = BARE ? await startBare(ctl, redis.url) : await startAgentq(ctl, redis.url, { mcpTransport: process.env.BENCH_MCP ?? 'stdio', v8Heap: Boolean(process.env.V8_HEAP) });
+const LOOP = Boolean(process.env.LOOP);
+const BARE = Boolean(process.env.BARE) || LOOP;
+const stack = BARE ? await startBare(ctl, redis.url, { work: LOOP, mcpTransport: process.env.BENCH_MCP ?? 'stdio' }) : await startAgentq(ctl, redis.url, { mcpTransport: process.env.BENCH_MCP ?? 'stdio', v8Heap: Boolean(process.env.V8_HEAP) });
 const bare = BARE ? await bareClient(redis.url, stack) : null;
 /** One run, start to end; resolves with its id. */
 const once = async () => {
@@ -63,7 +65,8 @@ try {
       const turn = await job(QUEUES.agent, jobIds.agentTurn(runId, d));
       rows.push([ms(turn.processedOn), `agent turn ${d} starts`], [ms(turn.finishedOn), `agent turn ${d} finished`]);
       if (d === 0) add(`0  ${BARE ? 'added' : 'queued'} → first turn starts`, ms(turn.processedOn) - t0);
-      // The bare processor does no work between starting and fanning out: its turn is C alone.
+      // The bare processor does no work between starting and fanning out: its turn is C alone (with
+      // LOOP=1, C holds the model call).
       const completed = BARE ? ms(turn.processedOn) : at['step.completed'][d];
       if (!BARE) {
         const started = at['step.started'][d];

@@ -202,9 +202,15 @@ export async function startAgentq(ctl, redisUrl, { tag = 'agentq', agentWorkers 
   }
 }
 
-/** Starts the bare-BullMQ baseline: agent-role worker processes × agentWorkers and one tool-role process. */
-export async function startBare(ctl, redisUrl, { tag = 'bare', agentWorkers = 1, agentConcurrency = 100, toolConcurrency = 100, probeDir } = {}) {
-  const prefix = newPrefix(tag);
+/**
+ * Starts the bare-BullMQ baseline: agent-role worker processes × agentWorkers and one tool-role
+ * process. `work` makes it the BullMQ-loop baseline (bench/bare-worker.mjs WORK=1): the same
+ * processes also call the scripted model and the no-op MCP server, which it starts.
+ */
+export async function startBare(ctl, redisUrl, { tag, agentWorkers = 1, agentConcurrency = 100, toolConcurrency = 100, probeDir, work = false, mcpTransport = 'stdio' } = {}) {
+  const prefix = newPrefix(tag ?? (work ? 'loop' : 'bare'));
+  const model = work ? await startModel() : null;
+  const mcp = work ? await startMcp(mcpTransport) : null;
   const env = (role, concurrency) => ({
     PATH: process.env.PATH,
     ROLE: role,
@@ -213,26 +219,35 @@ export async function startBare(ctl, redisUrl, { tag = 'bare', agentWorkers = 1,
     CONCURRENCY: String(concurrency),
     ROUNDS: String(ROUNDS),
     FANOUT: String(FANOUT),
+    ...(work ? { WORK: '1', MODEL_URL: model.baseURL, MCP_JSON: JSON.stringify(mcp.config) } : {}),
     ...(probeDir ? { NODE_OPTIONS: `--import ${pathToFileURL(join(BENCH, 'lib', 'redis-probe.mjs')).href}`, BENCH_PROBE_DIR: probeDir } : {}),
   });
   const script = join(BENCH, 'bare-worker.mjs');
+  const name = work ? 'loop' : 'bare';
   const procs = [];
-  for (let i = 1; i <= agentWorkers; i++) procs.push(spawnProc(agentWorkers > 1 ? `bare agent-worker-${i}` : 'bare agent-worker', NODE, [script], { env: env('agent', agentConcurrency) }));
-  procs.push(spawnProc('bare tool-worker', NODE, [script], { env: env('tool', toolConcurrency) }));
+  for (let i = 1; i <= agentWorkers; i++) procs.push(spawnProc(agentWorkers > 1 ? `${name} agent-worker-${i}` : `${name} agent-worker`, NODE, [script], { env: env('agent', agentConcurrency) }));
+  const tool = spawnProc(`${name} tool-worker`, NODE, [script], { env: env('tool', toolConcurrency) });
+  procs.push(tool);
+  const others = [model?.proc, mcp?.proc].filter(Boolean);
   try {
     await workersReady(ctl, prefix, { [QUEUES.agent]: agentWorkers, [QUEUES.tool]: 1 });
   } catch (err) {
-    await Promise.all(procs.map((p) => stopProc(p, 2000)));
+    await Promise.all([...procs, ...others].map((p) => stopProc(p, 2000)));
     throw err;
   }
   return {
-    kind: 'bare',
+    kind: work ? 'loop' : 'bare',
     prefix,
-    config: { agentWorkers, agentConcurrency, toolConcurrency },
-    processes: () => procs.filter((p) => p.running).map((p) => ({ name: p.name, pid: p.pid })),
+    config: { agentWorkers, agentConcurrency, toolConcurrency, ...(work ? { mcpTransport } : {}) },
+    processes() {
+      const list = [...procs, ...others].filter((p) => p.running).map((p) => ({ name: p.name, pid: p.pid }));
+      if (work && !mcp.proc) for (const pid of childPids(tool.pid)) list.push({ name: 'mcp-server (stdio)', pid });
+      return list;
+    },
     servicePids: () => procs.filter((p) => p.running).map((p) => p.pid),
     async stop() {
       await Promise.all(procs.map((p) => stopProc(p)));
+      await Promise.all(others.map((p) => stopProc(p)));
       await deletePrefix(ctl, prefix);
     },
   };
@@ -301,9 +316,9 @@ export async function bareClient(redisUrl, stack) {
   return {
     queue,
     newId: () => `b${tag}x${(seq++).toString(36)}`,
-    add: (runId) => queue.add(jobNames.agentTurn(runId, 0), { runId, depth: 0 }, { ...jobOptions.agentTurn, jobId: jobIds.agentTurn(runId, 0) }),
-    /** Adds one run and resolves when its last turn has completed (QueueEvents). */
-    async once() {
+    add: (runId, model) => queue.add(jobNames.agentTurn(runId, 0), { runId, depth: 0, ...(model ? { model } : {}) }, { ...jobOptions.agentTurn, jobId: jobIds.agentTurn(runId, 0) }),
+    /** Adds one run and resolves when its last turn has completed (QueueEvents); `model` for the BullMQ loop. */
+    async once(model) {
       if (!events) {
         eventsConnection = new Redis(redisUrl, { maxRetriesPerRequest: null, connectionName: 'bench-events' });
         events = new QueueEvents(QUEUES.agent, { connection: eventsConnection, prefix: stack.prefix });
@@ -319,7 +334,7 @@ export async function bareClient(redisUrl, stack) {
           resolve();
         });
       });
-      await this.add(runId);
+      await this.add(runId, model);
       await done;
       pending.delete(jobIds.agentTurn(runId, ROUNDS));
       return runId;

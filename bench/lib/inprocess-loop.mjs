@@ -9,15 +9,16 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 /**
- * Connects the model and the MCP server once; returns `run(input, model)` that runs one whole
- * agent loop and resolves with the final message, and `close()`.
+ * The two calls every agent loop here makes, connected once: `callModel(model, messages)` (the
+ * openai SDK, streamed like the agent-worker's call, assembled into an assistant message) and
+ * `callTool(toolCall)` (the MCP SDK client; resolves with the text, or an error text).
  * `mcp` is `{ command, args }` (stdio) or `{ url }` (Streamable HTTP), as in mcp.json.
  */
-export async function startInProcessLoop({ baseURL, mcp, server = 'noop', maxDepth = 10 }) {
+export async function connectAgentParts({ baseURL, mcp, server = 'noop', clientName = 'agentq-bench-inprocess' }) {
   // Thousands of calls in flight on one stdio pipe add a 'drain' listener each; that is fine here.
   EventEmitter.defaultMaxListeners = 0;
   const openai = new OpenAI({ baseURL, apiKey: 'bench', maxRetries: 0 });
-  const client = new Client({ name: 'agentq-bench-inprocess', version: '0.1.0' }, { capabilities: {} });
+  const client = new Client({ name: clientName, version: '0.1.0' }, { capabilities: {} });
   const transport = mcp.url ? new StreamableHTTPClientTransport(new URL(mcp.url)) : new StdioClientTransport({ command: mcp.command, args: mcp.args, stderr: 'ignore' });
   await client.connect(transport);
   const { tools: mcpTools } = await client.listTools();
@@ -51,6 +52,24 @@ export async function startInProcessLoop({ baseURL, mcp, server = 'noop', maxDep
     }
   }
 
+  return {
+    callModel,
+    callTool,
+    /** The stdio MCP server's pid (none for Streamable HTTP). */
+    mcpPid: transport.pid ?? null,
+    firstTool: mcpTools[0].name,
+    callFirstTool: () => client.callTool({ name: mcpTools[0].name, arguments: { i: 0 } }),
+    close: () => client.close().catch(() => {}),
+  };
+}
+
+/**
+ * Connects the model and the MCP server once; returns `run(input, model)` that runs one whole
+ * agent loop and resolves with the final message, and `close()`.
+ */
+export async function startInProcessLoop({ baseURL, mcp, server = 'noop', maxDepth = 10 }) {
+  const { callModel, callTool, mcpPid, callFirstTool, close } = await connectAgentParts({ baseURL, mcp, server });
+
   // The seeds' get_completion(): one model call, then tools, then itself again.
   async function getCompletion(model, messages, depth = 0) {
     const message = await callModel(model, messages);
@@ -63,13 +82,11 @@ export async function startInProcessLoop({ baseURL, mcp, server = 'noop', maxDep
 
   return {
     /** The stdio MCP server's pid (none for Streamable HTTP). */
-    mcpPid: transport.pid ?? null,
+    mcpPid,
     run: (input, model) => getCompletion(model, [{ role: 'user', content: input }]),
     /** One model call and one tool call on their own, for the unit costs. */
     callModel: (model) => callModel(model, [{ role: 'user', content: 'benchmark' }]),
-    callTool: () => client.callTool({ name: mcpTools[0].name, arguments: { i: 0 } }),
-    async close() {
-      await client.close().catch(() => {});
-    },
+    callTool: callFirstTool,
+    close,
   };
 }

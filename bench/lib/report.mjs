@@ -60,6 +60,13 @@ export function derive(r) {
     d.slowAdded = { perStepMs: (o.slow.agentq.p50 - o.slow.inproc.p50) / T };
     d.slowAdded.share = d.slowAdded.perStepMs / o.slow.modelMs;
     d.slowAdded.shareFrom0ms = d.overheadPerTurn.agentq / o.slow.modelMs;
+    if (o.loop) {
+      // Where agentq's overhead a turn comes from: the queue itself (bare flows), running the
+      // model and the tools in worker processes rather than in one (the BullMQ loop less bare
+      // and in-process), and what agentq adds on top (its store, events and guarantees).
+      d.loopPerTurn = (o.loop.p50 - o.inproc.p50) / T;
+      d.split = { queue: o.bare.p50 / T, workers: (o.loop.p50 - o.bare.p50 - o.inproc.p50) / T, agentq: (o.agentq.p50 - o.loop.p50) / T };
+    }
     d.targets.push({ name: 'per-turn overhead ≤ 1.5× bare BullMQ flows', value: `${ms(d.overheadPerTurn.agentq)} vs ${ms(d.overheadPerTurn.bare)} = ${x(d.overheadPerTurn.ratio)}`, ok: d.overheadPerTurn.ratio <= 1.5 });
     d.targets.push({
       name: `durability adds < 2 % to a ${o.slow.modelMs} ms model step`,
@@ -102,17 +109,27 @@ function summaryRows(r, d) {
   const T = r.config.turns;
   if (r.overhead) {
     const o = r.overhead;
-    rows.push(['1', 'run latency, 0 ms model, one at a time, p50 / p99', `${fmt(o.agentq.p50)} / ${fmt(o.agentq.p99)} ms`, `in-process ${fmt(o.inproc.p50)} / ${fmt(o.inproc.p99)} ms; bare BullMQ ${fmt(o.bare.p50)} / ${fmt(o.bare.p99)} ms`, '']);
+    const loop = o.loop ? `; BullMQ loop ${fmt(o.loop.p50)} / ${fmt(o.loop.p99)} ms` : '';
+    rows.push(['1', 'run latency, 0 ms model, one at a time, p50 / p99', `${fmt(o.agentq.p50)} / ${fmt(o.agentq.p99)} ms`, `in-process ${fmt(o.inproc.p50)} / ${fmt(o.inproc.p99)} ms; bare BullMQ ${fmt(o.bare.p50)} / ${fmt(o.bare.p99)} ms${loop}`, '']);
     rows.push(['1', `queue overhead per turn (p50; ${T} turns a run)`, ms(d.overheadPerTurn.agentq), `bare BullMQ ${ms(d.overheadPerTurn.bare)}`, x(d.overheadPerTurn.ratio)]);
     rows.push(['1', 'queue overhead per turn (p99)', ms(d.overheadPerTurnP99.agentq), `bare BullMQ ${ms(d.overheadPerTurnP99.bare)}`, x(d.overheadPerTurnP99.agentq / d.overheadPerTurnP99.bare)]);
-    rows.push(['1', `run latency, ${o.slow.modelMs} ms model, one at a time, p50`, ms(o.slow.agentq.p50), `in-process ${ms(o.slow.inproc.p50)}; ideal ${ms(T * o.slow.modelMs)}`, `+${pct(d.slowAdded.share)} a step`]);
+    if (d.split) {
+      rows.push(['1', '  the same for the BullMQ loop (no store)', ms(d.loopPerTurn), `bare BullMQ ${ms(d.overheadPerTurn.bare)}`, x(d.loopPerTurn / d.overheadPerTurn.bare)]);
+      rows.push(['1', "  agentq's overhead per turn, split (p50)", `queue ${ms(d.split.queue)} + model and tools in worker processes ${ms(d.split.workers)} + agentq's store and guarantees ${ms(d.split.agentq)}`, 'bare; BullMQ loop − bare − in-process; agentq − BullMQ loop', '']);
+    }
+    const slowLoop = o.slow.loop ? `; BullMQ loop ${ms(o.slow.loop.p50)}` : '';
+    rows.push(['1', `run latency, ${o.slow.modelMs} ms model, one at a time, p50`, ms(o.slow.agentq.p50), `in-process ${ms(o.slow.inproc.p50)}${slowLoop}; ideal ${ms(T * o.slow.modelMs)}`, `+${pct(d.slowAdded.share)} a step`]);
   }
   for (const t of r.throughput ?? []) {
     const w = `${t.workers} agent-worker${t.workers > 1 ? 's' : ''}`;
     const inp = t.inproc ? `; in-process loop ${fmt(t.inproc.runsPerSec)} runs/s` : '';
     rows.push(['2', `throughput, ${t.agentq.n} runs at once, ${w}`, `${fmt(t.agentq.runsPerSec)} runs/s${reps(t.agentq)}, ${fmt(t.agentq.toolCallsPerSec)} tool calls/s (the POSTs took ${fmt(t.agentq.submitMs / 1000)} s)`, `bare BullMQ ${fmt(t.bare.runsPerSec)} runs/s${reps(t.bare)}, ${fmt(t.bare.toolCallsPerSec)} tool calls/s${inp}${reps(t.inproc)}`, x(t.ratio)]);
     rows.push(['2', `  run latency p50 / p99, ${w}`, `${fmt(t.agentq.latency.p50)} / ${fmt(t.agentq.latency.p99)} ms`, `bare BullMQ ${fmt(t.bare.latency.p50)} / ${fmt(t.bare.latency.p99)} ms${t.inproc ? `; in-process ${fmt(t.inproc.latency.p50)} / ${fmt(t.inproc.latency.p99)} ms` : ''}`, '']);
-    rows.push(['2', `  CPU per run, all processes, ${w}`, `${fmt(cpuPerRun(t.agentq))} ms`, `bare BullMQ ${fmt(cpuPerRun(t.bare))} ms${t.inproc ? `; in-process ${fmt(cpuPerRun(t.inproc))} ms` : ''}`, '']);
+    if (t.loop) {
+      rows.push(['2', `  the BullMQ loop (no store), ${w}`, `agentq ${fmt(t.agentq.runsPerSec)} runs/s`, `BullMQ loop ${fmt(t.loop.runsPerSec)} runs/s${reps(t.loop)}, p50 / p99 ${fmt(t.loop.latency.p50)} / ${fmt(t.loop.latency.p99)} ms`, x(t.agentq.runsPerSec / t.loop.runsPerSec)]);
+    }
+    const loopCpu = t.loop ? `; BullMQ loop ${fmt(cpuPerRun(t.loop))} ms` : '';
+    rows.push(['2', `  CPU per run, all processes, ${w}`, `${fmt(cpuPerRun(t.agentq))} ms`, `bare BullMQ ${fmt(cpuPerRun(t.bare))} ms${t.inproc ? `; in-process ${fmt(cpuPerRun(t.inproc))} ms` : ''}${loopCpu}`, '']);
     if (t.ceiling) rows.push(['2', `  ceiling here for a queue that cost nothing, ${w}`, `${x(t.ceiling)} bare BullMQ's runs/s`, 'bare CPU / (bare + in-process CPU) a run: the model and tool work shares the cores', '']);
   }
   if (r.concurrency) {
@@ -143,11 +160,11 @@ function summaryRows(r, d) {
   return rows;
 }
 
-const CPU_COLUMNS = ['process', 'agentq', 'bare BullMQ', 'in-process loop'];
+const CPU_COLUMNS = ['process', 'agentq', 'bare BullMQ', 'in-process loop', 'BullMQ loop'];
 
-/** CPU ms per run by process for agentq, bare BullMQ and the in-process loop, with totals. */
+/** CPU ms per run by process for agentq, bare BullMQ, the in-process loop and the BullMQ loop, with totals. */
 function cpuTable(t) {
-  const systems = [t.agentq, t.bare, t.inproc].map((x) => x ?? { cpuMs: {}, n: 1 });
+  const systems = [t.agentq, t.bare, t.inproc, t.loop].map((x) => x ?? { cpuMs: {}, n: 1 });
   const names = [...new Set(systems.flatMap((x) => Object.keys(x.cpuMs)))];
   const cell = (x, n) => (x.cpuMs[n] === undefined ? '–' : fmt(x.cpuMs[n] / x.n));
   const rows = names.map((n) => [n, ...systems.map((x) => cell(x, n))]);
@@ -186,6 +203,7 @@ function chart(r, d) {
   const AQ = '#2f6fd6';
   const BARE = '#8a8a8a';
   const INP = '#4c9a2a';
+  const LOOP = '#b0662e';
   const IDEAL = '#c9a227';
   if (r.overhead) {
     const o = r.overhead;
@@ -194,6 +212,7 @@ function chart(r, d) {
       rows: [
         { label: 'in-process loop', value: o.inproc.p50, mark: o.inproc.p99, color: INP, note: `${fmt(o.inproc.p50)} / ${fmt(o.inproc.p99)}` },
         { label: 'bare BullMQ flows', value: o.bare.p50, mark: o.bare.p99, color: BARE, note: `${fmt(o.bare.p50)} / ${fmt(o.bare.p99)}` },
+        ...(o.loop ? [{ label: 'BullMQ loop, no store', value: o.loop.p50, mark: o.loop.p99, color: LOOP, note: `${fmt(o.loop.p50)} / ${fmt(o.loop.p99)}` }] : []),
         { label: 'agentq', value: o.agentq.p50, mark: o.agentq.p99, color: AQ, note: `${fmt(o.agentq.p50)} / ${fmt(o.agentq.p99)}` },
       ],
     });
@@ -205,6 +224,7 @@ function chart(r, d) {
         ...(r.throughput[0].inproc ? [{ label: 'in-process loop, 1 process', value: r.throughput[0].inproc.runsPerSec, color: INP, note: fmt(r.throughput[0].inproc.runsPerSec) }] : []),
         ...r.throughput.flatMap((t) => [
         { label: `bare BullMQ, ${t.workers} agent proc`, value: t.bare.runsPerSec, color: BARE, note: fmt(t.bare.runsPerSec) },
+        ...(t.loop ? [{ label: `BullMQ loop, ${t.workers} agent proc`, value: t.loop.runsPerSec, color: LOOP, note: fmt(t.loop.runsPerSec) }] : []),
         { label: `agentq, ${t.workers} agent-worker${t.workers > 1 ? 's' : ''}`, value: t.agentq.runsPerSec, color: AQ, note: `${fmt(t.agentq.runsPerSec)} (${x(t.ratio)})` },
         ]),
       ],
@@ -318,7 +338,7 @@ function markdown(r, d, header, rows) {
   out.push('BENCH_PROFILE=1 npm run bench      # also CPU profiles of the services (bench/results/profiles)');
   out.push('node bench/profile-summary.mjs bench/results/profiles/<file>.cpuprofile');
   out.push('BENCH_NODE_OPTIONS="--max-old-space-size=1024" npm run bench   # NODE_OPTIONS for the services (one that sizes the heap replaces the shipped heap flags)');
-  out.push('N=200 node bench/timeline.mjs            # where the time of a turn goes, one run at a time (BARE=1: the bare-BullMQ baseline)');
+  out.push('N=200 node bench/timeline.mjs            # where the time of a turn goes, one run at a time (BARE=1: bare BullMQ, LOOP=1: the BullMQ loop)');
   out.push('BENCH_REPORT_ONLY=1 node bench/run.mjs   # re-render this file and the chart from bench/results/latest.json');
   out.push('```');
   out.push('');
@@ -332,9 +352,13 @@ function markdown(r, d, header, rows) {
   out.push(`- **agentq**: the built services as processes (\`node services/<name>/dist/main.js\`): one api, one or two agent-workers, one tool-worker, \`LOG_LEVEL=warn\`, default concurrency (100 per worker) unless said otherwise, with the heap flags \`npm start\` and the Dockerfile give them (\`NODE_OPTIONS="${r.config?.heapFlags ?? '(none recorded)'}"\`; scenario 3 also without). Runs are submitted with \`POST /v1/runs\`.`);
   out.push('- **In-process baseline**: the seeds\' recursive loop in the benchmark process (`bench/lib/inprocess-loop.mjs`): the openai SDK against the same scripted model, the MCP SDK client against the same MCP server, recurse. No queue, no store: a crash loses the run.');
   out.push('- **Bare BullMQ baseline**: the same job graph as agentq (a turn job per model step; each round a FlowProducer flow whose parent is the next turn and whose children are 3 tool jobs), same job ids, job options and lock settings, with no-op processors in separate agent and tool processes (`bench/bare-worker.mjs`). No model, no MCP, no run store: the queue\'s own cost.');
-  if (r.overhead?.interleaved) out.push(`- **One at a time (scenario 1)**: the in-process loop, bare BullMQ and agentq are all up at once and take turns in ${r.overhead.interleaved.blocks} blocks of ${r.overhead.interleaved.perBlock} runs each (in a rotating order), so that the machine's drift during the scenario weighs on the three alike; with the 500 ms model, the in-process loop and agentq alternate run by run.`);
+  if (r.overhead?.loop) out.push('- **BullMQ loop baseline**: the same processes and job graph as bare BullMQ, whose processors also do the agent loop\'s work (`bench/bare-worker.mjs` with `WORK=1`): the agent job calls the scripted model (openai SDK, streamed) with the transcript it carries in its job data plus its children\'s return values, each tool job calls the no-op MCP server (MCP SDK client, its own server over the same transport). No run store, no events, no budgets, no at-most-once bookkeeping, no API: what moving the seeds\' loop onto BullMQ costs before any of agentq\'s guarantees. It splits agentq\'s overhead into the queue (bare), running the model and the tools in worker processes (the BullMQ loop less bare and in-process) and agentq\'s own (agentq less the BullMQ loop).');
+  if (r.overhead?.interleaved) {
+    const loop = Boolean(r.overhead.loop);
+    out.push(`- **One at a time (scenario 1)**: the in-process loop, bare BullMQ${loop ? ', the BullMQ loop' : ''} and agentq are all up at once and take turns in ${r.overhead.interleaved.blocks} blocks of ${r.overhead.interleaved.perBlock} runs each (in a rotating order), so that the machine's drift during the scenario weighs on ${loop ? 'all four' : 'the three'} alike; with the 500 ms model, the in-process loop${loop ? ', the BullMQ loop' : ''} and agentq alternate run by run.`);
+  }
   out.push(`- **Repetitions**: every many-runs measurement is made ${r.config.repeat ?? 1} time(s) on the same processes and the fastest is kept (other processes on a shared machine only ever slow a run down; the first repetition also still warms the JIT); the tables list every repetition.`);
-  out.push('- **Seeing a run finish**: one at a time, agentq runs are followed by reading the run\'s event stream straight from Redis (`XREAD BLOCK`, what an SSE client sees, without the API in between); bare runs by `QueueEvents` for the last turn job. With many runs in flight, the client polls one `ZCARD` of the agent queue\'s completed set every 25 ms (one command, whatever the number of runs) and afterwards reads each run\'s `created_at`/`completed_at` (agentq run record) or first job `timestamp`/last job `finishedOn` (bare): latencies are the system\'s own timestamps, and polling adds neither load per run nor its period to them. Throughput counts from the first submission to the last completion.');
+  out.push('- **Seeing a run finish**: one at a time, agentq runs are followed by reading the run\'s event stream straight from Redis (`XREAD BLOCK`, what an SSE client sees, without the API in between); bare and BullMQ-loop runs by `QueueEvents` for the last turn job. With many runs in flight, the client polls one `ZCARD` of the agent queue\'s completed set every 25 ms (one command, whatever the number of runs) and afterwards reads each run\'s `created_at`/`completed_at` (agentq run record) or first job `timestamp`/last job `finishedOn` (bare, BullMQ loop): latencies are the system\'s own timestamps, and polling adds neither load per run nor its period to them. Throughput counts from the first submission to the last completion.');
   out.push('- **Redis CPU** is the redis-server process\'s CPU time (`/proc`), AOF writes included: with few runs in flight each round trip gets its own AOF write, which is why Redis CPU per turn is much higher one at a time than under load.');
   out.push('- **Redis cost**: `INFO commandstats` before and after (on the benchmark\'s own Redis, the client\'s own commands subtracted), which counts every command Redis executed, including those run inside Lua scripts; and a client-side probe (`bench/lib/redis-probe.mjs`, loaded with `NODE_OPTIONS=--import` into the services for that scenario only) that counts what each process sends: commands by name (scripts by name) and round trips (a command sent alone, or a pipeline/MULTI sent as one write).');
   out.push('');
