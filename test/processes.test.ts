@@ -77,9 +77,10 @@ async function until<T>(what: string, fn: () => Promise<T | undefined | false>, 
 
 const STACK_FRAME = /^\s+at .+(:\d+:\d+|\(native\)|<anonymous>)\)?$/m;
 const lines = (s: string) => s.split('\n').filter((l) => l.trim() !== '');
-// A worker is registered in Redis a moment before main.ts installs its SIGTERM handler;
-// the start-up log line comes right before it.
+// A worker is registered in Redis a moment before its start-up log line.
 const saysStarted = (p: Proc) => lines(p.out()).some((l) => /"msg":"[^"]*\bstarted\b/.test(l));
+// Logged by main.ts once its signal handlers are in place, before it connects to anything.
+const saysStarting = (p: Proc) => lines(p.out()).some((l) => /"msg":"starting"/.test(l));
 
 let redisUrl: string;
 const tmp = mkdtempSync(join(tmpdir(), 'agentq-proc-'));
@@ -211,11 +212,15 @@ describe('starting and stopping on SIGTERM', () => {
   it.each(SERVICES)('%s: a SIGTERM while it still waits for Redis exits 0 at once', async (service) => {
     // Nothing listens on port 1: the service keeps trying to connect when the signal comes.
     const p = start(service, { REDIS_URL: 'redis://127.0.0.1:1', QUEUE_PREFIX: prefix(), PORT: '0', HOST: '127.0.0.1', MODEL: 'x' });
-    await new Promise((r) => setTimeout(r, 700));
+    await until('the start-up line', async () => saysStarting(p), p);
+    // Let it fail to connect a few times (the first retries come within a few hundred ms).
+    await new Promise((r) => setTimeout(r, 500));
     expect(p.child.exitCode).toBeNull();
     p.child.kill('SIGTERM');
     const { code, signal } = await exitOf(p, 5_000);
     expect({ code, signal }, p.err()).toEqual({ code: 0, signal: null });
+    // Connection errors while waiting are not printed raw: every line is a JSON log line.
+    expect([...lines(p.out()), ...lines(p.err())].filter((l) => !l.startsWith('{'))).toEqual([]);
   });
 
   describe('tool-worker', () => {

@@ -37,3 +37,17 @@ export async function waitForReady(client: Redis, timeoutMs = 5000): Promise<boo
     client.once('ready', onReady);
   });
 }
+
+/**
+ * Listens for a BullMQ Queue's or FlowProducer's connection errors. Without a listener BullMQ
+ * prints each one raw to stderr (a stack trace per reconnect attempt while Redis is down); like
+ * those of createRedis, they surface on the commands that fail, so they are only logged at debug.
+ */
+export function quietConnectionErrors<T extends { on(event: 'error', listener: (err: Error) => void): unknown }>(
+  emitter: T,
+  logger: { debug(obj: object, msg: string): void },
+  what: string,
+): T {
+  emitter.on('error', (err: Error) => logger.debug({ err: err.message }, `${what}: connection error`));
+  return emitter;
+}

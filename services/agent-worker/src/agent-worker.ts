@@ -4,6 +4,7 @@ import {
   CancelListener,
   createMetrics,
   createRedis,
+  quietConnectionErrors,
   observeWorkerJobs,
   providerBackoff,
   QUEUES,
@@ -36,8 +37,8 @@ export async function startAgentWorker(cfg: AgentWorkerConfig, logger: Logger, o
   const storeRedis = createRedis(cfg.REDIS_URL, { name: 'agentq-agent-store', blocking: true });
   const queueRedis = createRedis(cfg.REDIS_URL, { name: 'agentq-agent-queue', blocking: true });
   const store = new RunStore({ redis: storeRedis, prefix: cfg.QUEUE_PREFIX, retentionSeconds: cfg.RUN_RETENTION_SECONDS, observer: runMetricsObserver(metrics) });
-  const flow = new FlowProducer({ connection: queueRedis, prefix: cfg.QUEUE_PREFIX, telemetry });
-  const webhookQueue = new Queue(QUEUES.webhook, { connection: queueRedis, prefix: cfg.QUEUE_PREFIX, telemetry });
+  const flow = quietConnectionErrors(new FlowProducer({ connection: queueRedis, prefix: cfg.QUEUE_PREFIX, telemetry }), logger, 'flow producer');
+  const webhookQueue = quietConnectionErrors(new Queue(QUEUES.webhook, { connection: queueRedis, prefix: cfg.QUEUE_PREFIX, telemetry }), logger, 'webhook queue');
   // BullMQ retries model faults (with backoff, without holding a worker slot); the SDK must not also.
   const openai = observeModelCalls(new OpenAI({ baseURL: cfg.OPENAI_BASE_URL, apiKey: cfg.OPENAI_API_KEY ?? 'unset', maxRetries: 0 }), metrics);
 

@@ -13,5 +13,6 @@ const tracing = startTracing({ service: 'agent-worker', endpoint: cfg.OTEL_EXPOR
 // Signals are handled from the start: a SIGTERM while still connecting exits cleanly too.
 const closers: Array<() => Promise<unknown>> = [async () => tracing?.shutdown()];
 onShutdown(logger, closers);
+logger.info('starting');
 const handle = await startAgentWorker(cfg, logger, { tracing });
 closers.unshift(() => handle.close());

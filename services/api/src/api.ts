@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { Queue } from 'bullmq';
-import { createMetrics, createRedis, QUEUES, RunStore, runMetricsObserver, waitForReady, type Logger, type Tracing } from '@agentq/shared';
+import { createMetrics, createRedis, QUEUES, quietConnectionErrors, RunStore, runMetricsObserver, waitForReady, type Logger, type Tracing } from '@agentq/shared';
 import { createApp } from './app.js';
 import { EventHub } from './event-hub.js';
 import type { ApiConfig } from './config.js';
@@ -19,7 +19,7 @@ export async function startApi(cfg: ApiConfig, logger: Logger, opts: { tracing?:
   const redis = createRedis(cfg.REDIS_URL, { name: 'agentq-api' });
   const queueRedis = createRedis(cfg.REDIS_URL, { name: 'agentq-api-queue' });
   if (!(await waitForReady(redis)) || !(await waitForReady(queueRedis))) logger.warn('Redis is not reachable yet; answering 503 until it is');
-  const queues = Object.values(QUEUES).map((name) => new Queue(name, { connection: queueRedis, prefix: cfg.QUEUE_PREFIX, telemetry: opts.tracing?.bullmq }));
+  const queues = Object.values(QUEUES).map((name) => quietConnectionErrors(new Queue(name, { connection: queueRedis, prefix: cfg.QUEUE_PREFIX, telemetry: opts.tracing?.bullmq }), logger, `${name} queue`));
   const metrics = createMetrics({ service: 'api', queues, onQueueError: (err) => logger.warn({ err: err.message }, 'could not read queue depths for /metrics') });
   const store = new RunStore({ redis, prefix: cfg.QUEUE_PREFIX, retentionSeconds: cfg.RUN_RETENTION_SECONDS, observer: runMetricsObserver(metrics) });
   const agentQueue = queues.find((q) => q.name === QUEUES.agent)!;

@@ -13,5 +13,6 @@ const tracing = startTracing({ service: 'api', endpoint: cfg.OTEL_EXPORTER_OTLP_
 // Signals are handled from the start: a SIGTERM while still connecting exits cleanly too.
 const closers: Array<() => Promise<unknown>> = [async () => tracing?.shutdown()];
 onShutdown(logger, closers);
+logger.info('starting');
 const handle = await startApi(cfg, logger, { tracing });
 closers.unshift(() => handle.close());

@@ -31,5 +31,6 @@ const tracing = startTracing({ service: 'tool-worker', endpoint: cfg.OTEL_EXPORT
 // Signals are handled from the start: a SIGTERM while still connecting exits cleanly too.
 const closers: Array<() => Promise<unknown>> = [async () => tracing?.shutdown()];
 onShutdown(logger, closers);
+logger.info('starting');
 const handle = await startToolWorker(cfg, logger, { mcpConfig, tracing });
 closers.unshift(() => handle.close());

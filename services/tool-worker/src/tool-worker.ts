@@ -5,6 +5,7 @@ import {
   ContextStore,
   createMetrics,
   createRedis,
+  quietConnectionErrors,
   observeWebhookDeliveries,
   observeWorkerJobs,
   QUEUES,
@@ -58,7 +59,7 @@ export async function startToolWorker(cfg: ToolWorkerConfig, logger: Logger, opt
   const republish = setInterval(() => void publish(), 30_000);
   republish.unref();
 
-  const agentQueue = new Queue(QUEUES.agent, { connection: createRedis(cfg.REDIS_URL, { name: 'agentq-tool-agent-queue', blocking: true }), prefix: cfg.QUEUE_PREFIX, telemetry });
+  const agentQueue = quietConnectionErrors(new Queue(QUEUES.agent, { connection: createRedis(cfg.REDIS_URL, { name: 'agentq-tool-agent-queue', blocking: true }), prefix: cfg.QUEUE_PREFIX, telemetry }), logger, 'agent queue');
   const deps = {
     store,
     runner: registry,
