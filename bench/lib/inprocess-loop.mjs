@@ -57,7 +57,6 @@ export async function connectAgentParts({ baseURL, mcp, server = 'noop', clientN
     callTool,
     /** The stdio MCP server's pid (none for Streamable HTTP). */
     mcpPid: transport.pid ?? null,
-    firstTool: mcpTools[0].name,
     callFirstTool: () => client.callTool({ name: mcpTools[0].name, arguments: { i: 0 } }),
     close: () => client.close().catch(() => {}),
   };
