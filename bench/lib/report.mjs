@@ -331,7 +331,7 @@ function markdown(r, d, header, rows) {
   out.push('## Commands');
   out.push('');
   out.push('```sh');
-  out.push('npm run bench                      # build, then every scenario (≈ 4–6 minutes); rewrites this file');
+  out.push('npm run bench                      # build, then every scenario (≈ 5–8 minutes); rewrites this file');
   out.push('BENCH_QUICK=1 npm run bench        # smoke version: 100 runs instead of 1,000, no repetitions (≈ 2 minutes)');
   out.push('BENCH_MCP=http npm run bench       # the no-op MCP server over Streamable HTTP instead of stdio');
   out.push('BENCH_ONLY=2,4 npm run bench       # some scenarios only (into bench/results/partial.json)');
