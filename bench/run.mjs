@@ -9,7 +9,8 @@
 //   2. throughput: 1,000 such runs submitted at once, 1 and 2 agent-worker processes, beside
 //      bare BullMQ and the BullMQ loop with the same processes
 //   3. realistic latency: 1,000 (and 100) concurrent runs with a 500 ms model: wall time
-//      against the ideal, peak RSS of each process
+//      against the ideal, peak RSS of each process; scale-out: 200 such runs with 50 model-step
+//      slots per agent-worker, on 1 and on 2 agent-workers
 //   4. Redis cost: commands and round trips per turn, by command, beside bare BullMQ
 //
 // Prints a table and writes BENCHMARKS.md, bench/results/latest.json and
@@ -71,6 +72,8 @@ const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',').
 const PROFILE = truthy(process.env.BENCH_PROFILE);
 const MANY = Number(process.env.BENCH_RUNS) || (QUICK ? 100 : 1000);
 const SLOW_MS = 500;
+/** Model-step slots per agent-worker (AGENT_CONCURRENCY) in the scale-out measurement. */
+const SCALE_SLOTS = 50;
 const N = {
   seq: QUICK ? 30 : 200,
   seqWarm: QUICK ? 5 : 20,
@@ -78,6 +81,7 @@ const N = {
   seqBlocks: QUICK ? 3 : 8,
   many: MANY,
   few: Math.min(100, MANY),
+  scaleOut: QUICK ? 100 : 200,
   redisSeq: QUICK ? 10 : 50,
   redisBatch: QUICK ? 50 : 200,
 };
@@ -442,13 +446,24 @@ async function scenarioConcurrency() {
       rmSync(probeDir, { recursive: true, force: true });
     }
   };
+  // Scale-out where this machine can show it: with the model step (I/O) as the limit rather
+  // than the 2 cores, a second agent-worker should add its slots to the first's.
+  const scaleOut = { slots: SCALE_SLOTS, n: N.scaleOut, runs: {} };
+  for (const workers of [1, 2]) {
+    const stack = await startAgentq(ctl, redis.url, { agentWorkers: workers, agentConcurrency: SCALE_SLOTS, mcpTransport: MCP });
+    try {
+      scaleOut.runs[workers] = await agentqBatch(stack, N.scaleOut, { model: `bench-${SLOW_MS}ms`, label: `agentq, ${N.scaleOut} runs at once, ${SLOW_MS} ms model, ${workers} agent-worker${workers > 1 ? 's' : ''} × ${SCALE_SLOTS} slots` });
+    } finally {
+      await stack.stop();
+    }
+  }
   const shipped = await measureStack('', false, sizes);
   const agentq = shipped.batches;
   const mem = shipped.memory;
   const v8Run = await measureStack(' (V8 default heap)', true, [N.many]);
   const v8Defaults = { agentq: v8Run.batches[N.many], memory: v8Run.memory };
   const stack = shipped;
-  return { modelMs: SLOW_MS, idealMs: TURNS * SLOW_MS, sizes, inproc, agentq, config: stack.config, heapFlags: HEAP_FLAGS, memory: mem, v8Defaults };
+  return { modelMs: SLOW_MS, idealMs: TURNS * SLOW_MS, sizes, inproc, agentq, config: stack.config, heapFlags: HEAP_FLAGS, memory: mem, v8Defaults, scaleOut };
 }
 
 /** Commands and round trips of one window, from the server's stats and the clients' probes. */

@@ -139,6 +139,13 @@ function summaryRows(r, d) {
       rows.push(['3', `${n} runs at once, ${c.modelMs} ms model: wall time`, `${fmt(a.wallMs / 1000)} s${reps(a, (v) => fmt(v.wallMs / 1000))}`, `ideal ${fmt(c.idealMs / 1000)} s; in-process ${fmt(c.inproc[n].wallMs / 1000)} s`, `${x(a.wallMs / c.idealMs)} ideal`]);
       rows.push(['3', `  run latency p50 / p99`, `${fmt(a.latency.p50)} / ${fmt(a.latency.p99)} ms`, `in-process ${fmt(c.inproc[n].latency.p50)} / ${fmt(c.inproc[n].latency.p99)} ms`, '']);
     }
+    if (c.scaleOut) {
+      const so = c.scaleOut;
+      const [one, two] = [so.runs[1], so.runs[2]];
+      // Slot-seconds the runs need (a model step holds a slot for its whole call) over the slots: the wall time if slots were the only limit.
+      const bound = (w) => (so.n * c.idealMs) / 1000 / (w * so.slots);
+      rows.push(['3', `scale-out: ${so.n} runs at once, ${c.modelMs} ms model, ${so.slots} model-step slots per agent-worker`, `1 agent-worker ${fmt(one.wallMs / 1000)} s${reps(one, (v) => fmt(v.wallMs / 1000))}; 2 agent-workers ${fmt(two.wallMs / 1000)} s${reps(two, (v) => fmt(v.wallMs / 1000))}`, `slots alone allow ${fmt(bound(1))} s and ${fmt(bound(2))} s`, `${x(one.wallMs / two.wallMs)} faster`]);
+    }
     const mem = c.memory.map((m) => `${m.name} ${fmt(m.peak)}`).join(', ');
     rows.push(['3', 'peak RSS (VmHWM) per process, MB', mem, '', '']);
     if (c.v8Defaults) {
@@ -240,6 +247,9 @@ function chart(r, d) {
           { label: `in-process, ${n} runs`, value: c.inproc[n].wallMs / 1000, color: INP, note: fmt(c.inproc[n].wallMs / 1000) },
           { label: `agentq, ${n} runs`, value: c.agentq[n].wallMs / 1000, color: AQ, note: `${fmt(c.agentq[n].wallMs / 1000)} (${x(c.agentq[n].wallMs / c.idealMs)})` },
         ]),
+        ...(c.scaleOut
+          ? [1, 2].map((w) => ({ label: `agentq, ${c.scaleOut.n}, ${w} worker${w > 1 ? 's' : ''} × ${c.scaleOut.slots} slots`, value: c.scaleOut.runs[w].wallMs / 1000, color: AQ, note: fmt(c.scaleOut.runs[w].wallMs / 1000) }))
+          : []),
         ...(c.v8Defaults ? [{ label: `agentq, ${c.sizes.at(-1)}, V8 default heap`, value: c.v8Defaults.agentq.wallMs / 1000, color: AQ, note: `${fmt(c.v8Defaults.agentq.wallMs / 1000)} (${x(c.v8Defaults.agentq.wallMs / c.idealMs)})` }] : []),
       ],
     });
