@@ -385,7 +385,7 @@ async function scenarioThroughput() {
     const profileDir = PROFILE && workers === 1 ? join(ROOT, 'bench', 'results', 'profiles') : null;
     if (profileDir) mkdirSync(profileDir, { recursive: true });
     const stack = await startAgentq(ctl, redis.url, { agentWorkers: workers, mcpTransport: MCP, nodeOptions: profileDir ? `--cpu-prof --cpu-prof-dir=${profileDir}` : '' });
-    const a = await agentqBatch(stack, N.many, { label: `agentq, ${workers} agent-worker${workers > 1 ? 's' : ''}` });
+    const a = await agentqBatch(stack, N.many, { label: `agentq, ${procs}` });
     await stack.stop();
     out.push({ workers, bare: b, loop: l, agentq: a, inproc });
   }

@@ -65,7 +65,7 @@ export function derive(r) {
       // model and the tools in worker processes rather than in one (the BullMQ loop less bare
       // and in-process), and what agentq adds on top (its store, events and guarantees).
       d.loopPerTurn = (o.loop.p50 - o.inproc.p50) / T;
-      d.split = { queue: o.bare.p50 / T, workers: (o.loop.p50 - o.bare.p50 - o.inproc.p50) / T, agentq: (o.agentq.p50 - o.loop.p50) / T };
+      d.split = { workers: (o.loop.p50 - o.bare.p50 - o.inproc.p50) / T, agentq: (o.agentq.p50 - o.loop.p50) / T };
     }
     d.targets.push({ name: 'per-turn overhead ≤ 1.5× bare BullMQ flows', value: `${ms(d.overheadPerTurn.agentq)} vs ${ms(d.overheadPerTurn.bare)} = ${x(d.overheadPerTurn.ratio)}`, ok: d.overheadPerTurn.ratio <= 1.5 });
     d.targets.push({
@@ -115,7 +115,7 @@ function summaryRows(r, d) {
     rows.push(['1', 'queue overhead per turn (p99)', ms(d.overheadPerTurnP99.agentq), `bare BullMQ ${ms(d.overheadPerTurnP99.bare)}`, x(d.overheadPerTurnP99.agentq / d.overheadPerTurnP99.bare)]);
     if (d.split) {
       rows.push(['1', '  the same for the BullMQ loop (no store)', ms(d.loopPerTurn), `bare BullMQ ${ms(d.overheadPerTurn.bare)}`, x(d.loopPerTurn / d.overheadPerTurn.bare)]);
-      rows.push(['1', "  agentq's overhead per turn, split (p50)", `queue ${ms(d.split.queue)} + model and tools in worker processes ${ms(d.split.workers)} + agentq's store and guarantees ${ms(d.split.agentq)}`, 'bare; BullMQ loop − bare − in-process; agentq − BullMQ loop', '']);
+      rows.push(['1', "  agentq's overhead per turn, split (p50)", `queue ${ms(d.overheadPerTurn.bare)} + model and tools in worker processes ${ms(d.split.workers)} + agentq's store and guarantees ${ms(d.split.agentq)}`, 'bare; BullMQ loop − bare − in-process; agentq − BullMQ loop', '']);
     }
     const slowLoop = o.slow.loop ? `; BullMQ loop ${ms(o.slow.loop.p50)}` : '';
     rows.push(['1', `run latency, ${o.slow.modelMs} ms model, one at a time, p50`, ms(o.slow.agentq.p50), `in-process ${ms(o.slow.inproc.p50)}${slowLoop}; ideal ${ms(T * o.slow.modelMs)}`, `+${pct(d.slowAdded.share)} a step`]);
