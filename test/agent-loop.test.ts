@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatRequest, Handler, Reply } from '@agentq/scripted-llm';
+import { jobIds, RunStore } from '@agentq/shared';
 import { startStack, type Stack } from './fixtures/services.js';
 
 // Each scenario is keyed by the user's text, so one scripted model serves every test here.
@@ -97,6 +98,57 @@ describe('the durable agent loop', () => {
     const slowEnd = stack.crm.slept.find((c) => c.label === 'slow')!.at;
     expect(fastStart).toBeLessThan(slowEnd);
     expect(stack.crm.slept.findIndex((c) => c.label === 'fast')).toBeLessThan(stack.crm.slept.findIndex((c) => c.label === 'slow'));
+  });
+
+  it("stores every result of a round before the next turn starts, so that turn finds the round's messages in place", async () => {
+    // The tool-worker completes a job without waiting for its result's write (the write goes
+    // first on the same connection): every turn must still see every result of its round.
+    const user = 'Three quick rounds of three';
+    scenarios.set(user, (req, round) => {
+      if (round < 3) return { tool_calls: [0, 1, 2].map((i) => ({ name: 'crm__sleep', arguments: { ms: 1, label: `${round}.${i}` } })) };
+      return { content: toolMessages(req).map((m: any) => m.content).join(' | ') };
+    });
+    const ids = await Promise.all(Array.from({ length: 8 }, async () => (await stack.createRun({ input: user })).id));
+    for (const id of ids) {
+      const run = await stack.waitForRun(id);
+      expect(run.output?.content).toBe([0, 1, 2].flatMap((r) => [0, 1, 2].map((i) => `slept 1 ms ${r}.${i}`)).join(' | '));
+      const events = await new RunStore({ redis: stack.redis, prefix: stack.prefix }).readEvents(id);
+      for (let depth = 1; depth <= 3; depth++) {
+        const next = events.findIndex((e) => e.type === 'step.started' && e.data.depth === depth);
+        const done = events.flatMap((e, i) => (e.type === 'tool.completed' && e.data.depth === depth - 1 ? [i] : []));
+        expect(done, `round ${depth - 1} of ${id}`).toHaveLength(3);
+        expect(Math.max(...done)).toBeLessThan(next);
+      }
+    }
+  });
+
+  it("writes a tool's result before its job completes, on the same connection, without waiting in between", async () => {
+    // Redis runs one connection's commands in the order sent: what lets the tool-worker send the
+    // job's completion (which may release the next turn) without waiting for the result's reply.
+    const user = 'Two quick calls, watched';
+    scenarios.set(user, (req, round) =>
+      round === 0 ? { tool_calls: [0, 1].map((i) => ({ name: 'crm__sleep', arguments: { ms: 1, label: `w${i}` } })) } : { content: toolMessages(req).map((m: any) => m.content).join(' | ') },
+    );
+    const monitor = await stack.redis.monitor();
+    const seen: Array<{ args: string[]; source: string }> = [];
+    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      if (args.some((a) => a.includes(`${stack.prefix}:`))) seen.push({ args, source });
+    });
+    try {
+      const { id } = await stack.createRun({ input: user });
+      expect((await stack.waitForRun(id)).output?.content).toBe('slept 1 ms w0 | slept 1 ms w1');
+      for (const index of [0, 1]) {
+        const stored = seen.findIndex((c) => c.source !== 'lua' && c.args[1]?.includes("'tool.completed'") && c.args.includes(`${stack.prefix}:r:{${id}}:tools:0`) && c.args.includes(String(index)));
+        const jobKey = `${stack.prefix}:tool:${jobIds.toolCall(id, 0, index)}`;
+        // BullMQ's moveToFinished: sent by a client (not run inside a script), with the job's key and its return value.
+        const completed = seen.findIndex((c) => c.source !== 'lua' && c.args.includes(jobKey) && c.args.includes('returnvalue') && c.args.includes('completed'));
+        expect(stored, `the result of call ${index}`).toBeGreaterThanOrEqual(0);
+        expect(completed, `the completion of call ${index}'s job`).toBeGreaterThan(stored);
+        expect(seen[completed].source).toBe(seen[stored].source);
+      }
+    } finally {
+      monitor.disconnect();
+    }
   });
 
   it('shows the model a tool error, an unknown tool and malformed arguments, and goes on', async () => {

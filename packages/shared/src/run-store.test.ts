@@ -103,3 +103,27 @@ describe("a round's tool messages", () => {
     expect((await store.getRun(child.id))!.usage.tool_calls).toBe(1);
   });
 });
+
+describe('completing a tool call', () => {
+  it('is ordered: what the connection sends next runs after it, even when Redis has lost its scripts', async () => {
+    // The tool-worker completes the job on the same connection without waiting for this reply;
+    // an EVALSHA refused with NOSCRIPT would be resent after the job's completion had run.
+    const conn = new Redis(inject('redisUrl'));
+    try {
+      const store = new RunStore({ redis: conn, prefix: `rs${randomBytes(3).toString('hex')}` });
+      const id = newId('run');
+      await store.createRun({ id, owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
+      const now = new Date().toISOString();
+      const rec = { id: 'call_0', name: 't', status: 'completed' as const, output: 'out', is_error: false, attempts: 1, duration_ms: 1, started_at: now, completed_at: now };
+      // Once before (a client may then take the script for loaded), then Redis forgets it.
+      await store.completeToolCall(id, 0, 1, { ...rec, id: 'call_1' }, { index: 1 });
+      await conn.script('FLUSH');
+      const completion = store.completeToolCall(id, 0, 0, rec, { index: 0 });
+      const seen = await conn.hget(store.keys(id).tools(0), '0');
+      expect(seen && JSON.parse(seen)).toEqual(rec);
+      await expect(completion).resolves.toEqual(rec);
+    } finally {
+      conn.disconnect();
+    }
+  });
+});

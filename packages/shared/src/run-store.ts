@@ -108,7 +108,6 @@ export class RunStore {
     this.redis.defineCommand('agentqAppendToolMessages', { lua: APPEND_TOOL_MESSAGES });
     this.redis.defineCommand('agentqStartRun', { lua: START_RUN, numberOfKeys: 2 });
     this.redis.defineCommand('agentqFinishRun', { lua: FINISH_RUN });
-    this.redis.defineCommand('agentqCompleteToolCall', { lua: COMPLETE_TOOL_CALL });
     this.redis.defineCommand('agentqBeginToolCall', { lua: BEGIN_TOOL_CALL, numberOfKeys: 3 });
   }
 
@@ -478,6 +477,11 @@ export class RunStore {
    * `tool.completed` with `event`: one round trip. With `round` (the run and the number of
    * calls in the step), the call that stores the round's last result also appends the round's
    * `tool` messages in call order (see COMPLETE_TOOL_CALL). Returns the result that is stored.
+   *
+   * Ordered: the script is sent at once as EVAL (never EVALSHA, whose NOSCRIPT fallback would
+   * resend it after later commands), so whatever this connection sends after the call runs
+   * after it in Redis. The tool-worker relies on that: it completes the job on the same
+   * connection without waiting for this reply, and the next turn still finds the result.
    */
   async completeToolCall(
     runId: string,
@@ -491,7 +495,8 @@ export class RunStore {
     const head = [k.tools(depth), k.events];
     const args = [String(index), JSON.stringify(rec), EVENTS_MAXLEN, JSON.stringify(event)];
     const stored = round
-      ? await (this.redis as any).agentqCompleteToolCall(
+      ? await this.redis.eval(
+          COMPLETE_TOOL_CALL,
           4 + round.run.spec.ancestors.length,
           ...head,
           k.run,
@@ -502,8 +507,8 @@ export class RunStore {
           round.count,
           JSON.stringify(toolMessage(rec.id, rec.output)),
         )
-      : await (this.redis as any).agentqCompleteToolCall(2, ...head, ...args);
-    return JSON.parse(stored) as ToolResultRecord;
+      : await this.redis.eval(COMPLETE_TOOL_CALL, 2, ...head, ...args);
+    return JSON.parse(stored as string) as ToolResultRecord;
   }
 
   /** Appends an event to the run's stream; returns its id. */

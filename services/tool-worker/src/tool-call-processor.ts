@@ -21,6 +21,11 @@ export interface ToolCallDeps {
   outputMaxBytes: number;
   contexts: ContextStore;
   agentQueue: Queue;
+  /**
+   * The store's connection is the one the BullMQ worker completes jobs on: the processor then
+   * returns without waiting for the result's write (see completeToolCall), which still lands first.
+   */
+  completeWithoutWaiting?: boolean;
 }
 
 /** What a tool-call job ends with; `record` is for the worker's telemetry, not for BullMQ. */
@@ -121,7 +126,7 @@ export async function processToolCall(job: Job, deps: ToolCallDeps, signal?: Abo
     completed_at: new Date().toISOString(),
     ...(subrunIds ? { subrun_ids: subrunIds } : {}),
   };
-  const stored = await deps.store.completeToolCall(runId, depth, index, rec, {
+  const completion = deps.store.completeToolCall(runId, depth, index, rec, {
     depth,
     index,
     tool_call_id: data.toolCallId,
@@ -129,6 +134,16 @@ export async function processToolCall(job: Job, deps: ToolCallDeps, signal?: Abo
     is_error: rec.is_error,
     duration_ms: rec.duration_ms,
   }, data.count ? { run, count: data.count } : undefined);
+  if (deps.completeWithoutWaiting) {
+    // The store shares the worker's connection and completeToolCall is ordered, so BullMQ's
+    // completion of this job (the next command on that connection) runs after the result is
+    // stored: the next turn, which that completion may release, finds it. Not waiting for the
+    // reply takes a round trip off every tool round's critical path.
+    completion.catch((err: Error) => log.error({ err: err.message }, 'could not store the tool result; the next turn records the call as failed'));
+    log.debug({ is_error: rec.is_error, duration_ms: rec.duration_ms }, 'tool call done');
+    return { index, record: rec };
+  }
+  const stored = await completion;
   log.debug({ is_error: stored.is_error, duration_ms: stored.duration_ms }, 'tool call done');
   return { index, record: stored };
 }

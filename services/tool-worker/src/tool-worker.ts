@@ -48,7 +48,10 @@ export async function startToolWorker(cfg: ToolWorkerConfig, logger: Logger, opt
   const registry = new McpRegistry({ config: mcpConfig, logger });
   await registry.start();
 
-  const storeRedis = createRedis(cfg.REDIS_URL, { name: 'agentq-tool-store', blocking: true });
+  // One connection for the store and the BullMQ worker's own commands (BullMQ keeps the worker's
+  // blocking fetch on a copy of it): a tool result is stored before its job completes, with no
+  // round trip in between, since Redis runs one connection's commands in the order they were sent.
+  const storeRedis = createRedis(cfg.REDIS_URL, { name: 'agentq-tool-worker', blocking: true });
   const store = new RunStore({ redis: storeRedis, prefix: cfg.QUEUE_PREFIX, retentionSeconds: cfg.RUN_RETENTION_SECONDS, observer: runMetricsObserver(metrics) });
   const publish = async () => {
     await store.setToolCatalog(catalogOf(registry.tools())).catch((err: Error) => logger.warn({ err: err.message }, 'could not publish the tool catalog'));
@@ -68,6 +71,7 @@ export async function startToolWorker(cfg: ToolWorkerConfig, logger: Logger, opt
     outputMaxBytes: cfg.TOOL_OUTPUT_MAX_BYTES,
     contexts: new ContextStore(storeRedis, cfg.QUEUE_PREFIX),
     agentQueue,
+    completeWithoutWaiting: true,
   };
   const cancels = new CancelListener(createRedis(cfg.REDIS_URL, { name: 'agentq-tool-cancel', blocking: true }), cfg.QUEUE_PREFIX);
   await cancels.start();
@@ -83,7 +87,7 @@ export async function startToolWorker(cfg: ToolWorkerConfig, logger: Logger, opt
       }
     },
     {
-    connection: createRedis(cfg.REDIS_URL, { name: 'agentq-tool-worker', blocking: true }),
+    connection: storeRedis,
     prefix: cfg.QUEUE_PREFIX,
     concurrency: cfg.TOOL_CONCURRENCY,
     ...workerLockOptions(cfg),
