@@ -9,6 +9,7 @@ const handler: Handler = (req) =>
   round(req) < 2 ? { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 300, label: 'r' } }], delayMs: 50 } : { content: 'survived' };
 
 let redis: SpawnedRedis;
+let restarted: SpawnedRedis | undefined;
 let stack: Stack;
 beforeAll(async () => {
   // A Redis of this test's own, with AOF on as in docker-compose, so it can be shut down.
@@ -18,6 +19,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack?.close();
   await redis?.stop();
+  // The server started again on the same port is a process of its own: stop it too.
+  await restarted?.stop();
 });
 
 describe('Redis restart (AOF on)', () => {
@@ -42,8 +45,7 @@ describe('Redis restart (AOF on)', () => {
     expect(read.status).toBe(503);
 
     // Same port, same directory: Redis reloads its append-only file.
-    const again = await spawnRedisServer({ port: redis.port, dir: redis.dir, appendonly: true });
-    redis.proc = again.proc;
+    restarted = await spawnRedisServer({ port: redis.port, dir: redis.dir, appendonly: true });
     for (let i = 0; i < 100 && (await stack.request('/readyz')).status !== 200; i++) await new Promise((r) => setTimeout(r, 100));
     expect((await stack.request('/readyz')).status).toBe(200);
 
