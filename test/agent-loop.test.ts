@@ -109,10 +109,11 @@ describe('the durable agent loop', () => {
       return { content: toolMessages(req).map((m: any) => m.content).join(' | ') };
     });
     const ids = await Promise.all(Array.from({ length: 8 }, async () => (await stack.createRun({ input: user })).id));
+    const store = new RunStore({ redis: stack.redis, prefix: stack.prefix });
     for (const id of ids) {
       const run = await stack.waitForRun(id);
       expect(run.output?.content).toBe([0, 1, 2].flatMap((r) => [0, 1, 2].map((i) => `slept 1 ms ${r}.${i}`)).join(' | '));
-      const events = await new RunStore({ redis: stack.redis, prefix: stack.prefix }).readEvents(id);
+      const events = await store.readEvents(id);
       for (let depth = 1; depth <= 3; depth++) {
         const next = events.findIndex((e) => e.type === 'step.started' && e.data.depth === depth);
         const done = events.flatMap((e, i) => (e.type === 'tool.completed' && e.data.depth === depth - 1 ? [i] : []));

@@ -18,9 +18,10 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await stack?.close();
-  await redis?.stop();
-  // The server started again on the same port is a process of its own: stop it too.
+  // The server started again on the same port is a process of its own: stop it before the
+  // first one's stop removes the directory they share.
   await restarted?.stop();
+  await redis?.stop();
 });
 
 describe('Redis restart (AOF on)', () => {

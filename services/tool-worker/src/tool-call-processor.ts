@@ -14,6 +14,10 @@ export interface ToolRunner {
 }
 
 export interface ToolCallDeps {
+  /**
+   * On the connection the BullMQ worker completes jobs on: the processor returns without waiting
+   * for a result's write, which Redis then still runs before the job's completion.
+   */
   store: RunStore;
   runner: ToolRunner;
   logger: Logger;
@@ -21,11 +25,6 @@ export interface ToolCallDeps {
   outputMaxBytes: number;
   contexts: ContextStore;
   agentQueue: Queue;
-  /**
-   * The store's connection is the one the BullMQ worker completes jobs on: the processor then
-   * returns without waiting for the result's write (see completeToolCall), which still lands first.
-   */
-  completeWithoutWaiting?: boolean;
 }
 
 /** What a tool-call job ends with; `record` is for the worker's telemetry, not for BullMQ. */
@@ -126,24 +125,18 @@ export async function processToolCall(job: Job, deps: ToolCallDeps, signal?: Abo
     completed_at: new Date().toISOString(),
     ...(subrunIds ? { subrun_ids: subrunIds } : {}),
   };
-  const completion = deps.store.completeToolCall(runId, depth, index, rec, {
+  // Not awaited: the store shares the worker's connection and completeToolCall is ordered, so
+  // BullMQ's completion of this job (sent next on that connection) runs after the result is
+  // stored, and the next turn, which that completion may release, finds it. Not waiting for the
+  // reply takes a round trip off every tool round's critical path.
+  deps.store.completeToolCall(runId, depth, index, rec, {
     depth,
     index,
     tool_call_id: data.toolCallId,
     name,
     is_error: rec.is_error,
     duration_ms: rec.duration_ms,
-  }, data.count ? { run, count: data.count } : undefined);
-  if (deps.completeWithoutWaiting) {
-    // The store shares the worker's connection and completeToolCall is ordered, so BullMQ's
-    // completion of this job (the next command on that connection) runs after the result is
-    // stored: the next turn, which that completion may release, finds it. Not waiting for the
-    // reply takes a round trip off every tool round's critical path.
-    completion.catch((err: Error) => log.error({ err: err.message }, 'could not store the tool result; the next turn records the call as failed'));
-    log.debug({ is_error: rec.is_error, duration_ms: rec.duration_ms }, 'tool call done');
-    return { index, record: rec };
-  }
-  const stored = await completion;
-  log.debug({ is_error: stored.is_error, duration_ms: stored.duration_ms }, 'tool call done');
-  return { index, record: stored };
+  }, data.count ? { run, count: data.count } : undefined).catch((err: Error) => log.error({ err: err.message }, 'could not store the tool result; the next turn records the call as failed'));
+  log.debug({ is_error: rec.is_error, duration_ms: rec.duration_ms }, 'tool call done');
+  return { index, record: rec };
 }

@@ -22,8 +22,8 @@ export interface ToolTelemetryDeps {
 
 /**
  * Runs one tool-call job in an `execute_tool <tool>` span (GenAI semantic conventions), a
- * child of the turn that asked for it, and counts the call once its result is stored (the
- * processor hands the stored record over; it is not kept in the job's return value).
+ * child of the turn that asked for it, and counts the call once its result is sent to the store
+ * (the processor hands that record over; it is not kept in the job's return value).
  * Attempts that stored nothing (skipped, waiting for sub-runs, retried) count nothing.
  */
 export function traceToolCall(job: Job, deps: ToolTelemetryDeps, fn: () => Promise<ToolCallJobResult>): Promise<Omit<ToolCallJobResult, 'record'>> {

@@ -71,7 +71,6 @@ export async function startToolWorker(cfg: ToolWorkerConfig, logger: Logger, opt
     outputMaxBytes: cfg.TOOL_OUTPUT_MAX_BYTES,
     contexts: new ContextStore(storeRedis, cfg.QUEUE_PREFIX),
     agentQueue,
-    completeWithoutWaiting: true,
   };
   const cancels = new CancelListener(createRedis(cfg.REDIS_URL, { name: 'agentq-tool-cancel', blocking: true }), cfg.QUEUE_PREFIX);
   await cancels.start();
