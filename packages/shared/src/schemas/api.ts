@@ -1,9 +1,10 @@
 import { z } from 'zod';
-import type { ToolCatalogEntry } from '../run-store.js';
+import type { ToolCatalogEntry } from '../store/tool-catalog.js';
 import { RUN_EVENT_TYPES } from './events.js';
 import { chatMessageSchema, toolCallSchema } from './message.js';
 import { RUN_STATUSES, STOP_REASONS, type RunObject } from './run.js';
 import { usageSchema } from './usage.js';
+import { TOOL_OUTCOME_KINDS } from '../tool-outcome.js';
 
 // The response shapes of the HTTP API. Objects are loose: the contract lets the service add
 // fields, so a client must accept (and these schemas keep) fields it does not know yet.
@@ -72,6 +73,8 @@ export const stepToolCallSchema = z.looseObject({
   status: z.enum(['queued', 'running', 'completed', 'failed']),
   output: z.string().nullable(),
   is_error: z.boolean(),
+  /** How the call ended, once it has (see ToolOutcomeKind). */
+  outcome: z.enum(TOOL_OUTCOME_KINDS).optional(),
   attempts: z.number().int().min(0),
   duration_ms: z.number().min(0).nullable(),
   subrun_ids: z.array(runId).optional(),
@@ -189,7 +192,8 @@ export const webhookPayloadSchema = z.looseObject({
 
 // Compile-time checks that what the service builds fits the schemas it publishes (the
 // schemas' index signatures, from looseObject, are left out of the comparison).
-type Known<T> = T extends readonly (infer U)[] ? Known<U>[] : T extends object ? { [K in keyof T as string extends K ? never : K]: Known<T[K]> } : T;
+/** `T` without the index signatures that looseObject adds: the fields a schema names. */
+export type Known<T> = T extends readonly (infer U)[] ? Known<U>[] : T extends object ? { [K in keyof T as string extends K ? never : K]: Known<T[K]> } : T;
 type Fits<A extends B, B> = A;
 export type RunObjectFitsSchema = Fits<Known<RunObject>, Known<z.input<typeof runObjectSchema>>>;
 export type ToolFitsSchema = Fits<Known<ToolCatalogEntry>, Known<z.input<typeof toolInfoSchema>>>;

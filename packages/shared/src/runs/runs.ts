@@ -1,0 +1,123 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { newId } from '../ids.js';
+import type { AgentStepJob } from '../jobs/catalog.js';
+import type { JobQueues, ParentJob } from '../jobs/job-queues.js';
+import { inTrace, startRunTrace } from '../run-tracing.js';
+import type { ChatMessage } from '../schemas/message.js';
+import { isTerminal, type RunObject, type RunSpec } from '../schemas/run.js';
+import type { RunState } from '../store/run-hash.js';
+import type { FinishInput } from '../store/run-records.js';
+import type { RunStore } from '../store/run-store.js';
+import { childSpec, type RunPlan } from './run-spec.js';
+
+/** Told of each run transition once, by the process whose write made it (for metrics). */
+export interface RunObserver {
+  runCreated?(spec: RunSpec): void;
+  runStarted?(runId: string): void;
+  runFinished?(run: RunObject, spec: RunSpec): void;
+}
+
+export interface RunsDeps {
+  store: RunStore;
+  jobs: JobQueues;
+  logger: Logger;
+  observer?: RunObserver;
+  /** A connection to publish cancels on (one not in subscriber mode). */
+  publisher?: Redis;
+}
+
+/** Where a sub-run is started from: the parent's tool call and the job that waits for it. */
+export interface ChildOrigin {
+  job: ParentJob;
+  depth: number;
+  toolCallId: string;
+}
+
+/**
+ * The one owner of a run's life: every run is created, started, ended and cancelled here, and
+ * each transition carries its event, metric and webhook with it.
+ */
+export class Runs {
+  constructor(private readonly deps: RunsDeps) {}
+
+  /**
+   * Stores a new root run with its context and enqueues its first step. A run that cannot be
+   * enqueued is removed again: not enqueued means not accepted.
+   */
+  async create(id: string, owner: string, plan: RunPlan): Promise<RunObject> {
+    const { store } = this.deps;
+    const first: AgentStepJob = { runId: id, depth: 0, ...startRunTrace(id, plan.spec.model) };
+    let created: RunObject;
+    try {
+      created = await store.runs.create({ id, owner, spec: plan.spec, messages: plan.messages });
+      if (plan.context) await store.contexts.put(id, plan.context);
+      await inTrace(first, () => this.deps.jobs.enqueue('agentStep', first));
+    } catch (err) {
+      await store.runs.delete(id, owner).catch(() => {});
+      throw err;
+    }
+    this.deps.observer?.runCreated?.(plan.spec);
+    this.deps.logger.info({ run_id: id, model: plan.spec.model }, 'run accepted');
+    return created;
+  }
+
+  /**
+   * Creates a sub-run of `parent` (once: its id is fixed by the caller, so a redelivered tool
+   * job makes no second child) and enqueues its first step as a child of the tool job that
+   * waits for it.
+   */
+  async createChild(parent: RunState, child: { id: string; messages: ChatMessage[]; index: number }, origin: ChildOrigin): Promise<void> {
+    const { store } = this.deps;
+    const spec = childSpec(parent, origin.job);
+    if (!(await store.runs.exists(child.id))) {
+      await store.runs.create({ id: child.id, owner: parent.owner, spec, messages: child.messages, parentRunId: parent.id, rootRunId: parent.rootRunId });
+      this.deps.observer?.runCreated?.(spec);
+      await store.runs.addChild(parent.id, child.id);
+      await store.events.append(parent.id, 'subrun.started', { run_id: child.id, depth: origin.depth, tool_call_id: origin.toolCallId, index: child.index });
+    }
+    // The sub-run's trace hangs under the tool call's span.
+    const first: AgentStepJob = { runId: child.id, depth: 0, ...startRunTrace(child.id, spec.model) };
+    await this.deps.jobs.enqueue('agentStep', first, { parent: origin.job });
+  }
+
+  /** Moves a queued run to running (and emits `run.started`); true the first time only. */
+  async start(runId: string): Promise<boolean> {
+    const started = await this.deps.store.runs.start(runId);
+    if (started) this.deps.observer?.runStarted?.(runId);
+    return started;
+  }
+
+  /**
+   * Ends a run once, with its terminal event, and queues its webhook if it has one. A run that
+   * has already ended is left as it is, and null returned.
+   */
+  async finish(runId: string, input: FinishInput): Promise<RunObject | null> {
+    const ended = await this.deps.store.runs.finish(runId, input);
+    if (!ended) return null;
+    const { run, spec } = ended;
+    this.deps.observer?.runFinished?.(run, spec);
+    this.deps.logger.info({ run_id: runId, depth: run.depth, status: run.status, stop_reason: run.stop_reason }, 'run finished');
+    if (spec.webhook) await this.deps.jobs.enqueue('webhook', { runId, webhookId: newId('whk'), type: `run.${run.status}` });
+    return run;
+  }
+
+  /**
+   * Cancels a run and its sub-runs: marks them cancelled (so no step or tool call of theirs
+   * starts), tells every worker process to abort their in-flight work, and removes queued steps.
+   */
+  async cancel(runId: string): Promise<RunObject | null> {
+    const { store, jobs } = this.deps;
+    const ended = await this.finish(runId, { status: 'cancelled', stopReason: 'cancelled' });
+    await this.deps.publisher?.publish(store.global.cancelChannel, runId);
+    const state = await store.runs.getState(runId);
+    if (state) {
+      // A job that is running cannot be removed; its worker aborts it on the cancel message.
+      for (const depth of [state.depth, state.depth + 1]) await jobs.remove('agentStep', { runId, depth }).catch(() => {});
+    }
+    for (const child of await store.runs.children(runId)) {
+      if (!isTerminal(child.status)) await this.cancel(child.id);
+    }
+    return ended;
+  }
+}
