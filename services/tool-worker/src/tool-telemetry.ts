@@ -15,7 +15,7 @@ export interface ToolTelemetryDeps {
 
 /**
  * Runs one tool-call job in an `execute_tool <tool>` span (GenAI semantic conventions), a
- * child of the turn that asked for it, and counts the call once its result is sent to the store
+ * child of the step that asked for it, and counts the call once its result is sent to the store
  * (the processor hands that record over; it is not kept in the job's return value).
  * Attempts that stored nothing (skipped, waiting for sub-runs, retried) count nothing.
  */
