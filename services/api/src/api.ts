@@ -3,6 +3,7 @@ import { serve, type ServerType } from '@hono/node-server';
 import { createMetrics, JobQueues, RedisConnections, Runs, RunStore, runMetricsObserver, waitForReady, type Logger, type Tracing } from '@agentq/shared';
 import { createApp, type AppDeps } from './app.js';
 import { EventHub } from './event-hub.js';
+import { startPendingSweep } from './pending-sweep.js';
 import type { ApiConfig } from './config.js';
 
 export interface ApiHandle {
@@ -29,7 +30,16 @@ export async function createApiContext(cfg: ApiConfig, logger: Logger, opts: { t
   const queues = jobs.all();
   const metrics = createMetrics({ service: 'api', queues, onQueueError: (err) => logger.warn({ err: err.message }, 'could not read queue depths for /metrics') });
   const store = new RunStore({ redis: requests, prefix: cfg.QUEUE_PREFIX, retentionSeconds: cfg.RUN_RETENTION_SECONDS });
-  const runs = new Runs({ store, jobs, logger, observer: runMetricsObserver(metrics), publisher: requests });
+  const failpoint = cfg.AGENTQ_FAILPOINT;
+  const runs = new Runs({
+    store,
+    jobs,
+    logger,
+    observer: runMetricsObserver(metrics),
+    publisher: requests,
+    ...(failpoint ? { failpoint: (point: string) => point === failpoint && process.kill(process.pid, 'SIGKILL') } : {}),
+  });
+  const stopSweep = startPendingSweep(runs, logger, { intervalMs: cfg.PENDING_SWEEP_INTERVAL_MS, graceMs: cfg.PENDING_SWEEP_GRACE_MS });
   // One blocking connection follows the event streams of every SSE client of this process.
   const hub = new EventHub(redis.connect('agentq-api-events', { blocking: true }), requests, logger);
   hub.start();
@@ -51,6 +61,7 @@ export async function createApiContext(cfg: ApiConfig, logger: Logger, opts: { t
   return {
     deps,
     async close() {
+      await stopSweep();
       await hub.close();
       await jobs.close();
       await redis.closeAll();

@@ -25,6 +25,11 @@ export interface RunsDeps {
   observer?: RunObserver;
   /** A connection to publish cancels on (one not in subscriber mode). */
   publisher?: Redis;
+  /**
+   * Called at named points of a run's creation, so that a test can kill the process exactly
+   * there (the API's AGENTQ_FAILPOINT); unset in production.
+   */
+  failpoint?: (point: 'run_written') => void;
 }
 
 /** Where a sub-run is started from: the parent's tool call and the job that waits for it. */
@@ -50,16 +55,46 @@ export class Runs {
     const first: AgentStepJob = { runId: id, depth: 0, ...startRunTrace(id, plan.spec.model) };
     let created: RunObject;
     try {
-      created = await store.runs.create({ id, owner, spec: plan.spec, messages: plan.messages });
+      // The context goes first: a run is never seen without it.
       if (plan.context) await store.contexts.put(id, plan.context);
+      // The run is written as pending; should this process die before its first step is
+      // enqueued, sweepPending (every API process, on start and periodically) enqueues it.
+      created = await store.runs.create({ id, owner, spec: plan.spec, messages: plan.messages });
+      this.deps.failpoint?.('run_written');
       await inTrace(first, () => this.deps.jobs.enqueue('agentStep', first));
     } catch (err) {
       await store.runs.delete(id, owner).catch(() => {});
       throw err;
     }
+    // Not awaited: a run left pending is settled again by the sweep, at no harm.
+    void store.runs.settle(id).catch(() => {});
     this.deps.observer?.runCreated?.(plan.spec);
     this.deps.logger.info({ run_id: id, model: plan.spec.model }, 'run accepted');
     return created;
+  }
+
+  /**
+   * Makes sure a run that was written has its first step enqueued: enqueues it if the run is
+   * still queued (the job id makes a second add a no-op), then settles it. False if there is no
+   * such run. Used by the sweep and by an idempotent retry of the request.
+   */
+  async recover(runId: string): Promise<boolean> {
+    const { store } = this.deps;
+    const run = await store.runs.getState(runId);
+    if (run?.status === 'queued') {
+      const first: AgentStepJob = { runId, depth: 0 };
+      await this.deps.jobs.enqueue('agentStep', first, { parent: run.spec.parent_job });
+      this.deps.logger.warn({ run_id: runId }, 'enqueued the first step of a run its creator left pending');
+    }
+    await store.runs.settle(runId);
+    return run !== null;
+  }
+
+  /** Recovers every run left pending for longer than `graceMs`; returns how many it looked at. */
+  async sweepPending(graceMs: number): Promise<number> {
+    const ids = await this.deps.store.runs.pending(Date.now() - graceMs);
+    for (const id of ids) await this.recover(id);
+    return ids.length;
   }
 
   /**
@@ -79,6 +114,7 @@ export class Runs {
     // The sub-run's trace hangs under the tool call's span.
     const first: AgentStepJob = { runId: child.id, depth: 0, ...startRunTrace(child.id, spec.model) };
     await this.deps.jobs.enqueue('agentStep', first, { parent: origin.job });
+    void store.runs.settle(child.id).catch(() => {});
   }
 
   /** Moves a queued run to running (and emits `run.started`); true the first time only. */

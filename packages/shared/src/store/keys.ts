@@ -25,6 +25,12 @@ export function globalKeys(prefix: string) {
     /** The tool catalog published by tool-workers. */
     toolCatalog: `${prefix}:tool-catalog`,
     idempotency: (owner: string, key: string) => `${prefix}:idem:${owner}:${key}`,
+    /**
+     * Sorted set (score: creation time) of runs written but whose first step may not be
+     * enqueued yet: written with the run, removed once its first job is in; what is left by a
+     * process that died in between is swept (Runs.sweepPending).
+     */
+    pendingRuns: `${prefix}:runs-pending`,
     /** The pub/sub channel on which a cancel reaches every worker process. */
     cancelChannel: `${prefix}:cancel`,
   };

@@ -92,6 +92,8 @@ export class RunRecords {
     const tx = this.redis.multi().hset(k.run, fields);
     if (run.messages.length) tx.rpush(k.messages, ...run.messages.map((m) => JSON.stringify(m)));
     tx.zadd(this.index(run.owner), 0, run.id);
+    // In the same transaction: the run is pending until its first step is enqueued (settle).
+    tx.zadd(globalKeys(this.prefix).pendingRuns, Date.parse(createdAt), run.id);
     // Ids start with their creation time, so the index sheds the ids of long-expired runs by
     // range as it grows (twice the retention: a run outliving it is merely no longer listed).
     const cutoff = Date.parse(createdAt) - 2 * this.retentionSeconds * 1000;
@@ -105,7 +107,22 @@ export class RunRecords {
   /** Removes a run that could not be enqueued, so that a client never sees a run nobody runs. */
   async delete(runId: string, owner: string): Promise<void> {
     const k = this.keys(runId);
-    await this.redis.multi().del(k.run, k.messages, k.steps, k.events, k.context).zrem(this.index(owner), runId).exec();
+    await this.redis
+      .multi()
+      .del(k.run, k.messages, k.steps, k.events, k.context)
+      .zrem(this.index(owner), runId)
+      .zrem(globalKeys(this.prefix).pendingRuns, runId)
+      .exec();
+  }
+
+  /** The run's first step is enqueued: it is no longer pending. */
+  async settle(runId: string): Promise<void> {
+    await this.redis.zrem(globalKeys(this.prefix).pendingRuns, runId);
+  }
+
+  /** Runs still pending that were created before `before` (ms since epoch), oldest first. */
+  async pending(before: number, limit = 500): Promise<string[]> {
+    return this.redis.zrangebyscore(globalKeys(this.prefix).pendingRuns, '-inf', `(${before}`, 'LIMIT', 0, limit);
   }
 
   async getState(runId: string): Promise<RunState | null> {

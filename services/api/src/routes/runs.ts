@@ -14,7 +14,7 @@ import {
   type RunStore,
 } from '@agentq/shared';
 import { HttpError } from '../http-error.js';
-import { claimIdempotencyKey } from '../idempotency.js';
+import { ABANDONED_CLAIM_MS, claimIdempotencyKey } from '../idempotency.js';
 import { checkSizes, type RunLimits } from '../run-request.js';
 import { parseOr400, readJson } from '../validation.js';
 
@@ -57,8 +57,14 @@ export function runsRoutes(deps: RunsRouteDeps) {
     const idemKey = c.req.header('idempotency-key');
     let release: (() => Promise<void>) | undefined;
     if (idemKey !== undefined) {
-      const claim = await claimIdempotencyKey(deps.redis, deps.store.global.idempotency, owner, idemKey, raw, id);
-      if (claim.kind === 'replay') return c.json(await awaitRun(claim.runId), 200, { location: `/v1/runs/${claim.runId}` });
+      let claim = await claimIdempotencyKey(deps.redis, deps.store.global.idempotency, owner, idemKey, raw, id);
+      if (claim.kind === 'replay') {
+        const replayed = await replay(claim.runId, claim.claimedAt);
+        if (replayed) return c.json(replayed, 200, { location: `/v1/runs/${claim.runId}` });
+        // The request that claimed the key died before writing its run: this one makes it.
+        claim = await claim.takeOver();
+        if (claim.kind === 'replay') return c.json(await awaitRun(claim.runId), 200, { location: `/v1/runs/${claim.runId}` });
+      }
       release = claim.release;
     }
     let created: RunObject;
@@ -71,11 +77,23 @@ export function runsRoutes(deps: RunsRouteDeps) {
     return c.json(created, 202, { location: `/v1/runs/${id}` });
   });
 
+  /**
+   * The run an earlier request with the same key made, with its first step surely enqueued (that
+   * request may have died in between); null when its run never appeared and the claim is old
+   * enough to take over.
+   */
+  async function replay(runId: string, claimedAt: number): Promise<RunObject | null> {
+    if (Date.now() - claimedAt < ABANDONED_CLAIM_MS) return awaitRun(runId);
+    return (await deps.runs.recover(runId)) ? deps.store.runs.get(runId) : null;
+  }
+
   // A concurrent request with the same key may still be writing the run it reserved.
   async function awaitRun(runId: string): Promise<RunObject> {
     for (let i = 0; i < 100; i++) {
-      const run = await deps.store.runs.get(runId);
-      if (run) return run;
+      if (await deps.runs.recover(runId)) {
+        const run = await deps.store.runs.get(runId);
+        if (run) return run;
+      }
       await new Promise((r) => setTimeout(r, 50));
     }
     throw new HttpError(409, 'idempotency_key_in_use', 'a request with this Idempotency-Key is still being processed or failed; retry shortly');
