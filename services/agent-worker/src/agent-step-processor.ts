@@ -64,6 +64,13 @@ export async function processAgentStep(data: AgentStepJob, ctx: JobContext, deps
   }
   const { run } = input;
   if (isTerminal(run.status)) return { skipped: run.status };
+  // A sub-run reads its tree in one round trip: the tokens used, and whether an ancestor has
+  // ended (a cancel marks only the run it names; the tree below stops on seeing it).
+  const tree = run.spec.ancestors.length ? await deps.store.runs.ancestry(run.spec.ancestors) : { treeTokens: run.usageTotal.total_tokens, ancestorOver: false };
+  if (tree.ancestorOver) {
+    await deps.runs.finish(runId, { status: 'cancelled', stopReason: 'cancelled' });
+    return { skipped: 'ancestor ended' };
+  }
   let messages = input.messages;
 
   // Normally the round's last tool result has appended the tool messages; if a result is
@@ -84,7 +91,7 @@ export async function processAgentStep(data: AgentStepJob, ctx: JobContext, deps
   if (run.status === 'queued') void deps.runs.start(runId).catch((err: Error) => log.warn({ err: err.message }, 'could not mark the run started'));
 
   try {
-    return await runStep(deps, run, depth, messages, input.step, log, signal);
+    return await runStep(deps, run, depth, messages, input.step, tree.treeTokens, log, signal);
   } catch (err) {
     // Fatal errors end the run now; anything else (provider faults, a Redis blip) is retried.
     const final = (err instanceof AgentqError && !err.retryable) || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
@@ -113,12 +120,20 @@ export async function processAgentStep(data: AgentStepJob, ctx: JobContext, deps
 }
 
 /** Plans the step, makes the model call (unless a redelivery finds it made), decides, and carries the decision out. */
-async function runStep(deps: AgentStepDeps, run: RunState, depth: number, messages: ChatMessage[], committed: StepRecord | null, log: JobLogger, signal?: AbortSignal): Promise<StepResult> {
+async function runStep(
+  deps: AgentStepDeps,
+  run: RunState,
+  depth: number,
+  messages: ChatMessage[],
+  committed: StepRecord | null,
+  treeTokens: number,
+  log: JobLogger,
+  signal?: AbortSignal,
+): Promise<StepResult> {
   const { spec } = run;
   const tools = offeredTools(await deps.tools(), spec);
   const hasTools = tools.length > 0;
-  // max_total_tokens holds for the whole tree: a sub-run checks its root's usage_total.
-  const treeTokens = spec.ancestors.length ? await deps.store.runs.treeTokens(spec.ancestors[0]) : run.usageTotal.total_tokens;
+  // max_total_tokens holds for the whole tree: treeTokens is the root's usage_total.
   const budget = exhaustedBudget(spec, { depth, treeTokens, createdAtMs: Date.parse(run.createdAt), deadlineAtMs: spec.deadline_at, nowMs: Date.now() });
   const plan = planStep(spec, budget, hasTools);
   if (plan.kind === 'stop') {

@@ -17,7 +17,18 @@ export async function fanOut(jobs: JobQueues, run: RunState, depth: number, tool
     parent: run.spec.parent_job,
     children: toolCalls.map((tc, index) => ({
       kind: 'toolCall' as const,
-      data: { runId: run.id, depth, index, toolCallId: tc.id, name: tc.function.name, arguments: tc.function.arguments, count: toolCalls.length, ...trace },
+      data: {
+        runId: run.id,
+        depth,
+        index,
+        toolCallId: tc.id,
+        name: tc.function.name,
+        arguments: tc.function.arguments,
+        count: toolCalls.length,
+        // A sub-run's calls check its ancestors before they start (a cancel of the tree).
+        ...(run.spec.ancestors.length ? { ancestors: run.spec.ancestors } : {}),
+        ...trace,
+      },
     })),
   });
 }

@@ -69,10 +69,15 @@ export async function processToolCall(data: ToolCallJob, ctx: JobContext, deps: 
   const startedAt = new Date(started).toISOString();
   const startEvent = resumed ? undefined : { depth, index, tool_call_id: data.toolCallId, name, attempt };
   // One round trip: a finished result is never executed again (at-least-once delivery,
-  // at-most-once result); an ended run runs nothing; else the attempt is marked running.
-  const begun = await deps.store.toolCalls.begin(runId, depth, index, attempt, startEvent);
+  // at-most-once result); a run that has ended, or whose ancestor has, runs nothing; else the
+  // attempt is marked running.
+  const begun = await deps.store.toolCalls.begin(runId, depth, index, attempt, { ancestors: data.ancestors, event: startEvent });
   if (begun.kind === 'done') return { index, skipped: 'done before' };
-  if (begun.kind === 'ended') return { index, skipped: begun.run?.status ?? 'missing' };
+  if (begun.kind === 'ended') {
+    // An ancestor has ended (the tree was cancelled): so does this run, and nothing starts.
+    if (begun.ancestorOver) await deps.runs.finish(runId, { status: 'cancelled', stopReason: 'cancelled' });
+    return { index, skipped: begun.ancestorOver ? 'ancestor ended' : (begun.run?.status ?? 'missing') };
+  }
   const { run, interrupted } = begun;
   const deadline = runDeadline(run.spec, Date.parse(run.createdAt));
   const tool = deps.runner.tools().find((t) => t.name === name);

@@ -25,6 +25,8 @@ export const toolCallJobSchema = z.object({
   traceparent: traceparent.optional(),
   /** Set by a sub-agent call once it has started its sub-runs (it then waits for them). */
   subrunIds: z.array(z.string()).optional(),
+  /** The run's ancestors (a sub-run's), root first: the call does not start once one has ended. */
+  ancestors: z.array(z.string()).max(16).optional(),
 });
 
 /** One webhook to deliver for a run's event. */

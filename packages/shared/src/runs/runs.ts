@@ -5,7 +5,7 @@ import type { AgentStepJob } from '../jobs/catalog.js';
 import type { JobQueues, ParentJob } from '../jobs/job-queues.js';
 import { inTrace, startRunTrace } from '../run-tracing.js';
 import type { ChatMessage } from '../schemas/message.js';
-import { isTerminal, type RunObject, type RunSpec } from '../schemas/run.js';
+import type { RunObject, RunSpec } from '../schemas/run.js';
 import type { RunState } from '../store/run-hash.js';
 import type { FinishInput } from '../store/run-records.js';
 import type { RunStore } from '../store/run-store.js';
@@ -31,6 +31,9 @@ export interface RunsDeps {
    */
   failpoint?: (point: 'run_written') => void;
 }
+
+// Descendants ended per batch of a cancel (two round trips each).
+const CANCEL_BATCH = 500;
 
 /** Where a sub-run is started from: the parent's tool call and the job that waits for it. */
 export interface ChildOrigin {
@@ -139,21 +142,36 @@ export class Runs {
   }
 
   /**
-   * Cancels a run and its sub-runs: marks them cancelled (so no step or tool call of theirs
-   * starts), tells every worker process to abort their in-flight work, and removes queued steps.
+   * Cancels a run and the tree below it. The run is marked cancelled first: from then on no
+   * model step or tool call of it or of any descendant starts (every job checks its ancestors'
+   * statuses before it does anything), whatever the size of the tree. Then, in bulk, every
+   * worker process is told to abort their in-flight work, the descendants are ended (their
+   * events and metrics) and their queued steps removed.
    */
   async cancel(runId: string): Promise<RunObject | null> {
-    const { store, jobs } = this.deps;
-    const ended = await this.finish(runId, { status: 'cancelled', stopReason: 'cancelled' });
-    await this.deps.publisher?.publish(store.global.cancelChannel, runId);
-    const state = await store.runs.getState(runId);
-    if (state) {
-      // A job that is running cannot be removed; its worker aborts it on the cancel message.
-      for (const depth of [state.depth, state.depth + 1]) await jobs.remove('agentStep', { runId, depth }).catch(() => {});
+    const cancelled = { status: 'cancelled', stopReason: 'cancelled' } as const;
+    const ended = await this.finish(runId, cancelled);
+    const state = await this.deps.store.runs.getState(runId);
+    await this.stopQueued([{ id: runId, depth: state?.depth ?? 0 }]);
+    const descendants = await this.deps.store.runs.descendants(runId);
+    for (let i = 0; i < descendants.length; i += CANCEL_BATCH) {
+      const batch = await this.deps.store.runs.finishMany(descendants.slice(i, i + CANCEL_BATCH), cancelled);
+      for (const { run, spec } of batch) this.deps.observer?.runFinished?.(run, spec);
+      await this.stopQueued(batch.map(({ run }) => ({ id: run.id, depth: run.depth })));
     }
-    for (const child of await store.runs.children(runId)) {
-      if (!isTerminal(child.status)) await this.cancel(child.id);
-    }
+    if (descendants.length) this.deps.logger.info({ run_id: runId, descendants: descendants.length }, 'cancelled a run tree');
     return ended;
+  }
+
+  /** Aborts the runs' in-flight work in every worker process and removes their queued steps. */
+  private async stopQueued(runs: Array<{ id: string; depth: number }>): Promise<void> {
+    const { publisher, store, jobs } = this.deps;
+    if (publisher) {
+      const pipe = publisher.pipeline();
+      for (const r of runs) pipe.publish(store.global.cancelChannel, r.id);
+      await pipe.exec();
+    }
+    // A job that is running cannot be removed; its worker aborts it on the cancel message.
+    await Promise.all(runs.flatMap((r) => [r.depth, r.depth + 1].map((depth) => jobs.remove('agentStep', { runId: r.id, depth }).catch(() => {}))));
   }
 }

@@ -147,9 +147,19 @@ export class RunRecords {
     return (await this.redis.hexists(this.keys(runId).run, F.owner)) === 1;
   }
 
-  /** Tokens used so far by a run and all its descendants (its usage_total). */
-  async treeTokens(runId: string): Promise<number> {
-    return Number((await this.redis.hget(this.keys(runId).run, `${F.usageTotalPrefix}total_tokens`)) ?? 0);
+  /**
+   * What a sub-run needs of its tree before a step, in one round trip: the tokens the whole tree
+   * has used (the root's usage_total) and whether any ancestor is gone or over (then so is this
+   * run: a cancel marks only the run it names, and its descendants stop on seeing it).
+   */
+  async ancestry(ancestors: string[]): Promise<{ treeTokens: number; ancestorOver: boolean }> {
+    if (!ancestors.length) return { treeTokens: 0, ancestorOver: false };
+    const pipe = this.redis.pipeline().hget(this.keys(ancestors[0]).run, `${F.usageTotalPrefix}total_tokens`);
+    for (const a of ancestors) pipe.hget(this.keys(a).run, F.status);
+    const res = (await pipe.exec()) ?? [];
+    for (const [err] of res) if (err) throw err;
+    const statuses = res.slice(1).map(([, v]) => v as string | null);
+    return { treeTokens: Number(res[0][1] ?? 0), ancestorOver: statuses.some((st) => st === null || isTerminal(st as RunStatus)) };
   }
 
   /** Runs of one owner, newest first; `after` is the last id of the previous page. */
@@ -200,6 +210,19 @@ export class RunRecords {
     return runs.filter((r): r is RunObject => r !== null);
   }
 
+  /** Every descendant of a run (children, their children, …), a level per round trip. */
+  async descendants(runId: string): Promise<string[]> {
+    const all: string[] = [];
+    for (let level = [runId]; level.length; ) {
+      const pipe = this.redis.pipeline();
+      for (const id of level) pipe.zrange(this.keys(id).children, '0', '-1');
+      const res = (await pipe.exec()) ?? [];
+      level = res.flatMap(([err, ids]) => (err ? [] : (ids as string[])));
+      all.push(...level);
+    }
+    return all;
+  }
+
   /** Moves a queued run to running; true (and a `run.started` event) the first time only. */
   async start(runId: string): Promise<boolean> {
     const k = this.keys(runId);
@@ -209,8 +232,20 @@ export class RunRecords {
 
   /** Ends a run once: status, output, terminal event, expiry of all its keys. */
   async finish(runId: string, input: FinishInput): Promise<{ run: RunObject; spec: RunSpec } | null> {
+    return this.finishWith(runId, await this.redis.hgetall(this.keys(runId).run), input);
+  }
+
+  /** Ends many runs the same way, two round trips in all; returns those this call ended. */
+  async finishMany(runIds: string[], input: FinishInput): Promise<Array<{ run: RunObject; spec: RunSpec }>> {
+    const pipe = this.redis.pipeline();
+    for (const id of runIds) pipe.hgetall(this.keys(id).run);
+    const hashes = ((await pipe.exec()) ?? []).map(([err, h]) => (err ? {} : (h as RunHash)));
+    const ended = await Promise.all(runIds.map((id, i) => this.finishWith(id, hashes[i], input)));
+    return ended.filter((e): e is { run: RunObject; spec: RunSpec } => e !== null);
+  }
+
+  private async finishWith(runId: string, h: RunHash, input: FinishInput): Promise<{ run: RunObject; spec: RunSpec } | null> {
     const k = this.keys(runId);
-    const h = await this.redis.hgetall(k.run);
     if (!isRunHash(h) || isTerminal(h[F.status] as RunStatus)) return null;
     const completedAt = new Date().toISOString();
     const depth = Number(h[F.depth] ?? 0);

@@ -1,5 +1,4 @@
 import type { ClientContext, Redis, Result } from 'ioredis';
-import { isTerminal } from '../schemas/run.js';
 import type { ToolOutcomeKind } from '../tool-outcome.js';
 import { runKeys, RUN_FIELDS as F, TOOL_CALL_FIELDS as T } from './keys.js';
 import { APPEND_ROUND_LUA, EVENTS_MAXLEN, lua, RUN_OVER_LUA, XADD_EVENT_LUA } from './lua.js';
@@ -34,21 +33,30 @@ export interface ToolCallRunning {
 const TOOL_CALL_RUN_FIELDS = [F.spec, F.status, F.depth, F.owner, F.parentRunId, F.rootRunId, F.createdAt];
 
 /**
- * KEYS: the step's tool-call hash, run, events. ARGV: index, running marker JSON, maxlen,
- * `tool.started` event data JSON ('' for none), then the run fields to read.
- * One round trip to begin a tool call: returns {stored result} if the call finished before;
- * {false, run fields…} if the run is gone or has ended; else marks the attempt running,
- * appends `tool.started` and returns {false, run fields…, the marker of an earlier attempt}.
+ * KEYS: the step's tool-call hash, run, events, then the run keys of the run's ancestors.
+ * ARGV: index, running marker JSON, maxlen, `tool.started` event data JSON ('' for none), then
+ * the run fields to read. One round trip to begin a tool call; returns {state, …}:
+ * {'done', stored result} if the call finished before; {'ended', run fields…} if the run is gone
+ * or over, {'ancestor_over', run fields…} if an ancestor is (a cancel of the tree); else it marks
+ * the attempt running, appends `tool.started` and returns {'begun', run fields…, the marker of an
+ * earlier attempt}.
  */
 const BEGIN_TOOL_CALL = `${RUN_OVER_LUA}${XADD_EVENT_LUA}
 local stored = redis.call('HGET', KEYS[1], ARGV[1])
-if stored then return { stored } end
+if stored then return { 'done', stored } end
 local fields = {}
 for i = 5, #ARGV do fields[#fields + 1] = ARGV[i] end
 local run = redis.call('HMGET', KEYS[2], unpack(fields))
-local out = { false }
+local out = { 'ended' }
 for i = 1, #run do out[#out + 1] = run[i] end
 if runOver(run[2]) then return out end
+for k = 4, #KEYS do
+  if runOver(redis.call('HGET', KEYS[k], ${lua(F.status)})) then
+    out[1] = 'ancestor_over'
+    return out
+  end
+end
+out[1] = 'begun'
 local field = ARGV[1] .. ${lua(T.runningSuffix)}
 out[#out + 1] = redis.call('HGET', KEYS[1], field)
 redis.call('HSET', KEYS[1], field, ARGV[2])
@@ -85,14 +93,15 @@ return ARGV[2]
 
 declare module 'ioredis' {
   interface RedisCommander<Context extends ClientContext = { type: 'default' }> {
-    agentqBeginToolCall(toolCalls: string, run: string, events: string, ...args: Array<string | number>): Result<Array<string | null>, Context>;
+    agentqBeginToolCall(numKeys: number, ...keysAndArgs: Array<string | number>): Result<Array<string | null>, Context>;
   }
 }
 
 /** How a tool call can begin: done before, nothing to do, or begun (with an earlier attempt's marker). */
 export type ToolCallStart =
   | { kind: 'done'; result: ToolResultRecord }
-  | { kind: 'ended'; run: RunState | null }
+  /** The run is gone or over, or (`ancestorOver`) an ancestor is: the call does not run. */
+  | { kind: 'ended'; run: RunState | null; ancestorOver?: boolean }
   | { kind: 'begun'; run: RunState; interrupted: ToolCallRunning | null };
 
 /** Tool calls of a run's steps: begun once per attempt, a result stored once per call. */
@@ -101,7 +110,7 @@ export class ToolCalls {
     private readonly redis: Redis,
     private readonly prefix: string,
   ) {
-    redis.defineCommand('agentqBeginToolCall', { lua: BEGIN_TOOL_CALL, numberOfKeys: 3 });
+    redis.defineCommand('agentqBeginToolCall', { lua: BEGIN_TOOL_CALL });
   }
 
   private keys(runId: string) {
@@ -110,31 +119,35 @@ export class ToolCalls {
 
   /**
    * Begins a tool call in one round trip: `done` with the result if the call finished before;
-   * `ended` if the run is gone or over; else the attempt is marked running, `tool.started`
-   * appended (unless `event` is omitted, for a resumed job), and `interrupted` holds the marker
-   * of an earlier attempt that never finished (its worker died), if any.
+   * `ended` if the run or one of its `ancestors` is gone or over; else the attempt is marked
+   * running, `tool.started` appended (unless `event` is omitted, for a resumed job), and
+   * `interrupted` holds the marker of an earlier attempt that never finished (its worker died).
    */
-  async begin(runId: string, depth: number, index: number, attempts: number, event?: RunEventData<'tool.started'>): Promise<ToolCallStart> {
+  async begin(runId: string, depth: number, index: number, attempts: number, opts: { ancestors?: string[]; event?: RunEventData<'tool.started'> } = {}): Promise<ToolCallStart> {
     const k = this.keys(runId);
+    const { ancestors = [], event } = opts;
     const marker: ToolCallRunning = { attempts, started_at: new Date().toISOString() };
     const r = await this.redis.agentqBeginToolCall(
+      3 + ancestors.length,
       k.toolCalls(depth),
       k.run,
       k.events,
+      ...ancestors.map((a) => this.keys(a).run),
       T.result(index),
       JSON.stringify(marker),
       EVENTS_MAXLEN,
       event ? eventJson('tool.started', event) : '',
       ...TOOL_CALL_RUN_FIELDS,
     );
-    if (r[0]) return { kind: 'done', result: JSON.parse(r[0]) };
+    if (r[0] === 'done') return { kind: 'done', result: JSON.parse(r[1]!) };
     const h: RunHash = {};
     TOOL_CALL_RUN_FIELDS.forEach((f, i) => {
       const v = r[1 + i];
       if (v !== null && v !== undefined) h[f] = v;
     });
     const run = isRunHash(h) ? runStateFrom(runId, h) : null;
-    if (!run || isTerminal(run.status)) return { kind: 'ended', run };
+    if (r[0] === 'ancestor_over') return { kind: 'ended', run, ancestorOver: true };
+    if (r[0] !== 'begun' || !run) return { kind: 'ended', run };
     const prev = r[1 + TOOL_CALL_RUN_FIELDS.length];
     return { kind: 'begun', run, interrupted: prev ? JSON.parse(prev) : null };
   }

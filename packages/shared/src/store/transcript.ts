@@ -25,11 +25,15 @@ export interface StepRecord {
  * ARGV: depth, assistant message JSON, step JSON, prompt, completion, total tokens, events
  * maxlen, `step.completed` event data JSON.
  * Returns the step already stored when this depth was committed before, 'missing' when the
- * run is gone, 'terminal' when it has ended meanwhile, or false when this call committed it.
+ * run is gone, 'terminal' when it or an ancestor has ended meanwhile, or false when this call
+ * committed it.
  */
 const COMMIT_STEP = `${RUN_OVER_LUA}${XADD_EVENT_LUA}
 if redis.call('EXISTS', KEYS[1]) == 0 then return 'missing' end
 if runOver(redis.call('HGET', KEYS[1], ${lua(F.status)})) then return 'terminal' end
+for k = 5, #KEYS do
+  if runOver(redis.call('HGET', KEYS[k], ${lua(F.status)})) then return 'terminal' end
+end
 if redis.call('HSETNX', KEYS[1], ${lua(F.stepMarkerPrefix)} .. ARGV[1], 1) == 0 then
   return redis.call('HGET', KEYS[3], ARGV[1])
 end
