@@ -417,6 +417,13 @@ describe('the agentq CLI', () => {
     const down = await cli(['runs', 'ls'], { env: { AGENTQ_URL: 'http://127.0.0.1:9' } });
     expect(down.code).toBe(4);
     expect(down.stderr).toMatch(/cannot reach http:\/\/127\.0\.0\.1:9/);
+    // A bad environment is refused before any request, in one line per variable.
+    const badEnv = await cli(['runs', 'ls'], { env: { AGENTQ_URL: 'localhost:3000' } });
+    expect(badEnv.code).toBe(64);
+    expect(badEnv.stderr).toBe('agentq: AGENTQ_URL: must be an http:// or https:// URL (got "localhost:3000")\n');
+    const badFlag = await cli(['runs', 'ls', '--url', 'localhost:3000']);
+    expect(badFlag.code).toBe(64);
+    expect(badFlag.stderr).toMatch(/--url must be an http:\/\/ or https:\/\/ URL/);
     const noKey = await cli(['runs', 'ls'], { env: { AGENTQ_API_KEY: '' } });
     expect(noKey.code).toBe(4);
     expect(noKey.stderr).toMatch(/401 unauthorized/);

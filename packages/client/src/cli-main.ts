@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { AgentqClient } from './client.js';
+import { apiKeyProblem, urlProblem, type CliConfig } from './cli-config.js';
 import { AgentqApiError, AgentqTimeoutError } from './errors.js';
 import { progressPrinter, styleFor, summary, type Style } from './progress.js';
 import { isTerminalStatus, type CreateRunRequest, type Run, type RunStatus } from './types.js';
@@ -37,7 +38,8 @@ Other options:
   -h, --help                this help
 
 Exit codes: 0 completed, 1 failed, 2 incomplete, 3 cancelled (for run, runs events);
-4 the API answered an error or could not be reached; 64 bad command line; 130 interrupted.
+4 the API answered an error or could not be reached; 64 bad command line or environment;
+130 interrupted.
 Ctrl-C while waiting cancels the run; a second Ctrl-C quits at once.
 `;
 
@@ -219,10 +221,10 @@ async function cmdRuns(client: AgentqClient, [sub, id, ...rest]: string[], v: Va
   }
 }
 
-/** The CLI: returns the exit code. */
-export async function main(argv: string[], env: Record<string, string | undefined>, io: Io): Promise<number> {
-  const style = styleFor(io.stdout, env);
-  let baseUrl = env.AGENTQ_URL ?? 'http://127.0.0.1:3000';
+/** The CLI: returns the exit code. `config` comes from loadCliConfig; flags override it. */
+export async function main(argv: string[], config: CliConfig, io: Io): Promise<number> {
+  const style = styleFor(io.stdout, config.color);
+  let baseUrl = config.url;
   try {
     let parsed;
     try {
@@ -236,11 +238,15 @@ export async function main(argv: string[], env: Record<string, string | undefine
       if (!cmd && !v.help) return io.stderr.write(HELP), EXIT.usage;
       return io.stdout.write(HELP), 0;
     }
+    const badUrl = v.url === undefined ? null : urlProblem(v.url);
+    if (badUrl) throw new UsageError(`--url ${badUrl} (got "${v.url}")`);
+    const badKey = v['api-key'] === undefined ? null : apiKeyProblem(v['api-key']);
+    if (badKey) throw new UsageError(`--api-key ${badKey}`);
     baseUrl = v.url ?? baseUrl;
-    const client = new AgentqClient({ baseUrl, apiKey: v['api-key'] ?? env.AGENTQ_API_KEY });
+    const client = new AgentqClient({ baseUrl, apiKey: v['api-key'] ?? config.apiKey });
     switch (cmd) {
       case 'run':
-        return await cmdRun(client, args, v, io, styleFor(io.stderr, env));
+        return await cmdRun(client, args, v, io, styleFor(io.stderr, config.color));
       case 'runs':
         return await cmdRuns(client, args, v, io, style);
       case 'tools': {

@@ -11,9 +11,9 @@ const plain: Style = { dim: (s) => s, ok: (s) => s, bad: (s) => s, bold: (s) => 
 const ansi = (code: number) => (s: string) => `\x1b[${code}m${s}\x1b[0m`;
 const colored: Style = { dim: ansi(2), ok: ansi(32), bad: ansi(31), bold: ansi(1) };
 
-/** ANSI colours on a terminal unless NO_COLOR is set. */
-export function styleFor(stream: { isTTY?: boolean }, env: Record<string, string | undefined>): Style {
-  return stream.isTTY && !env.NO_COLOR ? colored : plain;
+/** ANSI colours when `stream` is a terminal and `color` is not turned off (NO_COLOR). */
+export function styleFor(stream: { isTTY?: boolean }, color = true): Style {
+  return stream.isTTY && color ? colored : plain;
 }
 
 const clip = (s: string, n = 120) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
