@@ -39,8 +39,8 @@ let hooks: Server;
 let hookUrl: string;
 const received: Array<{ headers: IncomingHttpHeaders; body: string }> = [];
 
-/** A TCP proxy in front of the API whose connections the test can cut. */
-async function startProxy(port: number) {
+/** A TCP proxy in front of the API whose connections the test can cut; it listens on `listenPort` (default: any free one). */
+async function startProxy(port: number, listenPort = 0) {
   const sockets = new Set<Socket>();
   let connections = 0;
   const server = createTcpServer((downstream) => {
@@ -57,7 +57,7 @@ async function startProxy(port: number) {
     }
     downstream.pipe(upstream).pipe(downstream);
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  await new Promise<void>((r) => server.listen(listenPort, '127.0.0.1', r));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     get connections() {
@@ -69,6 +69,15 @@ async function startProxy(port: number) {
       return new Promise((r) => server.close(r));
     },
   };
+}
+
+/** A loopback port that nothing listens on (until someone opens it again). */
+async function closedPort(): Promise<number> {
+  const probe = createTcpServer();
+  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((r) => probe.close(r));
+  return port;
 }
 
 function cli(args: string[], o: { env?: Record<string, string>; cwd?: string; command?: string[]; onStderr?: (all: string, kill: (sig: NodeJS.Signals) => void) => void } = {}) {
@@ -106,7 +115,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await stack?.close();
-  await new Promise((r) => hooks?.close(r));
+  if (hooks) await new Promise((r) => hooks.close(r));
 });
 
 describe('AgentqClient', () => {
@@ -196,6 +205,42 @@ describe('AgentqClient', () => {
     const aborted = await client.waitForRun(hung.id, { signal: AbortSignal.timeout(100) }).catch((e) => e);
     expect(aborted.name).toBe('TimeoutError');
     await client.cancelRun(hung.id);
+  });
+});
+
+describe('waitForReady', () => {
+  it('returns the tools once the API is ready and offers the ones asked for', async () => {
+    const tools = await client.waitForReady({ tools: ['crm__search_contacts', 'crm__sleep'] });
+    expect(tools.map((t) => t.name)).toEqual(expect.arrayContaining(['crm__search_contacts', 'crm__sleep']));
+  });
+
+  it('rides out refused connections until the API comes up', async () => {
+    // A port nothing listens on yet; the proxy to the API opens it 400 ms later.
+    const port = await closedPort();
+    const late = new AgentqClient({ baseUrl: `http://127.0.0.1:${port}`, apiKey: KEY });
+    const t0 = Date.now();
+    const opening = new Promise<Awaited<ReturnType<typeof startProxy>>>((resolve) => setTimeout(() => resolve(startProxy(Number(new URL(stack.api.url).port), port)), 400));
+    try {
+      const tools = await late.waitForReady({ tools: ['crm__search_contacts'], timeoutMs: 10_000, pollIntervalMs: 20 });
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(400);
+      expect(tools.map((t) => t.name)).toContain('crm__search_contacts');
+    } finally {
+      await (await opening).close();
+    }
+  });
+
+  it('gives up at the deadline saying why, and fails at once on a refused key', async () => {
+    const missing = await client.waitForReady({ tools: ['crm__search_contacts', 'nowhere__tool'], timeoutMs: 300 }).catch((e) => e);
+    expect(missing).toBeInstanceOf(AgentqTimeoutError);
+    expect(missing.message).toMatch(/is not ready after 300 ms: tools not offered yet: nowhere__tool$/);
+    const nobody = `http://127.0.0.1:${await closedPort()}`;
+    const down = await new AgentqClient({ baseUrl: nobody }).waitForReady({ timeoutMs: 300 }).catch((e) => e);
+    expect(down).toBeInstanceOf(AgentqTimeoutError);
+    expect(down.message).toBe(`${nobody} is not ready after 300 ms: fetch failed (ECONNREFUSED)`);
+    const t0 = Date.now();
+    const stranger = await new AgentqClient({ baseUrl: stack.api.url, apiKey: 'not-a-valid-key' }).waitForReady({ timeoutMs: 5000 }).catch((e) => e);
+    expect(stranger).toMatchObject({ status: 401, code: 'unauthorized' });
+    expect(Date.now() - t0).toBeLessThan(1000);
   });
 });
 

@@ -1,4 +1,4 @@
-export { AgentqClient, type AgentqClientOptions, type RequestOptions, type StreamEventsOptions, type WaitForRunOptions } from './client.js';
+export { AgentqClient, type AgentqClientOptions, type RequestOptions, type StreamEventsOptions, type WaitForReadyOptions, type WaitForRunOptions } from './client.js';
 export { AgentqApiError, AgentqTimeoutError, WebhookVerificationError } from './errors.js';
 export { parseSse, type SseMessage } from './sse.js';
 export { verifyWebhook, type VerifyWebhookOptions } from './webhook.js';
