@@ -309,6 +309,39 @@ describe('streamEvents', () => {
     await client.cancelRun(hung.id);
   });
 
+  it('gives tool.completed the call\'s output with toolOutputs, from the steps when the event has none', async () => {
+    const stepReads: number[] = [];
+    const counting = new AgentqClient({
+      baseUrl: stack.api.url,
+      apiKey: KEY,
+      fetch: async (input, init) => {
+        if (String(input).endsWith('/steps')) {
+          stepReads.push(Date.now());
+          // The first read fails as if the API were briefly without Redis: the stream must resume.
+          if (stepReads.length === 1) return new Response(JSON.stringify({ error: { code: 'service_unavailable', message: 'try again' } }), { status: 503 });
+        }
+        return fetch(input, init);
+      },
+    });
+    const run = await counting.createRun({ input: 'Look up Alice with outputs' });
+    const reconnects: unknown[] = [];
+    const events: RunEvent[] = [];
+    for await (const e of counting.streamEvents(run.id, { toolOutputs: true, retryDelayMs: 20, onReconnect: (i) => reconnects.push(i.error) })) events.push(e);
+    const done = events.filter((e) => e.event === 'tool.completed');
+    expect(done).toHaveLength(1);
+    const [step] = await client.getSteps(run.id);
+    expect(step.tool_calls[0].output).toContain('Alice Jones');
+    expect(done[0].data).toMatchObject({ name: 'crm__search_contacts', output: step.tool_calls[0].output });
+    // The failed read cost one reconnect, and no event came twice.
+    expect(reconnects).toEqual([expect.objectContaining({ status: 503 })]);
+    expect(events.map((e) => e.id)).toEqual((await full(run.id)).map((e) => e.id));
+    // Steps are read only for events that arrive without the output.
+    const plain: RunEvent[] = [];
+    for await (const e of client.streamEvents(run.id)) plain.push(e);
+    const sent = plain.find((e) => e.event === 'tool.completed')!.data as { output?: unknown };
+    expect(stepReads).toHaveLength(sent.output === undefined ? 2 : 0);
+  });
+
   it('throws AgentqApiError for a run that does not exist', async () => {
     const err = await (async () => {
       for await (const _ of client.streamEvents('run_000000000000000000000')) break;
@@ -385,7 +418,12 @@ describe('the agentq CLI', () => {
     expect(r.stderr).toMatch(/→ crm__search_contacts \{"query":"Alice"\}/);
     expect(r.stderr).toMatch(/✓ crm__search_contacts \d+ ms/);
     expect(r.stderr).toMatch(/^step 1 · scripted$/m);
-    expect(r.stderr).toMatch(/completed \(stop\) · depth 1\/10 · 2 model calls · 1 tool call · 122 tokens/);
+    expect(r.stderr).toMatch(/completed \(stop\) · depth 1\/10 · 2 steps · 1 tool call · 122 tokens/);
+    expect(r.stderr).not.toContain('Globex'); // tool outputs only with --outputs
+
+    const outputs = await cli(['run', 'Look up Alice, with outputs', '--follow', '--outputs']);
+    expect(outputs.code, outputs.stderr).toBe(0);
+    expect(outputs.stderr).toMatch(/✓ crm__search_contacts \d+ ms\n {4}\[\{"id":"c2","name":"Alice Jones","company":"Globex","email":"alice@globex.test"\}\]\n/);
 
     const sub = await cli(['run', 'Delegate to a child', '--follow', '--subagents']);
     expect(sub.code, sub.stderr).toBe(0);

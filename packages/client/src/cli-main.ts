@@ -13,11 +13,12 @@ Usage:
   agentq runs ls [--status s] [--limit n] [--after id] [--all]
   agentq runs get <id>              the run and its answer
   agentq runs cancel <id>           cancel a run and its sub-runs
-  agentq runs events <id>           follow a run's events until it ends
+  agentq runs events <id>           follow a run's events until it ends (--outputs: with tool outputs)
   agentq tools                      the tools runs can use
 
 Options of run:
   -f, --follow              show progress as it happens: steps, tool calls, tokens, sub-runs
+      --outputs             with --follow: also what each tool call returned
       --json                print the final run object (progress, if any, goes to stderr)
   -m, --model <name>        model (default: the server's MODEL)
   -t, --tools <a,b>         allowlist of tool names or globs (crm__*)
@@ -59,6 +60,7 @@ class UsageError extends Error {}
 
 const OPTIONS = {
   follow: { type: 'boolean', short: 'f' },
+  outputs: { type: 'boolean' },
   json: { type: 'boolean' },
   model: { type: 'string', short: 'm' },
   tools: { type: 'string', short: 't' },
@@ -117,7 +119,7 @@ function runRequest(input: string, v: Values): CreateRunRequest {
 const answerOf = (run: Run) => (typeof run.output?.content === 'string' ? run.output.content : run.output ? JSON.stringify(run.output.content) : '');
 
 /** Waits for a run, following its events when asked; Ctrl-C cancels it (twice: quits). */
-async function finish(client: AgentqClient, run: Run, follow: boolean, io: Io, style: Style, progress: (line: string) => void): Promise<Run | 'interrupted'> {
+async function finish(client: AgentqClient, run: Run, v: Values, io: Io, style: Style, progress: (line: string) => void): Promise<Run | 'interrupted'> {
   const quit = new AbortController();
   let interrupts = 0;
   const off = io.onInterrupt?.(() => {
@@ -126,9 +128,10 @@ async function finish(client: AgentqClient, run: Run, follow: boolean, io: Io, s
     client.cancelRun(run.id).catch((err) => progress(style.bad(`cancel failed: ${(err as Error).message}`)));
   });
   try {
-    if (!follow) return await client.waitForRun(run.id, { signal: quit.signal, timeoutMs: Number.MAX_SAFE_INTEGER });
-    const print = progressPrinter(progress, style);
-    for await (const e of client.streamEvents(run.id, { signal: quit.signal })) {
+    if (!v.follow) return await client.waitForRun(run.id, { signal: quit.signal, timeoutMs: Number.MAX_SAFE_INTEGER });
+    const toolOutputs = Boolean(v.outputs);
+    const print = progressPrinter(progress, { style, toolOutputs });
+    for await (const e of client.streamEvents(run.id, { signal: quit.signal, toolOutputs })) {
       print(e);
       if ('run' in e.data) return e.data.run; // the terminal event
     }
@@ -153,7 +156,7 @@ async function cmdRun(client: AgentqClient, positionals: string[], v: Values, io
   // Progress is for people: on stderr, so stdout holds only the answer (or the JSON).
   const progress = (line: string) => io.stderr.write(`${line}\n`);
   if (v.follow) progress(errStyle.dim(`${created.id} · ${created.model} · max depth ${created.max_depth}`));
-  const run = await finish(client, created, Boolean(v.follow), io, errStyle, progress);
+  const run = await finish(client, created, v, io, errStyle, progress);
   if (run === 'interrupted') return EXIT.interrupted;
   if (v.json) io.stdout.write(`${JSON.stringify(run, null, 2)}\n`);
   else {
@@ -207,9 +210,10 @@ async function cmdRuns(client: AgentqClient, [sub, id, ...rest]: string[], v: Va
       return 0;
     }
     case 'events': {
-      const print = progressPrinter(out, style);
+      const toolOutputs = Boolean(v.outputs);
+      const print = progressPrinter(out, { style, toolOutputs });
       let status: RunStatus | undefined;
-      for await (const e of client.streamEvents(needId())) {
+      for await (const e of client.streamEvents(needId(), { toolOutputs })) {
         if (v.json) out(JSON.stringify(e));
         else print(e);
         if ('run' in e.data) status = e.data.run.status;

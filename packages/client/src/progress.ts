@@ -17,10 +17,11 @@ export function styleFor(stream: { isTTY?: boolean }, color = true): Style {
 }
 
 const clip = (s: string, n = 120) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
+const oneLine = (s: string) => s.replace(/\s+/g, ' ').trim();
 const ms = (n: number) => (n < 1000 ? `${Math.round(n)} ms` : `${(n / 1000).toFixed(1)} s`);
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
-/** One line saying how a run ended: status, why, rounds, calls, tokens, time. */
+/** One line saying how a run ended: status, why, depth (rounds done), steps, tool calls, tokens, time. */
 export function summary(run: Run, style: Style = plain): string {
   const color = run.status === 'completed' ? style.ok : style.bad;
   const took = run.completed_at ? ` · ${ms(Date.parse(run.completed_at) - Date.parse(run.created_at))}` : '';
@@ -28,7 +29,7 @@ export function summary(run: Run, style: Style = plain): string {
   const parts = [
     `${color(run.status)}${run.stop_reason ? ` (${run.stop_reason})` : ''}`,
     `depth ${run.depth}/${run.max_depth}`,
-    plural(u.model_calls, 'model call'),
+    plural(u.model_calls, 'step'),
     plural(u.tool_calls, 'tool call'),
     `${u.total_tokens} tokens (${u.prompt_tokens} prompt + ${u.completion_tokens} completion)`,
   ];
@@ -36,11 +37,19 @@ export function summary(run: Run, style: Style = plain): string {
   return `${parts.join(' · ')}${took}${error}`;
 }
 
+export interface ProgressOptions {
+  /** Colours, or none. @defaultValue no colours (see styleFor) */
+  style?: Style;
+  /** Also show what each tool call returned, on one line under it (needs `output` on `tool.completed`: see streamEvents' `toolOutputs`). @defaultValue false */
+  toolOutputs?: boolean;
+}
+
 /**
- * Turns a run's events into progress lines: each step with its tokens and time, each tool
- * call with its arguments and duration, each sub-run, and the end.
+ * Renders a run's events as progress lines: each step (one model call) with its tokens and
+ * time, each tool call of its round with its arguments and duration, each sub-run, and the end.
  */
-export function progressPrinter(write: (line: string) => void, style: Style = plain) {
+export function progressPrinter(write: (line: string) => void, opts: ProgressOptions = {}) {
+  const style = opts.style ?? plain;
   const stepStarted = new Map<number, number>();
   const toolNames = new Map<string, string>();
   return (e: RunEvent) => {
@@ -71,6 +80,7 @@ export function progressPrinter(write: (line: string) => void, style: Style = pl
         break;
       case 'tool.completed':
         write(`  ${e.data.is_error ? style.bad('✗') : style.ok('✓')} ${e.data.name} ${style.dim(`${ms(e.data.duration_ms)}${e.data.is_error ? ' · error' : ''}`)}`);
+        if (opts.toolOutputs && typeof e.data.output === 'string') write(`    ${style.dim(clip(oneLine(e.data.output), 160))}`);
         break;
       case 'subrun.started':
         write(`  ↳ sub-run ${e.data.run_id} ${style.dim(`started by ${toolNames.get(e.data.tool_call_id) ?? 'a tool call'}`)}`);

@@ -149,7 +149,18 @@ export interface RunEventData {
     tool_calls: Array<{ id: string; name: string; arguments: string }>;
   };
   'tool.started': { depth: number; index: number; tool_call_id: string; name: string; attempt: number };
-  'tool.completed': { depth: number; index: number; tool_call_id: string; name: string; is_error: boolean; duration_ms: number };
+  'tool.completed': {
+    depth: number;
+    index: number;
+    tool_call_id: string;
+    name: string;
+    is_error: boolean;
+    duration_ms: number;
+    /** What the call returned, when the service sends it (or `streamEvents` was asked for `toolOutputs`). */
+    output?: string | null;
+    /** True when the service cut `output` short (past 16 KB). */
+    truncated?: boolean;
+  };
   'subrun.started': { run_id: string; depth: number; tool_call_id: string; index: number };
   'subrun.completed': { run_id: string; status: string; tool_call_id: string; index: number };
   'run.completed': { run: Run };

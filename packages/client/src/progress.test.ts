@@ -1,0 +1,38 @@
+import { describe, expect, it } from 'vitest';
+import { progressPrinter, summary } from './progress.js';
+import type { Run, RunEvent } from './types.js';
+
+const toolDone = (output?: string | null): RunEvent => ({
+  id: '1-0',
+  event: 'tool.completed',
+  data: { depth: 0, index: 0, tool_call_id: 'call_1', name: 'memory__search_nodes', is_error: false, duration_ms: 12, ...(output !== undefined ? { output } : {}) },
+});
+
+const lines = (events: RunEvent[], opts?: Parameters<typeof progressPrinter>[1]) => {
+  const out: string[] = [];
+  const print = progressPrinter((l) => out.push(l), opts);
+  events.forEach(print);
+  return out;
+};
+
+describe('progressPrinter', () => {
+  it('shows a tool call with its duration, and its output only when asked', () => {
+    const output = '{"entities": [\n  {"name": "Bob"}\n]}';
+    expect(lines([toolDone(output)])).toEqual(['  ✓ memory__search_nodes 12 ms']);
+    expect(lines([toolDone(output)], { toolOutputs: true })).toEqual(['  ✓ memory__search_nodes 12 ms', '    {"entities": [ {"name": "Bob"} ]}']);
+  });
+
+  it('cuts a long output to one line of 160 characters, and shows nothing for a missing one', () => {
+    const [, shown] = lines([toolDone('x'.repeat(500))], { toolOutputs: true });
+    expect(shown).toBe(`    ${'x'.repeat(159)}…`);
+    expect(lines([toolDone(), toolDone(null)], { toolOutputs: true })).toEqual(['  ✓ memory__search_nodes 12 ms', '  ✓ memory__search_nodes 12 ms']);
+  });
+});
+
+describe('summary', () => {
+  it('counts depth in rounds and model calls as steps', () => {
+    const usage = { prompt_tokens: 100, completion_tokens: 20, total_tokens: 120, model_calls: 3, tool_calls: 2 };
+    const run = { status: 'completed', stop_reason: 'stop', depth: 2, max_depth: 10, usage_total: usage, error: null, created_at: '2026-01-01T00:00:00.000Z', completed_at: '2026-01-01T00:00:01.500Z' } as Run;
+    expect(summary(run)).toBe('completed (stop) · depth 2/10 · 3 steps · 2 tool calls · 120 tokens (100 prompt + 20 completion) · 1.5 s');
+  });
+});
