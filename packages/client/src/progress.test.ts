@@ -27,6 +27,14 @@ describe('progressPrinter', () => {
     expect(shown).toBe(`    ${'x'.repeat(159)}…`);
     expect(lines([toolDone(), toolDone(null)], { toolOutputs: true })).toEqual(['  ✓ memory__search_nodes 12 ms', '  ✓ memory__search_nodes 12 ms']);
   });
+
+
+  it('times a step from the events\' `at` when they carry it, not from when they arrived', () => {
+    const usage = { prompt_tokens: 40, completion_tokens: 19, total_tokens: 59 };
+    const started: RunEvent = { id: '1-0', event: 'step.started', data: { depth: 0, model: 'm', tools_disabled: false, at: '2026-01-01T00:00:00.000Z' } };
+    const completed: RunEvent = { id: '2-0', event: 'step.completed', data: { depth: 0, usage, finish_reason: 'stop', content: 'hi', tool_calls: [], at: '2026-01-01T00:00:01.250Z' } };
+    expect(lines([started, completed])).toEqual(['step 0 · m', '  answer · 59 tokens (40 + 19) · 1.3 s']);
+  });
 });
 
 describe('summary', () => {

@@ -51,6 +51,9 @@ export interface ProgressOptions {
 export function progressPrinter(write: (line: string) => void, opts: ProgressOptions = {}) {
   const style = opts.style ?? plain;
   const stepStarted = new Map<number, number>();
+  // When the event happened: its `at` where the service sends one, else when it arrived here
+  // (events that come in one burst then show a step shorter than it was).
+  const when = (e: RunEvent) => (e.data.at ? Date.parse(e.data.at) : Date.now());
   const toolNames = new Map<string, string>();
   return (e: RunEvent) => {
     switch (e.event) {
@@ -61,14 +64,14 @@ export function progressPrinter(write: (line: string) => void, opts: ProgressOpt
         write(style.dim('started'));
         break;
       case 'step.started':
-        stepStarted.set(e.data.depth, Date.now());
+        stepStarted.set(e.data.depth, when(e));
         write(`${style.bold(`step ${e.data.depth}`)} ${style.dim(`· ${e.data.model}${e.data.tools_disabled ? ' · tools disabled (budget reached)' : ''}`)}`);
         break;
       case 'step.completed': {
         const started = stepStarted.get(e.data.depth);
         const u = e.data.usage;
         const what = e.data.tool_calls.length ? plural(e.data.tool_calls.length, 'tool call') : 'answer';
-        write(`  ${style.dim(`${what} · ${u.total_tokens} tokens (${u.prompt_tokens} + ${u.completion_tokens})${started ? ` · ${ms(Date.now() - started)}` : ''}`)}`);
+        write(`  ${style.dim(`${what} · ${u.total_tokens} tokens (${u.prompt_tokens} + ${u.completion_tokens})${started ? ` · ${ms(when(e) - started)}` : ''}`)}`);
         for (const t of e.data.tool_calls) {
           toolNames.set(t.id, t.name);
           write(`  → ${t.name} ${style.dim(clip(t.arguments))}`);

@@ -171,8 +171,16 @@ export interface RunEventData {
 
 export type RunEventType = keyof RunEventData;
 
+/** What API.md adds to every event's data; services that predate it leave it out. */
+export interface RunEventCommon {
+  /** The run the event is about. */
+  run_id?: string;
+  /** When it happened (ISO 8601), kept on replay. */
+  at?: string;
+}
+
 /** One event of a run's stream: `id` resumes the stream after it. */
-export type RunEvent = { [T in RunEventType]: { id: string; event: T; data: RunEventData[T] } }[RunEventType];
+export type RunEvent = { [T in RunEventType]: { id: string; event: T; data: RunEventData[T] & RunEventCommon } }[RunEventType];
 
 export const TERMINAL_EVENTS: readonly RunEventType[] = ['run.completed', 'run.failed', 'run.cancelled', 'run.incomplete'];
 
