@@ -1,5 +1,5 @@
-// Helpers shared by scripts/start.mjs and scripts/demo.mjs: find the built services, spawn
-// them as child processes with prefixed output, and stop them cleanly.
+// Helpers shared by scripts/start.mjs, the demo (lib/demo-stack.mjs) and the benchmark: find
+// the built services, spawn them as child processes with prefixed output, stop them cleanly.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';

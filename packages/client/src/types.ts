@@ -149,7 +149,18 @@ export interface RunEventData {
     tool_calls: Array<{ id: string; name: string; arguments: string }>;
   };
   'tool.started': { depth: number; index: number; tool_call_id: string; name: string; attempt: number };
-  'tool.completed': { depth: number; index: number; tool_call_id: string; name: string; is_error: boolean; duration_ms: number };
+  'tool.completed': {
+    depth: number;
+    index: number;
+    tool_call_id: string;
+    name: string;
+    is_error: boolean;
+    duration_ms: number;
+    /** What the call returned, when the service sends it (or `streamEvents` was asked for `toolOutputs`). */
+    output?: string | null;
+    /** True when the service cut `output` short (past 16 KB). */
+    truncated?: boolean;
+  };
   'subrun.started': { run_id: string; depth: number; tool_call_id: string; index: number };
   'subrun.completed': { run_id: string; status: string; tool_call_id: string; index: number };
   'run.completed': { run: Run };
@@ -160,8 +171,16 @@ export interface RunEventData {
 
 export type RunEventType = keyof RunEventData;
 
+/** What API.md adds to every event's data; services that predate it leave it out. */
+export interface RunEventCommon {
+  /** The run the event is about. */
+  run_id?: string;
+  /** When it happened (ISO 8601), kept on replay. */
+  at?: string;
+}
+
 /** One event of a run's stream: `id` resumes the stream after it. */
-export type RunEvent = { [T in RunEventType]: { id: string; event: T; data: RunEventData[T] } }[RunEventType];
+export type RunEvent = { [T in RunEventType]: { id: string; event: T; data: RunEventData[T] & RunEventCommon } }[RunEventType];
 
 export const TERMINAL_EVENTS: readonly RunEventType[] = ['run.completed', 'run.failed', 'run.cancelled', 'run.incomplete'];
 
