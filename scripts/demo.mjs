@@ -117,7 +117,7 @@ async function main() {
   // Each step and each tool call as it happens, with what the tool returned, in the CLI's
   // progress lines. The stream ends after the run's terminal event.
   const print = progressPrinter(say, { style, toolOutputs: true });
-  for await (const event of client.streamEvents(run.id, { toolOutputs: true, signal: AbortSignal.timeout(30_000) })) print(event);
+  for await (const event of client.streamEvents(run.id, { signal: AbortSignal.timeout(30_000) })) print(event);
   // The finished run: at once here, since the stream has seen it end; a program that does not
   // follow the events calls only this, which polls until the run ends or the deadline.
   const done = await client.waitForRun(run.id, { timeoutMs: 30_000 });

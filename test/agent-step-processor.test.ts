@@ -81,7 +81,7 @@ describe('a step whose previous round lacks a result', () => {
     const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };
     await store.transcript.commitStep(run, { depth: 0, status: 'completed', model: 'm', usage, started_at: now, completed_at: now, message: { role: 'assistant', content: null, tool_calls: [0, 1].map((i) => ({ id: `call_${i}`, type: 'function' as const, function: { name: `crm__t${i}`, arguments: '{}' } })) } }, { depth: 0, usage, finish_reason: 'tool_calls', content: null, tool_calls: [] });
     // Call 0 completed; call 1's job failed for good, so no result and no messages yet.
-    await store.toolCalls.complete(id, 0, 0, { id: 'call_0', name: 'crm__t0', status: 'completed', output: 'zero', is_error: false, attempts: 1, duration_ms: 1, started_at: now, completed_at: now }, { depth: 0, index: 0, tool_call_id: 'call_0', name: 'crm__t0', is_error: false, duration_ms: 1 }, { run, count: 2 });
+    await store.toolCalls.complete(id, 0, 0, { id: 'call_0', name: 'crm__t0', status: 'completed', output: 'zero', is_error: false, attempts: 1, duration_ms: 1, started_at: now, completed_at: now }, { depth: 0, index: 0, tool_call_id: 'call_0', name: 'crm__t0', is_error: false, duration_ms: 1, output: 'zero' }, { run, count: 2 });
     expect((await store.transcript.loadStep(id, 1))!.roundAppended).toBe(false);
 
     const logger = createLogger({ service: 'test', level: 'silent' });

@@ -8,7 +8,7 @@ afterAll(() => redis.disconnect());
 
 // The events these writes append, as the workers send them.
 const stepEvent = (depth: number) => ({ depth, usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 }, finish_reason: 'tool_calls', content: null, tool_calls: [] });
-const toolEvent = (index: number) => ({ depth: 0, index, tool_call_id: `call_${index}`, name: 'crm__search', is_error: false, duration_ms: 1 });
+const toolEvent = (index: number) => ({ depth: 0, index, tool_call_id: `call_${index}`, name: 'crm__search', is_error: false, duration_ms: 1, output: 'out' });
 
 const results = (id: string, output: string) => ({
   id,

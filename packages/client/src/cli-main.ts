@@ -131,7 +131,7 @@ async function finish(client: AgentqClient, run: Run, v: Values, io: Io, style: 
     if (!v.follow) return await client.waitForRun(run.id, { signal: quit.signal, timeoutMs: Number.MAX_SAFE_INTEGER });
     const toolOutputs = Boolean(v.outputs);
     const print = progressPrinter(progress, { style, toolOutputs });
-    for await (const e of client.streamEvents(run.id, { signal: quit.signal, toolOutputs })) {
+    for await (const e of client.streamEvents(run.id, { signal: quit.signal })) {
       print(e);
       if ('run' in e.data) return e.data.run; // the terminal event
     }
@@ -213,7 +213,7 @@ async function cmdRuns(client: AgentqClient, [sub, id, ...rest]: string[], v: Va
       const toolOutputs = Boolean(v.outputs);
       const print = progressPrinter(out, { style, toolOutputs });
       let status: RunStatus | undefined;
-      for await (const e of client.streamEvents(needId(), { toolOutputs })) {
+      for await (const e of client.streamEvents(needId())) {
         if (v.json) out(JSON.stringify(e));
         else print(e);
         if ('run' in e.data) status = e.data.run.status;

@@ -48,12 +48,6 @@ export interface StreamEventsOptions extends RequestOptions {
   retryDelayMs?: number;
   /** Called before each reconnect. */
   onReconnect?: (info: { attempt: number; lastEventId: string | undefined; error: unknown }) => void;
-  /**
-   * Give every `tool.completed` event the call's `output`: an event that arrives without it
-   * (services that predate it in the contract) gets it from the run's steps, one `GET /steps`
-   * per such event (a result is stored before its event is sent). @defaultValue false
-   */
-  toolOutputs?: boolean;
 }
 
 export interface WaitForReadyOptions extends RequestOptions {
@@ -101,12 +95,6 @@ export class AgentqClient {
 
   private runPath(id: string, sub = '') {
     return `/v1/runs/${encodeURIComponent(id)}${sub}`;
-  }
-
-  /** A finished tool call's output, from the run's steps. */
-  private async toolOutput(id: string, call: { depth: number; tool_call_id: string }, signal: AbortSignal): Promise<string | null> {
-    const steps = await this.getSteps(id, { signal });
-    return steps.find((s) => s.depth === call.depth)?.tool_calls.find((c) => c.id === call.tool_call_id)?.output ?? null;
   }
 
   /** Starts a run. With an idempotency key, a retry returns the same run instead of a second one. */
@@ -225,10 +213,6 @@ export class AgentqClient {
           if (msg.retry !== undefined) delay = msg.retry;
           if (msg.id === undefined) continue;
           const event = { id: msg.id, event: msg.event, data: JSON.parse(msg.data) } as RunEvent;
-          // Before `last` moves on: should the read fail, the reconnect brings this event again.
-          if (opts.toolOutputs && event.event === 'tool.completed' && event.data.output === undefined) {
-            event.data.output = await this.toolOutput(id, event.data, conn.signal);
-          }
           last = msg.id;
           failures = 0;
           yield event;

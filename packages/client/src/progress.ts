@@ -40,7 +40,7 @@ export function summary(run: Run, style: Style = plain): string {
 export interface ProgressOptions {
   /** Colours, or none. @defaultValue no colours (see styleFor) */
   style?: Style;
-  /** Also show what each tool call returned, on one line under it (needs `output` on `tool.completed`: see streamEvents' `toolOutputs`). @defaultValue false */
+  /** Also show what each tool call returned (its event's `output`), on one line under it. @defaultValue false */
   toolOutputs?: boolean;
 }
 
@@ -51,9 +51,8 @@ export interface ProgressOptions {
 export function progressPrinter(write: (line: string) => void, opts: ProgressOptions = {}) {
   const style = opts.style ?? plain;
   const stepStarted = new Map<number, number>();
-  // When the event happened: its `at` where the service sends one, else when it arrived here
-  // (events that come in one burst then show a step shorter than it was).
-  const when = (e: RunEvent) => (e.data.at ? Date.parse(e.data.at) : Date.now());
+  // When the event happened (not when it arrived: events can come in one burst).
+  const when = (e: RunEvent) => Date.parse(e.data.at);
   const toolNames = new Map<string, string>();
   return (e: RunEvent) => {
     switch (e.event) {
@@ -83,7 +82,7 @@ export function progressPrinter(write: (line: string) => void, opts: ProgressOpt
         break;
       case 'tool.completed':
         write(`  ${e.data.is_error ? style.bad('✗') : style.ok('✓')} ${e.data.name} ${style.dim(`${ms(e.data.duration_ms)}${e.data.is_error ? ' · error' : ''}`)}`);
-        if (opts.toolOutputs && typeof e.data.output === 'string') write(`    ${style.dim(clip(oneLine(e.data.output), 160))}`);
+        if (opts.toolOutputs) write(`    ${style.dim(clip(oneLine(e.data.output), 160))}`);
         break;
       case 'subrun.started':
         write(`  ↳ sub-run ${e.data.run_id} ${style.dim(`started by ${toolNames.get(e.data.tool_call_id) ?? 'a tool call'}`)}`);

@@ -100,6 +100,8 @@ export interface StepToolCall {
   status: 'queued' | 'running' | 'completed' | 'failed';
   output: string | null;
   is_error: boolean;
+  /** How the call ended once it has: `ok`, `tool_error`, `timeout`, `refused`, `unknown_outcome`, … */
+  outcome?: string;
   attempts: number;
   duration_ms: number | null;
   subrun_ids?: string[];
@@ -156,10 +158,12 @@ export interface RunEventData {
     name: string;
     is_error: boolean;
     duration_ms: number;
-    /** What the call returned, when the service sends it (or `streamEvents` was asked for `toolOutputs`). */
-    output?: string | null;
+    /** What the call returned, as the model sees it (the first 16 KB). */
+    output: string;
     /** True when the service cut `output` short (past 16 KB). */
     truncated?: boolean;
+    /** How the call ended: `ok`, `tool_error`, `timeout`, `refused`, `unknown_outcome`, … */
+    outcome?: string;
   };
   'subrun.started': { run_id: string; depth: number; tool_call_id: string; index: number };
   'subrun.completed': { run_id: string; status: string; tool_call_id: string; index: number };
@@ -171,12 +175,12 @@ export interface RunEventData {
 
 export type RunEventType = keyof RunEventData;
 
-/** What API.md adds to every event's data; services that predate it leave it out. */
+/** What every event's data carries. */
 export interface RunEventCommon {
-  /** The run the event is about. */
-  run_id?: string;
+  /** The run the event is about (a sub-run's for `subrun.*`). */
+  run_id: string;
   /** When it happened (ISO 8601), kept on replay. */
-  at?: string;
+  at: string;
 }
 
 /** One event of a run's stream: `id` resumes the stream after it. */

@@ -2,6 +2,7 @@ import {
   AgentqError,
   BUILTIN_TOOL_NAMES,
   compileAllowlist,
+  eventOutput,
   isTerminal,
   lazyChild,
   modelText,
@@ -145,7 +146,7 @@ export async function processToolCall(data: ToolCallJob, ctx: JobContext, deps: 
   // BullMQ's completion of this job (sent next on that connection) runs after the result is
   // stored, and the next step, which that completion may release, finds it. Not waiting for the
   // reply takes a round trip off every tool round's critical path.
-  const event = { depth, index, tool_call_id: data.toolCallId, name, is_error: rec.is_error, duration_ms: rec.duration_ms };
+  const event = { depth, index, tool_call_id: data.toolCallId, name, is_error: rec.is_error, duration_ms: rec.duration_ms, outcome: outcome.kind, ...eventOutput(rec.output) };
   deps.store.toolCalls
     .complete(runId, depth, index, rec, event, data.count ? { run, count: data.count } : undefined)
     .catch((err: Error) => log.error({ err: err.message }, 'could not store the tool result; the next step records the call as failed'));

@@ -98,7 +98,7 @@ export class RunRecords {
     // range as it grows (twice the retention: a run outliving it is merely no longer listed).
     const cutoff = Date.parse(createdAt) - 2 * this.retentionSeconds * 1000;
     if (cutoff > 0) tx.zremrangebylex(this.index(run.owner), '-', `(run_${cutoff.toString(36).padStart(9, '0')}`);
-    tx.xadd(k.events, 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'type', 'run.queued', 'data', eventJson('run.queued', { run_id: run.id }));
+    tx.xadd(k.events, 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'type', 'run.queued', 'data', eventJson('run.queued', run.id, {}, createdAt));
     const res = (await tx.exec()) ?? [];
     for (const [err] of res) if (err) throw err;
     return runObjectFrom(run.id, fields);
@@ -226,7 +226,8 @@ export class RunRecords {
   /** Moves a queued run to running; true (and a `run.started` event) the first time only. */
   async start(runId: string): Promise<boolean> {
     const k = this.keys(runId);
-    const r = await this.redis.agentqStartRun(k.run, k.events, new Date().toISOString(), EVENTS_MAXLEN, eventJson('run.started', { run_id: runId }));
+    const now = new Date().toISOString();
+    const r = await this.redis.agentqStartRun(k.run, k.events, now, EVENTS_MAXLEN, eventJson('run.started', runId, {}, now));
     return Boolean(r);
   }
 
@@ -275,7 +276,7 @@ export class RunRecords {
       fields[F.output],
       fields[F.outputParsed],
       fields[F.error],
-      eventJson(type, { run }),
+      eventJson(type, runId, { run }, completedAt),
     );
     if (done !== 1) return null;
     return { run, spec: JSON.parse(h[F.spec]) as RunSpec };

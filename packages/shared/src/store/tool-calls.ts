@@ -136,7 +136,7 @@ export class ToolCalls {
       T.result(index),
       JSON.stringify(marker),
       EVENTS_MAXLEN,
-      event ? eventJson('tool.started', event) : '',
+      event ? eventJson('tool.started', runId, event) : '',
       ...TOOL_CALL_RUN_FIELDS,
     );
     if (r[0] === 'done') return { kind: 'done', result: JSON.parse(r[1]!) };
@@ -178,7 +178,7 @@ export class ToolCalls {
   ): Promise<ToolResultRecord> {
     const k = this.keys(runId);
     const head = [k.toolCalls(depth), k.events];
-    const args = [T.result(index), JSON.stringify(rec), EVENTS_MAXLEN, eventJson('tool.completed', event)];
+    const args = [T.result(index), JSON.stringify(rec), EVENTS_MAXLEN, eventJson('tool.completed', runId, event)];
     const stored = round
       ? await this.redis.eval(
           COMPLETE_TOOL_CALL,

@@ -176,7 +176,7 @@ export class Transcript {
       step.usage.completion_tokens,
       step.usage.total_tokens,
       EVENTS_MAXLEN,
-      eventJson('step.completed', event),
+      eventJson('step.completed', run.id, event),
     );
     if (r === 'terminal' || r === 'missing') return null;
     if (r === null || r === undefined) return step;
