@@ -38,6 +38,7 @@ export interface AgentStepDeps {
   /** The tool catalog, cached by the caller. */
   tools: () => Promise<ToolCatalogEntry[]>;
   modelTimeoutMs: number;
+  modelIdleTimeoutMs: number;
   /** Pauses the agent queue; set by the worker so a 429 slows the queue instead of burning attempts. */
   rateLimit?: (ms: number) => Promise<void>;
 }
@@ -189,7 +190,7 @@ async function makeStep(
     // Not awaited: commands on one connection keep their order, so this event still lands
     // before the step's deltas and its completion, without a round trip of its own.
     void deps.store.events.append(run.id, 'step.started', { depth, model: spec.model, tools_disabled: p.toolChoice === 'none' }).catch(() => {});
-    return callModel(deps.openai, { model: spec.model, messages, tools, toolChoice: p.toolChoice, responseFormat: spec.response_format, signal: stepSignal, timeoutMs: deps.modelTimeoutMs, onDelta: (t) => deltas.push(t) });
+    return callModel(deps.openai, { model: spec.model, messages, tools, toolChoice: p.toolChoice, responseFormat: spec.response_format, signal: stepSignal, timeoutMs: deps.modelTimeoutMs, idleTimeoutMs: deps.modelIdleTimeoutMs, onDelta: (t) => deltas.push(t) });
   };
 
   const deadline = runDeadline(spec, Date.parse(run.createdAt));

@@ -47,7 +47,7 @@ export async function startAgentWorker(cfg: AgentWorkerConfig, logger: Logger, o
     return catalog.tools;
   };
 
-  const deps: AgentStepDeps = { store, runs, jobs, openai, logger, tools, modelTimeoutMs: cfg.MODEL_TIMEOUT_MS };
+  const deps: AgentStepDeps = { store, runs, jobs, openai, logger, tools, modelTimeoutMs: cfg.MODEL_TIMEOUT_MS, modelIdleTimeoutMs: cfg.MODEL_IDLE_TIMEOUT_MS };
   const cancels = new CancelListener(redis.connect('agentq-agent-cancel', { blocking: true }), cfg.QUEUE_PREFIX);
   await cancels.start();
   const worker = createJobWorker('agentStep', (data, ctx) => traceAgentStep(data, ctx.job, () => processAgentStep(data, ctx, deps)), {
