@@ -1,6 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
-import { createMetrics, JobQueues, RedisConnections, Runs, RunStore, runMetricsObserver, waitForReady, type Logger, type Tracing } from '@agentq/shared';
+import { Admission, createMetrics, JobQueues, RedisConnections, Runs, RunStore, runMetricsObserver, UsageMeter, waitForReady, type Logger, type TenantTable, type Tracing } from '@agentq/shared';
+import { loadTenants } from './tenants-config.js';
 import { createApp, type AppDeps } from './app.js';
 import { EventHub } from './event-hub.js';
 import { startPendingSweep } from './pending-sweep.js';
@@ -19,7 +20,13 @@ export interface ApiContext {
 }
 
 /** Connects what the API needs (Redis, queues, the event hub) for `createApp`; tests use it without a server. */
-export async function createApiContext(cfg: ApiConfig, logger: Logger, opts: { tracing?: Tracing } = {}): Promise<ApiContext> {
+export interface ApiOptions {
+  tracing?: Tracing;
+  /** Per-key limits; by default from TENANTS_CONFIG. */
+  tenants?: TenantTable;
+}
+
+export async function createApiContext(cfg: ApiConfig, logger: Logger, opts: ApiOptions = {}): Promise<ApiContext> {
   if (cfg.API_KEYS.length === 0) logger.warn('API_KEYS is not set: the API is open to anyone who can reach it');
   const redis = new RedisConnections(cfg.REDIS_URL);
   // Request-path connections fail fast, so a request during a Redis outage gets a 503, not a hang.
@@ -30,22 +37,37 @@ export async function createApiContext(cfg: ApiConfig, logger: Logger, opts: { t
   const queues = jobs.all();
   const metrics = createMetrics({ service: 'api', queues, onQueueError: (err) => logger.warn({ err: err.message }, 'could not read queue depths for /metrics') });
   const store = new RunStore({ redis: requests, prefix: cfg.QUEUE_PREFIX, retentionSeconds: cfg.RUN_RETENTION_SECONDS });
+  const tenants = opts.tenants ?? loadTenants(cfg.TENANTS_CONFIG);
+  const admission = new Admission(requests, cfg.QUEUE_PREFIX);
+  await admission.publish(tenants).catch((err: Error) => logger.warn({ err: err.message }, 'could not publish the keys\' limits yet; the sweep will'));
   const failpoint = cfg.AGENTQ_FAILPOINT;
   const runs = new Runs({
     store,
     jobs,
+    admission,
     logger,
     observer: runMetricsObserver(metrics),
     publisher: requests,
     ...(failpoint ? { failpoint: (point: string) => point === failpoint && process.kill(process.pid, 'SIGKILL') } : {}),
   });
-  const stopSweep = startPendingSweep(runs, logger, { intervalMs: cfg.PENDING_SWEEP_INTERVAL_MS, graceMs: cfg.PENDING_SWEEP_GRACE_MS });
+  const stopSweep = startPendingSweep(runs, logger, {
+    intervalMs: cfg.PENDING_SWEEP_INTERVAL_MS,
+    graceMs: cfg.PENDING_SWEEP_GRACE_MS,
+    // Now and then, slots held by runs whose process died are freed, and the limits published again.
+    reconcile: async () => {
+      await admission.publish(tenants);
+      await runs.reconcileAdmission();
+    },
+  });
   // One blocking connection follows the event streams of every SSE client of this process.
   const hub = new EventHub(redis.connect('agentq-api-events', { blocking: true }), requests, logger);
   hub.start();
   const deps: AppDeps = {
     store,
     runs,
+    admission,
+    usage: new UsageMeter(requests, cfg.QUEUE_PREFIX),
+    tenants,
     redis: requests,
     hub,
     webhookSecret: cfg.WEBHOOK_SECRET,
@@ -70,7 +92,7 @@ export async function createApiContext(cfg: ApiConfig, logger: Logger, opts: { t
 }
 
 /** Starts the API server; returns its URL and a close that drains it. */
-export async function startApi(cfg: ApiConfig, logger: Logger, opts: { tracing?: Tracing } = {}): Promise<ApiHandle> {
+export async function startApi(cfg: ApiConfig, logger: Logger, opts: ApiOptions = {}): Promise<ApiHandle> {
   const ctx = await createApiContext(cfg, logger, opts);
   const app = createApp(ctx.deps);
   const server: ServerType = await new Promise((resolve) => {

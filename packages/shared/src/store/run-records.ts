@@ -17,6 +17,13 @@ export interface NewRun {
   createdAt?: Date;
 }
 
+/** A run this process ended: as the API shows it, its spec and its owner. */
+export interface EndedRun {
+  run: RunObject;
+  spec: RunSpec;
+  owner: string;
+}
+
 /** How a run ends. */
 export interface FinishInput {
   status: Exclude<RunStatus, 'queued' | 'running'>;
@@ -198,6 +205,14 @@ export class RunRecords {
     return { data, next: data.length ? data[data.length - 1].id : null };
   }
 
+  /**
+   * Counts `n` more runs into the tree of `rootId` (the root counts as one); returns the tree's
+   * size with them. Taking them back (a negative `n`) undoes a reservation that was refused.
+   */
+  async growTree(rootId: string, n: number): Promise<number> {
+    return 1 + (await this.redis.hincrby(this.keys(rootId).run, F.treeRuns, n));
+  }
+
   /** Records a sub-run under its parent (for `/children` and cascading cancel). */
   async addChild(parentId: string, childId: string): Promise<void> {
     await this.redis.zadd(this.keys(parentId).children, 'NX', Date.now(), childId);
@@ -232,20 +247,20 @@ export class RunRecords {
   }
 
   /** Ends a run once: status, output, terminal event, expiry of all its keys. */
-  async finish(runId: string, input: FinishInput): Promise<{ run: RunObject; spec: RunSpec } | null> {
+  async finish(runId: string, input: FinishInput): Promise<EndedRun | null> {
     return this.finishWith(runId, await this.redis.hgetall(this.keys(runId).run), input);
   }
 
   /** Ends many runs the same way, two round trips in all; returns those this call ended. */
-  async finishMany(runIds: string[], input: FinishInput): Promise<Array<{ run: RunObject; spec: RunSpec }>> {
+  async finishMany(runIds: string[], input: FinishInput): Promise<EndedRun[]> {
     const pipe = this.redis.pipeline();
     for (const id of runIds) pipe.hgetall(this.keys(id).run);
     const hashes = ((await pipe.exec()) ?? []).map(([err, h]) => (err ? {} : (h as RunHash)));
     const ended = await Promise.all(runIds.map((id, i) => this.finishWith(id, hashes[i], input)));
-    return ended.filter((e): e is { run: RunObject; spec: RunSpec } => e !== null);
+    return ended.filter((e): e is EndedRun => e !== null);
   }
 
-  private async finishWith(runId: string, h: RunHash, input: FinishInput): Promise<{ run: RunObject; spec: RunSpec } | null> {
+  private async finishWith(runId: string, h: RunHash, input: FinishInput): Promise<EndedRun | null> {
     const k = this.keys(runId);
     if (!isRunHash(h) || isTerminal(h[F.status] as RunStatus)) return null;
     const completedAt = new Date().toISOString();
@@ -279,6 +294,6 @@ export class RunRecords {
       eventJson(type, runId, { run }, completedAt),
     );
     if (done !== 1) return null;
-    return { run, spec: JSON.parse(h[F.spec]) as RunSpec };
+    return { run, spec: JSON.parse(h[F.spec]) as RunSpec, owner: h[F.owner] };
   }
 }

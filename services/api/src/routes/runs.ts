@@ -5,22 +5,30 @@ import {
   createRunBodySchema,
   isRunId,
   isTerminal,
+  limitsOf,
   listRunsQuerySchema,
   newId,
   refuseNonPublicUrl,
+  type Admission,
   type Logger,
   type RunObject,
   type Runs,
   type RunStore,
+  type TenantTable,
+  type UsageMeter,
 } from '@agentq/shared';
 import { HttpError } from '../http-error.js';
 import { ABANDONED_CLAIM_MS, claimIdempotencyKey } from '../idempotency.js';
 import { checkSizes, type RunLimits } from '../run-request.js';
 import { parseOr400, readJson } from '../validation.js';
+import { rateLimited } from '../rate-limit.js';
 
 export interface RunsRouteDeps {
   store: RunStore;
   runs: Runs;
+  admission: Admission;
+  usage: UsageMeter;
+  tenants: TenantTable;
   redis: Redis;
   logger: Logger;
   limits: RunLimits;
@@ -52,6 +60,7 @@ export function runsRoutes(deps: RunsRouteDeps) {
     const plan = buildRun(body, deps.defaultModel);
     if (plan.spec.webhook) await checkWebhook(plan.spec.webhook);
     const owner = c.get('owner');
+    await checkRoom(owner);
     const id = newId('run');
 
     const idemKey = c.req.header('idempotency-key');
@@ -97,6 +106,19 @@ export function runsRoutes(deps: RunsRouteDeps) {
       await new Promise((r) => setTimeout(r, 50));
     }
     throw new HttpError(409, 'idempotency_key_in_use', 'a request with this Idempotency-Key is still being processed or failed; retry shortly');
+  }
+
+  // max_queued_runs and max_tokens_per_day: a new run is refused (429) rather than queued without end.
+  async function checkRoom(owner: string) {
+    const limits = limitsOf(deps.tenants, owner);
+    const [{ queued }, tokens] = await Promise.all([deps.admission.standing(owner), limits.max_tokens_per_day === null ? 0 : deps.usage.tokensToday(owner)]);
+    if (queued >= limits.max_queued_runs) {
+      throw rateLimited(`this key has ${queued} runs waiting to start (max_queued_runs ${limits.max_queued_runs}); retry when some have started`, 5_000);
+    }
+    if (limits.max_tokens_per_day !== null && tokens >= limits.max_tokens_per_day) {
+      const tomorrow = new Date(new Date().toISOString().slice(0, 10)).getTime() + 24 * 3600 * 1000;
+      throw rateLimited(`this key used ${tokens} tokens today (max_tokens_per_day ${limits.max_tokens_per_day}); retry after midnight UTC`, tomorrow - Date.now());
+    }
   }
 
   async function checkWebhook(webhook: { url: string; secret?: string }) {
