@@ -5,7 +5,7 @@ import { Redis } from 'ioredis';
 import OpenAI from 'openai';
 import { createLogger, newId, QUEUES, RunStore, type RunSpec, type StepRecord } from '@agentq/shared';
 import { startScriptedLlm, type ScriptedLlm } from '@agentq/scripted-llm';
-import { processAgentTurn, toolMessagesInCallOrder } from './agent-turn-processor.js';
+import { processAgentTurn, toolMessagesInCallOrder } from '@agentq/agent-worker';
 
 const step = (names: string[]): StepRecord => ({
   depth: 0,

@@ -1,9 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { newId } from './ids.js';
-import { RunStore } from './run-store.js';
-import type { RunSpec } from './schemas/run.js';
+import { newId, RunStore, type RunSpec } from '@agentq/shared';
 
 const redis = new Redis(inject('redisUrl'));
 afterAll(() => redis.disconnect());
