@@ -88,12 +88,12 @@ describe('the Bull Board dashboard in headless Chromium', () => {
     await page.close();
   });
 
-  it("shows the finished run's turns in the agent queue and its tool calls in the tool queue, with their data", async () => {
+  it("shows the finished run's steps in the agent queue and its tool calls in the tool queue, with their data", async () => {
     const page = await keyedPage();
     await page.goto(`${stack.api.url}/admin/queues/`);
 
     await openCompleted(page, 'agent');
-    for (const name of [`${runId} · turn 0`, `${runId} · turn 1`]) await page.getByText(name, { exact: true }).waitFor();
+    for (const name of [`${runId} · step 0`, `${runId} · step 1`]) await page.getByText(name, { exact: true }).waitFor();
     const agentText = await page.innerText('main');
     expect(agentText).toContain(`${runId}-t0`); // job ids
     expect(agentText).toMatch(new RegExp(`runId:\\s*"${runId}"`)); // job data, as Bull Board shows it
@@ -102,7 +102,7 @@ describe('the Bull Board dashboard in headless Chromium', () => {
     await screenshot(page, 'agent-queue');
 
     await openCompleted(page, 'tool');
-    for (const name of [`${runId} · turn 0 · crm__search_contacts`, `${runId} · turn 0 · crm__get_contact`]) await page.getByText(name, { exact: true }).waitFor();
+    for (const name of [`${runId} · step 0 · crm__search_contacts`, `${runId} · step 0 · crm__get_contact`]) await page.getByText(name, { exact: true }).waitFor();
     const toolText = await page.innerText('main');
     expect(toolText).toMatch(new RegExp(`runId:\\s*"${runId}"`));
     expect(toolText).toMatch(/name:\s*"crm__search_contacts"/);

@@ -3,7 +3,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Writable } from 'node:stream';
-import { RetryableError } from '@agentq/shared';
+import { modelText, RetryableError } from '@agentq/shared';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startCrmMcpServer, type CrmMcpServer } from './fixtures/crm-mcp-server.js';
@@ -78,31 +78,31 @@ describe('McpRegistry over Streamable HTTP (crm fixture)', () => {
 
   it('returns a successful result as text', async () => {
     const out = await registry.call('crm__search_contacts', { query: 'bob' }, CALL);
-    expect(out.isError).toBe(false);
-    expect(JSON.parse(out.content)).toEqual([{ id: 'c1', name: 'Bob Smith', company: 'Acme', email: 'bob@acme.test' }]);
+    expect(out.kind).toBe('ok');
+    expect(JSON.parse(out.text)).toEqual([{ id: 'c1', name: 'Bob Smith', company: 'Acme', email: 'bob@acme.test' }]);
   });
 
   it('accepts arguments as a JSON string, and an empty string as {}', async () => {
-    await expect(registry.call('crm__get_contact', '{"id":"c2"}', CALL)).resolves.toMatchObject({ isError: false, content: expect.stringContaining('Alice Jones') });
+    await expect(registry.call('crm__get_contact', '{"id":"c2"}', CALL)).resolves.toMatchObject({ kind: 'ok', text: expect.stringContaining('Alice Jones') });
     const out = await registry.call('crm__count_calls', '', CALL);
-    expect(out).toEqual({ isError: false, content: String(crm.calls.length) });
+    expect(out).toEqual({ kind: 'ok', text: String(crm.calls.length) });
   });
 
   it('makes an unknown tool an error the model sees, listing the tools', async () => {
     const out = await registry.call('crm__nope', {}, CALL);
-    expect(out.isError).toBe(true);
-    expect(out.content).toMatch(/^Error executing crm__nope: unknown tool; available tools: crm__\w+(, crm__\w+){6}$/);
-    await expect(registry.call('other__x', {}, CALL)).resolves.toMatchObject({ isError: true, content: expect.stringContaining('unknown tool') });
+    expect(out.kind).toBe('refused');
+    expect(modelText('crm__nope', out)).toMatch(/^Error executing crm__nope: unknown tool; available tools: crm__\w+(, crm__\w+){6}$/);
+    await expect(registry.call('other__x', {}, CALL)).resolves.toMatchObject({ kind: 'refused', text: expect.stringContaining('unknown tool') });
   });
 
   it('makes bad JSON arguments an error without calling the server', async () => {
     const before = crm.calls.length;
     const bad = await registry.call('crm__get_contact', '{"id":', CALL);
-    expect(bad.isError).toBe(true);
-    expect(bad.content).toMatch(/^Error executing crm__get_contact: arguments are not valid JSON: /);
+    expect(bad.kind).toBe('invalid_arguments');
+    expect(modelText('crm__get_contact', bad)).toMatch(/^Error executing crm__get_contact: arguments are not valid JSON: /);
     await expect(registry.call('crm__get_contact', '[1,2]', CALL)).resolves.toEqual({
-      isError: true,
-      content: 'Error executing crm__get_contact: arguments must be a JSON object, got an array',
+      kind: 'invalid_arguments',
+      text: 'arguments must be a JSON object, got an array',
     });
     expect(crm.calls.length).toBe(before);
   });
@@ -111,21 +111,21 @@ describe('McpRegistry over Streamable HTTP (crm fixture)', () => {
     const before = crm.calls.length;
     const out = await registry.call('crm__update_contact', { company: 5 }, CALL);
     expect(out).toEqual({
-      isError: true,
-      content: "Error executing crm__update_contact: invalid arguments: must have required property 'id'; /company must be string",
+      kind: 'invalid_arguments',
+      text: "invalid arguments: must have required property 'id'; /company must be string",
     });
     expect(crm.calls.length).toBe(before);
   });
 
-  it('passes a tool error result through as isError', async () => {
-    await expect(registry.call('crm__fail', { message: 'boom' }, CALL)).resolves.toEqual({ isError: true, content: 'boom' });
-    await expect(registry.call('crm__get_contact', { id: 'c9' }, CALL)).resolves.toEqual({ isError: true, content: 'no contact c9' });
+  it('passes a tool error result through as a tool_error in the tool\'s own words', async () => {
+    await expect(registry.call('crm__fail', { message: 'boom' }, CALL)).resolves.toEqual({ kind: 'tool_error', text: 'boom' });
+    await expect(registry.call('crm__get_contact', { id: 'c9' }, CALL)).resolves.toEqual({ kind: 'tool_error', text: 'no contact c9' });
   });
 
   it('times a slow tool out, and the server sees the cancellation', async () => {
     const started = Date.now();
     const out = await registry.call('crm__sleep', { ms: 2000, label: 't1' }, { timeoutMs: 200 });
-    expect(out).toEqual({ isError: true, content: 'Error executing crm__sleep: timed out after 200 ms' });
+    expect(out).toEqual({ kind: 'timeout', text: 'timed out after 200 ms' });
     expect(Date.now() - started).toBeLessThan(1000);
     await expect.poll(() => crm.aborted).toContain('t1');
   });
@@ -143,13 +143,13 @@ describe('McpRegistry over Streamable HTTP (crm fixture)', () => {
     const outs = await Promise.all(
       Array.from({ length: 25 }, (_, i) => registry.call('crm__sleep', { ms: 50, label: `p${i}` }, CALL)),
     );
-    expect(outs.map((o) => o.content)).toEqual(Array.from({ length: 25 }, (_, i) => `slept 50 ms p${i}`));
+    expect(outs.map((o) => o.text)).toEqual(Array.from({ length: 25 }, (_, i) => `slept 50 ms p${i}`));
     expect(lines.filter((l) => l.msg === 'MCP server connected')).toHaveLength(1);
   });
 
   it('updates state on the server', async () => {
     const out = await registry.call('crm__update_contact', { id: 'c1', company: 'EPAM' }, CALL);
-    expect(JSON.parse(out.content)).toMatchObject({ id: 'c1', company: 'EPAM' });
+    expect(JSON.parse(out.text)).toMatchObject({ id: 'c1', company: 'EPAM' });
     expect(crm.contacts.get('c1')?.company).toBe('EPAM');
   });
 });
@@ -179,7 +179,7 @@ describe('McpRegistry when an HTTP server is unreachable', () => {
     await registry.start();
     const crm = await startCrmMcpServer({ port });
     cleanup.push(() => crm.close());
-    await expect(registry.call('late__count_calls', {}, CALL)).resolves.toEqual({ isError: false, content: '1' });
+    await expect(registry.call('late__count_calls', {}, CALL)).resolves.toEqual({ kind: 'ok', text: '1' });
   });
 
   it('throws RetryableError when a known server goes away, and recovers when it is back', async () => {
@@ -188,13 +188,13 @@ describe('McpRegistry when an HTTP server is unreachable', () => {
     const { registry } = registryFor({ crm: { url: crm.url } }, { restartBackoffMs: 10_000 });
     cleanup.push(() => registry.close());
     await registry.start();
-    await expect(registry.call('crm__count_calls', {}, CALL)).resolves.toMatchObject({ isError: false });
+    await expect(registry.call('crm__count_calls', {}, CALL)).resolves.toMatchObject({ kind: 'ok' });
     await crm.close();
     await expect(registry.call('crm__count_calls', {}, CALL)).rejects.toMatchObject({ code: 'tool_server_unavailable' });
     // A restarted server has forgotten our session: the registry opens a new one.
     crm = await startCrmMcpServer({ port });
     cleanup.push(() => crm.close());
-    await expect(registry.call('crm__get_contact', { id: 'c1' }, CALL)).resolves.toMatchObject({ isError: false });
+    await expect(registry.call('crm__get_contact', { id: 'c1' }, CALL)).resolves.toMatchObject({ kind: 'ok' });
     expect(crm.calls.map(({ tool, args }) => ({ tool, args }))).toEqual([{ tool: 'get_contact', args: { id: 'c1' } }]);
   });
 
@@ -210,8 +210,8 @@ describe('McpRegistry when an HTTP server is unreachable', () => {
     // Resent only if the old session's 404 proved it never ran; a broken socket leaves it to the job retry.
     const out = await registry.call('crm__non_idempotent_write', { key: 'k1' }, CALL).catch((e: unknown) => e);
     if (out instanceof RetryableError) expect(crm.calls).toEqual([]);
-    else expect(out).toEqual({ isError: false, content: '["k1"]' });
-    await expect(registry.call('crm__non_idempotent_write', { key: 'k2' }, CALL)).resolves.toMatchObject({ isError: false });
+    else expect(out).toEqual({ kind: 'ok', text: '["k1"]' });
+    await expect(registry.call('crm__non_idempotent_write', { key: 'k2' }, CALL)).resolves.toMatchObject({ kind: 'ok' });
     expect(crm.calls.filter((c) => c.args.key === 'k1').length).toBeLessThanOrEqual(1);
   });
 
@@ -225,7 +225,7 @@ describe('McpRegistry when an HTTP server is unreachable', () => {
     crm = await startCrmMcpServer({ port });
     cleanup.push(() => crm.close());
     // A 404 for the old session, or a dead pooled socket: a read-only tool is simply sent again.
-    await expect(registry.call('crm__get_contact', { id: 'c2' }, CALL)).resolves.toMatchObject({ isError: false });
+    await expect(registry.call('crm__get_contact', { id: 'c2' }, CALL)).resolves.toMatchObject({ kind: 'ok' });
     expect(crm.calls.map(({ tool, args }) => ({ tool, args }))).toEqual([{ tool: 'get_contact', args: { id: 'c2' } }]);
     expect(lines.filter((l) => l.msg === 'MCP server connected')).toHaveLength(2);
   });
@@ -261,18 +261,18 @@ describe('McpRegistry over stdio (server-memory)', () => {
       JSON.stringify({ entities: [{ name: 'Bob', entityType: 'person', observations: ['works at Acme'] }] }),
       CALL,
     );
-    expect(created.isError).toBe(false);
+    expect(created.kind).toBe('ok');
     const graph = await registry.call('memory__read_graph', {}, CALL);
-    expect(JSON.parse(graph.content)).toMatchObject({ entities: [{ name: 'Bob', entityType: 'person', observations: ['works at Acme'] }] });
+    expect(JSON.parse(graph.text)).toMatchObject({ entities: [{ name: 'Bob', entityType: 'person', observations: ['works at Acme'] }] });
     const found = await registry.call('memory__search_nodes', { query: 'Acme' }, CALL);
-    expect(found.content).toContain('Bob');
+    expect(found.text).toContain('Bob');
   });
 
   it('validates nested arguments', async () => {
     const out = await registry.call('memory__create_entities', { entities: [{ name: 'x', observations: [] }] }, CALL);
     expect(out).toEqual({
-      isError: true,
-      content: "Error executing memory__create_entities: invalid arguments: /entities/0 must have required property 'entityType'",
+      kind: 'invalid_arguments',
+      text: "invalid arguments: /entities/0 must have required property 'entityType'",
     });
   });
 
@@ -287,7 +287,7 @@ describe('McpRegistry over stdio (server-memory)', () => {
     // Restarted in the background, before any call asks for it.
     await expect.poll(() => registry.status()[0].connected && registry.status()[0].pid !== pid, { timeout: 5_000 }).toBe(true);
     const graph = await registry.call('memory__read_graph', {}, CALL);
-    expect(graph.content).toContain('Bob');
+    expect(graph.text).toContain('Bob');
   });
 
   it('survives a call racing a kill: at worst a RetryableError, then the next call succeeds', async () => {
@@ -295,8 +295,8 @@ describe('McpRegistry over stdio (server-memory)', () => {
     process.kill(pid, 'SIGKILL');
     const first = await registry.call('memory__read_graph', {}, CALL).catch((e: unknown) => e);
     if (first instanceof Error) expect(first).toMatchObject({ code: 'tool_server_unavailable' });
-    else expect(first).toMatchObject({ isError: false });
-    await expect(registry.call('memory__read_graph', {}, CALL)).resolves.toMatchObject({ isError: false, content: expect.stringContaining('Bob') });
+    else expect(first).toMatchObject({ kind: 'ok' });
+    await expect(registry.call('memory__read_graph', {}, CALL)).resolves.toMatchObject({ kind: 'ok', text: expect.stringContaining('Bob') });
   });
 
   it('caps stderr lines and reports the last ones when a server dies at start', async () => {

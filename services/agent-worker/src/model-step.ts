@@ -72,9 +72,9 @@ export async function callModel(client: OpenAI, req: ModelRequest): Promise<Mode
   const toolCalls: ToolCall[] = calls
     .filter((c) => c && c.name)
     .map((c, i) => ({ id: c.id || `call_${i}`, type: 'function' as const, function: { name: c.name, arguments: c.arguments } }));
+  // Every tool call the model made is returned: whether they are run is the step decision's.
   const message: AssistantMessage = { role: 'assistant', content: content === '' && toolCalls.length ? null : content };
-  // A model that asks for tools it was not offered (or that were disabled) gets no tool round.
-  if (toolCalls.length && req.toolChoice === 'auto') message.tool_calls = toolCalls;
+  if (toolCalls.length) message.tool_calls = toolCalls;
   if (refusal) message.refusal = refusal;
   return {
     message,

@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Queue } from 'bullmq';
-import type { AgentqMetrics, Logger, Redis, RunStore } from '@agentq/shared';
+import type { AgentqMetrics, Logger, Redis, Runs, RunStore } from '@agentq/shared';
 import { bearerAuth } from './auth.js';
 import { dashboard, DASHBOARD_PATH } from './dashboard.js';
 import { errorBody, HttpError, onError } from './http-error.js';
@@ -15,10 +15,10 @@ import { toolsRoutes } from './routes/tools.js';
 
 export interface AppDeps {
   store: RunStore;
+  runs: Runs;
+  /** The request-path connection (fails fast, so a Redis outage is a 503, not a hang). */
   redis: Redis;
   hub: EventHub;
-  agentQueue: Queue;
-  webhookQueue: Queue;
   webhookSecret?: string;
   webhookAllowPrivate: boolean;
   /** Every queue, for the dashboard. */

@@ -22,6 +22,12 @@ export const apiEnvSchema = baseEnvSchema.extend({
   /** `input`, `messages` and `instructions` together. */
   MAX_INPUT_BYTES: z.coerce.number().int().min(1024).default(1024 * 1024),
   MAX_CONTEXT_BYTES: z.coerce.number().int().min(1024).default(32 * 1024 * 1024),
+  /** How often this process looks for runs whose creator died before enqueueing them. */
+  PENDING_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).default(5_000),
+  /** How long a run may stay pending before a sweep enqueues it (a live creator takes milliseconds). */
+  PENDING_SWEEP_GRACE_MS: z.coerce.number().int().min(0).default(1_000),
+  /** For tests only: the process kills itself (SIGKILL) at this point of a run's creation. */
+  AGENTQ_FAILPOINT: z.enum(['run_written']).optional(),
 });
 
 /** The API's configuration, from the environment; throws ConfigError. */

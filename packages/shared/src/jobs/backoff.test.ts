@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { providerBackoff } from './queues.js';
+import { providerBackoff } from './backoff.js';
 
 describe('providerBackoff', () => {
   it("waits the provider's Retry-After when the error carries one", () => {

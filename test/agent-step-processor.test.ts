@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { FlowProducer, Job, Queue } from 'bullmq';
+import { Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import OpenAI from 'openai';
-import { createLogger, newId, QUEUES, RunStore, type RunSpec, type StepRecord } from '@agentq/shared';
+import { createLogger, JobQueues, newId, QUEUES, Runs, RunStore, type RunSpec, type StepRecord } from '@agentq/shared';
 import { startScriptedLlm, type ScriptedLlm } from '@agentq/scripted-llm';
-import { processAgentTurn, toolMessagesInCallOrder } from '@agentq/agent-worker';
+import { processAgentStep, toolMessagesInCallOrder } from '@agentq/agent-worker';
 
 const step = (names: string[]): StepRecord => ({
   depth: 0,
@@ -59,7 +59,7 @@ describe('toolMessagesInCallOrder', () => {
   });
 });
 
-describe('a turn whose previous round lacks a result', () => {
+describe('a step whose previous round lacks a result', () => {
   const redis = new Redis(inject('redisUrl'));
   const prefix = `atp${randomBytes(3).toString('hex')}`;
   const queueRedis = new Redis(inject('redisUrl'), { maxRetriesPerRequest: null });
@@ -75,29 +75,31 @@ describe('a turn whose previous round lacks a result', () => {
     const store = new RunStore({ redis, prefix });
     const id = newId('run');
     const spec: RunSpec = { model: 'm', max_depth: 5, on_budget_exhausted: 'final_answer', metadata: {}, ancestors: [], nesting: 0 };
-    await store.createRun({ id, owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
-    const { run } = (await store.loadTurn(id, 0))!;
+    await store.runs.create({ id, owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
+    const { run } = (await store.transcript.loadStep(id, 0))!;
     const now = new Date().toISOString();
     const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };
-    await store.commitStep(run, { depth: 0, status: 'completed', model: 'm', usage, started_at: now, completed_at: now, message: { role: 'assistant', content: null, tool_calls: [0, 1].map((i) => ({ id: `call_${i}`, type: 'function' as const, function: { name: `crm__t${i}`, arguments: '{}' } })) } }, { depth: 0 });
+    await store.transcript.commitStep(run, { depth: 0, status: 'completed', model: 'm', usage, started_at: now, completed_at: now, message: { role: 'assistant', content: null, tool_calls: [0, 1].map((i) => ({ id: `call_${i}`, type: 'function' as const, function: { name: `crm__t${i}`, arguments: '{}' } })) } }, { depth: 0, usage, finish_reason: 'tool_calls', content: null, tool_calls: [] });
     // Call 0 completed; call 1's job failed for good, so no result and no messages yet.
-    await store.completeToolCall(id, 0, 0, { id: 'call_0', name: 'crm__t0', status: 'completed', output: 'zero', is_error: false, attempts: 1, duration_ms: 1, started_at: now, completed_at: now }, {}, { run, count: 2 });
-    expect((await store.loadTurn(id, 1))!.toolMessagesAppended).toBe(false);
+    await store.toolCalls.complete(id, 0, 0, { id: 'call_0', name: 'crm__t0', status: 'completed', output: 'zero', is_error: false, attempts: 1, duration_ms: 1, started_at: now, completed_at: now }, { depth: 0, index: 0, tool_call_id: 'call_0', name: 'crm__t0', is_error: false, duration_ms: 1, output: 'zero' }, { run, count: 2 });
+    expect((await store.transcript.loadStep(id, 1))!.roundAppended).toBe(false);
 
-    const flow = new FlowProducer({ connection: queueRedis, prefix });
-    const job = new Job(new Queue(QUEUES.agent, { connection: queueRedis, prefix }), 'turn', { runId: id, depth: 1 }, { attempts: 3 }, `${id}-1`);
+    const logger = createLogger({ service: 'test', level: 'silent' });
+    const jobs = new JobQueues({ connection: queueRedis, prefix, logger });
+    const data = { runId: id, depth: 1 };
+    const job = new Job(jobs.queue(QUEUES.agent), 'step', data, { attempts: 3 }, `${id}-1`);
     const openai = new OpenAI({ baseURL: llm.baseURL, apiKey: 'x', maxRetries: 0 });
-    const deps = { store, flow, openai, logger: createLogger({ service: 'test', level: 'silent' }), tools: async () => [], modelTimeoutMs: 10_000 };
-    expect(await processAgentTurn(job, deps)).toEqual({ outcome: 'final_answer' });
-    await flow.close();
+    const deps = { store, runs: new Runs({ store, jobs, logger }), jobs, openai, logger, tools: async () => [], modelTimeoutMs: 10_000 };
+    expect(await processAgentStep(data, { job }, deps)).toEqual({ outcome: 'final_answer' });
+    await jobs.close();
 
-    const tail = (await store.getMessages(id)).slice(2);
+    const tail = (await store.transcript.messages(id)).slice(2);
     expect(tail[0]).toEqual({ role: 'tool', tool_call_id: 'call_0', content: 'zero' });
     expect(tail[1]).toMatchObject({ role: 'tool', tool_call_id: 'call_1' });
     expect(String(tail[1].content)).toMatch(/Error executing crm__t1/);
     expect(tail[2]).toMatchObject({ role: 'assistant', content: 'done' });
     // The model saw both answers before answering.
     expect(llm.requests[0].messages.filter((m) => m.role === 'tool')).toHaveLength(2);
-    expect((await store.getRun(id))!.status).toBe('completed');
+    expect((await store.runs.get(id))!.status).toBe('completed');
   });
 });
