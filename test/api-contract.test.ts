@@ -39,6 +39,19 @@ beforeAll(async () => {
 });
 afterAll(async () => app?.close());
 
+/** What exists in the app's Redis: every stored run, and the agent queue's jobs (nothing takes them). */
+async function storedSoFar(): Promise<{ runs: string[]; agentJobs: number }> {
+  const runs: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, keys] = await app.redis.scan(cursor, 'MATCH', `${app.prefix}:r:*:run`, 'COUNT', 1000);
+    runs.push(...keys);
+    cursor = next;
+  } while (cursor !== '0');
+  const counts = await app.jobCounts('agent');
+  return { runs: runs.sort(), agentJobs: Object.values(counts).reduce((a, n) => a + (n ?? 0), 0) };
+}
+
 /** A request whose answer must never be a 500 nor carry a stack trace. */
 async function call(path: string, init: TestRequestInit = {}, via: Pick<ApiClient, 'request'> = app) {
   const res = await via.request(path, init);
@@ -175,14 +188,16 @@ describe('POST /v1/runs validation', () => {
 
   it('refuses a body that is not JSON by content type, in the error shape', async () => {
     const r = await call('/v1/runs', { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'input=hi' });
-    expect([400, 415]).toContain(r.status);
-    expect(errorOf(r).message).toMatch(/json/i);
+    expect(r.status).toBe(415);
+    const error = errorOf(r);
+    expect(error.code).toBe('unsupported_media_type');
+    expect(error.message).toMatch(/json/i);
   });
 
   it('refuses a form post, in the error shape', async () => {
     const r = await call('/v1/runs', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'input=hi' });
-    expect([400, 415]).toContain(r.status);
-    errorOf(r);
+    expect(r.status).toBe(415);
+    expect(errorOf(r).code).toBe('unsupported_media_type');
   });
 
   it('answers a body over MAX_BODY_BYTES with 413', async () => {
@@ -323,9 +338,16 @@ describe('auth and tenancy', () => {
   });
 
   it('401s a POST without a key and creates nothing', async () => {
+    const before = await storedSoFar();
     const r = await call('/v1/runs', { method: 'POST', json: { input: 'sneaky' }, key: null });
     expect(r.status).toBe(401);
     errorOf(r);
+    expect(await storedSoFar()).toEqual(before);
+    // The same request with a key does create a run, and the probe sees it.
+    expect((await post({ input: 'sneaky' })).status).toBe(202);
+    const after = await storedSoFar();
+    expect(after.runs).toHaveLength(before.runs.length + 1);
+    expect(after.agentJobs).toBe(before.agentJobs + 1);
   });
 
   it.each([
