@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatRequest, Handler, Reply } from '@agentq/scripted-llm';
 import { startStack, type Stack } from './fixtures/services.js';
 import { readSse } from './fixtures/sse.js';
+import { waitFor } from './fixtures/wait.js';
 
 const scenarios = new Map<string, (req: ChatRequest, round: number) => Reply | Promise<Reply>>();
 const handler: Handler = (req) => {
@@ -12,6 +13,10 @@ const handler: Handler = (req) => {
   const round = req.messages.filter((m: any) => m.role === 'assistant').length;
   return scenarios.get(user)?.(req, round) ?? { content: `no scenario for ${user}` };
 };
+/** Job states after which a job runs no more ('unknown': removed). */
+const ENDED = ['completed', 'failed', 'unknown'];
+/** What identifies a tool-call job (its id needs only the run, depth and index). */
+const toolJob = (runId: string, depth: number, index: number) => ({ runId, depth, index, toolCallId: '', name: '', arguments: '' });
 const requestsFor = (stack: Stack, user: string) => stack.llm.requests.filter((r) => r.messages.some((m: any) => m.role === 'user' && m.content === user));
 
 let stack: Stack;
@@ -121,18 +126,21 @@ describe('cancel', () => {
     scenarios.set(user, (_req, round) => (round === 0 ? { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 5000, label: 'cancel-me' } }] } : { content: 'should never be asked' }));
     const { id } = await stack.createRun({ input: user });
     const events = readSse(await stack.request(`/v1/runs/${id}/events`));
-    // Wait until the tool call is running.
-    for (let i = 0; i < 200 && !stack.crm.calls.some((c) => c.args.label === 'cancel-me'); i++) await new Promise((r) => setTimeout(r, 10));
+    await waitFor(() => stack.crm.calls.some((c) => c.args.label === 'cancel-me'), { what: 'the tool call to be running' });
+    // The step after the tool call is queued behind it, waiting for its result.
+    expect(await stack.jobState('agentStep', { runId: id, depth: 1 })).toBe('waiting-children');
     const res = await stack.request(`/v1/runs/${id}/cancel`, { method: 'POST' });
     expect(res.status).toBe(202);
     expect(await res.json()).toMatchObject({ id, status: 'cancelled', stop_reason: 'cancelled' });
     const types = (await events).map((e) => e.event);
     expect(types.at(-1)).toBe('run.cancelled');
     // The MCP server was told to cancel the call.
-    for (let i = 0; i < 100 && !stack.crm.aborted.includes('cancel-me'); i++) await new Promise((r) => setTimeout(r, 20));
-    expect(stack.crm.aborted).toContain('cancel-me');
-    // Long after the sleep would have ended, still only the first model call happened.
-    await new Promise((r) => setTimeout(r, 300));
+    await waitFor(() => stack.crm.aborted.includes('cancel-me'), { what: 'the MCP server to be told to cancel the call' });
+    // The follow-up step would run once the tool job ends: wait until it has ended, and so has the
+    // step job that waited for it (or that job was removed), then no model call may have followed.
+    await waitFor(async () => ENDED.includes(await stack.jobState('toolCall', toolJob(id, 0, 0))) && ENDED.includes(await stack.jobState('agentStep', { runId: id, depth: 1 })), {
+      what: 'the tool job and the step after it to end',
+    });
     expect(requestsFor(stack, user)).toHaveLength(1);
     const run = await stack.getJson(`/v1/runs/${id}`);
     expect(run.status).toBe('cancelled');
