@@ -161,10 +161,9 @@ describe('cancel', () => {
     });
     try {
       const { id } = await stack.createRun({ input: user });
-      for (let i = 0; i < 200 && requestsFor(stack, user).length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      await waitFor(() => requestsFor(stack, user).length > 0, { what: 'the model request to arrive' });
       await stack.request(`/v1/runs/${id}/cancel`, { method: 'POST' });
-      for (let i = 0; i < 100 && !aborted; i++) await new Promise((r) => setTimeout(r, 20));
-      expect(aborted).toBe(true);
+      await waitFor(() => aborted, { what: 'the model request to be aborted' });
       expect((await stack.waitForRun(id)).status).toBe('cancelled');
     } finally {
       stack.llm.setHandler(handler);
@@ -208,7 +207,7 @@ describe('webhooks', () => {
     received.length = 0;
     failFirst = 2;
     const { id } = await stack.createRun({ input: 'Hook me', webhook: { url, secret: 'raw-secret-123' } });
-    for (let i = 0; i < 300 && !received.some((r) => r.status === 200); i++) await new Promise((r) => setTimeout(r, 20));
+    await waitFor(() => received.some((r) => r.status === 200), { what: 'a delivery the receiver accepts' });
     expect(received.map((r) => r.status)).toEqual([503, 503, 200]);
     const ids = new Set(received.map((r) => r.headers['webhook-id']));
     expect(ids.size).toBe(1);
@@ -228,7 +227,7 @@ describe('webhooks', () => {
     received.length = 0;
     failFirst = 0;
     await stack.createRun({ input: 'Hook me by default', webhook: { url } });
-    for (let i = 0; i < 300 && received.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    await waitFor(() => received.length > 0, { what: 'the webhook' });
     expect(verify(Buffer.from('the-default-secret'), received[0].headers, received[0].body)).toBe(true);
   });
 
@@ -238,13 +237,14 @@ describe('webhooks', () => {
     try {
       scenarios.set('Hook gone', () => ({ content: 'x' }));
       const { id } = await stack.createRun({ input: 'Hook gone', webhook: { url: `http://127.0.0.1:${(gone.address() as AddressInfo).port}/`, secret: 's' } });
-      let deliveries: any[] = [];
-      for (let i = 0; i < 100 && deliveries.length === 0; i++) {
-        await new Promise((r) => setTimeout(r, 20));
-        deliveries = (await stack.getJson(`/v1/runs/${id}/webhook-deliveries`)).data;
-      }
-      await new Promise((r) => setTimeout(r, 400));
-      deliveries = (await stack.getJson(`/v1/runs/${id}/webhook-deliveries`)).data;
+      const [first] = await waitFor(async () => {
+        const d = (await stack.getJson(`/v1/runs/${id}/webhook-deliveries`)).data;
+        return d.length > 0 && d;
+      }, { what: 'the first delivery' });
+      // No attempt can follow once the delivery's job has ended: wait for that (a retry would come 50 ms on).
+      const job = { runId: id, webhookId: first.webhook_id, type: first.type };
+      await waitFor(async () => ['completed', 'failed'].includes(await stack.jobState('webhook', job)), { what: 'the webhook job to end' });
+      const deliveries = (await stack.getJson(`/v1/runs/${id}/webhook-deliveries`)).data;
       expect(deliveries).toHaveLength(1);
       expect(deliveries[0]).toMatchObject({ status_code: 410, success: false });
     } finally {
@@ -292,6 +292,7 @@ describe('budgets beyond depth', () => {
     expect(run.depth).toBe(3);
     expect(run.usage.model_calls).toBe(policy === 'final_answer' ? 4 : 3);
     if (policy === 'final_answer') expect(run.output?.content).toBe('final after 3 rounds');
+    else expect(run.output).toBeNull();
   });
 
   it.each([
@@ -305,6 +306,7 @@ describe('budgets beyond depth', () => {
     const steps = (await stack.getJson(`/v1/runs/${run.id}/steps`)).data;
     expect(steps[0].tool_calls[0].output).toMatch(/deadline/);
     if (policy === 'final_answer') expect(run.output?.content).toBe('out of time');
+    else expect(run.output).toBeNull();
   });
 
   it('timeout_ms abandons a model step in flight', async () => {
