@@ -18,7 +18,9 @@ const arrivals = new Map<string, number[]>();
 
 let stack: Stack;
 beforeAll(async () => {
-  stack = await startStack({ handler, env: { MODEL_TIMEOUT_MS: '400' } });
+  // A failed step is retried after 10–30 ms instead of 0.5–1.5 s: these tests are about what is
+  // retried, not about how long the backoff is (Retry-After, which overrides it, is tested below).
+  stack = await startStack({ handler, env: { MODEL_TIMEOUT_MS: '400', MODEL_BACKOFF_BASE_MS: '20' } });
   const h = handler;
   stack.llm.setHandler((req, ctx) => {
     const u = firstUser(req);
@@ -57,7 +59,7 @@ describe('provider faults', () => {
 
   it('a 503 with Retry-After is retried after that long', async () => {
     const u = 'unavailable, come back in two seconds';
-    // Plain backoff would retry after 0.5–1.5 s; the provider asked for 2 s.
+    // Plain backoff would retry after 10–30 ms (MODEL_BACKOFF_BASE_MS is 20); the provider asked for 2 s.
     scripts.set(u, [{ error: { status: 503, message: 'maintenance', headers: { 'retry-after': '2' } } }, { content: 'back' }]);
     const run = await stack.waitForRun((await stack.createRun({ input: u })).id);
     expect(run.output?.content).toBe('back');
