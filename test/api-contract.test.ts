@@ -117,9 +117,9 @@ describe('POST /v1/runs validation', () => {
     expect(fields).toContain(field);
   });
 
-  it('refuses a message with an unknown role, naming messages', async () => {
+  it('refuses a message with an unknown role, naming its role', async () => {
     const { fields } = await refused({ messages: [{ role: 'wizard', content: 'hi' }] });
-    expect(fields.some((f) => f.startsWith('messages'))).toBe(true);
+    expect(fields).toContain('messages.0.role');
   });
 
   it('refuses a bad tools glob, naming its position', async () => {
@@ -334,7 +334,7 @@ describe('auth and tenancy', () => {
   it.each(['/v1/runs', '/v1/tools', '/v1/runs/run_000000000aaaaaaaaaaaa', '/admin/queues/', '/admin/queues/api/queues'])('401s %s without a key, in the error shape', async (path) => {
     const r = await call(path, { key: null });
     expect(r.status).toBe(401);
-    expect(errorOf(r).code).toMatch(/unauthori[sz]ed/);
+    expect(errorOf(r).code).toBe('unauthorized');
   });
 
   it('401s a POST without a key and creates nothing', async () => {

@@ -61,7 +61,7 @@ describe('sub-agents', () => {
     expect(run.usage_total).toMatchObject({ prompt_tokens: 230, completion_tokens: 35, total_tokens: 265, model_calls: 5 });
 
     const steps = (await json(`/v1/runs/${id}/steps`)).data;
-    expect(steps[0].tool_calls[0].subrun_ids).toEqual(expect.arrayContaining(children.map((c: any) => c.id)));
+    expect([...steps[0].tool_calls[0].subrun_ids].sort()).toEqual(children.map((c: any) => c.id).sort());
     const events = (await (await stack.request(`/v1/runs/${id}/events`)).text()).split('\n').filter((l) => l.startsWith('event:'));
     expect(events.filter((e) => e.includes('subrun.started'))).toHaveLength(3);
     expect(events.filter((e) => e.includes('subrun.completed'))).toHaveLength(3);
