@@ -156,7 +156,7 @@ describe('worker crashes', () => {
     // Once several runs are past their first step and tool calls are running, kill both workers
     // at once. The condition's last check, the count and the kill happen in one tick: nothing
     // that changes the CRM server's calls runs in between.
-    await waitFor(async () => (await progress(ids)).midway >= 5 && toolsInFlight() > 0, { what: 'runs mid-way with tool calls in flight', timeoutMs: 15_000, intervalMs: 0 });
+    await waitFor(async () => (await progress(ids)).midway >= 5 && toolsInFlight() > 0, { what: 'runs mid-way with tool calls in flight', timeoutMs: 15_000 });
     const toolsAtKill = toolsInFlight();
     await Promise.all([agent.kill('SIGKILL'), tool.kill('SIGKILL')]);
     const killedAt = Date.now();
