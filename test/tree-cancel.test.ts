@@ -74,10 +74,9 @@ describe('cancelling a run tree', () => {
       },
       { what: 'every run of the tree to end', timeoutMs: 20_000 },
     );
-    // Cancelled, all but those that had already completed before the cancel.
-    const notCancelled = unfinished.filter((r) => r!.status !== 'cancelled');
-    for (const r of notCancelled) expect(r, r!.id).toMatchObject({ status: 'completed', completed_at: expect.any(String) });
-    for (const r of notCancelled) expect(Date.parse(r!.completed_at!), r!.id).toBeLessThanOrEqual(answeredAt);
+    // Cancelled, all but those whose last step had begun before the cancel (they may complete:
+    // that nothing started after it is checked below).
+    for (const r of unfinished.filter((x) => x!.status !== 'cancelled')) expect(r!.status, r!.id).toBe('completed');
     expect(unfinished.filter((r) => r!.status === 'cancelled').length).toBeGreaterThan(FANOUT * 3);
     // Every run has ended, so nothing of the tree can start any more: when did anything last start?
     const late: string[] = [];
