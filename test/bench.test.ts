@@ -1,10 +1,9 @@
-import { inflateSync } from 'node:zlib';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 
 // The benchmark (`npm run bench`) is not part of the suite; these tests keep its parts working:
-// the harness against the built services, the judgement of the targets, the PNG chart.
+// the harness against the built services, the judgement of the targets, the SVG chart.
 const load = (path: string): Promise<any> => import(new URL(path, import.meta.url).href);
 
 describe('the benchmark', () => {
@@ -77,50 +76,98 @@ describe('the benchmark', () => {
     expect(target(withPeak(301), 'agent-worker peak RSS').ok).toBe(false);
   });
 
-  it('draws its chart as a valid PNG', async () => {
-    const { barChartPNG } = await load('../bench/lib/png-chart.mjs');
-    const width = 640;
-    const png: Buffer = barChartPNG({
-      title: 'test chart',
+  it('draws its chart as well-formed SVG whose bars are as long as their numbers', async () => {
+    const { barChartSVG } = await load('../bench/lib/svg-chart.mjs');
+    const svg: string = barChartSVG({
+      title: 'test chart <&>',
       subtitle: 'two panels',
-      width,
       panels: [
-        { title: 'latency', unit: 'ms', rows: [{ label: 'a', value: 10, mark: 20, color: '#336699', note: '10 ms' }, { label: 'b', value: 5, color: '#993333' }] },
-        { title: 'throughput', unit: 'runs/s', rows: [{ label: 'c', value: 100, color: '#339933', note: '100' }] },
+        { title: 'latency', rows: [{ label: 'alpha', value: 10, mark: 20, color: '#336699', note: '10 / 20 ms' }, { label: 'beta', value: 5, color: '#993333' }] },
+        { title: 'throughput', rows: [{ label: 'gamma', value: 100, color: '#339933', note: '100' }, { label: 'delta', value: 25, color: '#339933' }] },
       ],
     });
-    expect(png.subarray(0, 8)).toEqual(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]));
-    // Walk the chunks: each has a valid CRC; IHDR first, IEND last.
-    const chunks: Array<{ type: string; data: Buffer }> = [];
-    for (let at = 8; at < png.length; ) {
-      const len = png.readUInt32BE(at);
-      const type = png.toString('latin1', at + 4, at + 8);
-      const data = png.subarray(at + 8, at + 8 + len);
-      expect(png.readUInt32BE(at + 8 + len), `CRC of ${type}`).toBe(crc32(png.subarray(at + 4, at + 8 + len)));
-      chunks.push({ type, data });
-      at += 12 + len;
-    }
-    expect(chunks[0].type).toBe('IHDR');
-    expect(chunks.at(-1)!.type).toBe('IEND');
-    const ihdr = chunks[0].data;
-    expect(ihdr.readUInt32BE(0)).toBe(width);
-    const height = ihdr.readUInt32BE(4);
-    expect(height).toBeGreaterThan(100);
-    const [bitDepth, colorType] = [ihdr[8], ihdr[9]];
-    expect(bitDepth).toBe(8);
-    const channels = colorType === 2 ? 3 : colorType === 6 ? 4 : NaN;
-    const pixels = inflateSync(Buffer.concat(chunks.filter((c) => c.type === 'IDAT').map((c) => c.data)));
-    expect(pixels.length).toBe(height * (1 + width * channels));
-    // Not blank: the bars' colours are there.
-    expect(pixels.includes(Buffer.from([0x33, 0x66, 0x99]))).toBe(true);
+    const root = parseXml(svg);
+    expect(root.name).toBe('svg');
+    expect(root.attrs.xmlns).toBe('http://www.w3.org/2000/svg');
+    const width = Number(root.attrs.width);
+    expect(svg).not.toMatch(/<script|<image|<foreignObject|href=|url\(|@import|@font-face/i);
+    expect(textOf(root)).toContain('test chart <&>');
+
+    const panels = all(root, (e) => e.attrs.class === 'panel');
+    expect(panels.map((p) => textOf(p.children.find((c): c is El => typeof c !== 'string' && c.name === 'text')!))).toEqual(['latency', 'throughput']);
+    const expected = [
+      [['alpha', 10], ['beta', 5]],
+      [['gamma', 100], ['delta', 25]],
+    ] as const;
+    panels.forEach((panel, i) => {
+      const bars = all(panel, (e) => e.name === 'rect' && e.attrs.class === 'bar');
+      expect(bars).toHaveLength(expected[i].length);
+      const texts = all(panel, (e) => e.name === 'text');
+      const scale = Number(bars[0].attrs.width) / expected[i][0][1];
+      bars.forEach((bar, j) => {
+        const [label, value] = expected[i][j];
+        // One scale per panel: every bar's length is its value times it, and all start at one x.
+        expect(Number(bar.attrs.width)).toBeCloseTo(value * scale, 0);
+        expect(bar.attrs.x).toBe(bars[0].attrs.x);
+        // Its label sits on its row, left of it.
+        const y = Number(bar.attrs.y);
+        const h = Number(bar.attrs.height);
+        const row = texts.filter((t) => Number(t.attrs.y) > y && Number(t.attrs.y) <= y + h).map(textOf);
+        expect(row).toContain(label);
+      });
+      // Every bar stays inside the picture.
+      const ends = bars.map((b) => Number(b.attrs.x) + Number(b.attrs.width));
+      expect(Math.max(...ends)).toBeLessThanOrEqual(width);
+    });
+    // alpha's p99-style tick ends at 20 on the same scale as its bar of 10.
+    const [alpha] = all(panels[0], (e) => e.attrs.class === 'bar');
+    const mark = all(panels[0], (e) => e.attrs.class === 'mark')[0];
+    const tickX = Number(/H([\d.]+)/.exec(mark.attrs.d)![1]);
+    expect(tickX - Number(alpha.attrs.x)).toBeCloseTo(2 * Number(alpha.attrs.width), 0);
+    expect(textOf(panels[0])).toContain('10 / 20 ms');
   });
 });
 
-function crc32(buf: Buffer): number {
-  let c = ~0;
-  for (const b of buf) {
-    c ^= b;
-    for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ 0xedb88320 : c >>> 1;
+type El = { name: string; attrs: Record<string, string>; children: Array<El | string> };
+
+const unescapeXml = (s: string) => s.replace(/&(lt|gt|quot|apos|amp);/g, (_, e) => ({ lt: '<', gt: '>', quot: '"', apos: "'", amp: '&' })[e as 'lt']);
+
+/** A strict parser for the XML subset an SVG chart uses; throws on anything not well-formed. */
+function parseXml(src: string): El {
+  const token = /<\?xml[^?]*\?>|<!--[\s\S]*?-->|<(\/?)([A-Za-z][\w:.-]*)((?:\s+[A-Za-z][\w:.-]*="[^"<]*")*)\s*(\/?)>|([^<]+)/y;
+  const doc: El = { name: '#document', attrs: {}, children: [] };
+  const stack = [doc];
+  for (let at = 0; at < src.length; ) {
+    token.lastIndex = at;
+    const m = token.exec(src);
+    if (!m) throw new Error(`not well-formed at ${at}: ${src.slice(at, at + 40)}`);
+    at = token.lastIndex;
+    const [, close, name, attrText, selfClosing, text] = m;
+    const badAmp = /&(?!(lt|gt|quot|apos|amp|#\d+|#x[\da-f]+);)/i;
+    if (text !== undefined) {
+      if (badAmp.test(text)) throw new Error(`bare & in ${text}`);
+      if (stack.length === 1 && text.trim()) throw new Error(`text outside the root: ${text}`);
+      stack.at(-1)!.children.push(unescapeXml(text));
+    } else if (close) {
+      const open = stack.pop()!;
+      if (open.name !== name || stack.length === 0) throw new Error(`</${name}> closes <${open.name}>`);
+    } else if (name) {
+      const attrs: Record<string, string> = {};
+      for (const [, k, v] of attrText.matchAll(/([\w:.-]+)="([^"]*)"/g)) {
+        if (k in attrs) throw new Error(`attribute ${k} twice on <${name}>`);
+        if (badAmp.test(v)) throw new Error(`bare & in ${k}="${v}"`);
+        attrs[k] = unescapeXml(v);
+      }
+      const el: El = { name, attrs, children: [] };
+      stack.at(-1)!.children.push(el);
+      if (!selfClosing) stack.push(el);
+    }
   }
-  return ~c >>> 0;
+  if (stack.length !== 1) throw new Error(`<${stack.at(-1)!.name}> not closed`);
+  const roots = doc.children.filter((c): c is El => typeof c !== 'string');
+  if (roots.length !== 1) throw new Error(`${roots.length} root elements`);
+  return roots[0];
 }
+
+const all = (e: El, pick: (e: El) => boolean): El[] => e.children.flatMap((c) => (typeof c === 'string' ? [] : [...(pick(c) ? [c] : []), ...all(c, pick)]));
+const textOf = (e: El): string => e.children.map((c) => (typeof c === 'string' ? c : c.name === 'title' ? '' : textOf(c))).join('');

@@ -1,10 +1,10 @@
-// The benchmark's outputs: a table for the terminal, BENCHMARKS.md and a PNG chart.
+// The benchmark's outputs: a table for the terminal, BENCHMARKS.md and an SVG chart.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { ROOT } from './harness.mjs';
-import { barChartPNG } from './png-chart.mjs';
+import { barChartSVG } from './svg-chart.mjs';
 import { fmt, mdTable, textTable } from './stats.mjs';
 
 const pkgVersion = (name) => {
@@ -205,7 +205,8 @@ function redisBreakdown(r, mode) {
   return { sent, server, procs };
 }
 
-function chart(r, d) {
+/** The chart of BENCHMARKS.md: the main figure of each scenario against its baselines, as SVG. */
+export function chart(r) {
   const panels = [];
   const AQ = '#2f6fd6';
   const BARE = '#8a8a8a';
@@ -265,7 +266,7 @@ function chart(r, d) {
       ],
     });
     panels.push({
-      title: `   and Redis CPU per turn (us, redis-server process)`,
+      title: `4. Redis CPU per turn, ${a.runs} runs at once (µs, redis-server process)`,
       rows: [
         { label: 'bare BullMQ', value: (b.redisCpuMs * 1000) / b.turns, color: BARE, note: fmt((b.redisCpuMs * 1000) / b.turns) },
         { label: 'agentq', value: (a.redisCpuMs * 1000) / a.turns, color: AQ, note: fmt((a.redisCpuMs * 1000) / a.turns) },
@@ -273,7 +274,7 @@ function chart(r, d) {
     });
   }
   const m = r.machine;
-  return barChartPNG({ title: `agentq benchmarks, ${r.startedAt.slice(0, 10)}`, subtitle: `${m.nproc} cores ${m.cpu}, node ${m.node}, redis ${m.redis}, bullmq ${m.bullmq}, MCP over ${r.config.mcpTransport}`, panels });
+  return barChartSVG({ title: `agentq benchmarks, ${r.startedAt.slice(0, 10)}`, subtitle: `${m.nproc} cores ${m.cpu}, node ${m.node}, redis ${m.redis}, bullmq ${m.bullmq}, MCP over ${r.config.mcpTransport}`, panels });
 }
 
 /** Builds the terminal text, and (write) BENCHMARKS.md and the chart. */
@@ -298,9 +299,9 @@ export function report(r, { write }) {
   if (write) {
     const dir = join(ROOT, 'bench', 'results');
     mkdirSync(dir, { recursive: true });
-    const png = join(dir, 'chart.png');
-    writeFileSync(png, chart(r, d));
-    files.push(png);
+    const svg = join(dir, 'chart.svg');
+    writeFileSync(svg, chart(r));
+    files.push(svg);
     const md = join(ROOT, 'BENCHMARKS.md');
     writeFileSync(md, markdown(r, d, header, rows));
     files.push(md);
@@ -318,7 +319,7 @@ function markdown(r, d, header, rows) {
     `What durability costs agentq, what it does per second, and how it scales, measured by \`npm run bench\` on ${r.startedAt.slice(0, 16).replace('T', ' ')} UTC (${fmt(r.durationS)} s, commit ${m.commit}). Every number on this page comes from that one run on one machine; this file and \`bench/results/\` are rewritten by each full run.`,
   );
   out.push('');
-  out.push('![agentq benchmarks](bench/results/chart.png)');
+  out.push('![agentq benchmarks](bench/results/chart.svg)');
   out.push('');
   out.push('## Machine');
   out.push('');
