@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// The bare-BullMQ baseline: the same job graph as an agentq run (a turn job per model step; a
-// turn with tool calls adds a FlowProducer flow whose parent is the next turn and whose children
+// The bare-BullMQ baseline: the same job graph as an agentq run (an agent-turn job per model step;
+// a step with tool calls adds a FlowProducer flow whose parent is the next step's job and whose children
 // are FANOUT tool jobs), with the same job ids, job options and lock settings, but no-op
 // processors: no run store, no model, no MCP. What is left is the queue's own cost.
 //
@@ -32,7 +32,7 @@ const parts = work ? await (await import('./lib/inprocess-loop.mjs')).connectAge
 // The agent role needs the tool list only (it was read at connect): no MCP server of its own.
 if (parts && role === 'agent') await parts.close();
 
-/** The next turn's transcript: the one it carries, its children's results in call order. */
+/** The next step's transcript: the one it carries, its children's results in call order. */
 async function transcript(job) {
   const messages = job.data.messages ?? [{ role: 'user', content: 'benchmark' }];
   if (!job.data.messages) return messages;

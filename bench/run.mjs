@@ -2,7 +2,7 @@
 // `npm run bench`: what durability costs agentq, how much it does per second, and whether it
 // scales. Runs everything on this machine, on loopback only, and stops by itself:
 //
-//   1. overhead per turn: runs of 3 rounds × 3 parallel tool calls, 0 ms model, one at a time,
+//   1. overhead per step: runs of 3 rounds × 3 parallel tool calls, 0 ms model, one at a time,
 //      beside (a) the same loop in one process and (b) bare BullMQ flows of the same shape, and
 //      (c) the BullMQ loop: those flows doing the model and MCP calls, with no store;
 //      then the same with a 500 ms model (what durability adds to a real model step)
@@ -11,7 +11,7 @@
 //   3. realistic latency: 1,000 (and 100) concurrent runs with a 500 ms model: wall time
 //      against the ideal, peak RSS of each process; scale-out: 200 such runs with 50 model-step
 //      slots per agent-worker, on 1 and on 2 agent-workers
-//   4. Redis cost: commands and round trips per turn, by command, beside bare BullMQ
+//   4. Redis cost: commands and round trips per step, by command, beside bare BullMQ
 //
 // Prints a table and writes BENCHMARKS.md, bench/results/latest.json and
 // bench/results/chart.png. Needs `npm run build` first (npm run bench does it) and
@@ -55,7 +55,7 @@ import {
   startRedis,
   submitAgentqRun,
   TOOL_CALLS,
-  TURNS,
+  STEPS,
   waitAgentqRun,
   waitCompleted,
 } from './lib/harness.mjs';
@@ -105,7 +105,7 @@ if (missing.length) {
 
 const T0 = Date.now();
 const say = (s = '') => process.stdout.write(`${s}\n`);
-const step = (s) => say(`[${((Date.now() - T0) / 1000).toFixed(0).padStart(3)} s] ${s}`);
+const log = (s) => say(`[${((Date.now() - T0) / 1000).toFixed(0).padStart(3)} s] ${s}`);
 const want = (n) => !ONLY || ONLY.has(String(n));
 
 const redis = await startRedis();
@@ -117,7 +117,7 @@ const redisProc = redis.pid ? [{ name: 'redis-server', pid: redis.pid }] : [];
 const foreign = [];
 const noteForeign = (label, share) => {
   foreign.push({ label, share });
-  if (share > 0.1) step(`  warning: other processes used ${(share * 100).toFixed(0)} % of the machine during "${label}"`);
+  if (share > 0.1) log(`  warning: other processes used ${(share * 100).toFixed(0)} % of the machine during "${label}"`);
 };
 // At most 30 s of waiting for a quiet machine before a measurement, 3 minutes in all.
 let quietBudgetMs = Number(process.env.BENCH_QUIET_BUDGET_MS ?? 180_000);
@@ -125,7 +125,7 @@ const quiet = async (processes = []) => {
   const t = Date.now();
   const share = await waitQuiet([...processes, ...redisProc], { maxMs: Math.max(0, Math.min(30_000, quietBudgetMs)) });
   quietBudgetMs -= Date.now() - t;
-  if (share >= 0.1) step(`  (the machine did not go quiet: other processes use ${(share * 100).toFixed(0)} % of it; measuring anyway)`);
+  if (share >= 0.1) log(`  (the machine did not go quiet: other processes use ${(share * 100).toFixed(0)} % of it; measuring anyway)`);
 };
 
 async function agentqOnce(stack, model) {
@@ -145,7 +145,7 @@ async function batch(stack, n, opts) {
   const warm = Math.min(20, n);
   const before0 = await ctl.zcard(`${stack.prefix}:agent:completed`);
   await pool(warm, 10, () => opts.submit());
-  await waitCompleted(ctl, stack.prefix, before0 + warm * TURNS, { timeoutMs: 60_000 });
+  await waitCompleted(ctl, stack.prefix, before0 + warm * STEPS, { timeoutMs: 60_000 });
   const all = [];
   for (let i = 0; i < REPEAT; i++) all.push(await batchOnce(stack, n, { ...opts, label: REPEAT > 1 ? `${opts.label} (#${i + 1})` : opts.label }));
   const best = all.reduce((a, b) => (b.runsPerSec > a.runsPerSec ? b : a));
@@ -160,7 +160,7 @@ async function batchOnce(stack, n, { submit, times, label }) {
   const ids = await pool(n, HTTP_CONCURRENCY, () => submit());
   const submitted = Date.now();
   let ended = false;
-  await waitCompleted(ctl, stack.prefix, before + n * TURNS, {
+  await waitCompleted(ctl, stack.prefix, before + n * STEPS, {
     timeoutMs: Math.max(120_000, n * 300),
     stalled: async () => {
       const t = await times(ids);
@@ -190,7 +190,7 @@ async function batchOnce(stack, n, { submit, times, label }) {
     foreignShare: foreignShare(cpu0, cpu1),
   };
   noteForeign(label, res.foreignShare);
-  step(`  ${label}: ${n} runs in ${(wallMs / 1000).toFixed(2)} s → ${res.runsPerSec.toFixed(1)} runs/s, p50 ${res.latency.p50.toFixed(0)} ms, p99 ${res.latency.p99.toFixed(0)} ms ${JSON.stringify(statuses)}`);
+  log(`  ${label}: ${n} runs in ${(wallMs / 1000).toFixed(2)} s → ${res.runsPerSec.toFixed(1)} runs/s, p50 ${res.latency.p50.toFixed(0)} ms, p99 ${res.latency.p99.toFixed(0)} ms ${JSON.stringify(statuses)}`);
   return res;
 }
 
@@ -253,12 +253,12 @@ async function unitCosts(loop) {
   ];
   await redisClient.del('bench-unit');
   redisClient.disconnect();
-  for (const u of out) step(`  unit cost: ${u.label}: ${u.cpuMs.toFixed(3)} ms CPU, ${u.wallMs.toFixed(3)} ms wall`);
+  for (const u of out) log(`  unit cost: ${u.label}: ${u.cpuMs.toFixed(3)} ms CPU, ${u.wallMs.toFixed(3)} ms wall`);
   return out;
 }
 
 async function scenarioOverhead() {
-  step(`1. overhead per turn: ${N.seq} runs one at a time each (+${N.seqWarm} warm-up), 0 ms model, the four systems interleaved in ${N.seqBlocks} blocks; MCP over ${MCP}`);
+  log(`1. overhead per step: ${N.seq} runs one at a time each (+${N.seqWarm} warm-up), 0 ms model, the four systems interleaved in ${N.seqBlocks} blocks; MCP over ${MCP}`);
   const model = await startModel();
   const mcp = await startMcp(MCP);
   const loop = await startInProcessLoop({ baseURL: model.baseURL, mcp: mcp.config });
@@ -269,7 +269,7 @@ async function scenarioOverhead() {
   const loopClient = await bareClient(redis.url, qloop);
   const stack = await startAgentq(ctl, redis.url, { mcpTransport: MCP });
   try {
-    // All four are up at once and take turns, block by block (in a rotating order), so that
+    // All four are up at once and alternate, block by block (in a rotating order), so that
     // the machine's drift during the scenario (it moves by tens of per cent on this VM) weighs
     // on each alike. Only one system works at a time; the others idle.
     const systems = [
@@ -295,7 +295,7 @@ async function scenarioOverhead() {
       }
     }
     noteForeign('scenario 1, one at a time', foreignShare(c0, cpuSnapshot(all, redisProc)));
-    for (const x of systems) step(`  ${x.label}: p50 ${summary(times[x.key]).p50.toFixed(1)} ms`);
+    for (const x of systems) log(`  ${x.label}: p50 ${summary(times[x.key]).p50.toFixed(1)} ms`);
     // The 500 ms model: in-process, the BullMQ loop and agentq alternate run by run.
     const slow = { inproc: [], loop: [], agentq: [] };
     for (const x of systems) if (x.slow) await x.slow();
@@ -306,7 +306,7 @@ async function scenarioOverhead() {
         slow[x.key].push(performance.now() - t);
       }
     }
-    step(`  ${SLOW_MS} ms model: in-process p50 ${summary(slow.inproc).p50.toFixed(0)} ms, BullMQ loop p50 ${summary(slow.loop).p50.toFixed(0)} ms, agentq p50 ${summary(slow.agentq).p50.toFixed(0)} ms`);
+    log(`  ${SLOW_MS} ms model: in-process p50 ${summary(slow.inproc).p50.toFixed(0)} ms, BullMQ loop p50 ${summary(slow.loop).p50.toFixed(0)} ms, agentq p50 ${summary(slow.agentq).p50.toFixed(0)} ms`);
     const units = await unitCosts(loop);
     return {
       interleaved: { blocks: N.seqBlocks, perBlock },
@@ -358,7 +358,7 @@ async function inprocBatch(n, model, label) {
       cpuMs['in-process loop (bench)'] = cpuMs['bench (client)'];
       delete cpuMs['bench (client)'];
       const res = { label, n, wallMs, runsPerSec: (n * 1000) / wallMs, toolCallsPerSec: (n * TOOL_CALLS * 1000) / wallMs, latency: summary(lat), cpuMs, foreignShare: share };
-      step(`  ${l}: ${n} runs in ${(wallMs / 1000).toFixed(2)} s → ${res.runsPerSec.toFixed(1)} runs/s, p50 ${res.latency.p50.toFixed(0)} ms, p99 ${res.latency.p99.toFixed(0)} ms`);
+      log(`  ${l}: ${n} runs in ${(wallMs / 1000).toFixed(2)} s → ${res.runsPerSec.toFixed(1)} runs/s, p50 ${res.latency.p50.toFixed(0)} ms, p99 ${res.latency.p99.toFixed(0)} ms`);
       all.push(res);
     }
     const best = all.reduce((a, b) => (b.runsPerSec > a.runsPerSec ? b : a));
@@ -371,7 +371,7 @@ async function inprocBatch(n, model, label) {
 }
 
 async function scenarioThroughput() {
-  step(`2. throughput: ${N.many} runs submitted at once (HTTP, ${HTTP_CONCURRENCY} connections), 0 ms model`);
+  log(`2. throughput: ${N.many} runs submitted at once (HTTP, ${HTTP_CONCURRENCY} connections), 0 ms model`);
   const out = [];
   const inproc = await inprocBatch(N.many, 'bench', 'in-process loop, one process');
   for (const workers of [1, 2]) {
@@ -393,7 +393,7 @@ async function scenarioThroughput() {
 }
 
 async function scenarioConcurrency() {
-  step(`3. realistic latency: ${[...new Set([N.few, N.many])].join(' and ')} concurrent runs, ${SLOW_MS} ms model`);
+  log(`3. realistic latency: ${[...new Set([N.few, N.many])].join(' and ')} concurrent runs, ${SLOW_MS} ms model`);
   // Baseline: the in-process loop running the same number of runs at once.
   const model = await startModel();
   const mcp = await startMcp(MCP);
@@ -415,7 +415,7 @@ async function scenarioConcurrency() {
     );
     inproc[n] = { n, wallMs: performance.now() - t0, latency: summary(lat) };
     noteForeign(`in-process loop, ${n} at once, ${SLOW_MS} ms model`, foreignShare(c0, cpuSnapshot(loopProcs, redisProc)));
-    step(`  in-process loop, ${n} at once: ${(inproc[n].wallMs / 1000).toFixed(2)} s`);
+    log(`  in-process loop, ${n} at once: ${(inproc[n].wallMs / 1000).toFixed(2)} s`);
   }
   await loop.close();
   await stopProc(model.proc);
@@ -463,7 +463,7 @@ async function scenarioConcurrency() {
   const v8Run = await measureStack(' (V8 default heap)', true, [N.many]);
   const v8Defaults = { agentq: v8Run.batches[N.many], memory: v8Run.memory };
   const stack = shipped;
-  return { modelMs: SLOW_MS, idealMs: TURNS * SLOW_MS, sizes, inproc, agentq, config: stack.config, heapFlags: HEAP_FLAGS, memory: mem, v8Defaults, scaleOut };
+  return { modelMs: SLOW_MS, idealMs: STEPS * SLOW_MS, sizes, inproc, agentq, config: stack.config, heapFlags: HEAP_FLAGS, memory: mem, v8Defaults, scaleOut };
 }
 
 /** Commands and round trips of one window, from the server's stats and the clients' probes. */
@@ -494,10 +494,10 @@ function redisWindow(s0, s1, p0, p1, names, { runs, ownCommands = {}, extraClien
     byProcess[extraClient.name] = extraClient;
     for (const [k, v] of Object.entries(extraClient.byCommand)) clientCommands[k] = (clientCommands[k] ?? 0) + v;
   }
-  const turns = runs * TURNS;
+  const steps = runs * STEPS;
   return {
     runs,
-    turns,
+    steps,
     serverCommands: Object.values(server).reduce((x, y) => x + y.calls, 0),
     serverUsec: Object.values(server).reduce((x, y) => x + y.usec, 0),
     server,
@@ -508,7 +508,7 @@ function redisWindow(s0, s1, p0, p1, names, { runs, ownCommands = {}, extraClien
 }
 
 async function scenarioRedis() {
-  step(`4. Redis cost: ${N.redisSeq} runs one at a time, then ${N.redisBatch} at once, INFO commandstats + client probes`);
+  log(`4. Redis cost: ${N.redisSeq} runs one at a time, then ${N.redisBatch} at once, INFO commandstats + client probes`);
   const out = {};
   for (const kind of ['bare', 'agentq']) {
     const probeDir = tmpDir(mkdtempSync(join(tmpdir(), 'agentq-bench-probe-')));
@@ -525,7 +525,7 @@ async function scenarioRedis() {
     // Warm up: scripts loaded, connections open, JIT warm.
     const warm = await completed();
     await pool(10, 5, submit);
-    await waitCompleted(ctl, stack.prefix, warm + 10 * TURNS, { timeoutMs: 60_000 });
+    await waitCompleted(ctl, stack.prefix, warm + 10 * STEPS, { timeoutMs: 60_000 });
     await sleep(300);
 
     await quiet(stack.processes());
@@ -538,7 +538,7 @@ async function scenarioRedis() {
     polls++;
     for (let i = 0; i < N.redisSeq; i++) {
       await submit();
-      base += TURNS;
+      base += STEPS;
       await waitCompleted(ctl, stack.prefix, base, { timeoutMs: 60_000, everyMs: 2, onPoll: () => polls++ });
     }
     await sleep(100);
@@ -552,7 +552,7 @@ async function scenarioRedis() {
     base = await completed();
     polls++;
     await pool(N.redisBatch, HTTP_CONCURRENCY, submit);
-    await waitCompleted(ctl, stack.prefix, base + N.redisBatch * TURNS, { timeoutMs: 120_000, everyMs: 25, onPoll: () => polls++ });
+    await waitCompleted(ctl, stack.prefix, base + N.redisBatch * STEPS, { timeoutMs: 120_000, everyMs: 25, onPoll: () => polls++ });
     await sleep(100);
     s1 = await snap();
     windows.batch = redisWindow(s0.stats, s1.stats, s0.probes, s1.probes, names, { runs: N.redisBatch, ownCommands: { zcard: polls }, extraClient: bareSubmit(N.redisBatch) });
@@ -562,7 +562,7 @@ async function scenarioRedis() {
     rmSync(probeDir, { recursive: true, force: true });
     out[kind] = windows;
     const w = windows.batch;
-    step(`  ${kind}: ${(windows.sequential.serverCommands / windows.sequential.turns).toFixed(1)} / ${(w.serverCommands / w.turns).toFixed(1)} Redis commands per turn (one at a time / at once), ${(windows.sequential.trips / windows.sequential.turns).toFixed(1)} / ${(w.trips / w.turns).toFixed(1)} round trips`);
+    log(`  ${kind}: ${(windows.sequential.serverCommands / windows.sequential.steps).toFixed(1)} / ${(w.serverCommands / w.steps).toFixed(1)} Redis commands per step (one at a time / at once), ${(windows.sequential.trips / windows.sequential.steps).toFixed(1)} / ${(w.trips / w.steps).toFixed(1)} round trips`);
   }
   return out;
 }
@@ -573,7 +573,7 @@ const results = {
   quick: QUICK,
   startedAt: new Date(T0).toISOString(),
   machine: await machineInfo(ctl, redis),
-  config: { repeat: REPEAT, serviceNodeOptions: process.env.BENCH_NODE_OPTIONS ?? null, heapFlags: HEAP_FLAGS, rounds: ROUNDS, fanout: FANOUT, turns: TURNS, toolCallsPerRun: TOOL_CALLS, mcpTransport: MCP, sizes: N, httpConcurrency: HTTP_CONCURRENCY, slowModelMs: SLOW_MS },
+  config: { repeat: REPEAT, serviceNodeOptions: process.env.BENCH_NODE_OPTIONS ?? null, heapFlags: HEAP_FLAGS, rounds: ROUNDS, fanout: FANOUT, steps: STEPS, toolCallsPerRun: TOOL_CALLS, mcpTransport: MCP, sizes: N, httpConcurrency: HTTP_CONCURRENCY, slowModelMs: SLOW_MS },
 };
 let failed = null;
 try {

@@ -25,7 +25,7 @@ describe('the benchmark', () => {
         for (const run of runs) {
           expect(run.status).toBe('completed');
           // The workload every scenario measures: 3 rounds of 3 tool calls, then the answer.
-          expect(Number(run['u:model_calls'])).toBe(h.TURNS);
+          expect(Number(run['u:model_calls'])).toBe(h.STEPS);
           expect(Number(run['u:tool_calls'])).toBe(h.TOOL_CALLS);
         }
         // What the throughput scenarios read afterwards: each run's own created/completed times.
@@ -54,9 +54,9 @@ describe('the benchmark', () => {
       Object.assign(r.overhead.agentq, { p50: agentqP50 });
       return r;
     };
-    // 4 turns: bare 5 ms a turn; agentq (p50 − in-process) / 4.
-    expect(target(withOverhead(38), 'per-turn overhead')).toMatchObject({ ok: true, value: expect.stringContaining('7.00 ms vs 5.00 ms = 1.4×') });
-    expect(target(withOverhead(42), 'per-turn overhead')).toMatchObject({ ok: false, value: expect.stringContaining('= 1.6×') });
+    // 4 steps: bare 5 ms a step; agentq (p50 − in-process) / 4.
+    expect(target(withOverhead(38), 'per-step overhead')).toMatchObject({ ok: true, value: expect.stringContaining('7.00 ms vs 5.00 ms = 1.4×') });
+    expect(target(withOverhead(42), 'per-step overhead')).toMatchObject({ ok: false, value: expect.stringContaining('= 1.6×') });
 
     const withThroughput = (agentq: number) => {
       const r = structuredClone(base);

@@ -21,7 +21,7 @@ export const { QUEUES, jobIds, jobNames, jobOptions } = shared;
 export const ROUNDS = 3;
 export const FANOUT = 3;
 /** Model steps per run: the tool rounds and the final answer. */
-export const TURNS = ROUNDS + 1;
+export const STEPS = ROUNDS + 1;
 export const TOOL_CALLS = ROUNDS * FANOUT;
 const TERMINAL = new Set(['run.completed', 'run.failed', 'run.cancelled', 'run.incomplete']);
 const NODE = process.execPath;
@@ -304,7 +304,7 @@ export async function waitAgentqRun(waiter, stack, runId, timeoutMs = 60_000) {
   }
 }
 
-/** The bare baseline's client: adds first turns, and hears the last turn of each run finish. */
+/** The bare baseline's client: adds each run's first step job, and hears its last one finish. */
 export async function bareClient(redisUrl, stack) {
   const connection = new Redis(redisUrl, { maxRetriesPerRequest: null, connectionName: 'bench-submit' });
   const queue = new Queue(QUEUES.agent, { connection, prefix: stack.prefix });
@@ -317,7 +317,7 @@ export async function bareClient(redisUrl, stack) {
     queue,
     newId: () => `b${tag}x${(seq++).toString(36)}`,
     add: (runId, model) => queue.add(jobNames.agentTurn(runId, 0), { runId, depth: 0, ...(model ? { model } : {}) }, { ...jobOptions.agentTurn, jobId: jobIds.agentTurn(runId, 0) }),
-    /** Adds one run and resolves when its last turn has completed (QueueEvents); `model` for the BullMQ loop. */
+    /** Adds one run and resolves when its last step job has completed (QueueEvents); `model` for the BullMQ loop. */
     async once(model) {
       if (!events) {
         eventsConnection = new Redis(redisUrl, { maxRetriesPerRequest: null, connectionName: 'bench-events' });
@@ -367,7 +367,7 @@ export async function waitCompleted(ctl, prefix, target, { timeoutMs, everyMs = 
     } else if (stalled && Date.now() - lastChange > 5_000 && (await stalled())) {
       return n;
     }
-    if (Date.now() > deadline) throw new Error(`only ${n} of ${target} turn jobs completed in ${timeoutMs} ms`);
+    if (Date.now() > deadline) throw new Error(`only ${n} of ${target} step jobs completed in ${timeoutMs} ms`);
     await sleep(everyMs);
   }
 }
@@ -380,7 +380,7 @@ export async function agentqRunTimes(ctl, prefix, ids) {
   return rows.map(([, [status, created, completed]]) => ({ status, created: Date.parse(created), completed: completed ? Date.parse(completed) : NaN }));
 }
 
-/** Per-run times of bare runs from their job hashes: first turn added → last turn finished. */
+/** Per-run times of bare runs from their job hashes: first step job added → last one finished. */
 export async function bareRunTimes(ctl, prefix, ids) {
   const pipe = ctl.pipeline();
   for (const id of ids) {

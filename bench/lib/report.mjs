@@ -51,23 +51,23 @@ const check = (ok) => (ok === null ? '–' : ok ? 'met' : 'NOT met');
 /** Numbers derived from the raw results, and the targets judged on them. */
 export function derive(r) {
   const d = { targets: [] };
-  const T = r.config.turns;
+  const T = r.config.steps;
   if (r.overhead) {
     const o = r.overhead;
-    d.overheadPerTurn = { agentq: (o.agentq.p50 - o.inproc.p50) / T, bare: o.bare.p50 / T };
-    d.overheadPerTurn.ratio = d.overheadPerTurn.agentq / d.overheadPerTurn.bare;
-    d.overheadPerTurnP99 = { agentq: (o.agentq.p99 - o.inproc.p99) / T, bare: o.bare.p99 / T };
+    d.overheadPerStep = { agentq: (o.agentq.p50 - o.inproc.p50) / T, bare: o.bare.p50 / T };
+    d.overheadPerStep.ratio = d.overheadPerStep.agentq / d.overheadPerStep.bare;
+    d.overheadPerStepP99 = { agentq: (o.agentq.p99 - o.inproc.p99) / T, bare: o.bare.p99 / T };
     d.slowAdded = { perStepMs: (o.slow.agentq.p50 - o.slow.inproc.p50) / T };
     d.slowAdded.share = d.slowAdded.perStepMs / o.slow.modelMs;
-    d.slowAdded.shareFrom0ms = d.overheadPerTurn.agentq / o.slow.modelMs;
+    d.slowAdded.shareFrom0ms = d.overheadPerStep.agentq / o.slow.modelMs;
     if (o.loop) {
-      // Where agentq's overhead a turn comes from: the queue itself (bare flows), running the
+      // Where agentq's overhead a step comes from: the queue itself (bare flows), running the
       // model and the tools in worker processes rather than in one (the BullMQ loop less bare
       // and in-process), and what agentq adds on top (its store, events and guarantees).
-      d.loopPerTurn = (o.loop.p50 - o.inproc.p50) / T;
+      d.loopPerStep = (o.loop.p50 - o.inproc.p50) / T;
       d.split = { workers: (o.loop.p50 - o.bare.p50 - o.inproc.p50) / T, agentq: (o.agentq.p50 - o.loop.p50) / T };
     }
-    d.targets.push({ name: 'per-turn overhead ≤ 1.5× bare BullMQ flows', value: `${ms(d.overheadPerTurn.agentq)} vs ${ms(d.overheadPerTurn.bare)} = ${x(d.overheadPerTurn.ratio)}`, ok: d.overheadPerTurn.ratio <= 1.5 });
+    d.targets.push({ name: 'per-step overhead ≤ 1.5× bare BullMQ flows', value: `${ms(d.overheadPerStep.agentq)} vs ${ms(d.overheadPerStep.bare)} = ${x(d.overheadPerStep.ratio)}`, ok: d.overheadPerStep.ratio <= 1.5 });
     d.targets.push({
       name: `durability adds < 2 % to a ${o.slow.modelMs} ms model step`,
       value: `${pct(d.slowAdded.share)} measured at ${o.slow.modelMs} ms (${ms(d.slowAdded.perStepMs)} per step); ${pct(d.slowAdded.shareFrom0ms)} from the 0 ms overhead`,
@@ -106,16 +106,16 @@ const reps = (m, f = (v) => fmt(v.runsPerSec)) => (m?.repetitions?.length > 1 ? 
 
 function summaryRows(r, d) {
   const rows = [];
-  const T = r.config.turns;
+  const T = r.config.steps;
   if (r.overhead) {
     const o = r.overhead;
     const loop = o.loop ? `; BullMQ loop ${fmt(o.loop.p50)} / ${fmt(o.loop.p99)} ms` : '';
     rows.push(['1', 'run latency, 0 ms model, one at a time, p50 / p99', `${fmt(o.agentq.p50)} / ${fmt(o.agentq.p99)} ms`, `in-process ${fmt(o.inproc.p50)} / ${fmt(o.inproc.p99)} ms; bare BullMQ ${fmt(o.bare.p50)} / ${fmt(o.bare.p99)} ms${loop}`, '']);
-    rows.push(['1', `queue overhead per turn (p50; ${T} turns a run)`, ms(d.overheadPerTurn.agentq), `bare BullMQ ${ms(d.overheadPerTurn.bare)}`, x(d.overheadPerTurn.ratio)]);
-    rows.push(['1', 'queue overhead per turn (p99)', ms(d.overheadPerTurnP99.agentq), `bare BullMQ ${ms(d.overheadPerTurnP99.bare)}`, x(d.overheadPerTurnP99.agentq / d.overheadPerTurnP99.bare)]);
+    rows.push(['1', `queue overhead per step (p50; ${T} steps a run)`, ms(d.overheadPerStep.agentq), `bare BullMQ ${ms(d.overheadPerStep.bare)}`, x(d.overheadPerStep.ratio)]);
+    rows.push(['1', 'queue overhead per step (p99)', ms(d.overheadPerStepP99.agentq), `bare BullMQ ${ms(d.overheadPerStepP99.bare)}`, x(d.overheadPerStepP99.agentq / d.overheadPerStepP99.bare)]);
     if (d.split) {
-      rows.push(['1', '  the same for the BullMQ loop (no store)', ms(d.loopPerTurn), `bare BullMQ ${ms(d.overheadPerTurn.bare)}`, x(d.loopPerTurn / d.overheadPerTurn.bare)]);
-      rows.push(['1', "  agentq's overhead per turn, split (p50)", `queue ${ms(d.overheadPerTurn.bare)} + model and tools in worker processes ${ms(d.split.workers)} + agentq's store and guarantees ${ms(d.split.agentq)}`, 'bare; BullMQ loop − bare − in-process; agentq − BullMQ loop', '']);
+      rows.push(['1', '  the same for the BullMQ loop (no store)', ms(d.loopPerStep), `bare BullMQ ${ms(d.overheadPerStep.bare)}`, x(d.loopPerStep / d.overheadPerStep.bare)]);
+      rows.push(['1', "  agentq's overhead per step, split (p50)", `queue ${ms(d.overheadPerStep.bare)} + model and tools in worker processes ${ms(d.split.workers)} + agentq's store and guarantees ${ms(d.split.agentq)}`, 'bare; BullMQ loop − bare − in-process; agentq − BullMQ loop', '']);
     }
     const slowLoop = o.slow.loop ? `; BullMQ loop ${ms(o.slow.loop.p50)}` : '';
     rows.push(['1', `run latency, ${o.slow.modelMs} ms model, one at a time, p50`, ms(o.slow.agentq.p50), `in-process ${ms(o.slow.inproc.p50)}${slowLoop}; ideal ${ms(T * o.slow.modelMs)}`, `+${pct(d.slowAdded.share)} a step`]);
@@ -159,9 +159,9 @@ function summaryRows(r, d) {
       const a = r.redis.agentq[mode];
       const b = r.redis.bare[mode];
       const label = mode === 'sequential' ? 'one at a time' : `${a.runs} at once`;
-      rows.push(['4', `Redis commands per turn (incl. inside Lua), ${label}`, fmt(a.serverCommands / a.turns), `bare BullMQ ${fmt(b.serverCommands / b.turns)}`, x(a.serverCommands / b.serverCommands * (b.turns / a.turns))]);
-      rows.push(['4', `  round trips per turn, ${label}`, fmt(a.trips / a.turns), `bare BullMQ ${fmt(b.trips / b.turns)}`, x((a.trips / a.turns) / (b.trips / b.turns))]);
-      rows.push(['4', `  Redis CPU per turn, ${label}`, `${fmt((a.redisCpuMs * 1000) / a.turns)} µs`, `bare BullMQ ${fmt((b.redisCpuMs * 1000) / b.turns)} µs`, '']);
+      rows.push(['4', `Redis commands per step (incl. inside Lua), ${label}`, fmt(a.serverCommands / a.steps), `bare BullMQ ${fmt(b.serverCommands / b.steps)}`, x(a.serverCommands / b.serverCommands * (b.steps / a.steps))]);
+      rows.push(['4', `  round trips per step, ${label}`, fmt(a.trips / a.steps), `bare BullMQ ${fmt(b.trips / b.steps)}`, x((a.trips / a.steps) / (b.trips / b.steps))]);
+      rows.push(['4', `  Redis CPU per step, ${label}`, `${fmt((a.redisCpuMs * 1000) / a.steps)} µs`, `bare BullMQ ${fmt((b.redisCpuMs * 1000) / b.steps)} µs`, '']);
     }
   }
   return rows;
@@ -186,21 +186,21 @@ function redisBreakdown(r, mode) {
   const b = r.redis.bare[mode];
   const names = [...new Set([...Object.keys(a.clientCommands), ...Object.keys(b.clientCommands)])];
   const rows = names
-    .map((n) => [n, (a.clientCommands[n] ?? 0) / a.turns, (b.clientCommands[n] ?? 0) / b.turns])
+    .map((n) => [n, (a.clientCommands[n] ?? 0) / a.steps, (b.clientCommands[n] ?? 0) / b.steps])
     .filter(([, va, vb]) => va >= 0.05 || vb >= 0.05)
     .sort((p, q) => q[1] - p[1] || q[2] - p[2]);
   const sent = rows.map(([n, va, vb]) => [n, fmt(va), fmt(vb)]);
   const serverNames = [...new Set([...Object.keys(a.server), ...Object.keys(b.server)])];
   const server = serverNames
-    .map((n) => [n, (a.server[n]?.calls ?? 0) / a.turns, (b.server[n]?.calls ?? 0) / b.turns, (a.server[n]?.usec ?? 0) / a.turns])
+    .map((n) => [n, (a.server[n]?.calls ?? 0) / a.steps, (b.server[n]?.calls ?? 0) / b.steps, (a.server[n]?.usec ?? 0) / a.steps])
     .filter(([, va, vb]) => va >= 0.05 || vb >= 0.05)
     .sort((p, q) => q[1] - p[1] || q[2] - p[2])
     .map(([n, va, vb, us]) => [n, fmt(va), fmt(vb), fmt(us)]);
   const procs = [...Object.entries(a.byProcess).map(([n, v]) => ['agentq', n, v]), ...Object.entries(b.byProcess).map(([n, v]) => ['bare', n, v])].map(([k, n, v]) => [
     k,
     n,
-    fmt(v.trips / (k === 'agentq' ? a.turns : b.turns)),
-    fmt(v.commands / (k === 'agentq' ? a.turns : b.turns)),
+    fmt(v.trips / (k === 'agentq' ? a.steps : b.steps)),
+    fmt(v.commands / (k === 'agentq' ? a.steps : b.steps)),
   ]);
   return { sent, server, procs };
 }
@@ -259,17 +259,17 @@ export function chart(r) {
     const a = r.redis.agentq.batch;
     const b = r.redis.bare.batch;
     panels.push({
-      title: `4. Redis per turn, ${a.runs} runs at once: round trips sent by the processes`,
+      title: `4. Redis per step, ${a.runs} runs at once: round trips sent by the processes`,
       rows: [
-        { label: 'bare BullMQ', value: b.trips / b.turns, color: BARE, note: fmt(b.trips / b.turns) },
-        { label: 'agentq', value: a.trips / a.turns, color: AQ, note: fmt(a.trips / a.turns) },
+        { label: 'bare BullMQ', value: b.trips / b.steps, color: BARE, note: fmt(b.trips / b.steps) },
+        { label: 'agentq', value: a.trips / a.steps, color: AQ, note: fmt(a.trips / a.steps) },
       ],
     });
     panels.push({
-      title: `4. Redis CPU per turn, ${a.runs} runs at once (µs, redis-server process)`,
+      title: `4. Redis CPU per step, ${a.runs} runs at once (µs, redis-server process)`,
       rows: [
-        { label: 'bare BullMQ', value: (b.redisCpuMs * 1000) / b.turns, color: BARE, note: fmt((b.redisCpuMs * 1000) / b.turns) },
-        { label: 'agentq', value: (a.redisCpuMs * 1000) / a.turns, color: AQ, note: fmt((a.redisCpuMs * 1000) / a.turns) },
+        { label: 'bare BullMQ', value: (b.redisCpuMs * 1000) / b.steps, color: BARE, note: fmt((b.redisCpuMs * 1000) / b.steps) },
+        { label: 'agentq', value: (a.redisCpuMs * 1000) / a.steps, color: AQ, note: fmt((a.redisCpuMs * 1000) / a.steps) },
       ],
     });
   }
@@ -292,8 +292,8 @@ export function report(r, { write }) {
   }
   if (r.redis) {
     const br = redisBreakdown(r, 'batch');
-    text += `\n\nCommands sent per turn (client side, ${r.redis.agentq.batch.runs} runs at once):\n${textTable(['command', 'agentq', 'bare BullMQ'], br.sent)}`;
-    text += `\n\nRound trips and commands per turn by process:\n${textTable(['system', 'process', 'round trips', 'commands'], br.procs)}`;
+    text += `\n\nCommands sent per step (client side, ${r.redis.agentq.batch.runs} runs at once):\n${textTable(['command', 'agentq', 'bare BullMQ'], br.sent)}`;
+    text += `\n\nRound trips and commands per step by process:\n${textTable(['system', 'process', 'round trips', 'commands'], br.procs)}`;
   }
   const files = [];
   if (write) {
@@ -349,7 +349,7 @@ function markdown(r, d, header, rows) {
   out.push('BENCH_PROFILE=1 npm run bench      # also CPU profiles of the services (bench/results/profiles)');
   out.push('node bench/profile-summary.mjs bench/results/profiles/<file>.cpuprofile');
   out.push('BENCH_NODE_OPTIONS="--max-old-space-size=1024" npm run bench   # NODE_OPTIONS for the services (one that sizes the heap replaces the shipped heap flags)');
-  out.push('N=200 node bench/timeline.mjs            # where the time of a turn goes, one run at a time (BARE=1: bare BullMQ, LOOP=1: the BullMQ loop)');
+  out.push('N=200 node bench/timeline.mjs            # where the time of a step goes, one run at a time (BARE=1: bare BullMQ, LOOP=1: the BullMQ loop)');
   out.push('BENCH_REPORT_ONLY=1 node bench/run.mjs   # re-render this file and the chart from bench/results/latest.json');
   out.push('```');
   out.push('');
@@ -357,20 +357,20 @@ function markdown(r, d, header, rows) {
   out.push('');
   out.push('## Setup');
   out.push('');
-  out.push(`- **Workload**: every run is ${c.rounds} rounds of ${c.fanout} parallel tool calls and a final answer: ${c.turns} model steps (turns) and ${c.toolCallsPerRun} tool calls. "Per turn" divides a run by ${c.turns}.`);
+  out.push(`- **Workload**: every run is ${c.rounds} rounds of ${c.fanout} parallel tool calls and a final answer: ${c.steps} model steps and ${c.toolCallsPerRun} tool calls. "Per step" divides a run by ${c.steps}.`);
   out.push('- **Model**: the project\'s scripted OpenAI-compatible server (`packages/scripted-llm`) in its own process, streaming its answers; its latency is 0 ms or 500 ms per call (`bench/llm-server.mjs`).');
   out.push(`- **Tools**: a no-op MCP server on the official SDK (\`bench/noop-mcp-server.mjs\`, one tool that answers "ok"), reached over **${c.mcpTransport}**${c.mcpTransport === 'stdio' ? ' (each tool-worker spawns its own)' : ' (one server process, stateless, JSON responses)'}.`);
   out.push(`- **agentq**: the built services as processes (\`node services/<name>/dist/main.js\`): one api, one or two agent-workers, one tool-worker, \`LOG_LEVEL=warn\`, default concurrency (100 per worker) unless said otherwise, with the heap flags \`npm start\` and the Dockerfile give them (\`NODE_OPTIONS="${r.config?.heapFlags ?? '(none recorded)'}"\`; scenario 3 also without). Runs are submitted with \`POST /v1/runs\`.`);
   out.push('- **In-process baseline**: the seeds\' recursive loop in the benchmark process (`bench/lib/inprocess-loop.mjs`): the openai SDK against the same scripted model, the MCP SDK client against the same MCP server, recurse. No queue, no store: a crash loses the run.');
-  out.push('- **Bare BullMQ baseline**: the same job graph as agentq (a turn job per model step; each round a FlowProducer flow whose parent is the next turn and whose children are 3 tool jobs), same job ids, job options and lock settings, with no-op processors in separate agent and tool processes (`bench/bare-worker.mjs`). No model, no MCP, no run store: the queue\'s own cost.');
+  out.push('- **Bare BullMQ baseline**: the same job graph as agentq (one agent-turn job per model step; each round a FlowProducer flow whose parent is the next step\'s job and whose children are 3 tool jobs), same job ids, job options and lock settings, with no-op processors in separate agent and tool processes (`bench/bare-worker.mjs`). No model, no MCP, no run store: the queue\'s own cost.');
   if (r.overhead?.loop) out.push('- **BullMQ loop baseline**: the same processes and job graph as bare BullMQ, whose processors also do the agent loop\'s work (`bench/bare-worker.mjs` with `WORK=1`): the agent job calls the scripted model (openai SDK, streamed) with the transcript it carries in its job data plus its children\'s return values, each tool job calls the no-op MCP server (MCP SDK client, its own server over the same transport). No run store, no events, no budgets, no at-most-once bookkeeping, no API: what moving the seeds\' loop onto BullMQ costs before any of agentq\'s guarantees. Its processes, like bare BullMQ\'s, run with V8\'s default heap sizing. It splits agentq\'s overhead into the queue (bare), running the model and the tools in worker processes (the BullMQ loop less bare and in-process) and agentq\'s own (agentq less the BullMQ loop).');
   if (r.overhead?.interleaved) {
     const loop = Boolean(r.overhead.loop);
-    out.push(`- **One at a time (scenario 1)**: the in-process loop, bare BullMQ${loop ? ', the BullMQ loop' : ''} and agentq are all up at once and take turns in ${r.overhead.interleaved.blocks} blocks of ${r.overhead.interleaved.perBlock} runs each (in a rotating order), so that the machine's drift during the scenario weighs on ${loop ? 'all four' : 'the three'} alike; with the 500 ms model, the in-process loop${loop ? ', the BullMQ loop' : ''} and agentq alternate run by run.`);
+    out.push(`- **One at a time (scenario 1)**: the in-process loop, bare BullMQ${loop ? ', the BullMQ loop' : ''} and agentq are all up at once and alternate in ${r.overhead.interleaved.blocks} blocks of ${r.overhead.interleaved.perBlock} runs each (in a rotating order), so that the machine's drift during the scenario weighs on ${loop ? 'all four' : 'the three'} alike; with the 500 ms model, the in-process loop${loop ? ', the BullMQ loop' : ''} and agentq alternate run by run.`);
   }
   out.push(`- **Repetitions**: every many-runs measurement is made ${r.config.repeat ?? 1} time(s) on the same processes and the fastest is kept (other processes on a shared machine only ever slow a run down; the first repetition also still warms the JIT); the tables list every repetition.`);
-  out.push('- **Seeing a run finish**: one at a time, agentq runs are followed by reading the run\'s event stream straight from Redis (`XREAD BLOCK`, what an SSE client sees, without the API in between); bare and BullMQ-loop runs by `QueueEvents` for the last turn job. With many runs in flight, the client polls one `ZCARD` of the agent queue\'s completed set every 25 ms (one command, whatever the number of runs) and afterwards reads each run\'s `created_at`/`completed_at` (agentq run record) or first job `timestamp`/last job `finishedOn` (bare, BullMQ loop): latencies are the system\'s own timestamps, and polling adds neither load per run nor its period to them. Throughput counts from the first submission to the last completion.');
-  out.push('- **Redis CPU** is the redis-server process\'s CPU time (`/proc`), AOF writes included: with few runs in flight each round trip gets its own AOF write, which is why Redis CPU per turn is much higher one at a time than under load.');
+  out.push('- **Seeing a run finish**: one at a time, agentq runs are followed by reading the run\'s event stream straight from Redis (`XREAD BLOCK`, what an SSE client sees, without the API in between); bare and BullMQ-loop runs by `QueueEvents` for the last step\'s job. With many runs in flight, the client polls one `ZCARD` of the agent queue\'s completed set every 25 ms (one command, whatever the number of runs) and afterwards reads each run\'s `created_at`/`completed_at` (agentq run record) or first job `timestamp`/last job `finishedOn` (bare, BullMQ loop): latencies are the system\'s own timestamps, and polling adds neither load per run nor its period to them. Throughput counts from the first submission to the last completion.');
+  out.push('- **Redis CPU** is the redis-server process\'s CPU time (`/proc`), AOF writes included: with few runs in flight each round trip gets its own AOF write, which is why Redis CPU per step is much higher one at a time than under load.');
   out.push('- **Redis cost**: `INFO commandstats` before and after (on the benchmark\'s own Redis, the client\'s own commands subtracted), which counts every command Redis executed, including those run inside Lua scripts; and a client-side probe (`bench/lib/redis-probe.mjs`, loaded with `NODE_OPTIONS=--import` into the services for that scenario only) that counts what each process sends: commands by name (scripts by name) and round trips (a command sent alone, or a pipeline/MULTI sent as one write).');
   out.push('');
   out.push('## Results');
@@ -424,17 +424,17 @@ function markdown(r, d, header, rows) {
       const br = redisBreakdown(r, mode);
       const a = r.redis.agentq[mode];
       const label = mode === 'batch' ? `${a.runs} runs at once` : `${a.runs} runs one at a time`;
-      out.push(`## Redis per turn, ${label} (scenario 4)`);
+      out.push(`## Redis per step, ${label} (scenario 4)`);
       out.push('');
-      out.push('Commands the clients sent, per turn, by command (`evalsha:<name>` is a Lua script: BullMQ\'s, or the run store\'s `agentq…`):');
+      out.push('Commands the clients sent, per step, by command (`evalsha:<name>` is a Lua script: BullMQ\'s, or the run store\'s `agentq…`):');
       out.push('');
       out.push(mdTable(['command', 'agentq', 'bare BullMQ'], br.sent));
       out.push('');
-      out.push('Round trips and commands per turn, by process:');
+      out.push('Round trips and commands per step, by process:');
       out.push('');
       out.push(mdTable(['system', 'process', 'round trips', 'commands'], br.procs));
       out.push('');
-      out.push('Commands Redis executed per turn (`INFO commandstats`, including the commands inside scripts), and agentq\'s Redis time per turn in µs (the time of `evalsha` and `exec` includes that of the commands inside them, which also have rows of their own):');
+      out.push('Commands Redis executed per step (`INFO commandstats`, including the commands inside scripts), and agentq\'s Redis time per step in µs (the time of `evalsha` and `exec` includes that of the commands inside them, which also have rows of their own):');
       out.push('');
       out.push(mdTable(['command', 'agentq', 'bare BullMQ', 'agentq µs'], br.server));
       out.push('');
