@@ -11,7 +11,7 @@
 //   V8_HEAP=1 runs the services without the shipped heap flags)
 import { Redis } from 'ioredis';
 import { cpuMs } from './lib/procs.mjs';
-import { bareClient, FANOUT, jobIds, QUEUES, ROUNDS, startAgentq, startBare, startRedis, submitAgentqRun, waitAgentqRun } from './lib/harness.mjs';
+import { agentqOnce, bareClient, FANOUT, jobIds, QUEUES, ROUNDS, startAgentq, startBare, startRedis } from './lib/harness.mjs';
 
 const N = Number(process.env.N ?? 100);
 const redis = await startRedis();
@@ -22,12 +22,7 @@ const BARE = Boolean(process.env.BARE) || LOOP;
 const stack = BARE ? await startBare(ctl, redis.url, { work: LOOP, mcpTransport: process.env.BENCH_MCP ?? 'stdio' }) : await startAgentq(ctl, redis.url, { mcpTransport: process.env.BENCH_MCP ?? 'stdio', v8Heap: Boolean(process.env.V8_HEAP) });
 const bare = BARE ? await bareClient(redis.url, stack) : null;
 /** One run, start to end; resolves with its id. */
-const once = async () => {
-  if (bare) return bare.once();
-  const id = await submitAgentqRun(stack, 'bench');
-  await waitAgentqRun(waiter, stack, id);
-  return id;
-};
+const once = () => (bare ? bare.once() : agentqOnce(waiter, stack));
 const ms = (t) => Number(t);
 const eventTime = (id) => Number(id.split('-')[0]);
 try {

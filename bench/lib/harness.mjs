@@ -9,9 +9,9 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
-import { childPids, cpuMs, firstJsonLine, freePort, machineBusyMs, memMB, sleep, spawnProc, stopProc, tmpDir } from './procs.mjs';
+import { childPids, cpuMs, firstJsonLine, machineBusyMs, memMB, sleep, spawnProc, stopProc, tmpDir } from './procs.mjs';
 import { pool } from './stats.mjs';
-import { serviceNodeOptions } from '../../scripts/lib/services.mjs';
+import { freePort, serviceNodeOptions } from '../../scripts/lib/services.mjs';
 
 export const ROOT = join(import.meta.dirname, '..', '..');
 const BENCH = join(ROOT, 'bench');
@@ -49,8 +49,7 @@ export async function startRedis() {
   }
   const port = await freePort();
   const dir = tmpDir(mkdtempSync(join(tmpdir(), 'agentq-bench-redis-')));
-  const bin = process.env.BENCH_REDIS_SERVER || 'redis-server';
-  const proc = spawnProc('redis-server', bin, [
+  const proc = spawnProc('redis-server', 'redis-server', [
     '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes', '--appendfsync', 'everysec',
     '--maxmemory-policy', 'noeviction', '--dir', dir, '--loglevel', 'warning',
   ]);
@@ -65,7 +64,7 @@ export async function startRedis() {
     }, 10_000);
   } catch (err) {
     await stopProc(proc);
-    throw new Error(`could not start ${bin} (install redis-server, or set BENCH_REDIS_URL): ${proc.tail.join(' ')} ${err.message}`);
+    throw new Error(`could not start redis-server (install redis-server, or set BENCH_REDIS_URL): ${proc.tail.join(' ')} ${err.message}`);
   } finally {
     probe.disconnect();
   }
@@ -133,6 +132,34 @@ async function workersReady(ctl, prefix, counts) {
 }
 
 /**
+ * What scenarios use of a started stack: its processes by name (`tool`'s stdio MCP servers
+ * included), the pids of its services, and `stop()`, which stops them all and deletes its keys.
+ */
+function stackHandle(ctl, { kind, prefix, config, services, others, tool, stdioMcp, cleanup = () => {} }) {
+  return {
+    kind,
+    prefix,
+    config,
+    /** The agent queue's completed set, whose size tells how many step jobs have finished. */
+    completedKey: `${prefix}:${QUEUES.agent}:completed`,
+    processes() {
+      const list = [...services, ...others].filter((p) => p.running).map((p) => ({ name: p.name, pid: p.pid }));
+      if (stdioMcp) for (const pid of childPids(tool.pid)) list.push({ name: 'mcp-server (stdio)', pid });
+      return list;
+    },
+    servicePids: () => services.filter((p) => p.running).map((p) => p.pid),
+    async stop() {
+      await Promise.all(services.map((p) => stopProc(p)));
+      await Promise.all(others.map((p) => stopProc(p)));
+      cleanup();
+      await deletePrefix(ctl, prefix);
+    },
+  };
+}
+
+const probeImport = (probeDir) => (probeDir ? `--import ${pathToFileURL(join(BENCH, 'lib', 'redis-probe.mjs')).href}` : '');
+
+/**
  * Starts agentq as built processes (api, agent-worker × agentWorkers, tool-worker) with the
  * scripted model and the no-op MCP server. `probeDir` loads the Redis probe into every service.
  * The services get the NODE_OPTIONS `npm start` and the Dockerfile give them (the shipped V8
@@ -142,10 +169,11 @@ export async function startAgentq(ctl, redisUrl, { tag = 'agentq', agentWorkers 
   const prefix = newPrefix(tag);
   const model = await startModel();
   const mcp = await startMcp(mcpTransport);
+  const others = [model.proc, ...(mcp.proc ? [mcp.proc] : [])];
   const mcpFile = join(tmpdir(), `${prefix}-mcp.json`);
   writeFileSync(tmpDir(mcpFile), JSON.stringify({ mcpServers: { noop: mcp.config } }));
   const port = await freePort();
-  const given = [process.env.BENCH_NODE_OPTIONS ?? '', nodeOptions, probeDir ? `--import ${pathToFileURL(join(BENCH, 'lib', 'redis-probe.mjs')).href}` : ''].filter(Boolean).join(' ');
+  const given = [process.env.BENCH_NODE_OPTIONS ?? '', nodeOptions, probeImport(probeDir)].filter(Boolean).join(' ');
   const options = v8Heap ? given : serviceNodeOptions(given);
   const env = {
     PATH: process.env.PATH,
@@ -165,39 +193,20 @@ export async function startAgentq(ctl, redisUrl, { tag = 'agentq', agentWorkers 
     ...(probeDir ? { BENCH_PROBE_DIR: probeDir } : {}),
   };
   const svc = (name, file = name.replace(/-\d+$/, '')) => spawnProc(name, NODE, [join(ROOT, 'services', file, 'dist', 'main.js')], { env });
-  const procs = [];
+  const services = [];
   try {
     const tool = svc('tool-worker');
-    procs.push(tool);
+    services.push(tool);
     await until('the tool catalog', async () => JSON.parse((await ctl.get(`${prefix}:tool-catalog`)) ?? '[]').length > 0, 30_000);
-    for (let i = 1; i <= agentWorkers; i++) procs.push(svc(agentWorkers > 1 ? `agent-worker-${i}` : 'agent-worker', 'agent-worker'));
-    const api = svc('api');
-    procs.push(api);
+    for (let i = 1; i <= agentWorkers; i++) services.push(svc(agentWorkers > 1 ? `agent-worker-${i}` : 'agent-worker', 'agent-worker'));
+    services.push(svc('api'));
     const apiUrl = `http://127.0.0.1:${port}`;
     await until('the api', async () => (await fetch(`${apiUrl}/readyz`)).ok, 30_000, 100);
     await workersReady(ctl, prefix, { [QUEUES.agent]: agentWorkers, [QUEUES.tool]: 1 });
-    return {
-      kind: 'agentq',
-      prefix,
-      apiUrl,
-      config: { agentWorkers, agentConcurrency, toolConcurrency, mcpTransport },
-      /** Every process of the stack by name, the stdio MCP server(s) included. */
-      processes() {
-        const list = [...procs, model.proc, ...(mcp.proc ? [mcp.proc] : [])].filter((p) => p.running).map((p) => ({ name: p.name, pid: p.pid }));
-        if (!mcp.proc) for (const pid of childPids(tool.pid)) list.push({ name: 'mcp-server (stdio)', pid });
-        return list;
-      },
-      servicePids: () => procs.filter((p) => p.running).map((p) => p.pid),
-      async stop() {
-        await Promise.all(procs.map((p) => stopProc(p)));
-        await stopProc(model.proc);
-        if (mcp.proc) await stopProc(mcp.proc);
-        rmSync(mcpFile, { force: true });
-        await deletePrefix(ctl, prefix);
-      },
-    };
+    const config = { agentWorkers, agentConcurrency, toolConcurrency, mcpTransport };
+    return { ...stackHandle(ctl, { kind: 'agentq', prefix, config, services, others, tool, stdioMcp: !mcp.proc, cleanup: () => rmSync(mcpFile, { force: true }) }), apiUrl };
   } catch (err) {
-    await Promise.all([...procs, model.proc, mcp.proc].filter(Boolean).map((p) => stopProc(p, 2000)));
+    await Promise.all([...services, ...others].map((p) => stopProc(p, 2000)));
     throw err;
   }
 }
@@ -220,37 +229,23 @@ export async function startBare(ctl, redisUrl, { tag, agentWorkers = 1, agentCon
     ROUNDS: String(ROUNDS),
     FANOUT: String(FANOUT),
     ...(work ? { WORK: '1', MODEL_URL: model.baseURL, MCP_JSON: JSON.stringify(mcp.config) } : {}),
-    ...(probeDir ? { NODE_OPTIONS: `--import ${pathToFileURL(join(BENCH, 'lib', 'redis-probe.mjs')).href}`, BENCH_PROBE_DIR: probeDir } : {}),
+    ...(probeDir ? { NODE_OPTIONS: probeImport(probeDir), BENCH_PROBE_DIR: probeDir } : {}),
   });
   const script = join(BENCH, 'bare-worker.mjs');
   const name = work ? 'loop' : 'bare';
-  const procs = [];
-  for (let i = 1; i <= agentWorkers; i++) procs.push(spawnProc(agentWorkers > 1 ? `${name} agent-worker-${i}` : `${name} agent-worker`, NODE, [script], { env: env('agent', agentConcurrency) }));
+  const services = [];
+  for (let i = 1; i <= agentWorkers; i++) services.push(spawnProc(agentWorkers > 1 ? `${name} agent-worker-${i}` : `${name} agent-worker`, NODE, [script], { env: env('agent', agentConcurrency) }));
   const tool = spawnProc(`${name} tool-worker`, NODE, [script], { env: env('tool', toolConcurrency) });
-  procs.push(tool);
+  services.push(tool);
   const others = [model?.proc, mcp?.proc].filter(Boolean);
   try {
     await workersReady(ctl, prefix, { [QUEUES.agent]: agentWorkers, [QUEUES.tool]: 1 });
   } catch (err) {
-    await Promise.all([...procs, ...others].map((p) => stopProc(p, 2000)));
+    await Promise.all([...services, ...others].map((p) => stopProc(p, 2000)));
     throw err;
   }
-  return {
-    kind: work ? 'loop' : 'bare',
-    prefix,
-    config: { agentWorkers, agentConcurrency, toolConcurrency, ...(work ? { mcpTransport } : {}) },
-    processes() {
-      const list = [...procs, ...others].filter((p) => p.running).map((p) => ({ name: p.name, pid: p.pid }));
-      if (work && !mcp.proc) for (const pid of childPids(tool.pid)) list.push({ name: 'mcp-server (stdio)', pid });
-      return list;
-    },
-    servicePids: () => procs.filter((p) => p.running).map((p) => p.pid),
-    async stop() {
-      await Promise.all(procs.map((p) => stopProc(p)));
-      await Promise.all(others.map((p) => stopProc(p)));
-      await deletePrefix(ctl, prefix);
-    },
-  };
+  const config = { agentWorkers, agentConcurrency, toolConcurrency, ...(work ? { mcpTransport } : {}) };
+  return stackHandle(ctl, { kind: work ? 'loop' : 'bare', prefix, config, services, others, tool, stdioMcp: work && !mcp.proc });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -304,6 +299,14 @@ export async function waitAgentqRun(waiter, stack, runId, timeoutMs = 60_000) {
   }
 }
 
+/** Submits one agentq run and waits for its terminal event; throws unless it completed. */
+export async function agentqOnce(waiter, stack, model = 'bench') {
+  const id = await submitAgentqRun(stack, model);
+  const type = await waitAgentqRun(waiter, stack, id);
+  if (type !== 'run.completed') throw new Error(`run ${id} ended as ${type}`);
+  return id;
+}
+
 /** The bare baseline's client: adds each run's first step job, and hears its last one finish. */
 export async function bareClient(redisUrl, stack) {
   const connection = new Redis(redisUrl, { maxRetriesPerRequest: null, connectionName: 'bench-submit' });
@@ -349,11 +352,11 @@ export async function bareClient(redisUrl, stack) {
 }
 
 /**
- * Waits until the agent queue has `target` completed jobs (ZCARD of its completed set: one
+ * Waits until a stack's agent queue has `target` completed jobs (ZCARD of its completed set: one
  * command per poll, whatever the number of runs). `onPoll` counts the polls.
  */
-export async function waitCompleted(ctl, prefix, target, { timeoutMs, everyMs = 25, onPoll = () => {}, stalled } = {}) {
-  const key = `${prefix}:${QUEUES.agent}:completed`;
+export async function waitCompleted(ctl, stack, target, { timeoutMs, everyMs = 25, onPoll = () => {}, stalled } = {}) {
+  const key = stack.completedKey;
   const deadline = Date.now() + timeoutMs;
   let last = -1;
   let lastChange = Date.now();
