@@ -15,7 +15,7 @@ import { join } from 'node:path';
 const require = createRequire(join(import.meta.dirname, '..', '..', 'package.json'));
 const { Redis, Pipeline } = require('ioredis');
 
-const counters = { commands: {}, trips: 0, pipelinedCommands: 0 };
+const counters = { commands: {}, trips: 0 };
 const scriptNames = new Map();
 
 const bump = (name) => {
@@ -44,8 +44,7 @@ function commandName(command) {
 const sendCommand = Redis.prototype.sendCommand;
 Redis.prototype.sendCommand = function (command, stream) {
   bump(commandName(command));
-  if (stream && stream.isPipeline) counters.pipelinedCommands++;
-  else counters.trips++;
+  if (!stream?.isPipeline) counters.trips++;
   return sendCommand.call(this, command, stream);
 };
 
@@ -55,11 +54,6 @@ Pipeline.prototype.exec = function (...args) {
   if (this._queue?.length && !(this._transactions > 0)) counters.trips++;
   return exec.apply(this, args);
 };
-
-/** The counters so far (cumulative). */
-export function probeSnapshot() {
-  return JSON.parse(JSON.stringify(counters));
-}
 
 if (process.env.BENCH_PROBE_DIR) {
   process.on('SIGUSR2', () => {
