@@ -27,10 +27,15 @@
 // agentq services, which otherwise get the heap flags they ship with (scripts/lib/services.mjs),
 // e.g. "--max-old-space-size=512" to size the heap differently; does not write BENCHMARKS.md),
 // BENCH_REPORT_ONLY=1 (no measuring: render BENCHMARKS.md and the chart again from
-// bench/results/latest.json, e.g. after editing bench/findings.md).
+// bench/results/latest.json, e.g. after editing bench/findings.md),
+// BENCH_COMPARE=<path of another built checkout of agentq> (A/B of a code change: only
+// scenario 1's one-at-a-time 0 ms runs, this checkout's agentq and the other's interleaved block
+// by block with the in-process loop, then scenario 4's Redis commands and round trips of each,
+// on one Redis; prints a table with the ratios, writes bench/results/compare.json, not
+// BENCHMARKS.md; BENCH_QUICK=1 makes it shorter).
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { Redis } from 'ioredis';
 import {
   agentqOnce,
@@ -62,7 +67,7 @@ import {
 import { startInProcessLoop } from './lib/inprocess-loop.mjs';
 import { stopProc, tmpDir } from './lib/procs.mjs';
 import { HEAP_FLAGS } from '../scripts/lib/services.mjs';
-import { machineInfo, report } from './lib/report.mjs';
+import { commitOf, compareText, machineInfo, report } from './lib/report.mjs';
 import { summary } from './lib/stats.mjs';
 
 const truthy = (v) => /^(1|true|yes|on)$/i.test(v ?? '');
@@ -70,6 +75,7 @@ const QUICK = truthy(process.env.BENCH_QUICK);
 const MCP = process.env.BENCH_MCP === 'http' ? 'http' : 'stdio';
 const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',').map((s) => s.trim())) : null;
 const PROFILE = truthy(process.env.BENCH_PROFILE);
+const COMPARE = process.env.BENCH_COMPARE ? resolve(process.env.BENCH_COMPARE) : null;
 const MANY = Number(process.env.BENCH_RUNS) || (QUICK ? 100 : 1000);
 const SLOW_MS = 500;
 /** Model-step slots per agent-worker (AGENT_CONCURRENCY) in the scale-out measurement. */
@@ -79,6 +85,7 @@ const N = {
   seqWarm: QUICK ? 5 : 20,
   seqSlow: QUICK ? 2 : 10,
   seqBlocks: QUICK ? 3 : 8,
+  compareBlocks: QUICK ? 4 : 20,
   many: MANY,
   few: Math.min(100, MANY),
   scaleOut: QUICK ? 100 : 200,
@@ -97,7 +104,8 @@ if (truthy(process.env.BENCH_REPORT_ONLY)) {
   process.exit(0);
 }
 
-const missing = ['api', 'agent-worker', 'tool-worker'].map((s) => join(ROOT, 'services', s, 'dist', 'main.js')).concat(join(ROOT, 'packages/scripted-llm/dist/index.js')).filter((f) => !existsSync(f));
+const built = (root) => ['api', 'agent-worker', 'tool-worker'].map((s) => join(root, 'services', s, 'dist', 'main.js')).concat(join(root, 'packages/shared/dist/index.js'));
+const missing = [...built(ROOT), join(ROOT, 'packages/scripted-llm/dist/index.js'), ...(COMPARE ? built(COMPARE) : [])].filter((f) => !existsSync(f));
 if (missing.length) {
   process.stderr.write(`bench: ${missing.join(', ')} missing: run npm run build first (npm run bench does it)\n`);
   process.exit(1);
@@ -287,11 +295,14 @@ async function unitCosts(loop) {
   return out;
 }
 
+const rotate = (b, k) => Array.from({ length: k }, (_, j) => (b + j) % k);
+
 /**
  * Runs each system's `once()` n times, one run at a time, in `blocks` blocks per system taken in
- * a rotating order, so that the machine's drift (tens of per cent on this VM) weighs on each alike.
+ * the order `order(block, systems.length)` gives (rotating by default), so that the machine's
+ * drift (tens of per cent on this VM) weighs on each alike.
  */
-async function interleaved(systems, { n, warm, blocks }) {
+async function interleaved(systems, { n, warm, blocks, order = rotate }) {
   for (const x of systems) for (let i = 0; i < warm; i++) await x.once();
   const all = systems.flatMap((x) => x.procs);
   await quiet(all);
@@ -299,8 +310,8 @@ async function interleaved(systems, { n, warm, blocks }) {
   const c0 = cpuSnapshot(all, redisProc);
   const perBlock = Math.ceil(n / blocks);
   for (let b = 0; b < blocks; b++) {
-    for (let j = 0; j < systems.length; j++) {
-      const x = systems[(b + j) % systems.length];
+    for (const j of order(b, systems.length)) {
+      const x = systems[j];
       for (let i = 0; i < perBlock && times[x.key].length < n; i++) {
         const t = performance.now();
         await x.once();
@@ -311,6 +322,7 @@ async function interleaved(systems, { n, warm, blocks }) {
   return { times, perBlock, foreignShare: foreignShare(c0, cpuSnapshot(all, redisProc)) };
 }
 
+const inprocSystem = (inproc) => ({ key: 'inproc', label: 'in-process loop', procs: inproc.processes(), once: () => inproc.loop.run('benchmark', 'bench'), slow: () => inproc.loop.run('benchmark', `bench-${SLOW_MS}ms`) });
 const agentqSystem = (key, label, stack) => ({ key, label, procs: stack.processes(), once: () => agentqOnce(waiter, stack, 'bench'), slow: () => agentqOnce(waiter, stack, `bench-${SLOW_MS}ms`) });
 
 async function scenarioOverhead() {
@@ -324,7 +336,7 @@ async function scenarioOverhead() {
   try {
     // Only one system works at a time; the others idle.
     const systems = [
-      { key: 'inproc', label: 'in-process loop', procs: inproc.processes(), once: () => inproc.loop.run('benchmark', 'bench'), slow: () => inproc.loop.run('benchmark', `bench-${SLOW_MS}ms`) },
+      inprocSystem(inproc),
       { key: 'bare', label: 'bare BullMQ flows', procs: bare.processes(), once: () => client.once() },
       { key: 'loop', label: 'BullMQ loop (no store)', procs: qloop.processes(), once: () => loopClient.once(), slow: () => loopClient.once(`bench-${SLOW_MS}ms`) },
       agentqSystem('agentq', 'agentq', stack),
@@ -561,7 +573,58 @@ async function scenarioRedis() {
   return out;
 }
 
+/** BENCH_COMPARE: agentq of this checkout ("this") against another built checkout's ("other"). */
+async function compare(other) {
+  const roots = { this: ROOT, other };
+  log(`compare: ${N.seq} runs one at a time each (+${N.seqWarm} warm-up), 0 ms model, interleaved in ${N.compareBlocks} blocks; then the Redis cost of each`);
+  const inproc = await startInproc();
+  const stacks = {};
+  let one;
+  try {
+    for (const [key, root] of Object.entries(roots)) stacks[key] = await startAgentq(ctl, redis.url, { root, tag: key, mcpTransport: MCP });
+    // Each block: the in-process loop, then this and other in turns (ABBA), so that each follows each as often.
+    const systems = [inprocSystem(inproc), agentqSystem('this', 'this', stacks.this), agentqSystem('other', 'other', stacks.other)];
+    one = await interleaved(systems, { n: N.seq, warm: N.seqWarm, blocks: N.compareBlocks, order: (b) => (b % 2 ? [0, 2, 1] : [0, 1, 2]) });
+    noteForeign('compare, one at a time', one.foreignShare);
+  } finally {
+    for (const stack of Object.values(stacks)) await stack.stop();
+    await inproc.stop();
+  }
+  const redisCost = {};
+  for (const [key, root] of Object.entries(roots)) redisCost[key] = await probedRedisCost((probeDir) => startAgentq(ctl, redis.url, { root, tag: key, probeDir, mcpTransport: MCP }));
+  return {
+    startedAt: new Date(T0).toISOString(),
+    roots,
+    commits: { this: commitOf(ROOT), other: commitOf(other) },
+    steps: STEPS,
+    mcpTransport: MCP,
+    blocks: N.compareBlocks,
+    latency: Object.fromEntries(Object.entries(one.times).map(([k, v]) => [k, summary(v)])),
+    redis: redisCost,
+  };
+}
+
 // ---------------------------------------------------------------------------------------------
+
+if (COMPARE) {
+  let c;
+  try {
+    c = await compare(COMPARE);
+  } finally {
+    ctl.disconnect();
+    waiter.disconnect();
+    await redis.stop();
+  }
+  c.foreign = foreign;
+  const file = join(ROOT, 'bench', 'results', 'compare.json');
+  mkdirSync(join(ROOT, 'bench', 'results'), { recursive: true });
+  writeFileSync(file, `${JSON.stringify(c, null, 2)}\n`);
+  say();
+  say(compareText(c));
+  say();
+  say(`bench: done in ${((Date.now() - T0) / 1000).toFixed(0)} s; wrote bench/results/compare.json`);
+  process.exit(0);
+}
 
 const results = {
   quick: QUICK,

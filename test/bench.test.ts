@@ -76,6 +76,26 @@ describe('the benchmark', () => {
     expect(target(withPeak(301), 'agent-worker peak RSS').ok).toBe(false);
   });
 
+  it('compares two checkouts: this ÷ other for the overhead per step and the Redis cost', async () => {
+    const { compareText } = await load('../bench/lib/report.mjs');
+    const window = (runs: number, commands: number, trips: number) => ({ runs, steps: runs * 4, serverCommands: commands * runs * 4, trips: trips * runs * 4 });
+    const text: string = compareText({
+      roots: { this: '/a', other: '/b' },
+      commits: { this: 'aaa', other: 'bbb' },
+      steps: 4,
+      mcpTransport: 'stdio',
+      blocks: 8,
+      latency: { inproc: { n: 200, p50: 10, p90: 20 }, this: { n: 200, p50: 50, p90: 80 }, other: { n: 200, p50: 30, p90: 60 } },
+      redis: { this: { sequential: window(50, 260, 24), batch: window(200, 200, 15) }, other: { sequential: window(50, 130, 20), batch: window(200, 250, 12) } },
+    });
+    const row = (start: string) => text.split('\n').find((l) => l.startsWith(start))!.trimEnd().split(/ {2,}/);
+    expect(row('run, 0 ms model')).toEqual(['run, 0 ms model, one at a time, p50 / p90 (ms)', '50.0 / 80.0', '30.0 / 60.0', '1.67 / 1.33']);
+    // (50 − 10) / 4 = 10 against (30 − 10) / 4 = 5; (80 − 20) / 4 = 15 against (60 − 20) / 4 = 10.
+    expect(row('overhead per step')).toEqual(['overhead per step, (run − in-process) ÷ 4, p50 / p90 (ms)', '10.0 / 15.0', '5.00 / 10.0', '2.00 / 1.50']);
+    expect(row('Redis commands per step (incl. inside Lua), one at a time').slice(1)).toEqual(['260', '130', '2.00']);
+    expect(row('round trips per step, 200 at once').slice(1)).toEqual(['15.0', '12.0', '1.25']);
+  });
+
   it('draws its chart as well-formed SVG whose bars are as long as their numbers', async () => {
     const { barChartSVG } = await load('../bench/lib/svg-chart.mjs');
     const svg: string = barChartSVG({

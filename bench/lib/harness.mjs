@@ -135,13 +135,13 @@ async function workersReady(ctl, prefix, counts) {
  * What scenarios use of a started stack: its processes by name (`tool`'s stdio MCP servers
  * included), the pids of its services, and `stop()`, which stops them all and deletes its keys.
  */
-function stackHandle(ctl, { kind, prefix, config, services, others, tool, stdioMcp, cleanup = () => {} }) {
+function stackHandle(ctl, { kind, prefix, config, services, others, tool, stdioMcp, queues = QUEUES, cleanup = () => {} }) {
   return {
     kind,
     prefix,
     config,
     /** The agent queue's completed set, whose size tells how many step jobs have finished. */
-    completedKey: `${prefix}:${QUEUES.agent}:completed`,
+    completedKey: `${prefix}:${queues.agent}:completed`,
     processes() {
       const list = [...services, ...others].filter((p) => p.running).map((p) => ({ name: p.name, pid: p.pid }));
       if (stdioMcp) for (const pid of childPids(tool.pid)) list.push({ name: 'mcp-server (stdio)', pid });
@@ -159,13 +159,19 @@ function stackHandle(ctl, { kind, prefix, config, services, others, tool, stdioM
 
 const probeImport = (probeDir) => (probeDir ? `--import ${pathToFileURL(join(BENCH, 'lib', 'redis-probe.mjs')).href}` : '');
 
+/** A module of the checkout at `root` (built), or of this one. */
+const importFrom = (root, file) => import(pathToFileURL(join(root, file)).href);
+
 /**
  * Starts agentq as built processes (api, agent-worker × agentWorkers, tool-worker) with the
  * scripted model and the no-op MCP server. `probeDir` loads the Redis probe into every service.
  * The services get the NODE_OPTIONS `npm start` and the Dockerfile give them (the shipped V8
  * heap sizing) unless BENCH_NODE_OPTIONS sizes the heap, or `v8Heap` asks for V8's defaults.
+ * `root` runs the services, queue names and heap flags of another built checkout of agentq.
  */
-export async function startAgentq(ctl, redisUrl, { tag = 'agentq', agentWorkers = 1, agentConcurrency = 100, toolConcurrency = 100, mcpTransport = 'stdio', probeDir, nodeOptions = '', v8Heap = false } = {}) {
+export async function startAgentq(ctl, redisUrl, { root = ROOT, tag = 'agentq', agentWorkers = 1, agentConcurrency = 100, toolConcurrency = 100, mcpTransport = 'stdio', probeDir, nodeOptions = '', v8Heap = false } = {}) {
+  const { QUEUES: queues } = root === ROOT ? shared : await importFrom(root, 'packages/shared/dist/index.js');
+  const { serviceNodeOptions: heapOptions } = root === ROOT ? { serviceNodeOptions } : await importFrom(root, 'scripts/lib/services.mjs');
   const prefix = newPrefix(tag);
   const model = await startModel();
   const mcp = await startMcp(mcpTransport);
@@ -174,7 +180,7 @@ export async function startAgentq(ctl, redisUrl, { tag = 'agentq', agentWorkers 
   writeFileSync(tmpDir(mcpFile), JSON.stringify({ mcpServers: { noop: mcp.config } }));
   const port = await freePort();
   const given = [process.env.BENCH_NODE_OPTIONS ?? '', nodeOptions, probeImport(probeDir)].filter(Boolean).join(' ');
-  const options = v8Heap ? given : serviceNodeOptions(given);
+  const options = v8Heap ? given : heapOptions(given);
   const env = {
     PATH: process.env.PATH,
     HOME: process.env.HOME ?? '/tmp',
@@ -192,7 +198,7 @@ export async function startAgentq(ctl, redisUrl, { tag = 'agentq', agentWorkers 
     ...(options ? { NODE_OPTIONS: options } : {}),
     ...(probeDir ? { BENCH_PROBE_DIR: probeDir } : {}),
   };
-  const svc = (name, file = name.replace(/-\d+$/, '')) => spawnProc(name, NODE, [join(ROOT, 'services', file, 'dist', 'main.js')], { env });
+  const svc = (name, file = name.replace(/-\d+$/, '')) => spawnProc(name, NODE, [join(root, 'services', file, 'dist', 'main.js')], { env });
   const services = [];
   try {
     const tool = svc('tool-worker');
@@ -202,9 +208,9 @@ export async function startAgentq(ctl, redisUrl, { tag = 'agentq', agentWorkers 
     services.push(svc('api'));
     const apiUrl = `http://127.0.0.1:${port}`;
     await until('the api', async () => (await fetch(`${apiUrl}/readyz`)).ok, 30_000, 100);
-    await workersReady(ctl, prefix, { [QUEUES.agent]: agentWorkers, [QUEUES.tool]: 1 });
+    await workersReady(ctl, prefix, { [queues.agent]: agentWorkers, [queues.tool]: 1 });
     const config = { agentWorkers, agentConcurrency, toolConcurrency, mcpTransport };
-    return { ...stackHandle(ctl, { kind: 'agentq', prefix, config, services, others, tool, stdioMcp: !mcp.proc, cleanup: () => rmSync(mcpFile, { force: true }) }), apiUrl };
+    return { ...stackHandle(ctl, { kind: 'agentq', prefix, config, services, others, tool, stdioMcp: !mcp.proc, queues, cleanup: () => rmSync(mcpFile, { force: true }) }), apiUrl };
   } catch (err) {
     await Promise.all([...services, ...others].map((p) => stopProc(p, 2000)));
     throw err;

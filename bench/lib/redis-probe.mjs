@@ -5,14 +5,15 @@
 // scripts run inside the server, and it does not know what arrived together.
 //
 // Loaded into the services with `NODE_OPTIONS=--import <this file>` by `npm run bench` for its
-// Redis-cost scenario only; it patches ioredis (the services' client), nothing of agentq.
+// Redis-cost scenario only; it patches ioredis (the one the service's own script resolves, so
+// also another checkout's under BENCH_COMPARE), nothing of agentq.
 // `kill -USR2 <pid>` writes the counters so far (and process.memoryUsage()) to
 // $BENCH_PROBE_DIR/<pid>.json.
 import { createRequire } from 'node:module';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-const require = createRequire(join(import.meta.dirname, '..', '..', 'package.json'));
+const require = createRequire(process.argv[1] ?? join(import.meta.dirname, '..', '..', 'package.json'));
 const { Redis, Pipeline } = require('ioredis');
 
 const counters = { commands: {}, trips: 0 };

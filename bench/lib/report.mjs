@@ -15,18 +15,22 @@ const pkgVersion = (name) => {
   }
 };
 
+/** The commit a checkout is at, and whether tracked files differ from it. */
+export function commitOf(root) {
+  try {
+    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: root, encoding: 'utf8' }).trim();
+    return dirty ? `${commit} (with uncommitted changes)` : commit;
+  } catch {
+    return '?';
+  }
+}
+
 /** The machine and software the numbers come from. */
 export async function machineInfo(ctl, redis) {
   const cpu = /^model name\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? os.cpus()[0]?.model ?? '?';
   const server = await ctl.info('server');
-  let commit = '?';
-  try {
-    commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: ROOT, encoding: 'utf8' }).trim();
-    if (dirty) commit += ' (with uncommitted changes)';
-  } catch {
-    // not a git checkout
-  }
+  const commit = commitOf(ROOT);
   return {
     nproc: os.availableParallelism(),
     cpu,
@@ -252,6 +256,35 @@ export function chart(r, d = derive(r)) {
   }
   const m = r.machine;
   return barChartSVG({ title: `agentq benchmarks, ${r.startedAt.slice(0, 10)}`, subtitle: `${m.nproc} cores ${m.cpu}, node ${m.node}, redis ${m.redis}, bullmq ${m.bullmq}, MCP over ${r.config.mcpTransport}`, panels });
+}
+
+/** BENCH_COMPARE's table: agentq of this checkout against the other one's, with their ratio. */
+export function compareText(c) {
+  const T = c.steps;
+  const both = (f) => [f('this'), f('other')];
+  const q = (f) => ['p50', 'p90'].map((p) => both((k) => f(k, p)));
+  const row = (label, [[a50, b50], [a90, b90]]) => [label, `${fmt(a50)} / ${fmt(a90)}`, `${fmt(b50)} / ${fmt(b90)}`, `${fmt(a50 / b50)} / ${fmt(a90 / b90)}`];
+  const rows = [
+    row('run, 0 ms model, one at a time, p50 / p90 (ms)', q((k, p) => c.latency[k][p])),
+    row(`overhead per step, (run − in-process) ÷ ${T}, p50 / p90 (ms)`, q((k, p) => (c.latency[k][p] - c.latency.inproc[p]) / T)),
+  ];
+  for (const mode of ['sequential', 'batch']) {
+    const label = mode === 'sequential' ? 'one at a time' : `${c.redis.this[mode].runs} at once`;
+    const per = (k, field) => c.redis[k][mode][field] / c.redis[k][mode].steps;
+    const [a, b] = both((k) => per(k, 'serverCommands'));
+    rows.push([`Redis commands per step (incl. inside Lua), ${label}`, fmt(a), fmt(b), fmt(a / b)]);
+    const [ta, tb] = both((k) => per(k, 'trips'));
+    rows.push([`round trips per step, ${label}`, fmt(ta), fmt(tb), fmt(ta / tb)]);
+  }
+  const { inproc } = c.latency;
+  return [
+    `this:  ${c.commits.this} (${c.roots.this})`,
+    `other: ${c.commits.other} (${c.roots.other})`,
+    `${c.latency.this.n} runs each, interleaved in ${c.blocks} blocks with the in-process loop (p50 / p90 ${fmt(inproc.p50)} / ${fmt(inproc.p90)} ms); MCP over ${c.mcpTransport}`,
+    ...(c.foreign ?? []).map((f) => `other processes used ${pct(f.share)} of the machine during "${f.label}"`),
+    '',
+    textTable(['measure', 'this', 'other', 'this ÷ other'], rows),
+  ].join('\n');
 }
 
 /** Builds the terminal text, and (write) BENCHMARKS.md and the chart. */
