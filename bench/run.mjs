@@ -21,18 +21,18 @@
 // Env: BENCH_QUICK=1 (a smoke version, ≈ 1 minute; writes bench/results/quick.json only),
 // BENCH_MCP=stdio|http (how the no-op MCP server is reached; default stdio),
 // BENCH_ONLY=1,3 (some scenarios only; does not write BENCHMARKS.md),
-// BENCH_RUNS=1000 (runs in scenarios 2 and 3), BENCH_PROFILE=1 (CPU profiles of the services
-// during scenario 2 with one agent-worker, into bench/results/profiles; summarise one with
-// `node bench/profile-summary.mjs <file>`), BENCH_NODE_OPTIONS (extra NODE_OPTIONS for the
+// BENCH_RUNS=1000 (runs in scenarios 2 and 3; with BENCH_COMPARE, runs of each checkout, 600),
+// BENCH_PROFILE=1 (CPU profiles of the services during scenario 2 with one agent-worker, into
+// bench/results/profiles; summarise one with `node bench/profile-summary.mjs <file>`), BENCH_NODE_OPTIONS (extra NODE_OPTIONS for the
 // agentq services, which otherwise get the heap flags they ship with (scripts/lib/services.mjs),
 // e.g. "--max-old-space-size=512" to size the heap differently; does not write BENCHMARKS.md),
 // BENCH_REPORT_ONLY=1 (no measuring: render BENCHMARKS.md and the chart again from
 // bench/results/latest.json, e.g. after editing bench/findings.md),
 // BENCH_COMPARE=<path of another built checkout of agentq> (A/B of a code change: only
-// scenario 1's one-at-a-time 0 ms runs, this checkout's agentq and the other's interleaved block
-// by block with the in-process loop, then scenario 4's Redis commands and round trips of each,
-// on one Redis; prints a table with the ratios, writes bench/results/compare.json, not
-// BENCHMARKS.md; BENCH_QUICK=1 makes it shorter).
+// scenario 1's one-at-a-time 0 ms runs, this checkout's agentq and the other's interleaved in
+// blocks of 10 runs with the in-process loop, then scenario 4's Redis commands and round trips of
+// each, on one Redis; prints a table with the ratios and the spread of the blocks' ratios, writes
+// bench/results/compare.json, not BENCHMARKS.md; BENCH_QUICK=1 makes it shorter).
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -77,6 +77,8 @@ const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',').
 const PROFILE = truthy(process.env.BENCH_PROFILE);
 const COMPARE = process.env.BENCH_COMPARE ? resolve(process.env.BENCH_COMPARE) : null;
 const MANY = Number(process.env.BENCH_RUNS) || (QUICK ? 100 : 1000);
+/** Runs of each checkout under BENCH_COMPARE, in blocks of 10: 200 leave a p50 ratio uncertain by ≈ ±5 % here. */
+const COMPARE_RUNS = Number(process.env.BENCH_RUNS) || (QUICK ? 40 : 600);
 const SLOW_MS = 500;
 /** Model-step slots per agent-worker (AGENT_CONCURRENCY) in the scale-out measurement. */
 const SCALE_SLOTS = 50;
@@ -85,7 +87,6 @@ const N = {
   seqWarm: QUICK ? 5 : 20,
   seqSlow: QUICK ? 2 : 10,
   seqBlocks: QUICK ? 3 : 8,
-  compareBlocks: QUICK ? 4 : 20,
   many: MANY,
   few: Math.min(100, MANY),
   scaleOut: QUICK ? 100 : 200,
@@ -576,7 +577,8 @@ async function scenarioRedis() {
 /** BENCH_COMPARE: agentq of this checkout ("this") against another built checkout's ("other"). */
 async function compare(other) {
   const roots = { this: ROOT, other };
-  log(`compare: ${N.seq} runs one at a time each (+${N.seqWarm} warm-up), 0 ms model, interleaved in ${N.compareBlocks} blocks; then the Redis cost of each`);
+  const blocks = Math.ceil(COMPARE_RUNS / 10);
+  log(`compare: ${COMPARE_RUNS} runs one at a time each (+${N.seqWarm} warm-up), 0 ms model, interleaved in ${blocks} blocks; then the Redis cost of each`);
   const inproc = await startInproc();
   const stacks = {};
   let one;
@@ -584,7 +586,7 @@ async function compare(other) {
     for (const [key, root] of Object.entries(roots)) stacks[key] = await startAgentq(ctl, redis.url, { root, tag: key, mcpTransport: MCP });
     // Each block: the in-process loop, then this and other in turns (ABBA), so that each follows each as often.
     const systems = [inprocSystem(inproc), agentqSystem('this', 'this', stacks.this), agentqSystem('other', 'other', stacks.other)];
-    one = await interleaved(systems, { n: N.seq, warm: N.seqWarm, blocks: N.compareBlocks, order: (b) => (b % 2 ? [0, 2, 1] : [0, 1, 2]) });
+    one = await interleaved(systems, { n: COMPARE_RUNS, warm: N.seqWarm, blocks, order: (b) => (b % 2 ? [0, 2, 1] : [0, 1, 2]) });
     noteForeign('compare, one at a time', one.foreignShare);
   } finally {
     for (const stack of Object.values(stacks)) await stack.stop();
@@ -598,9 +600,11 @@ async function compare(other) {
     commits: { this: commitOf(ROOT), other: commitOf(other) },
     steps: STEPS,
     mcpTransport: MCP,
-    blocks: N.compareBlocks,
+    blocks,
+    perBlock: one.perBlock,
     latency: Object.fromEntries(Object.entries(one.times).map(([k, v]) => [k, summary(v)])),
     redis: redisCost,
+    times: one.times,
   };
 }
 

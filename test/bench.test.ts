@@ -84,8 +84,10 @@ describe('the benchmark', () => {
       commits: { this: 'aaa', other: 'bbb' },
       steps: 4,
       mcpTransport: 'stdio',
-      blocks: 8,
+      blocks: 2,
+      perBlock: 3,
       latency: { inproc: { n: 200, p50: 10, p90: 20 }, this: { n: 200, p50: 50, p90: 80 }, other: { n: 200, p50: 30, p90: 60 } },
+      times: { inproc: [], this: [10, 20, 30, 40, 50, 60], other: [5, 10, 15, 40, 40, 40] },
       redis: { this: { sequential: window(50, 260, 24), batch: window(200, 200, 15) }, other: { sequential: window(50, 130, 20), batch: window(200, 250, 12) } },
     });
     const row = (start: string) => text.split('\n').find((l) => l.startsWith(start))!.trimEnd().split(/ {2,}/);
@@ -94,6 +96,8 @@ describe('the benchmark', () => {
     expect(row('overhead per step')).toEqual(['overhead per step, (run − in-process) ÷ 4, p50 / p90 (ms)', '10.0 / 15.0', '5.00 / 10.0', '2.00 / 1.50']);
     expect(row('Redis commands per step (incl. inside Lua), one at a time').slice(1)).toEqual(['260', '130', '2.00']);
     expect(row('round trips per step, 200 at once').slice(1)).toEqual(['15.0', '12.0', '1.25']);
+    // Block p50s: 20 / 10 = 2 and 50 / 40 = 1.25.
+    expect(text).toContain("this ÷ other of each block's p50 run: median 1.25, middle half 1.25–2.00 (2 blocks)");
   });
 
   it('draws its chart as well-formed SVG whose bars are as long as their numbers', async () => {

@@ -5,7 +5,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { ROOT } from './harness.mjs';
 import { barChartSVG } from './svg-chart.mjs';
-import { fmt, mdTable, textTable } from './stats.mjs';
+import { fmt, mdTable, quantile, textTable } from './stats.mjs';
 
 const pkgVersion = (name) => {
   try {
@@ -277,6 +277,12 @@ export function compareText(c) {
     rows.push([`round trips per step, ${label}`, fmt(ta), fmt(tb), fmt(ta / tb)]);
   }
   const { inproc } = c.latency;
+  // The ratio of this's and other's p50 block by block: its spread is the noise of the table's ratios.
+  const blockRatios = Array.from({ length: c.blocks }, (_, b) => {
+    const p50 = (k) => quantile(c.times[k].slice(b * c.perBlock, (b + 1) * c.perBlock), 0.5);
+    return p50('this') / p50('other');
+  }).filter(Number.isFinite);
+  const spread = [0.25, 0.5, 0.75].map((p) => fmt(quantile(blockRatios, p)));
   return [
     `this:  ${c.commits.this} (${c.roots.this})`,
     `other: ${c.commits.other} (${c.roots.other})`,
@@ -284,6 +290,8 @@ export function compareText(c) {
     ...(c.foreign ?? []).map((f) => `other processes used ${pct(f.share)} of the machine during "${f.label}"`),
     '',
     textTable(['measure', 'this', 'other', 'this ÷ other'], rows),
+    '',
+    `this ÷ other of each block's p50 run: median ${spread[1]}, middle half ${spread[0]}–${spread[2]} (${blockRatios.length} blocks)`,
   ].join('\n');
 }
 
