@@ -149,6 +149,16 @@ describe('the benchmark', () => {
     const tickX = Number(/H([\d.]+)/.exec(mark.attrs.d)![1]);
     expect(tickX - Number(alpha.attrs.x)).toBeCloseTo(2 * Number(alpha.attrs.width), 0);
     expect(textOf(panels[0])).toContain('10 / 20 ms');
+
+    // BENCHMARKS.md's chart draws the measured numbers: scenario 1's bars are the p50s, in order.
+    const { chart } = await load('../bench/lib/report.mjs');
+    const r = JSON.parse(readFileSync(new URL('../bench/results/latest.json', import.meta.url), 'utf8'));
+    const [first] = all(parseXml(chart(r)), (e) => e.attrs.class === 'panel');
+    const p50s = ['inproc', 'bare', 'loop', 'agentq'].map((k) => r.overhead[k].p50);
+    const widths = all(first, (e) => e.attrs.class === 'bar').map((b) => Number(b.attrs.width));
+    expect(widths).toHaveLength(4);
+    widths.forEach((w, j) => expect(w / widths[3]).toBeCloseTo(p50s[j] / p50s[3], 2));
+    expect(textOf(first)).toContain('agentq');
   });
 });
 
