@@ -15,7 +15,11 @@ import { FlowProducer, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 
 const ROOT = join(import.meta.dirname, '..');
-const { QUEUES, jobIds, jobNames, jobOptions, workerLockOptions } = await import(pathToFileURL(join(ROOT, 'packages/shared/dist/index.js')).href);
+const { QUEUES, JOB_KINDS, workerLockOptions } = await import(pathToFileURL(join(ROOT, 'packages/shared/dist/index.js')).href);
+// The same ids, names and options as agentq's job catalog.
+const jobIds = { agentTurn: (runId, depth) => JOB_KINDS.agentStep.id({ runId, depth }), toolCall: (runId, depth, index) => JOB_KINDS.toolCall.id({ runId, depth, index }) };
+const jobNames = { agentTurn: (runId, depth) => JOB_KINDS.agentStep.name({ runId, depth }), toolCall: (runId, depth, name) => JOB_KINDS.toolCall.name({ runId, depth, name }) };
+const jobOptions = { agentTurn: JOB_KINDS.agentStep.options, toolCall: JOB_KINDS.toolCall.options };
 
 const role = process.env.ROLE;
 const prefix = process.env.QUEUE_PREFIX;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatRequest, Handler, Reply } from '@agentq/scripted-llm';
-import { jobIds, RunStore } from '@agentq/shared';
+import { jobId, RunStore } from '@agentq/shared';
 import { startStack, type Stack } from './fixtures/services.js';
 
 // Each scenario is keyed by the user's text, so one scripted model serves every test here.
@@ -113,7 +113,7 @@ describe('the durable agent loop', () => {
     for (const id of ids) {
       const run = await stack.waitForRun(id);
       expect(run.output?.content).toBe([0, 1, 2].flatMap((r) => [0, 1, 2].map((i) => `slept 1 ms ${r}.${i}`)).join(' | '));
-      const events = await store.readEvents(id);
+      const events = await store.events.read(id);
       for (let depth = 1; depth <= 3; depth++) {
         const next = events.findIndex((e) => e.type === 'step.started' && e.data.depth === depth);
         const done = events.flatMap((e, i) => (e.type === 'tool.completed' && e.data.depth === depth - 1 ? [i] : []));
@@ -140,7 +140,7 @@ describe('the durable agent loop', () => {
       expect((await stack.waitForRun(id)).output?.content).toBe('slept 1 ms w0 | slept 1 ms w1');
       for (const index of [0, 1]) {
         const stored = seen.findIndex((c) => c.source !== 'lua' && c.args[1]?.includes("'tool.completed'") && c.args.includes(`${stack.prefix}:r:{${id}}:tools:0`) && c.args.includes(String(index)));
-        const jobKey = `${stack.prefix}:tool:${jobIds.toolCall(id, 0, index)}`;
+        const jobKey = `${stack.prefix}:tool:${jobId('toolCall', { runId: id, depth: 0, index, toolCallId: '', name: '', arguments: '' })}`;
         // BullMQ's moveToFinished: sent by a client (not run inside a script), with the job's key and its return value.
         const completed = seen.findIndex((c) => c.source !== 'lua' && c.args.includes(jobKey) && c.args.includes('returnvalue') && c.args.includes('completed'));
         expect(stored, `the result of call ${index}`).toBeGreaterThanOrEqual(0);

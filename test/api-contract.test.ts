@@ -402,7 +402,7 @@ describe('tools, health and the dashboard', () => {
     }
   });
 
-  it('lists the agent, tool and webhook queues in the dashboard API, with jobs named by run and turn/tool', async () => {
+  it('lists the agent, tool and webhook queues in the dashboard API, with jobs named by run and step/tool', async () => {
     const run = await stack.createRun({ input: 'tool: get Bob' });
     const done = await stack.waitForRun(run.id);
     expect(done.status).toBe('completed');
@@ -418,8 +418,8 @@ describe('tools, health and the dashboard', () => {
       return res.json.queues.find((q: any) => q.name === queue).jobs.map((j: any) => String(j.name)) as string[];
     };
     const agentJobs = (await jobsOf('agent')).filter((n) => n.includes(run.id));
-    expect(agentJobs.some((n) => /turn 0/.test(n))).toBe(true);
-    expect(agentJobs.some((n) => /turn 1/.test(n))).toBe(true);
+    expect(agentJobs.some((n) => /step 0/.test(n))).toBe(true);
+    expect(agentJobs.some((n) => /step 1/.test(n))).toBe(true);
     const toolJobs = (await jobsOf('tool')).filter((n) => n.includes(run.id));
     expect(toolJobs.some((n) => n.includes('crm__get_contact'))).toBe(true);
   });

@@ -39,8 +39,8 @@ let hooks: Server;
 let hookUrl: string;
 const received: Array<{ headers: IncomingHttpHeaders; body: string }> = [];
 
-/** A TCP proxy in front of the API whose connections the test can cut. */
-async function startProxy(port: number) {
+/** A TCP proxy in front of the API whose connections the test can cut; it listens on `listenPort` (default: any free one). */
+async function startProxy(port: number, listenPort = 0) {
   const sockets = new Set<Socket>();
   let connections = 0;
   const server = createTcpServer((downstream) => {
@@ -57,7 +57,7 @@ async function startProxy(port: number) {
     }
     downstream.pipe(upstream).pipe(downstream);
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  await new Promise<void>((r) => server.listen(listenPort, '127.0.0.1', r));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     get connections() {
@@ -69,6 +69,15 @@ async function startProxy(port: number) {
       return new Promise((r) => server.close(r));
     },
   };
+}
+
+/** A loopback port that nothing listens on (until someone opens it again). */
+async function closedPort(): Promise<number> {
+  const probe = createTcpServer();
+  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((r) => probe.close(r));
+  return port;
 }
 
 function cli(args: string[], o: { env?: Record<string, string>; cwd?: string; command?: string[]; onStderr?: (all: string, kill: (sig: NodeJS.Signals) => void) => void } = {}) {
@@ -106,7 +115,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await stack?.close();
-  await new Promise((r) => hooks?.close(r));
+  if (hooks) await new Promise((r) => hooks.close(r));
 });
 
 describe('AgentqClient', () => {
@@ -199,6 +208,42 @@ describe('AgentqClient', () => {
   });
 });
 
+describe('waitForReady', () => {
+  it('returns the tools once the API is ready and offers the ones asked for', async () => {
+    const tools = await client.waitForReady({ tools: ['crm__search_contacts', 'crm__sleep'] });
+    expect(tools.map((t) => t.name)).toEqual(expect.arrayContaining(['crm__search_contacts', 'crm__sleep']));
+  });
+
+  it('rides out refused connections until the API comes up', async () => {
+    // A port nothing listens on yet; the proxy to the API opens it 400 ms later.
+    const port = await closedPort();
+    const late = new AgentqClient({ baseUrl: `http://127.0.0.1:${port}`, apiKey: KEY });
+    const t0 = Date.now();
+    const opening = new Promise<Awaited<ReturnType<typeof startProxy>>>((resolve) => setTimeout(() => resolve(startProxy(Number(new URL(stack.api.url).port), port)), 400));
+    try {
+      const tools = await late.waitForReady({ tools: ['crm__search_contacts'], timeoutMs: 10_000, pollIntervalMs: 20 });
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(400);
+      expect(tools.map((t) => t.name)).toContain('crm__search_contacts');
+    } finally {
+      await (await opening).close();
+    }
+  });
+
+  it('gives up at the deadline saying why, and fails at once on a refused key', async () => {
+    const missing = await client.waitForReady({ tools: ['crm__search_contacts', 'nowhere__tool'], timeoutMs: 300 }).catch((e) => e);
+    expect(missing).toBeInstanceOf(AgentqTimeoutError);
+    expect(missing.message).toMatch(/is not ready after 300 ms: tools not offered yet: nowhere__tool$/);
+    const nobody = `http://127.0.0.1:${await closedPort()}`;
+    const down = await new AgentqClient({ baseUrl: nobody }).waitForReady({ timeoutMs: 300 }).catch((e) => e);
+    expect(down).toBeInstanceOf(AgentqTimeoutError);
+    expect(down.message).toBe(`${nobody} is not ready after 300 ms: fetch failed (ECONNREFUSED)`);
+    const t0 = Date.now();
+    const stranger = await new AgentqClient({ baseUrl: stack.api.url, apiKey: 'not-a-valid-key' }).waitForReady({ timeoutMs: 5000 }).catch((e) => e);
+    expect(stranger).toMatchObject({ status: 401, code: 'unauthorized' });
+    expect(Date.now() - t0).toBeLessThan(1000);
+  });
+});
+
 describe('streamEvents', () => {
   const full = async (id: string) => readSse(await stack.request(`/v1/runs/${id}/events`));
 
@@ -262,6 +307,21 @@ describe('streamEvents', () => {
     expect(err.name).toBe('AbortError');
     expect(seen.at(-1)).toBe('tool.started');
     await client.cancelRun(hung.id);
+  });
+
+  it("carries each call's output on tool.completed (as /steps has it) and when each event happened", async () => {
+    const run = await client.createRun({ input: 'Look up Alice with outputs' });
+    const events: RunEvent[] = [];
+    for await (const e of client.streamEvents(run.id)) events.push(e);
+    const done = events.filter((e) => e.event === 'tool.completed');
+    expect(done).toHaveLength(1);
+    const [step] = await client.getSteps(run.id);
+    expect(step.tool_calls[0].output).toContain('Alice Jones');
+    expect(done[0].data).toMatchObject({ name: 'crm__search_contacts', output: step.tool_calls[0].output, outcome: 'ok' });
+    expect(done[0].data.truncated).toBeUndefined();
+    // Every event names its run and its time.
+    for (const e of events) expect(e.data.run_id).toBe(run.id);
+    expect(events.every((e) => Number.isFinite(Date.parse(e.data.at)))).toBe(true);
   });
 
   it('throws AgentqApiError for a run that does not exist', async () => {
@@ -340,7 +400,12 @@ describe('the agentq CLI', () => {
     expect(r.stderr).toMatch(/→ crm__search_contacts \{"query":"Alice"\}/);
     expect(r.stderr).toMatch(/✓ crm__search_contacts \d+ ms/);
     expect(r.stderr).toMatch(/^step 1 · scripted$/m);
-    expect(r.stderr).toMatch(/completed \(stop\) · depth 1\/10 · 2 model calls · 1 tool call · 122 tokens/);
+    expect(r.stderr).toMatch(/completed \(stop\) · depth 1\/10 · 2 steps · 1 tool call · 122 tokens/);
+    expect(r.stderr).not.toContain('Globex'); // tool outputs only with --outputs
+
+    const outputs = await cli(['run', 'Look up Alice, with outputs', '--follow', '--outputs']);
+    expect(outputs.code, outputs.stderr).toBe(0);
+    expect(outputs.stderr).toMatch(/✓ crm__search_contacts \d+ ms\n {4}\[\{"id":"c2","name":"Alice Jones","company":"Globex","email":"alice@globex.test"\}\]\n/);
 
     const sub = await cli(['run', 'Delegate to a child', '--follow', '--subagents']);
     expect(sub.code, sub.stderr).toBe(0);
@@ -417,6 +482,13 @@ describe('the agentq CLI', () => {
     const down = await cli(['runs', 'ls'], { env: { AGENTQ_URL: 'http://127.0.0.1:9' } });
     expect(down.code).toBe(4);
     expect(down.stderr).toMatch(/cannot reach http:\/\/127\.0\.0\.1:9/);
+    // A bad environment is refused before any request, in one line per variable.
+    const badEnv = await cli(['runs', 'ls'], { env: { AGENTQ_URL: 'localhost:3000' } });
+    expect(badEnv.code).toBe(64);
+    expect(badEnv.stderr).toBe('agentq: AGENTQ_URL: must be an http:// or https:// URL (got "localhost:3000")\n');
+    const badFlag = await cli(['runs', 'ls', '--url', 'localhost:3000']);
+    expect(badFlag.code).toBe(64);
+    expect(badFlag.stderr).toMatch(/--url must be an http:\/\/ or https:\/\/ URL/);
     const noKey = await cli(['runs', 'ls'], { env: { AGENTQ_API_KEY: '' } });
     expect(noKey.code).toBe(4);
     expect(noKey.stderr).toMatch(/401 unauthorized/);

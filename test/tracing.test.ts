@@ -61,7 +61,7 @@ describe('tracing', () => {
     const spans = await until('every job span of the run', () => {
       const all = ofTrace();
       const processed = all.filter((s) => s.instrumentationScope.name === 'bullmq' && s.name.startsWith('process '));
-      return processed.length >= 7 && all.filter((s) => s.name === 'agent_turn').length === 4 ? all : undefined;
+      return processed.length >= 7 && all.filter((s) => s.name === 'agent_step').length === 4 ? all : undefined;
     });
 
     // Every span of the run (on every service) is in this one trace.
@@ -84,13 +84,13 @@ describe('tracing', () => {
     };
     for (const s of spans) if (s !== root) expect(ancestors(s).at(-1)).toBe(root);
 
-    // A span per turn, children of the run.
-    const turns = spans.filter((s) => s.name === 'agent_turn').sort((a, b) => Number(a.attributes['agentq.run.depth']) - Number(b.attributes['agentq.run.depth']));
-    expect(turns.map((t) => t.attributes['agentq.run.depth'])).toEqual([0, 1, 2, 3]);
-    for (const t of turns) expect(parentId(t)).toBe(spanId(root));
-    expect(turns.map((t) => t.attributes['agentq.outcome'])).toEqual(['tool_calls', 'tool_calls', 'tool_calls', 'final_answer']);
+    // A span per step, children of the run.
+    const steps = spans.filter((s) => s.name === 'agent_step').sort((a, b) => Number(a.attributes['agentq.run.depth']) - Number(b.attributes['agentq.run.depth']));
+    expect(steps.map((t) => t.attributes['agentq.run.depth'])).toEqual([0, 1, 2, 3]);
+    for (const t of steps) expect(parentId(t)).toBe(spanId(root));
+    expect(steps.map((t) => t.attributes['agentq.outcome'])).toEqual(['tool_calls', 'tool_calls', 'tool_calls', 'final_answer']);
 
-    // A span per model call, child of its turn, with the GenAI attributes.
+    // A span per model call, child of its step, with the GenAI attributes.
     const chats = spans.filter((s) => s.attributes['gen_ai.operation.name'] === 'chat');
     expect(chats).toHaveLength(4);
     for (const c of chats) {
@@ -98,12 +98,12 @@ describe('tracing', () => {
       expect(c.attributes['gen_ai.request.model']).toBe('scripted');
       expect(c.attributes['gen_ai.usage.input_tokens']).toBeGreaterThan(0);
       expect(c.attributes['gen_ai.usage.output_tokens']).toBeGreaterThan(0);
-      expect(turns.map(spanId)).toContain(parentId(c));
+      expect(steps.map(spanId)).toContain(parentId(c));
     }
     const reasonOf = (t: ReadableSpan) => chats.find((c) => parentId(c) === spanId(t))!.attributes['gen_ai.response.finish_reasons'];
-    expect(turns.map(reasonOf)).toEqual([['tool_calls'], ['tool_calls'], ['tool_calls'], ['stop']]);
+    expect(steps.map(reasonOf)).toEqual([['tool_calls'], ['tool_calls'], ['tool_calls'], ['stop']]);
 
-    // A span per tool call, child of the turn that asked for it.
+    // A span per tool call, child of the step that asked for it.
     const tools = spans.filter((s) => s.attributes['gen_ai.operation.name'] === 'execute_tool');
     const toolOf = (depth: number) => tools.filter((s) => s.attributes['agentq.run.depth'] === depth);
     expect([0, 1, 2].map((d) => toolOf(d).map((s) => s.attributes['gen_ai.tool.name']))).toEqual([['crm__search_contacts'], ['crm__get_contact'], ['crm__update_contact']]);
@@ -112,7 +112,7 @@ describe('tracing', () => {
       expect(t.name).toBe(`execute_tool ${t.attributes['gen_ai.tool.name']}`);
       expect(t.attributes['gen_ai.tool.call.id']).toEqual(expect.any(String));
       expect(t.attributes['agentq.outcome']).toBe('ok');
-      expect(parentId(t)).toBe(spanId(turns[d]));
+      expect(parentId(t)).toBe(spanId(steps[d]));
     }
 
     // BullMQ's own spans (bullmq-otel) are part of the same tree.
@@ -128,9 +128,9 @@ describe('tracing', () => {
     expect((await stack.waitForRun(id)).status).toBe('completed');
     const children = ((await (await stack.request(`/v1/runs/${id}/children`)).json()) as { data: Array<{ id: string }> }).data.map((c) => c.id);
     expect(children).toHaveLength(2);
-    const spans = await until('the children\'s turns', () => {
+    const spans = await until('the children\'s steps', () => {
       const all = exporter.getFinishedSpans();
-      return children.every((c: string) => all.some((s) => s.name === 'agent_turn' && s.attributes['agentq.run.id'] === c)) ? all : undefined;
+      return children.every((c: string) => all.some((s) => s.name === 'agent_step' && s.attributes['agentq.run.id'] === c)) ? all : undefined;
     });
     const root = spans.find((s) => s.name === 'invoke_agent' && s.attributes['agentq.run.id'] === id)!;
     const call = spans.find((s) => s.name === 'execute_tool agent_query_batch' && s.attributes['agentq.run.id'] === id)!;
@@ -140,8 +140,8 @@ describe('tracing', () => {
       // The first attempt of the tool call (which started the children and then waited) is the parent.
       expect(spans.filter((s) => s.name === 'execute_tool agent_query_batch').map(spanId)).toContain(parentId(childRun));
       expect(childRun.spanContext().traceId).toBe(root.spanContext().traceId);
-      const turn = spans.find((s) => s.name === 'agent_turn' && s.attributes['agentq.run.id'] === c)!;
-      expect(parentId(turn)).toBe(spanId(childRun));
+      const step = spans.find((s) => s.name === 'agent_step' && s.attributes['agentq.run.id'] === c)!;
+      expect(parentId(step)).toBe(spanId(childRun));
     }
   });
 });

@@ -16,7 +16,12 @@ import { freePort, serviceNodeOptions } from '../../scripts/lib/services.mjs';
 export const ROOT = join(import.meta.dirname, '..', '..');
 const BENCH = join(ROOT, 'bench');
 const shared = await import(pathToFileURL(join(ROOT, 'packages/shared/dist/index.js')).href);
-export const { QUEUES, jobIds, jobNames, jobOptions } = shared;
+// Ids, names and options of the jobs, from agentq's job catalog (the bare baselines use the same).
+const { JOB_KINDS } = shared;
+export const jobIds = { agentTurn: (runId, depth) => JOB_KINDS.agentStep.id({ runId, depth }), toolCall: (runId, depth, index) => JOB_KINDS.toolCall.id({ runId, depth, index }) };
+export const jobNames = { agentTurn: (runId, depth) => JOB_KINDS.agentStep.name({ runId, depth }), toolCall: (runId, depth, name) => JOB_KINDS.toolCall.name({ runId, depth, name }) };
+export const jobOptions = { agentTurn: JOB_KINDS.agentStep.options, toolCall: JOB_KINDS.toolCall.options };
+export const { QUEUES } = shared;
 
 export const ROUNDS = 3;
 export const FANOUT = 3;

@@ -1,5 +1,5 @@
-// Helpers shared by scripts/start.mjs and scripts/demo.mjs: find the built services, spawn
-// them as child processes with prefixed output, and stop them cleanly.
+// Helpers shared by scripts/start.mjs, the demo (lib/demo-stack.mjs) and the benchmark: find
+// the built services, spawn them as child processes with prefixed output, stop them cleanly.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -66,7 +66,7 @@ function eachLine(stream, onLine) {
  * peaked at ≈ 520–560 MB RSS of which ≈ 40 MB was live: garbage promoted out of a large young
  * generation and collected late. An 8 MB semi-space and a 384 MB old-space cap keep it at
  * ≈ 240–260 MB (either flag alone left it at 340–420 MB; a 4 MB semi-space cost ≈ 20 % more CPU
- * a turn). The price is more frequent GC: ≈ 5 % more wall time for 1,000 concurrent runs at
+ * a step). The price is more frequent GC: ≈ 5 % more wall time for 1,000 concurrent runs at
  * 500 ms and ≈ 10–15 % fewer runs/s when CPU-bound at 0 ms (`npm run bench`, BENCHMARKS.md).
  * Raise the cap if AGENT_CONCURRENCY × transcript size needs more live heap.
  */

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { AgentqClient } from './client.js';
+import { apiKeyProblem, urlProblem, type CliConfig } from './cli-config.js';
 import { AgentqApiError, AgentqTimeoutError } from './errors.js';
 import { progressPrinter, styleFor, summary, type Style } from './progress.js';
 import { isTerminalStatus, type CreateRunRequest, type Run, type RunStatus } from './types.js';
@@ -12,11 +13,12 @@ Usage:
   agentq runs ls [--status s] [--limit n] [--after id] [--all]
   agentq runs get <id>              the run and its answer
   agentq runs cancel <id>           cancel a run and its sub-runs
-  agentq runs events <id>           follow a run's events until it ends
+  agentq runs events <id>           follow a run's events until it ends (--outputs: with tool outputs)
   agentq tools                      the tools runs can use
 
 Options of run:
   -f, --follow              show progress as it happens: steps, tool calls, tokens, sub-runs
+      --outputs             with --follow: also what each tool call returned
       --json                print the final run object (progress, if any, goes to stderr)
   -m, --model <name>        model (default: the server's MODEL)
   -t, --tools <a,b>         allowlist of tool names or globs (crm__*)
@@ -37,7 +39,8 @@ Other options:
   -h, --help                this help
 
 Exit codes: 0 completed, 1 failed, 2 incomplete, 3 cancelled (for run, runs events);
-4 the API answered an error or could not be reached; 64 bad command line; 130 interrupted.
+4 the API answered an error or could not be reached; 64 bad command line or environment;
+130 interrupted.
 Ctrl-C while waiting cancels the run; a second Ctrl-C quits at once.
 `;
 
@@ -57,6 +60,7 @@ class UsageError extends Error {}
 
 const OPTIONS = {
   follow: { type: 'boolean', short: 'f' },
+  outputs: { type: 'boolean' },
   json: { type: 'boolean' },
   model: { type: 'string', short: 'm' },
   tools: { type: 'string', short: 't' },
@@ -115,7 +119,7 @@ function runRequest(input: string, v: Values): CreateRunRequest {
 const answerOf = (run: Run) => (typeof run.output?.content === 'string' ? run.output.content : run.output ? JSON.stringify(run.output.content) : '');
 
 /** Waits for a run, following its events when asked; Ctrl-C cancels it (twice: quits). */
-async function finish(client: AgentqClient, run: Run, follow: boolean, io: Io, style: Style, progress: (line: string) => void): Promise<Run | 'interrupted'> {
+async function finish(client: AgentqClient, run: Run, v: Values, io: Io, style: Style, progress: (line: string) => void): Promise<Run | 'interrupted'> {
   const quit = new AbortController();
   let interrupts = 0;
   const off = io.onInterrupt?.(() => {
@@ -124,8 +128,9 @@ async function finish(client: AgentqClient, run: Run, follow: boolean, io: Io, s
     client.cancelRun(run.id).catch((err) => progress(style.bad(`cancel failed: ${(err as Error).message}`)));
   });
   try {
-    if (!follow) return await client.waitForRun(run.id, { signal: quit.signal, timeoutMs: Number.MAX_SAFE_INTEGER });
-    const print = progressPrinter(progress, style);
+    if (!v.follow) return await client.waitForRun(run.id, { signal: quit.signal, timeoutMs: Number.MAX_SAFE_INTEGER });
+    const toolOutputs = Boolean(v.outputs);
+    const print = progressPrinter(progress, { style, toolOutputs });
     for await (const e of client.streamEvents(run.id, { signal: quit.signal })) {
       print(e);
       if ('run' in e.data) return e.data.run; // the terminal event
@@ -151,7 +156,7 @@ async function cmdRun(client: AgentqClient, positionals: string[], v: Values, io
   // Progress is for people: on stderr, so stdout holds only the answer (or the JSON).
   const progress = (line: string) => io.stderr.write(`${line}\n`);
   if (v.follow) progress(errStyle.dim(`${created.id} · ${created.model} · max depth ${created.max_depth}`));
-  const run = await finish(client, created, Boolean(v.follow), io, errStyle, progress);
+  const run = await finish(client, created, v, io, errStyle, progress);
   if (run === 'interrupted') return EXIT.interrupted;
   if (v.json) io.stdout.write(`${JSON.stringify(run, null, 2)}\n`);
   else {
@@ -205,7 +210,8 @@ async function cmdRuns(client: AgentqClient, [sub, id, ...rest]: string[], v: Va
       return 0;
     }
     case 'events': {
-      const print = progressPrinter(out, style);
+      const toolOutputs = Boolean(v.outputs);
+      const print = progressPrinter(out, { style, toolOutputs });
       let status: RunStatus | undefined;
       for await (const e of client.streamEvents(needId())) {
         if (v.json) out(JSON.stringify(e));
@@ -219,10 +225,10 @@ async function cmdRuns(client: AgentqClient, [sub, id, ...rest]: string[], v: Va
   }
 }
 
-/** The CLI: returns the exit code. */
-export async function main(argv: string[], env: Record<string, string | undefined>, io: Io): Promise<number> {
-  const style = styleFor(io.stdout, env);
-  let baseUrl = env.AGENTQ_URL ?? 'http://127.0.0.1:3000';
+/** The CLI: returns the exit code. `config` comes from loadCliConfig; flags override it. */
+export async function main(argv: string[], config: CliConfig, io: Io): Promise<number> {
+  const style = styleFor(io.stdout, config.color);
+  let baseUrl = config.url;
   try {
     let parsed;
     try {
@@ -236,11 +242,15 @@ export async function main(argv: string[], env: Record<string, string | undefine
       if (!cmd && !v.help) return io.stderr.write(HELP), EXIT.usage;
       return io.stdout.write(HELP), 0;
     }
+    const badUrl = v.url === undefined ? null : urlProblem(v.url);
+    if (badUrl) throw new UsageError(`--url ${badUrl} (got "${v.url}")`);
+    const badKey = v['api-key'] === undefined ? null : apiKeyProblem(v['api-key']);
+    if (badKey) throw new UsageError(`--api-key ${badKey}`);
     baseUrl = v.url ?? baseUrl;
-    const client = new AgentqClient({ baseUrl, apiKey: v['api-key'] ?? env.AGENTQ_API_KEY });
+    const client = new AgentqClient({ baseUrl, apiKey: v['api-key'] ?? config.apiKey });
     switch (cmd) {
       case 'run':
-        return await cmdRun(client, args, v, io, styleFor(io.stderr, env));
+        return await cmdRun(client, args, v, io, styleFor(io.stderr, config.color));
       case 'runs':
         return await cmdRuns(client, args, v, io, style);
       case 'tools': {

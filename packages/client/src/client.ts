@@ -1,4 +1,5 @@
 import { AgentqApiError, AgentqTimeoutError } from './errors.js';
+import { isTransient, poll, sleep } from './poll.js';
 import { parseSse } from './sse.js';
 import {
   isTerminalStatus,
@@ -49,23 +50,13 @@ export interface StreamEventsOptions extends RequestOptions {
   onReconnect?: (info: { attempt: number; lastEventId: string | undefined; error: unknown }) => void;
 }
 
-// Statuses worth another try of a read: the service is overloaded or briefly without Redis.
-const TRANSIENT = new Set([429, 502, 503, 504]);
-const isTransient = (err: unknown) => (err instanceof AgentqApiError ? TRANSIENT.has(err.status) : err instanceof TypeError);
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal!.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
+export interface WaitForReadyOptions extends RequestOptions {
+  /** Also wait until every one of these tools is offered (a tool-worker lists its MCP servers' tools once it has connected them). */
+  tools?: string[];
+  /** Give up (AgentqTimeoutError) after this long. @defaultValue 30000 */
+  timeoutMs?: number;
+  /** First pause between polls; grows 1.5× per poll, up to 1 s. @defaultValue 100 */
+  pollIntervalMs?: number;
 }
 
 /** A typed client of the agentq HTTP API (v1) on `fetch`. Errors are `AgentqApiError`. */
@@ -162,21 +153,37 @@ export class AgentqClient {
    * 429/5xx and network errors until the deadline. Throws AgentqTimeoutError at the deadline.
    */
   async waitForRun(id: string, opts: WaitForRunOptions = {}): Promise<Run> {
-    const deadline = Date.now() + (opts.timeoutMs ?? 600_000);
-    let interval = opts.pollIntervalMs ?? 200;
+    const timeoutMs = opts.timeoutMs ?? 600_000;
     let last: Run | undefined;
-    for (;;) {
-      try {
-        last = await this.getRun(id, { signal: opts.signal });
-        if (isTerminalStatus(last.status)) return last;
-      } catch (err) {
-        if (opts.signal?.aborted || !isTransient(err)) throw err;
-      }
-      const left = deadline - Date.now();
-      if (left <= 0) throw new AgentqTimeoutError(`run ${id} is still ${last?.status ?? 'unknown'} after ${opts.timeoutMs ?? 600_000} ms`, last);
-      await sleep(Math.min(interval, left), opts.signal);
-      interval = Math.min(interval * 1.5, opts.maxPollIntervalMs ?? 2000);
-    }
+    const finished = async () => {
+      last = await this.getRun(id, { signal: opts.signal });
+      return isTerminalStatus(last.status) ? last : undefined;
+    };
+    const poller = { timeoutMs, intervalMs: opts.pollIntervalMs ?? 200, maxIntervalMs: opts.maxPollIntervalMs ?? 2000, signal: opts.signal };
+    return poll(finished, poller, () => new AgentqTimeoutError(`run ${id} is still ${last?.status ?? 'unknown'} after ${timeoutMs} ms`, last));
+  }
+
+  /**
+   * Waits until the API answers with its Redis reachable (`GET /readyz`) and offers every tool
+   * named in `tools`; returns the tools offered. Refused connections and 503s mean "not yet":
+   * for a script that has just started agentq. Throws AgentqTimeoutError at the deadline.
+   */
+  async waitForReady(opts: WaitForReadyOptions = {}): Promise<Tool[]> {
+    const timeoutMs = opts.timeoutMs ?? 30_000;
+    let missing: string[] = [];
+    const ready = async () => {
+      await this.request('GET', '/readyz', { signal: opts.signal });
+      const tools = await this.listTools({ signal: opts.signal });
+      missing = (opts.tools ?? []).filter((name) => !tools.some((t) => t.name === name));
+      return missing.length ? undefined : tools;
+    };
+    const poller = { timeoutMs, intervalMs: opts.pollIntervalMs ?? 100, maxIntervalMs: 1000, signal: opts.signal };
+    return poll(ready, poller, (err) => {
+      const cause = (err as { cause?: { code?: string; message?: string } } | undefined)?.cause;
+      const detail = cause?.code ?? cause?.message;
+      const why = err ? `${(err as Error).message}${detail ? ` (${detail})` : ''}` : `tools not offered yet: ${missing.join(', ')}`;
+      return new AgentqTimeoutError(`${this.baseUrl} is not ready after ${timeoutMs} ms: ${why}`, undefined);
+    });
   }
 
   /**

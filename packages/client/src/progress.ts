@@ -11,16 +11,17 @@ const plain: Style = { dim: (s) => s, ok: (s) => s, bad: (s) => s, bold: (s) => 
 const ansi = (code: number) => (s: string) => `\x1b[${code}m${s}\x1b[0m`;
 const colored: Style = { dim: ansi(2), ok: ansi(32), bad: ansi(31), bold: ansi(1) };
 
-/** ANSI colours on a terminal unless NO_COLOR is set. */
-export function styleFor(stream: { isTTY?: boolean }, env: Record<string, string | undefined>): Style {
-  return stream.isTTY && !env.NO_COLOR ? colored : plain;
+/** ANSI colours when `stream` is a terminal and `color` is not turned off (NO_COLOR). */
+export function styleFor(stream: { isTTY?: boolean }, color = true): Style {
+  return stream.isTTY && color ? colored : plain;
 }
 
 const clip = (s: string, n = 120) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
+const oneLine = (s: string) => s.replace(/\s+/g, ' ').trim();
 const ms = (n: number) => (n < 1000 ? `${Math.round(n)} ms` : `${(n / 1000).toFixed(1)} s`);
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
-/** One line saying how a run ended: status, why, rounds, calls, tokens, time. */
+/** One line saying how a run ended: status, why, depth (rounds done), steps, tool calls, tokens, time. */
 export function summary(run: Run, style: Style = plain): string {
   const color = run.status === 'completed' ? style.ok : style.bad;
   const took = run.completed_at ? ` · ${ms(Date.parse(run.completed_at) - Date.parse(run.created_at))}` : '';
@@ -28,7 +29,7 @@ export function summary(run: Run, style: Style = plain): string {
   const parts = [
     `${color(run.status)}${run.stop_reason ? ` (${run.stop_reason})` : ''}`,
     `depth ${run.depth}/${run.max_depth}`,
-    plural(u.model_calls, 'model call'),
+    plural(u.model_calls, 'step'),
     plural(u.tool_calls, 'tool call'),
     `${u.total_tokens} tokens (${u.prompt_tokens} prompt + ${u.completion_tokens} completion)`,
   ];
@@ -36,12 +37,22 @@ export function summary(run: Run, style: Style = plain): string {
   return `${parts.join(' · ')}${took}${error}`;
 }
 
+export interface ProgressOptions {
+  /** Colours, or none. @defaultValue no colours (see styleFor) */
+  style?: Style;
+  /** Also show what each tool call returned (its event's `output`), on one line under it. @defaultValue false */
+  toolOutputs?: boolean;
+}
+
 /**
- * Turns a run's events into progress lines: each step with its tokens and time, each tool
- * call with its arguments and duration, each sub-run, and the end.
+ * Renders a run's events as progress lines: each step (one model call) with its tokens and
+ * time, each tool call of its round with its arguments and duration, each sub-run, and the end.
  */
-export function progressPrinter(write: (line: string) => void, style: Style = plain) {
+export function progressPrinter(write: (line: string) => void, opts: ProgressOptions = {}) {
+  const style = opts.style ?? plain;
   const stepStarted = new Map<number, number>();
+  // When the event happened (not when it arrived: events can come in one burst).
+  const when = (e: RunEvent) => Date.parse(e.data.at);
   const toolNames = new Map<string, string>();
   return (e: RunEvent) => {
     switch (e.event) {
@@ -52,14 +63,14 @@ export function progressPrinter(write: (line: string) => void, style: Style = pl
         write(style.dim('started'));
         break;
       case 'step.started':
-        stepStarted.set(e.data.depth, Date.now());
+        stepStarted.set(e.data.depth, when(e));
         write(`${style.bold(`step ${e.data.depth}`)} ${style.dim(`· ${e.data.model}${e.data.tools_disabled ? ' · tools disabled (budget reached)' : ''}`)}`);
         break;
       case 'step.completed': {
         const started = stepStarted.get(e.data.depth);
         const u = e.data.usage;
         const what = e.data.tool_calls.length ? plural(e.data.tool_calls.length, 'tool call') : 'answer';
-        write(`  ${style.dim(`${what} · ${u.total_tokens} tokens (${u.prompt_tokens} + ${u.completion_tokens})${started ? ` · ${ms(Date.now() - started)}` : ''}`)}`);
+        write(`  ${style.dim(`${what} · ${u.total_tokens} tokens (${u.prompt_tokens} + ${u.completion_tokens})${started ? ` · ${ms(when(e) - started)}` : ''}`)}`);
         for (const t of e.data.tool_calls) {
           toolNames.set(t.id, t.name);
           write(`  → ${t.name} ${style.dim(clip(t.arguments))}`);
@@ -71,6 +82,7 @@ export function progressPrinter(write: (line: string) => void, style: Style = pl
         break;
       case 'tool.completed':
         write(`  ${e.data.is_error ? style.bad('✗') : style.ok('✓')} ${e.data.name} ${style.dim(`${ms(e.data.duration_ms)}${e.data.is_error ? ' · error' : ''}`)}`);
+        if (opts.toolOutputs) write(`    ${style.dim(clip(oneLine(e.data.output), 160))}`);
         break;
       case 'subrun.started':
         write(`  ↳ sub-run ${e.data.run_id} ${style.dim(`started by ${toolNames.get(e.data.tool_call_id) ?? 'a tool call'}`)}`);

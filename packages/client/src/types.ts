@@ -100,6 +100,8 @@ export interface StepToolCall {
   status: 'queued' | 'running' | 'completed' | 'failed';
   output: string | null;
   is_error: boolean;
+  /** How the call ended once it has: `ok`, `tool_error`, `timeout`, `refused`, `unknown_outcome`, … */
+  outcome?: string;
   attempts: number;
   duration_ms: number | null;
   subrun_ids?: string[];
@@ -149,7 +151,20 @@ export interface RunEventData {
     tool_calls: Array<{ id: string; name: string; arguments: string }>;
   };
   'tool.started': { depth: number; index: number; tool_call_id: string; name: string; attempt: number };
-  'tool.completed': { depth: number; index: number; tool_call_id: string; name: string; is_error: boolean; duration_ms: number };
+  'tool.completed': {
+    depth: number;
+    index: number;
+    tool_call_id: string;
+    name: string;
+    is_error: boolean;
+    duration_ms: number;
+    /** What the call returned, as the model sees it (the first 16 KB). */
+    output: string;
+    /** True when the service cut `output` short (past 16 KB). */
+    truncated?: boolean;
+    /** How the call ended: `ok`, `tool_error`, `timeout`, `refused`, `unknown_outcome`, … */
+    outcome?: string;
+  };
   'subrun.started': { run_id: string; depth: number; tool_call_id: string; index: number };
   'subrun.completed': { run_id: string; status: string; tool_call_id: string; index: number };
   'run.completed': { run: Run };
@@ -160,8 +175,16 @@ export interface RunEventData {
 
 export type RunEventType = keyof RunEventData;
 
+/** What every event's data carries. */
+export interface RunEventCommon {
+  /** The run the event is about (a sub-run's for `subrun.*`). */
+  run_id: string;
+  /** When it happened (ISO 8601), kept on replay. */
+  at: string;
+}
+
 /** One event of a run's stream: `id` resumes the stream after it. */
-export type RunEvent = { [T in RunEventType]: { id: string; event: T; data: RunEventData[T] } }[RunEventType];
+export type RunEvent = { [T in RunEventType]: { id: string; event: T; data: RunEventData[T] & RunEventCommon } }[RunEventType];
 
 export const TERMINAL_EVENTS: readonly RunEventType[] = ['run.completed', 'run.failed', 'run.cancelled', 'run.incomplete'];
 

@@ -34,3 +34,13 @@ export class ConfigError extends AgentqError {
     super(problems.join('\n'), 'config_invalid', false);
   }
 }
+
+/** A request that cannot be carried out as given: `details` name each bad field (the API answers 400). */
+export class InvalidRequestError extends AgentqError {
+  constructor(
+    message: string,
+    readonly details: Array<{ field: string; message: string }>,
+  ) {
+    super(message, 'validation_error', false);
+  }
+}

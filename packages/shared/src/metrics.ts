@@ -1,6 +1,6 @@
 import type { Queue } from 'bullmq';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { RunObserver } from './run-store.js';
+import type { RunObserver } from './runs/runs.js';
 import type { RunSpec } from './schemas/run.js';
 
 /** The process that serves a registry; it is the `service` label of every metric. */
@@ -15,7 +15,7 @@ export interface AgentqMetrics {
   runDuration: Histogram<'status' | 'kind'>;
   modelCallDuration: Histogram<'model' | 'outcome'>;
   modelTokens: Counter<'model' | 'type'>;
-  toolCalls: Counter<'tool' | 'outcome'>;
+  toolCalls: Counter<'tool' | 'outcome' | 'kind'>;
   toolCallDuration: Histogram<'tool'>;
   /** Present when the service was given queues to report on. */
   queueJobs?: Gauge<'queue' | 'state'>;
@@ -72,7 +72,12 @@ export function createMetrics(opts: {
       registers,
     }),
     modelTokens: new Counter({ name: 'agentq_model_tokens_total', help: 'Tokens reported by the model provider', labelNames: ['model', 'type'], registers }),
-    toolCalls: new Counter({ name: 'agentq_tool_calls_total', help: 'Tool calls by result: ok, error (an error result the model sees) or timeout', labelNames: ['tool', 'outcome'], registers }),
+    toolCalls: new Counter({
+      name: 'agentq_tool_calls_total',
+      help: 'Tool calls by result: outcome ok, error (an error result the model sees) or timeout; kind the precise outcome (ok, tool_error, refused, unknown_outcome, …)',
+      labelNames: ['tool', 'outcome', 'kind'],
+      registers,
+    }),
     toolCallDuration: new Histogram({
       name: 'agentq_tool_call_duration_seconds',
       help: 'One tool call, first attempt to stored result',

@@ -51,3 +51,29 @@ export function quietConnectionErrors<T extends { on(event: 'error', listener: (
   emitter.on('error', (err: Error) => logger.debug({ err: err.message }, `${what}: connection error`));
   return emitter;
 }
+
+/**
+ * The Redis connections of one process, each opened here and closed here (BullMQ does not close
+ * a connection it was handed): `closeAll` quits them in reverse order of opening.
+ */
+export class RedisConnections {
+  private readonly open: Redis[] = [];
+
+  constructor(private readonly url: string) {}
+
+  connect(name: string, opts: { blocking?: boolean } & RedisOptions = {}): Redis {
+    const client = createRedis(this.url, { name, ...opts });
+    this.open.push(client);
+    return client;
+  }
+
+  /** Quits each connection (a second at most: a connection stuck on a dead Redis is dropped). */
+  async closeAll(): Promise<void> {
+    for (const client of this.open.splice(0).reverse()) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([client.quit().catch(() => {}), new Promise((r) => (timer = setTimeout(r, 1000)))]);
+      clearTimeout(timer);
+      client.disconnect();
+    }
+  }
+}

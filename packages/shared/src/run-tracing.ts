@@ -37,7 +37,7 @@ export interface TraceCarrier {
 }
 
 const tracer = () => trace.getTracer('agentq');
-// The trace context of the run a turn belongs to, for the jobs that turn adds.
+// The trace context of the run a step belongs to, for the jobs that step adds.
 const RUN_TRACE = createContextKey('agentq.run-trace');
 
 function inject(ctx: Context): TraceCarrier {
@@ -70,13 +70,13 @@ export function inTrace<T>(carrier: TraceCarrier, fn: () => T): T {
   return carrier.traceparent ? context.with(extract(carrier), fn) : fn();
 }
 
-/** The trace context for the next turn of the run whose turn is running now. */
-export function nextTurnTrace(): TraceCarrier {
+/** The trace context for the next step of the run whose step is running now. */
+export function nextStepTrace(): TraceCarrier {
   const carrier = context.active().getValue(RUN_TRACE) as TraceCarrier | undefined;
   return carrier?.traceparent ? { traceparent: carrier.traceparent } : {};
 }
 
-/** The trace context of the active span (the turn), for the tool calls it fans out. */
+/** The trace context of the active span (the step), for the tool calls it fans out. */
 export function activeTrace(): TraceCarrier {
   return inject(context.active());
 }
@@ -99,7 +99,7 @@ export function failSpan(span: Span, err: unknown): void {
 /**
  * Runs one job's work in a span whose parent is the trace context in the job's data, with
  * that span active (so the spans and jobs `fn` starts are its children). `runTrace` is what
- * `nextTurnTrace()` returns inside `fn`; by default the job's own trace context.
+ * `nextStepTrace()` returns inside `fn`; by default the job's own trace context.
  */
 export async function withJobSpan<T>(
   name: string,
@@ -121,7 +121,7 @@ export async function withJobSpan<T>(
   }
 }
 
-/** Starts a client span for a model call, a child of the active span (the turn); the caller ends it. */
+/** Starts a client span for a model call, a child of the active span (the step); the caller ends it. */
 export function startChatSpan(model: string, attributes: Attributes = {}): Span {
   return tracer().startSpan(`chat ${model}`, {
     kind: SpanKind.CLIENT,

@@ -3,14 +3,14 @@ import { trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLogger } from './logger.js';
-import { activeTrace, inTrace, nextTurnTrace, startChatSpan, startRunTrace, withJobSpan } from './run-tracing.js';
+import { activeTrace, inTrace, nextStepTrace, startChatSpan, startRunTrace, withJobSpan } from './run-tracing.js';
 import { otlpTracesUrl, startTracing, type Tracing } from './tracing.js';
 
 describe('tracing off (no OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
   it('registers nothing and leaves no trace context in job data', async () => {
     expect(startTracing({ service: 'test' })).toBeUndefined();
     expect(startRunTrace('run_1', 'gpt')).toEqual({});
-    const seen = await withJobSpan('agent_turn', { carrier: {}, attributes: {} }, async () => ({ next: nextTurnTrace(), tools: activeTrace() }));
+    const seen = await withJobSpan('agent_step', { carrier: {}, attributes: {} }, async () => ({ next: nextStepTrace(), tools: activeTrace() }));
     expect(seen).toEqual({ next: {}, tools: {} });
   });
 
@@ -26,30 +26,30 @@ describe('tracing on', () => {
   afterAll(() => tracing?.shutdown());
   const spans = () => exporter.getFinishedSpans();
 
-  it('joins jobs to the run through traceparent: turns under the run, tool calls under their turn', async () => {
+  it('joins jobs to the run through traceparent: steps under the run, tool calls under their step', async () => {
     tracing = startTracing({ service: 'test', spanProcessors: [new SimpleSpanProcessor({ exporter })] })!;
     expect(tracing.bullmq.tracer).toBeDefined();
     const run = startRunTrace('run_1', 'gpt-x');
     expect(run.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
     const [, traceId, runSpanId] = run.traceparent!.split('-');
 
-    // What fanOut puts in the next turn's and the tool calls' job data.
-    const { next, tool } = await withJobSpan('agent_turn', { carrier: run, attributes: { 'agentq.run.depth': 0 } }, async () => {
+    // What fanOut puts in the next step's and the tool calls' job data.
+    const { next, tool } = await withJobSpan('agent_step', { carrier: run, attributes: { 'agentq.run.depth': 0 } }, async () => {
       startChatSpan('gpt-x').end();
-      return { next: nextTurnTrace(), tool: activeTrace() };
+      return { next: nextStepTrace(), tool: activeTrace() };
     });
     expect(next).toEqual(run);
-    const turn = spans().find((s) => s.name === 'agent_turn')!;
-    expect(tool.traceparent).toBe(`00-${traceId}-${turn.spanContext().spanId}-01`);
-    expect(turn.parentSpanContext?.spanId).toBe(runSpanId);
+    const step = spans().find((s) => s.name === 'agent_step')!;
+    expect(tool.traceparent).toBe(`00-${traceId}-${step.spanContext().spanId}-01`);
+    expect(step.parentSpanContext?.spanId).toBe(runSpanId);
     const chat = spans().find((s) => s.name === 'chat gpt-x')!;
-    expect(chat.parentSpanContext?.spanId).toBe(turn.spanContext().spanId);
+    expect(chat.parentSpanContext?.spanId).toBe(step.spanContext().spanId);
     expect(chat.attributes).toMatchObject({ 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': 'gpt-x' });
 
     await withJobSpan('execute_tool crm__x', { carrier: tool, attributes: {} }, async () => undefined);
     const toolSpan = spans().find((s) => s.name === 'execute_tool crm__x')!;
     expect(toolSpan.spanContext().traceId).toBe(traceId);
-    expect(toolSpan.parentSpanContext?.spanId).toBe(turn.spanContext().spanId);
+    expect(toolSpan.parentSpanContext?.spanId).toBe(step.spanContext().spanId);
   });
 
   it('runs code in a job\'s trace context, so spans started there join the run', async () => {
@@ -58,10 +58,10 @@ describe('tracing on', () => {
     expect(spans().find((s) => s.name === 'chat inside')!.spanContext().traceId).toBe(run.traceparent!.split('-')[1]);
   });
 
-  it('starts a trace at the turn for a run created while tracing was off', async () => {
-    const next = await withJobSpan('agent_turn', { carrier: {}, attributes: { 'agentq.run.id': 'run_3' } }, async () => nextTurnTrace());
-    const turn = spans().find((s) => s.name === 'agent_turn' && s.attributes['agentq.run.id'] === 'run_3')!;
-    expect(next.traceparent).toContain(turn.spanContext().spanId);
+  it('starts a trace at the step for a run created while tracing was off', async () => {
+    const next = await withJobSpan('agent_step', { carrier: {}, attributes: { 'agentq.run.id': 'run_3' } }, async () => nextStepTrace());
+    const step = spans().find((s) => s.name === 'agent_step' && s.attributes['agentq.run.id'] === 'run_3')!;
+    expect(next.traceparent).toContain(step.spanContext().spanId);
   });
 
   it('marks failures, but not BullMQ\'s waiting-for-children', async () => {

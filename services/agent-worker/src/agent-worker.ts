@@ -1,13 +1,14 @@
-import { FlowProducer, Queue, Worker } from 'bullmq';
+import type { Worker } from 'bullmq';
 import OpenAI from 'openai';
 import {
+  Admission,
   CancelListener,
+  createJobWorker,
   createMetrics,
-  createRedis,
-  quietConnectionErrors,
+  JobQueues,
   observeWorkerJobs,
-  providerBackoff,
-  QUEUES,
+  RedisConnections,
+  Runs,
   RunStore,
   runMetricsObserver,
   startMetricsServer,
@@ -16,11 +17,12 @@ import {
   type MetricsServer,
   type ToolCatalogEntry,
   type Tracing,
+  UsageMeter,
 } from '@agentq/shared';
-import { processAgentTurn, type AgentTurnDeps } from './agent-turn-processor.js';
+import { processAgentStep, type AgentStepDeps } from './agent-step-processor.js';
 import type { AgentWorkerConfig } from './config.js';
 import { observeModelCalls } from './model-telemetry.js';
-import { traceAgentTurn } from './turn-span.js';
+import { traceAgentStep } from './step-span.js';
 
 /** A running agent-worker: its BullMQ worker and what it holds open. */
 export interface AgentWorkerHandle {
@@ -34,61 +36,51 @@ export interface AgentWorkerHandle {
 export async function startAgentWorker(cfg: AgentWorkerConfig, logger: Logger, opts: { tracing?: Tracing } = {}): Promise<AgentWorkerHandle> {
   const metrics = createMetrics({ service: 'agent-worker' });
   const telemetry = opts.tracing?.bullmq;
-  const storeRedis = createRedis(cfg.REDIS_URL, { name: 'agentq-agent-store', blocking: true });
-  const queueRedis = createRedis(cfg.REDIS_URL, { name: 'agentq-agent-queue', blocking: true });
-  const store = new RunStore({ redis: storeRedis, prefix: cfg.QUEUE_PREFIX, retentionSeconds: cfg.RUN_RETENTION_SECONDS, observer: runMetricsObserver(metrics) });
-  const flow = quietConnectionErrors(new FlowProducer({ connection: queueRedis, prefix: cfg.QUEUE_PREFIX, telemetry }), logger, 'flow producer');
-  const webhookQueue = quietConnectionErrors(new Queue(QUEUES.webhook, { connection: queueRedis, prefix: cfg.QUEUE_PREFIX, telemetry }), logger, 'webhook queue');
+  const redis = new RedisConnections(cfg.REDIS_URL);
+  const storeRedis = redis.connect('agentq-agent-store', { blocking: true });
+  const store = new RunStore({ redis: storeRedis, prefix: cfg.QUEUE_PREFIX, retentionSeconds: cfg.RUN_RETENTION_SECONDS });
+  const jobs = new JobQueues({ connection: redis.connect('agentq-agent-queue', { blocking: true }), prefix: cfg.QUEUE_PREFIX, logger, telemetry });
+  const runs = new Runs({ store, jobs, admission: new Admission(storeRedis, cfg.QUEUE_PREFIX), logger, observer: runMetricsObserver(metrics) });
+  const usage = new UsageMeter(storeRedis, cfg.QUEUE_PREFIX);
   // BullMQ retries model faults (with backoff, without holding a worker slot); the SDK must not also.
   const openai = observeModelCalls(new OpenAI({ baseURL: cfg.OPENAI_BASE_URL, apiKey: cfg.OPENAI_API_KEY ?? 'unset', maxRetries: 0 }), metrics);
 
   let catalog: { at: number; tools: ToolCatalogEntry[] } | null = null;
   const tools = async () => {
-    if (!catalog || Date.now() - catalog.at > 2000) catalog = { at: Date.now(), tools: await store.getToolCatalog() };
+    if (!catalog || Date.now() - catalog.at > 2000) catalog = { at: Date.now(), tools: await store.catalog.get() };
     return catalog.tools;
   };
 
-  const deps: AgentTurnDeps = { store, flow, openai, logger, webhookQueue, tools, modelTimeoutMs: cfg.MODEL_TIMEOUT_MS };
-  const cancels = new CancelListener(createRedis(cfg.REDIS_URL, { name: 'agentq-agent-cancel', blocking: true }), cfg.QUEUE_PREFIX);
+  const deps: AgentStepDeps = { store, runs, jobs, openai, logger, tools, usage, modelTimeoutMs: cfg.MODEL_TIMEOUT_MS, modelIdleTimeoutMs: cfg.MODEL_IDLE_TIMEOUT_MS };
+  const cancels = new CancelListener(redis.connect('agentq-agent-cancel', { blocking: true }), cfg.QUEUE_PREFIX);
   await cancels.start();
-  const worker = new Worker(
-    QUEUES.agent,
-    async (job, _token, signal) => {
-      const tracked = cancels.track(job.data.runId, job.id!, signal);
-      try {
-        return await traceAgentTurn(job, () => processAgentTurn(job, deps, tracked.signal));
-      } finally {
-        tracked.release();
-      }
-    },
-    {
-    connection: createRedis(cfg.REDIS_URL, { name: 'agentq-agent-worker', blocking: true }),
+  const worker = createJobWorker('agentStep', (data, ctx) => traceAgentStep(data, ctx.job, () => processAgentStep(data, ctx, deps)), {
+    connection: redis.connect('agentq-agent-worker', { blocking: true }),
     prefix: cfg.QUEUE_PREFIX,
     concurrency: cfg.AGENT_CONCURRENCY,
-    ...workerLockOptions(cfg),
+    logger,
+    cancels,
+    telemetry,
+    backoffBaseMs: cfg.MODEL_BACKOFF_BASE_MS,
+    lock: workerLockOptions(cfg),
     // AGENT_RATE_LIMIT caps model steps for the whole queue (a provider's quota). Without it a
     // limiter far above any real throughput is still set: BullMQ honours worker.rateLimit() (a
     // provider's 429) only when one is configured.
     limiter: cfg.AGENT_RATE_LIMIT ?? { max: 1_000_000, duration: 1000 },
-    settings: { backoffStrategy: (attemptsMade: number, _type?: string, err?: Error) => providerBackoff(attemptsMade, err) },
-    telemetry,
-    },
-  );
+  });
   // A provider's 429 pauses the whole agent queue (every worker) for its Retry-After.
   deps.rateLimit = (ms) => worker.rateLimit(ms);
-  worker.on('error', (err) => logger.error({ err: err.message }, 'agent worker error'));
-  worker.on('failed', (job, err) => logger.warn({ run_id: job?.data.runId, job_id: job?.id, depth: job?.data.depth, err: err.message }, 'agent turn attempt failed'));
   observeWorkerJobs(worker, metrics);
   await worker.waitUntilReady();
   const metricsServer: MetricsServer | undefined =
     cfg.METRICS_PORT !== undefined ? await startMetricsServer({ registry: metrics.registry, port: cfg.METRICS_PORT, host: cfg.HOST, logger }) : undefined;
-  logger.info({ queue: QUEUES.agent, concurrency: cfg.AGENT_CONCURRENCY }, 'agent-worker started');
+  logger.info({ queue: worker.name, concurrency: cfg.AGENT_CONCURRENCY }, 'agent-worker started');
 
   return {
     worker,
     metricsUrl: metricsServer?.url,
     async close() {
-      const steps = [() => worker.close(), async () => metricsServer?.close(), () => cancels.close(), () => flow.close(), () => webhookQueue.close(), async () => storeRedis.quit(), async () => queueRedis.quit()];
+      const steps = [() => worker.close(), async () => metricsServer?.close(), () => cancels.close(), () => jobs.close(), () => redis.closeAll()];
       for (const s of steps) await s().catch((err: Error) => logger.warn({ err: err.message }, 'error while closing'));
     },
   };

@@ -11,7 +11,12 @@ const rateLimit = z
   })
   .refine((r) => r.max >= 1 && r.duration >= 1, 'max and milliseconds must be at least 1');
 
-export const agentWorkerEnvSchema = workerEnvSchema.extend({ ...metricsServerEnv, AGENT_RATE_LIMIT: rateLimit.optional() });
+export const agentWorkerEnvSchema = workerEnvSchema.extend({
+  ...metricsServerEnv,
+  AGENT_RATE_LIMIT: rateLimit.optional(),
+  /** First retry delay of a failed model step without Retry-After; doubles per attempt (±50 % jitter). */
+  MODEL_BACKOFF_BASE_MS: z.coerce.number().int().min(1).default(1000),
+});
 
 /** The agent-worker's configuration, from the environment; throws ConfigError. */
 export function loadAgentWorkerConfig(env: Record<string, string | undefined> = process.env) {

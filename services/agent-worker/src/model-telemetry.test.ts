@@ -30,6 +30,7 @@ const req = (model: string, over: Partial<ModelRequest> = {}): ModelRequest => (
   tools: [{ type: 'function', function: { name: 'crm__x', description: 'x', parameters: { type: 'object' } } }],
   toolChoice: 'auto',
   timeoutMs: 5000,
+  idleTimeoutMs: 5000,
   ...over,
 });
 
@@ -41,13 +42,13 @@ async function series(name: string) {
 describe('observeModelCalls', () => {
   it('passes a streamed answer through unchanged and records a chat span and the model metrics', async () => {
     replies.push({ tool_calls: [{ name: 'crm__x', arguments: { a: 1 } }], usage: { prompt_tokens: 21, completion_tokens: 4 } });
-    const response = await withJobSpan('agent_turn', { carrier: {}, attributes: {} }, () => callModel(client, req('model-a')));
+    const response = await withJobSpan('agent_step', { carrier: {}, attributes: {} }, () => callModel(client, req('model-a')));
     expect(response.message.tool_calls?.[0].function).toEqual({ name: 'crm__x', arguments: '{"a":1}' });
     expect(response.usage).toMatchObject({ prompt_tokens: 21, completion_tokens: 4 });
 
-    const turn = exporter.getFinishedSpans().find((s) => s.name === 'agent_turn')!;
+    const step = exporter.getFinishedSpans().find((s) => s.name === 'agent_step')!;
     const chat = exporter.getFinishedSpans().find((s) => s.name === 'chat model-a')!;
-    expect(chat.parentSpanContext?.spanId).toBe(turn.spanContext().spanId);
+    expect(chat.parentSpanContext?.spanId).toBe(step.spanContext().spanId);
     expect(chat.attributes).toMatchObject({
       'gen_ai.operation.name': 'chat',
       'gen_ai.request.model': 'model-a',

@@ -78,7 +78,7 @@ async function* observeStream(stream: AsyncIterable<Chunk>, call: ModelCall): As
 
 /**
  * Observes every chat-completions call made with `client`: a `chat <model>` client span (GenAI
- * semantic conventions: model, token usage, finish reasons), a child of the active turn span,
+ * semantic conventions: model, token usage, finish reasons), a child of the active step span,
  * and the model metrics (latency from request to last streamed chunk, tokens as the provider
  * reports them). It wraps the client's `chat.completions.create`, so the code that calls the
  * model needs no change; the response is passed through chunk by chunk, unchanged.

@@ -1,9 +1,10 @@
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
-import { Queue } from 'bullmq';
-import { createMetrics, createRedis, QUEUES, quietConnectionErrors, RunStore, runMetricsObserver, waitForReady, type Logger, type Tracing } from '@agentq/shared';
-import { createApp } from './app.js';
+import { Admission, createMetrics, JobQueues, RedisConnections, Runs, RunStore, runMetricsObserver, UsageMeter, waitForReady, type Logger, type TenantTable, type Tracing } from '@agentq/shared';
+import { loadTenants } from './tenants-config.js';
+import { createApp, type AppDeps } from './app.js';
 import { EventHub } from './event-hub.js';
+import { startPendingSweep } from './pending-sweep.js';
 import type { ApiConfig } from './config.js';
 
 export interface ApiHandle {
@@ -12,27 +13,63 @@ export interface ApiHandle {
   close(): Promise<void>;
 }
 
-/** Starts the API server; returns its URL and a close that drains it. */
-export async function startApi(cfg: ApiConfig, logger: Logger, opts: { tracing?: Tracing } = {}): Promise<ApiHandle> {
+/** What the API's routes work with, and the close that releases it (in reverse order of making). */
+export interface ApiContext {
+  deps: AppDeps;
+  close(): Promise<void>;
+}
+
+/** Connects what the API needs (Redis, queues, the event hub) for `createApp`; tests use it without a server. */
+export interface ApiOptions {
+  tracing?: Tracing;
+  /** Per-key limits; by default from TENANTS_CONFIG. */
+  tenants?: TenantTable;
+}
+
+export async function createApiContext(cfg: ApiConfig, logger: Logger, opts: ApiOptions = {}): Promise<ApiContext> {
   if (cfg.API_KEYS.length === 0) logger.warn('API_KEYS is not set: the API is open to anyone who can reach it');
+  const redis = new RedisConnections(cfg.REDIS_URL);
   // Request-path connections fail fast, so a request during a Redis outage gets a 503, not a hang.
-  const redis = createRedis(cfg.REDIS_URL, { name: 'agentq-api' });
-  const queueRedis = createRedis(cfg.REDIS_URL, { name: 'agentq-api-queue' });
-  if (!(await waitForReady(redis)) || !(await waitForReady(queueRedis))) logger.warn('Redis is not reachable yet; answering 503 until it is');
-  const queues = Object.values(QUEUES).map((name) => quietConnectionErrors(new Queue(name, { connection: queueRedis, prefix: cfg.QUEUE_PREFIX, telemetry: opts.tracing?.bullmq }), logger, `${name} queue`));
+  const requests = redis.connect('agentq-api');
+  const queueConnection = redis.connect('agentq-api-queue');
+  if (!(await waitForReady(requests)) || !(await waitForReady(queueConnection))) logger.warn('Redis is not reachable yet; answering 503 until it is');
+  const jobs = new JobQueues({ connection: queueConnection, prefix: cfg.QUEUE_PREFIX, logger, telemetry: opts.tracing?.bullmq });
+  const queues = jobs.all();
   const metrics = createMetrics({ service: 'api', queues, onQueueError: (err) => logger.warn({ err: err.message }, 'could not read queue depths for /metrics') });
-  const store = new RunStore({ redis, prefix: cfg.QUEUE_PREFIX, retentionSeconds: cfg.RUN_RETENTION_SECONDS, observer: runMetricsObserver(metrics) });
-  const agentQueue = queues.find((q) => q.name === QUEUES.agent)!;
-  const webhookQueue = queues.find((q) => q.name === QUEUES.webhook)!;
-  // One blocking connection follows the event streams of every SSE client of this process.
-  const hub = new EventHub(createRedis(cfg.REDIS_URL, { name: 'agentq-api-events', blocking: true }), redis, logger);
-  hub.start();
-  const app = createApp({
+  const store = new RunStore({ redis: requests, prefix: cfg.QUEUE_PREFIX, retentionSeconds: cfg.RUN_RETENTION_SECONDS });
+  const tenants = opts.tenants ?? loadTenants(cfg.TENANTS_CONFIG);
+  const admission = new Admission(requests, cfg.QUEUE_PREFIX);
+  await admission.publish(tenants).catch((err: Error) => logger.warn({ err: err.message }, 'could not publish the keys\' limits yet; the sweep will'));
+  const failpoint = cfg.AGENTQ_FAILPOINT;
+  const runs = new Runs({
     store,
-    redis,
+    jobs,
+    admission,
+    logger,
+    observer: runMetricsObserver(metrics),
+    publisher: requests,
+    ...(failpoint ? { failpoint: (point: string) => point === failpoint && process.kill(process.pid, 'SIGKILL') } : {}),
+  });
+  const stopSweep = startPendingSweep(runs, logger, {
+    intervalMs: cfg.PENDING_SWEEP_INTERVAL_MS,
+    graceMs: cfg.PENDING_SWEEP_GRACE_MS,
+    // Now and then, slots held by runs whose process died are freed, and the limits published again.
+    reconcile: async () => {
+      await admission.publish(tenants);
+      await runs.reconcileAdmission();
+    },
+  });
+  // One blocking connection follows the event streams of every SSE client of this process.
+  const hub = new EventHub(redis.connect('agentq-api-events', { blocking: true }), requests, logger);
+  hub.start();
+  const deps: AppDeps = {
+    store,
+    runs,
+    admission,
+    usage: new UsageMeter(requests, cfg.QUEUE_PREFIX),
+    tenants,
+    redis: requests,
     hub,
-    agentQueue,
-    webhookQueue,
     webhookSecret: cfg.WEBHOOK_SECRET,
     webhookAllowPrivate: cfg.WEBHOOK_ALLOW_PRIVATE,
     queues,
@@ -42,7 +79,22 @@ export async function startApi(cfg: ApiConfig, logger: Logger, opts: { tracing?:
     adminKeys: cfg.ADMIN_API_KEYS,
     defaultModel: cfg.MODEL,
     limits: { maxBodyBytes: cfg.MAX_BODY_BYTES, maxInputBytes: cfg.MAX_INPUT_BYTES, maxContextBytes: cfg.MAX_CONTEXT_BYTES },
-  });
+  };
+  return {
+    deps,
+    async close() {
+      await stopSweep();
+      await hub.close();
+      await jobs.close();
+      await redis.closeAll();
+    },
+  };
+}
+
+/** Starts the API server; returns its URL and a close that drains it. */
+export async function startApi(cfg: ApiConfig, logger: Logger, opts: ApiOptions = {}): Promise<ApiHandle> {
+  const ctx = await createApiContext(cfg, logger, opts);
+  const app = createApp(ctx.deps);
   const server: ServerType = await new Promise((resolve) => {
     const s = serve({ fetch: app.fetch, port: cfg.PORT, hostname: cfg.HOST }, () => resolve(s));
   });
@@ -57,10 +109,7 @@ export async function startApi(cfg: ApiConfig, logger: Logger, opts: { tracing?:
         server.close(() => resolve());
         (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
       });
-      await hub.close();
-      for (const q of queues) await q.close().catch(() => {});
-      await redis.quit().catch(() => {});
-      await queueRedis.quit().catch(() => {});
+      await ctx.close();
     },
   };
 }

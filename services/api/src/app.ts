@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Queue } from 'bullmq';
-import type { AgentqMetrics, Logger, Redis, RunStore } from '@agentq/shared';
+import type { Admission, AgentqMetrics, Logger, Redis, Runs, RunStore, TenantTable, UsageMeter } from '@agentq/shared';
 import { bearerAuth } from './auth.js';
 import { dashboard, DASHBOARD_PATH } from './dashboard.js';
 import { errorBody, HttpError, onError } from './http-error.js';
@@ -12,13 +12,19 @@ import { eventsRoutes } from './routes/events.js';
 import { ownRun, runsRoutes } from './routes/runs.js';
 import type { EventHub } from './event-hub.js';
 import { toolsRoutes } from './routes/tools.js';
+import { usageRoutes } from './routes/usage.js';
+import { requestLimit } from './rate-limit.js';
 
 export interface AppDeps {
   store: RunStore;
+  runs: Runs;
+  admission: Admission;
+  usage: UsageMeter;
+  /** Every key's limits (TENANTS_CONFIG). */
+  tenants: TenantTable;
+  /** The request-path connection (fails fast, so a Redis outage is a 503, not a hang). */
   redis: Redis;
   hub: EventHub;
-  agentQueue: Queue;
-  webhookQueue: Queue;
   webhookSecret?: string;
   webhookAllowPrivate: boolean;
   /** Every queue, for the dashboard. */
@@ -47,6 +53,7 @@ export function createApp(deps: AppDeps) {
   const auth = bearerAuth(deps.apiKeys);
   const adminAuth = deps.adminKeys?.length ? bearerAuth(deps.adminKeys) : auth;
   app.use('/v1/*', auth);
+  app.use('/v1/*', requestLimit(deps));
   app.use(`${DASHBOARD_PATH}/*`, adminAuth);
   app.use(`${DASHBOARD_PATH}`, adminAuth);
   app.use(
@@ -62,6 +69,7 @@ export function createApp(deps: AppDeps) {
   app.route('/v1/runs', eventsRoutes({ store: deps.store, hub: deps.hub, ownRun: (owner, id) => ownRun(deps.store, owner, id) }));
   app.route('/v1/runs', runsRoutes(deps));
   app.route('/v1/tools', toolsRoutes({ store: deps.store }));
+  app.route('/v1/usage', usageRoutes(deps));
   app.route(DASHBOARD_PATH, dashboard(deps.queues));
   return app;
 }

@@ -95,10 +95,10 @@ export class EventHub {
     }
   }
 
+  /** Stops following: wakes the blocked read and waits for the loop to end (the connections are their owner's). */
   async close(): Promise<void> {
     this.running = false;
     this.poke();
-    this.reader.disconnect();
     await this.loopDone?.catch(() => {});
   }
 }

@@ -1,6 +1,6 @@
 import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import type { Logger } from '@agentq/shared';
+import { InvalidRequestError, type Logger } from '@agentq/shared';
 
 /** An error with the status and code the client gets, in the contract's error shape. */
 export class HttpError extends Error {
@@ -9,6 +9,8 @@ export class HttpError extends Error {
     readonly code: string,
     message: string,
     readonly details?: unknown,
+    /** Response headers it needs (Retry-After of a 429). */
+    readonly headers: Record<string, string> = {},
   ) {
     super(message);
     this.name = 'HttpError';
@@ -29,7 +31,8 @@ export function onError(logger: Logger) {
   return (err: Error, c: Context) => {
     // A 413 leaves the rest of the body unread: close the connection so a client does not
     // reuse a socket the server is about to drop.
-    if (err instanceof HttpError) return c.json(errorBody(err.code, err.message, err.details), err.status, err.status === 413 ? { connection: 'close' } : {});
+    if (err instanceof HttpError) return c.json(errorBody(err.code, err.message, err.details), err.status, { ...err.headers, ...(err.status === 413 ? { connection: 'close' } : {}) });
+    if (err instanceof InvalidRequestError) return c.json(errorBody(err.code, err.message, err.details), 400);
     if (isRedisUnavailable(err)) {
       logger.warn({ err: err.message }, 'redis unavailable');
       return c.json(errorBody('service_unavailable', 'the run store (Redis) is unreachable; retry shortly'), 503, { 'retry-after': '1' });

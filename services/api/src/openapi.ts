@@ -222,7 +222,7 @@ export function buildOpenApiDocument(): Json {
           tags: ['service'],
           operationId: 'dashboard',
           summary: 'Bull Board dashboard',
-          description: 'The queues (agent, tool, webhook) and their jobs; job names carry the run id, turn and tool.',
+          description: 'The queues (agent, tool, webhook) and their jobs; job names carry the run id, step and tool.',
           responses: { 200: { description: 'The dashboard.', content: { 'text/html': { schema: { type: 'string' } } } }, ...errors(401) },
         },
       },

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { metricsServerEnv, parseEnv, workerEnvSchema } from '@agentq/shared';
+import { ConfigError, metricsServerEnv, parseEnv, workerEnvSchema } from '@agentq/shared';
+import { loadMcpConfig, type McpConfig } from './mcp-config.js';
 
 export const toolWorkerEnvSchema = workerEnvSchema.extend({
   ...metricsServerEnv,
@@ -13,3 +14,25 @@ export function loadToolWorkerConfig(env: Record<string, string | undefined> = p
   return parseEnv(toolWorkerEnvSchema, env);
 }
 export type ToolWorkerConfig = ReturnType<typeof loadToolWorkerConfig>;
+
+/**
+ * The environment and the mcp.json it names, checked together so that one start reports every
+ * bad setting (a bad variable does not hide a bad mcp.json); throws one ConfigError.
+ */
+export function loadToolWorkerSetup(env: Record<string, string | undefined> = process.env): { cfg: ToolWorkerConfig; mcpConfig: McpConfig } {
+  const problems: string[] = [];
+  const collect = <T>(f: () => T): T | undefined => {
+    try {
+      return f();
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      problems.push(...err.problems);
+      return undefined;
+    }
+  };
+  const cfg = collect(() => loadToolWorkerConfig(env));
+  const mcpPath = cfg ? cfg.MCP_CONFIG : env.MCP_CONFIG || undefined;
+  const mcpConfig = mcpPath ? collect(() => loadMcpConfig(mcpPath)) : { mcpServers: {} };
+  if (problems.length || !cfg || !mcpConfig) throw new ConfigError(problems);
+  return { cfg, mcpConfig };
+}

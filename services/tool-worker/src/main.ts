@@ -1,28 +1,12 @@
-import { ConfigError, createLogger, exitOnConfigError, onShutdown, startTracing } from '@agentq/shared';
-import { loadToolWorkerConfig, type ToolWorkerConfig } from './config.js';
-import { loadMcpConfig, type McpConfig } from './mcp-config.js';
+import { createLogger, exitOnConfigError, onShutdown, startTracing } from '@agentq/shared';
+import { loadToolWorkerSetup, type ToolWorkerConfig } from './config.js';
+import type { McpConfig } from './mcp-config.js';
 import { startToolWorker } from './tool-worker.js';
 
 let cfg: ToolWorkerConfig;
 let mcpConfig: McpConfig;
 try {
-  // Both checks run before either fails, so one start reports every bad setting.
-  const problems: string[] = [];
-  const collect = <T>(f: () => T): T | undefined => {
-    try {
-      return f();
-    } catch (err) {
-      if (!(err instanceof ConfigError)) throw err;
-      problems.push(...err.problems);
-      return undefined;
-    }
-  };
-  const env = collect(() => loadToolWorkerConfig());
-  const mcpPath = env?.MCP_CONFIG ?? (process.env.MCP_CONFIG || undefined);
-  const mcp = mcpPath ? collect(() => loadMcpConfig(mcpPath)) : { mcpServers: {} };
-  if (problems.length) throw new ConfigError(problems);
-  cfg = env!;
-  mcpConfig = mcp!;
+  ({ cfg, mcpConfig } = loadToolWorkerSetup());
 } catch (err) {
   exitOnConfigError(err, 'tool-worker');
 }

@@ -1,31 +1,18 @@
 import type { Readable } from 'node:stream';
-import { RetryableError } from '@agentq/shared';
+import { RetryableError, toolFailed, type ToolOutcome } from '@agentq/shared';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import {
-  ErrorCode,
-  McpError,
-  ToolListChangedNotificationSchema,
-  type CallToolResult,
-  type Tool,
-} from '@modelcontextprotocol/sdk/types.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ErrorCode, McpError, ToolListChangedNotificationSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
 import { isHttpServer, type McpConfig, type McpServerConfig } from './mcp-config.js';
-import { renderToolResult, toolError, type ToolCallOutcome } from './tool-result.js';
+import { classifyFault, errorText, unavailable, withTimeout } from './mcp-faults.js';
+import { pipeStderr } from './mcp-stderr.js';
+import { describeTool, listAllTools, type ToolDescriptor } from './mcp-tools.js';
+import { renderToolResult } from './tool-result.js';
 import { parseArguments, SchemaValidators } from './tool-arguments.js';
 
-export type { ToolCallOutcome };
-
-/** A tool offered to the model, named `<server>__<tool>`. */
-export interface ToolDescriptor {
-  name: string;
-  server: string;
-  tool: string;
-  description: string;
-  input_schema: Record<string, unknown>;
-  annotations?: { readOnlyHint?: boolean; idempotentHint?: boolean; destructiveHint?: boolean };
-}
+export type { ToolDescriptor };
 
 /** Options of {@link McpRegistry}. */
 export interface McpRegistryOptions {
@@ -74,10 +61,6 @@ interface ServerState {
 
 const MAX_BACKOFF_MS = 30_000;
 const MAX_LISTED_NAMES = 40;
-const STDERR_MAX_LINE = 2048;
-const STDERR_MAX_LINES_PER_WINDOW = 50;
-const STDERR_WINDOW_MS = 10_000;
-const STDERR_TAIL = 5;
 
 /**
  * The MCP servers of one process: connects them once, lists their tools as `<server>__<tool>`,
@@ -144,11 +127,11 @@ export class McpRegistry {
   }
 
   /**
-   * Runs a tool. Bad names, bad arguments, tool errors and timeouts resolve with `isError: true`;
+   * Runs a tool. Bad names, bad arguments, tool errors and timeouts resolve as error outcomes;
    * an abort via `opts.signal` rethrows its reason; an unreachable server throws RetryableError
    * (code `tool_server_unavailable`) after one reconnect attempt.
    */
-  async call(name: string, rawArguments: string | Record<string, unknown>, opts: ToolCallOptions): Promise<ToolCallOutcome> {
+  async call(name: string, rawArguments: string | Record<string, unknown>, opts: ToolCallOptions): Promise<ToolOutcome> {
     opts.signal?.throwIfAborted();
     if (this.#closed) throw new RetryableError(`MCP registry is closed; cannot call ${name}`, 'tool_server_unavailable');
     let entry = this.#tools.get(name);
@@ -161,9 +144,9 @@ export class McpRegistry {
       if (!entry) return this.#unknownTool(name, state);
     }
     const args = parseArguments(rawArguments);
-    if (typeof args === 'string') return toolError(name, args);
+    if (typeof args === 'string') return toolFailed('invalid_arguments', args);
     const invalid = this.#validators.check(entry.descriptor, args);
-    if (invalid) return toolError(name, `invalid arguments: ${invalid}`);
+    if (invalid) return toolFailed('invalid_arguments', `invalid arguments: ${invalid}`);
     const timeoutMs = entry.state.config.timeout_ms ?? opts.timeoutMs;
     return this.#invoke(entry.state, entry.descriptor, args, { timeoutMs, signal: opts.signal }, Date.now() + timeoutMs, true);
   }
@@ -194,7 +177,7 @@ export class McpRegistry {
     opts: ToolCallOptions,
     deadline: number,
     mayRetry: boolean,
-  ): Promise<ToolCallOutcome> {
+  ): Promise<ToolOutcome> {
     const client = await this.#connectForCall(state, descriptor.name);
     opts.signal?.throwIfAborted();
     const { timeoutMs } = opts;
@@ -213,17 +196,17 @@ export class McpRegistry {
       // The SDK wraps an abort reason in an McpError; the caller wants its own reason back.
       if (opts.signal?.aborted) throw opts.signal.reason;
       if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) {
-        return toolError(descriptor.name, `timed out after ${timeoutMs} ms`);
+        return toolFailed('timeout', `timed out after ${timeoutMs} ms`);
       }
       const fault = classifyFault(err);
-      if (fault === 'tool') return toolError(descriptor.name, errorText(err));
+      if (fault === 'tool') return toolFailed('server_error', errorText(err));
       state.log.warn({ err: errorText(err), tool: descriptor.tool }, 'MCP server failed during a call; reconnecting');
       const reconnected = await this.#reconnect(state, client);
       // Sending again is safe when the request never got out, or when the tool says a rerun is
       // harmless; otherwise the job retry decides, because the tool may already have run.
       const rerunnable = fault === 'not_delivered' || descriptor.annotations?.readOnlyHint === true || descriptor.annotations?.idempotentHint === true;
       if (reconnected && rerunnable && mayRetry && deadline > Date.now()) return this.#invoke(state, descriptor, args, opts, deadline, false);
-      throw unavailable(state, descriptor.name, err);
+      throw unavailable(state.name, descriptor.name, err);
     } finally {
       opts.signal?.removeEventListener('abort', forwardAbort);
     }
@@ -233,7 +216,7 @@ export class McpRegistry {
     try {
       return await this.#ensureConnected(state);
     } catch (err) {
-      throw unavailable(state, name, err);
+      throw unavailable(state.name, name, err);
     }
   }
 
@@ -341,7 +324,7 @@ export class McpRegistry {
   #setTools(state: ServerState, tools: Tool[]): void {
     const byName = new Map<string, ToolDescriptor>();
     for (const tool of tools) {
-      const descriptor = describe(state.name, tool);
+      const descriptor = describeTool(state.name, tool);
       if (byName.has(descriptor.name)) {
         state.log.warn({ tool: tool.name, name: descriptor.name }, 'two MCP tools map to one name; keeping the first');
         continue;
@@ -375,142 +358,13 @@ export class McpRegistry {
     return best;
   }
 
-  #unknownTool(name: string, state: ServerState | undefined): ToolCallOutcome {
+  #unknownTool(name: string, state: ServerState | undefined): ToolOutcome {
     // Listing the server's own tools first helps the model fix a typo in the tool part.
     const names = (state?.tools.length ? state.tools : this.#descriptors).map((d) => d.name);
-    if (names.length === 0) return toolError(name, 'unknown tool; no tools are available');
+    if (names.length === 0) return toolFailed('refused', 'unknown tool; no tools are available');
     const shown = names.slice(0, MAX_LISTED_NAMES).join(', ');
     const more = names.length > MAX_LISTED_NAMES ? `, … (${names.length - MAX_LISTED_NAMES} more)` : '';
-    return toolError(name, `unknown tool; available tools: ${shown}${more}`);
+    return toolFailed('refused', `unknown tool; available tools: ${shown}${more}`);
   }
 }
 
-function describe(server: string, tool: Tool): ToolDescriptor {
-  // Model APIs accept only [A-Za-z0-9_-] in function names; `tool` keeps the server's own name.
-  const name = `${server}__${tool.name.replace(/[^A-Za-z0-9_-]/g, '_')}`;
-  const descriptor: ToolDescriptor = {
-    name,
-    server,
-    tool: tool.name,
-    description: tool.description ?? tool.title ?? '',
-    input_schema: tool.inputSchema as Record<string, unknown>,
-  };
-  const a = tool.annotations;
-  if (a && (a.readOnlyHint !== undefined || a.idempotentHint !== undefined || a.destructiveHint !== undefined)) {
-    descriptor.annotations = {
-      ...(a.readOnlyHint !== undefined && { readOnlyHint: a.readOnlyHint }),
-      ...(a.idempotentHint !== undefined && { idempotentHint: a.idempotentHint }),
-      ...(a.destructiveHint !== undefined && { destructiveHint: a.destructiveHint }),
-    };
-  }
-  return descriptor;
-}
-
-async function listAllTools(client: Client, timeoutMs: number): Promise<Tool[]> {
-  const tools: Tool[] = [];
-  const seen = new Set<string>();
-  let cursor: string | undefined;
-  do {
-    const page = await client.listTools(cursor === undefined ? {} : { cursor }, { timeout: timeoutMs });
-    tools.push(...page.tools);
-    cursor = page.nextCursor;
-    // A server that repeats a cursor would otherwise page forever.
-    if (cursor !== undefined && seen.has(cursor)) break;
-    if (cursor !== undefined) seen.add(cursor);
-  } while (cursor !== undefined);
-  return tools;
-}
-
-/** Whether an error is the tool's (data for the model) or the connection's, and if the request got out. */
-type Fault = 'tool' | 'not_delivered' | 'lost';
-
-function classifyFault(err: unknown): Fault {
-  if (err instanceof McpError) return err.code === ErrorCode.ConnectionClosed ? 'lost' : 'tool';
-  // A result the SDK could not parse came from a live server: the tool answered badly.
-  if (err instanceof Error && err.name === 'ZodError') return 'tool';
-  if (err instanceof StreamableHTTPError) return err.code === 404 ? 'not_delivered' : 'lost';
-  if (err instanceof Error && err.message === 'Not connected') return 'not_delivered';
-  const code = errnoCode(err);
-  if (code && ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE'].includes(code)) return 'not_delivered';
-  return 'lost';
-}
-
-function errnoCode(err: unknown): string | undefined {
-  for (let e: unknown = err, i = 0; e && i < 4; e = (e as { cause?: unknown }).cause, i++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string') return code;
-  }
-  return undefined;
-}
-
-function unavailable(state: ServerState, name: string, err: unknown): RetryableError {
-  return new RetryableError(`MCP server ${state.name} is unavailable for ${name}: ${errorText(err)}`, 'tool_server_unavailable', {
-    cause: err,
-  });
-}
-
-function errorText(err: unknown): string {
-  if (!(err instanceof Error)) return String(err);
-  const code = errnoCode(err);
-  // fetch hides the useful part ("ECONNREFUSED …") in its cause.
-  const cause = err.cause instanceof Error && err.cause.message !== err.message ? ` (${err.cause.message})` : '';
-  return `${err.message}${cause}${code && !`${err.message}${cause}`.includes(code) ? ` [${code}]` : ''}`;
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-/** Logs a stdio server's stderr at debug, a line at most 2 KB, at most 50 lines per 10 s. */
-function pipeStderr(stream: Readable, state: ServerState): void {
-  let line = '';
-  let truncated = false;
-  let windowStart = 0;
-  let count = 0;
-  let dropped = 0;
-  const emit = () => {
-    const text = line.replace(/\r$/, '');
-    const wasTruncated = truncated;
-    line = '';
-    truncated = false;
-    if (!text.trim()) return;
-    state.stderrTail.push(text.slice(0, 500));
-    if (state.stderrTail.length > STDERR_TAIL) state.stderrTail.shift();
-    const now = Date.now();
-    if (now - windowStart > STDERR_WINDOW_MS) {
-      if (dropped > 0) state.log.debug({ dropped }, 'MCP server stderr lines dropped');
-      windowStart = now;
-      count = 0;
-      dropped = 0;
-    }
-    if (++count > STDERR_MAX_LINES_PER_WINDOW) {
-      dropped++;
-      return;
-    }
-    state.log.debug({ stderr: wasTruncated ? `${text}…[truncated]` : text }, 'MCP server stderr');
-  };
-  stream.setEncoding('utf8');
-  stream.on('data', (chunk: string) => {
-    let start = 0;
-    for (;;) {
-      const newline = chunk.indexOf('\n', start);
-      const piece = newline === -1 ? chunk.slice(start) : chunk.slice(start, newline);
-      if (!truncated) {
-        line += piece;
-        if (line.length > STDERR_MAX_LINE) {
-          line = line.slice(0, STDERR_MAX_LINE);
-          truncated = true;
-        }
-      }
-      if (newline === -1) return;
-      emit();
-      start = newline + 1;
-    }
-  });
-  stream.on('end', emit);
-  stream.on('error', () => undefined);
-}

@@ -1,7 +1,22 @@
-import type { Job } from 'bullmq';
-import type { Queue } from 'bullmq';
-import { AgentqError, BUILTIN_TOOL_NAMES, compileAllowlist, isTerminal, lazyChild, runDeadline, type ContextStore, toolCallJobSchema, type Logger, type RunStore, type ToolResultRecord } from '@agentq/shared';
-import type { ToolCallOutcome, ToolDescriptor } from './mcp-registry.js';
+import {
+  AgentqError,
+  BUILTIN_TOOL_NAMES,
+  compileAllowlist,
+  eventOutput,
+  isTerminal,
+  lazyChild,
+  modelText,
+  runDeadline,
+  toolFailed,
+  type JobContext,
+  type Logger,
+  type Runs,
+  type RunStore,
+  type ToolCallJob,
+  type ToolOutcome,
+  type ToolResultRecord,
+} from '@agentq/shared';
+import type { ToolDescriptor } from './mcp-tools.js';
 import { runAgentQuery } from './builtin/agent-query.js';
 import { runContextTool } from './builtin/context-tools.js';
 import { parseArguments } from './tool-arguments.js';
@@ -10,7 +25,7 @@ import { capToolOutput } from './tool-output.js';
 /** The part of the MCP registry a tool call needs. */
 export interface ToolRunner {
   tools(): ToolDescriptor[];
-  call(name: string, rawArguments: string, opts: { timeoutMs: number; signal?: AbortSignal }): Promise<ToolCallOutcome>;
+  call(name: string, rawArguments: string, opts: { timeoutMs: number; signal?: AbortSignal }): Promise<ToolOutcome>;
 }
 
 export interface ToolCallDeps {
@@ -19,12 +34,11 @@ export interface ToolCallDeps {
    * for a result's write, which Redis then still runs before the job's completion.
    */
   store: RunStore;
+  runs: Runs;
   runner: ToolRunner;
   logger: Logger;
   toolTimeoutMs: number;
   outputMaxBytes: number;
-  contexts: ContextStore;
-  agentQueue: Queue;
 }
 
 /** What a tool-call job ends with; `record` is for the worker's telemetry, not for BullMQ. */
@@ -42,101 +56,100 @@ export function safeToRerun(tool: ToolDescriptor | undefined): boolean {
 /**
  * Runs one tool call and stores its result under the call. Tool failures are results the
  * model sees, never job failures; only an unreachable tool server is retried, and after the
- * last attempt it too becomes an error result, so the parent turn is always released.
+ * last attempt it too becomes an error result, so the next step is always released.
  */
-export async function processToolCall(job: Job, deps: ToolCallDeps, signal?: AbortSignal, token?: string): Promise<ToolCallJobResult> {
-  const data = toolCallJobSchema.parse(job.data);
+export async function processToolCall(data: ToolCallJob, ctx: JobContext, deps: ToolCallDeps): Promise<ToolCallJobResult> {
+  const { job, signal } = ctx;
   const { runId, depth, index, name } = data;
   const log = lazyChild(deps.logger, { run_id: runId, job_id: job.id, depth, tool: name });
 
   // attemptsStarted counts stalled restarts too (a crash is not a failed attempt for BullMQ).
   const attempt = Math.max(job.attemptsStarted ?? 0, job.attemptsMade + 1);
-  const resumed = Boolean((job.data as { subrunIds?: string[] }).subrunIds);
-  const started = resumed ? job.processedOn ?? job.timestamp : Date.now();
+  const resumed = Boolean(data.subrunIds);
+  const started = resumed ? (job.processedOn ?? job.timestamp) : Date.now();
   const startedAt = new Date(started).toISOString();
   const startEvent = resumed ? undefined : { depth, index, tool_call_id: data.toolCallId, name, attempt };
   // One round trip: a finished result is never executed again (at-least-once delivery,
-  // at-most-once result); an ended run runs nothing; else the attempt is marked running.
-  const begun = await deps.store.beginToolCall(runId, depth, index, attempt, startEvent);
+  // at-most-once result); a run that has ended, or whose ancestor has, runs nothing; else the
+  // attempt is marked running.
+  const begun = await deps.store.toolCalls.begin(runId, depth, index, attempt, { ancestors: data.ancestors, event: startEvent });
   if (begun.kind === 'done') return { index, skipped: 'done before' };
-  if (begun.kind === 'ended') return { index, skipped: begun.run?.status ?? 'missing' };
+  if (begun.kind === 'ended') {
+    // An ancestor has ended (the tree was cancelled): so does this run, and nothing starts.
+    if (begun.ancestorOver) await deps.runs.finish(runId, { status: 'cancelled', stopReason: 'cancelled' });
+    return { index, skipped: begun.ancestorOver ? 'ancestor ended' : (begun.run?.status ?? 'missing') };
+  }
   const { run, interrupted } = begun;
   const deadline = runDeadline(run.spec, Date.parse(run.createdAt));
   const tool = deps.runner.tools().find((t) => t.name === name);
 
-  let outcome: ToolCallOutcome;
+  let outcome: ToolOutcome;
   let subrunIds: string[] | undefined;
   if (BUILTIN_TOOL_NAMES.has(name)) {
     // Built-in tools are safe to run again: their effects (sub-runs) have ids fixed by the job.
     const args = parseArguments(data.arguments);
-    if (typeof args === 'string') outcome = { isError: true, content: `Error executing ${name}: ${args}` };
-    else if (name.startsWith('context_')) outcome = await runContextTool(name, args, runId, deps.contexts);
-    else {
-      const r = await runAgentQuery(job, token, data, args, run, deps);
-      outcome = r.outcome;
-      subrunIds = r.subrunIds;
-    }
+    if (typeof args === 'string') outcome = toolFailed('invalid_arguments', args);
+    else if (name.startsWith('context_')) outcome = await runContextTool(name, args, runId, deps.store.contexts);
+    else ({ outcome, subrunIds } = await runAgentQuery(ctx, data, args, run, deps));
   } else if (!compileAllowlist(run.spec.tools)(name)) {
-    outcome = { isError: true, content: `Error executing ${name}: this tool is not allowed for this run (allowed: ${run.spec.tools?.join(', ') ?? 'all'})` };
+    outcome = toolFailed('refused', `this tool is not allowed for this run (allowed: ${run.spec.tools?.join(', ') ?? 'all'})`);
   } else if (interrupted && !safeToRerun(tool)) {
     // A previous attempt started this call and never reported back (a crash): it may have had
     // its effect. Only tools that declare themselves read-only or idempotent are run again.
-    outcome = {
-      isError: true,
-      content: `Error executing ${name}: the outcome is unknown; a worker stopped while this call was running and the tool is not marked idempotent, so it was not run again. Check its effect before retrying.`,
-    };
+    outcome = toolFailed(
+      'unknown_outcome',
+      'the outcome is unknown; a worker stopped while this call was running and the tool is not marked idempotent, so it was not run again. Check its effect before retrying.',
+    );
   } else if (deadline !== undefined && deadline <= Date.now()) {
-    outcome = { isError: true, content: `Error executing ${name}: the run's deadline (timeout_ms) passed before the call started` };
+    outcome = toolFailed('refused', "the run's deadline (timeout_ms) passed before the call started");
   } else {
     // A call in flight at the run's deadline is abandoned, not waited for.
     const untilDeadline = deadline !== undefined ? deadline - Date.now() : Infinity;
     const timeoutMs = Math.max(1, Math.min(deps.toolTimeoutMs, untilDeadline));
     try {
       outcome = await deps.runner.call(name, data.arguments, { timeoutMs, signal });
-      if (outcome.isError && timeoutMs === untilDeadline && Date.now() >= deadline!) {
-        outcome = { isError: true, content: `Error executing ${name}: abandoned at the run's deadline (timeout_ms)` };
+      if (outcome.kind !== 'ok' && timeoutMs === untilDeadline && Date.now() >= deadline!) {
+        outcome = toolFailed('timeout', "abandoned at the run's deadline (timeout_ms)");
       }
     } catch (err) {
       if (signal?.aborted) {
-        const now = await deps.store.getState(runId);
+        const now = await deps.store.runs.getState(runId);
         if (!now || isTerminal(now.status)) return { index, skipped: 'cancelled' };
         throw err;
       }
       const retryable = err instanceof AgentqError && err.retryable;
       if (retryable && attempt < (job.opts.attempts ?? 1)) {
         // The server was not reached: the call had no effect, so the next attempt is a clean run.
-        await deps.store.clearToolRunning(runId, depth, index);
+        await deps.store.toolCalls.clearRunning(runId, depth, index);
         log.warn({ err: (err as Error).message, attempt }, 'tool server unavailable; will retry');
         throw err;
       }
-      outcome = { isError: true, content: `Error executing ${name}: ${(err as Error).message}` };
+      outcome = toolFailed('unavailable', (err as Error).message);
     }
   }
 
+  const isError = outcome.kind !== 'ok';
   const rec: ToolResultRecord = {
     id: data.toolCallId,
     name,
-    status: outcome.isError ? 'failed' : 'completed',
-    output: capToolOutput(outcome.content, deps.outputMaxBytes),
-    is_error: outcome.isError,
+    status: isError ? 'failed' : 'completed',
+    outcome: outcome.kind,
+    output: capToolOutput(modelText(name, outcome), deps.outputMaxBytes),
+    is_error: isError,
     attempts: attempt,
     duration_ms: Date.now() - started,
     started_at: startedAt,
     completed_at: new Date().toISOString(),
     ...(subrunIds ? { subrun_ids: subrunIds } : {}),
   };
-  // Not awaited: the store shares the worker's connection and completeToolCall is ordered, so
+  // Not awaited: the store shares the worker's connection and completing a call is ordered, so
   // BullMQ's completion of this job (sent next on that connection) runs after the result is
-  // stored, and the next turn, which that completion may release, finds it. Not waiting for the
+  // stored, and the next step, which that completion may release, finds it. Not waiting for the
   // reply takes a round trip off every tool round's critical path.
-  deps.store.completeToolCall(runId, depth, index, rec, {
-    depth,
-    index,
-    tool_call_id: data.toolCallId,
-    name,
-    is_error: rec.is_error,
-    duration_ms: rec.duration_ms,
-  }, data.count ? { run, count: data.count } : undefined).catch((err: Error) => log.error({ err: err.message }, 'could not store the tool result; the next turn records the call as failed'));
-  log.debug({ is_error: rec.is_error, duration_ms: rec.duration_ms }, 'tool call done');
+  const event = { depth, index, tool_call_id: data.toolCallId, name, is_error: rec.is_error, duration_ms: rec.duration_ms, outcome: outcome.kind, ...eventOutput(rec.output) };
+  deps.store.toolCalls
+    .complete(runId, depth, index, rec, event, data.count ? { run, count: data.count } : undefined)
+    .catch((err: Error) => log.error({ err: err.message }, 'could not store the tool result; the next step records the call as failed'));
+  log.debug({ outcome: rec.outcome, duration_ms: rec.duration_ms }, 'tool call done');
   return { index, record: rec };
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { renderToolResult, toolError } from './tool-result.js';
+import { modelText, toolFailed } from '@agentq/shared';
+import { renderToolResult } from './tool-result.js';
 
 describe('renderToolResult', () => {
   it('joins text blocks with newlines', () => {
@@ -10,7 +11,7 @@ describe('renderToolResult', () => {
           { type: 'text', text: 'two' },
         ],
       }),
-    ).toEqual({ content: 'one\ntwo', isError: false });
+    ).toEqual({ kind: 'ok', text: 'one\ntwo' });
   });
 
   it('replaces binary blocks with short placeholders', () => {
@@ -23,7 +24,7 @@ describe('renderToolResult', () => {
         { type: 'resource', resource: { uri: 'file:///b.bin', mimeType: 'application/zip', blob: 'QUJD' } },
       ],
     });
-    expect(out.content.split('\n')).toEqual([
+    expect(out.text.split('\n')).toEqual([
       'here:',
       '[image image/png, 1234 bytes base64]',
       '[audio audio/wav, 4 bytes base64]',
@@ -33,21 +34,25 @@ describe('renderToolResult', () => {
   });
 
   it('keeps the text of an embedded text resource', () => {
-    expect(renderToolResult({ content: [{ type: 'resource', resource: { uri: 'mem://a', text: 'hello' } }] }).content).toBe('[resource mem://a]\nhello');
+    expect(renderToolResult({ content: [{ type: 'resource', resource: { uri: 'mem://a', text: 'hello' } }] }).text).toBe('[resource mem://a]\nhello');
   });
 
   it('uses structuredContent as JSON when there is no text', () => {
-    expect(renderToolResult({ content: [], structuredContent: { sum: 3 } })).toEqual({ content: '{"sum":3}', isError: false });
-    expect(renderToolResult({ content: [{ type: 'text', text: '3' }], structuredContent: { sum: 3 } }).content).toBe('3');
+    expect(renderToolResult({ content: [], structuredContent: { sum: 3 } })).toEqual({ kind: 'ok', text: '{"sum":3}' });
+    expect(renderToolResult({ content: [{ type: 'text', text: '3' }], structuredContent: { sum: 3 } }).text).toBe('3');
   });
 
-  it('keeps isError and the text of an error result', () => {
-    expect(renderToolResult({ content: [{ type: 'text', text: 'no contact c9' }], isError: true })).toEqual({ content: 'no contact c9', isError: true });
+  it('makes an error result a tool_error whose text the model sees in the tool\'s own words', () => {
+    const outcome = renderToolResult({ content: [{ type: 'text', text: 'no contact c9' }], isError: true });
+    expect(outcome).toEqual({ kind: 'tool_error', text: 'no contact c9' });
+    expect(modelText('crm__get_contact', outcome)).toBe('no contact c9');
   });
 });
 
-describe('toolError', () => {
-  it('words errors like the seeds', () => {
-    expect(toolError('crm__x', 'timed out after 5 ms')).toEqual({ content: 'Error executing crm__x: timed out after 5 ms', isError: true });
+describe('modelText', () => {
+  it("words agentq's own errors like the seeds, and passes answers through", () => {
+    expect(modelText('crm__x', toolFailed('timeout', 'timed out after 5 ms'))).toBe('Error executing crm__x: timed out after 5 ms');
+    expect(modelText('crm__x', toolFailed('unknown_outcome', 'the outcome is unknown'))).toBe('Error executing crm__x: the outcome is unknown');
+    expect(modelText('crm__x', { kind: 'ok', text: '[]' })).toBe('[]');
   });
 });

@@ -1,15 +1,5 @@
 import type { CallToolResult, ContentBlock } from '@modelcontextprotocol/sdk/types.js';
-
-/** What a tool call gives back to the model: text, and whether it is an error the model should see. */
-export interface ToolCallOutcome {
-  content: string;
-  isError: boolean;
-}
-
-/** The model-facing error outcome, worded like the seeds: `Error executing <name>: <reason>`. */
-export function toolError(name: string, reason: string): ToolCallOutcome {
-  return { content: `Error executing ${name}: ${reason}`, isError: true };
-}
+import type { ToolOutcome } from '@agentq/shared';
 
 // Binary payloads are never inlined: a model cannot use base64, and it would eat the context.
 function placeholder(kind: string, mimeType: string | undefined, base64: string): string {
@@ -41,9 +31,10 @@ export function renderContentBlock(block: ContentBlock): string {
 
 /**
  * Renders an MCP tool result as the text the model sees: content blocks joined by newlines,
- * or the JSON of `structuredContent` when the result carries no text.
+ * or the JSON of `structuredContent` when the result carries no text. An error result is a
+ * `tool_error` in the tool's own words.
  */
-export function renderToolResult(result: CallToolResult): ToolCallOutcome {
+export function renderToolResult(result: CallToolResult): ToolOutcome {
   const blocks = result.content ?? [];
   const hasText = blocks.some((b) => b.type === 'text' || (b.type === 'resource' && 'text' in b.resource));
   let content = blocks.map(renderContentBlock).join('\n');
@@ -51,5 +42,5 @@ export function renderToolResult(result: CallToolResult): ToolCallOutcome {
     const json = JSON.stringify(result.structuredContent);
     content = content ? `${json}\n${content}` : json;
   }
-  return { content, isError: result.isError === true };
+  return { kind: result.isError === true ? 'tool_error' : 'ok', text: content };
 }

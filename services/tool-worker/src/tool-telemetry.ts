@@ -1,17 +1,10 @@
 import type { Job } from 'bullmq';
-import { AGENTQ, GEN_AI, SpanStatusCode, withJobSpan, type AgentqMetrics, type ToolResultRecord } from '@agentq/shared';
+import { AGENTQ, GEN_AI, SpanStatusCode, withJobSpan, type AgentqMetrics, type ToolCallJob, type ToolOutcomeKind } from '@agentq/shared';
 import type { ToolCallJobResult } from './tool-call-processor.js';
 
-/** How a stored tool call ended, for metrics and spans. */
-export type ToolOutcome = 'ok' | 'error' | 'timeout';
-
-// The wording of a timed-out call: the MCP request timeout (mcp-registry) or the run's deadline (tool-call-processor).
-const TIMED_OUT = /^Error executing [^:]*: (timed out after \d+ ms|abandoned at the run's deadline)/;
-
-/** Classifies a stored result: `ok`, `timeout`, or `error` (any other error result the model sees). */
-export function toolOutcome(rec: Pick<ToolResultRecord, 'is_error' | 'output'>): ToolOutcome {
-  if (!rec.is_error) return 'ok';
-  return TIMED_OUT.test(rec.output) ? 'timeout' : 'error';
+/** The coarse `outcome` label of the tool metrics (kept as documented): ok, timeout, or any other error. */
+export function metricOutcome(kind: ToolOutcomeKind): 'ok' | 'error' | 'timeout' {
+  return kind === 'ok' || kind === 'timeout' ? kind : 'error';
 }
 
 export interface ToolTelemetryDeps {
@@ -22,13 +15,12 @@ export interface ToolTelemetryDeps {
 
 /**
  * Runs one tool-call job in an `execute_tool <tool>` span (GenAI semantic conventions), a
- * child of the turn that asked for it, and counts the call once its result is sent to the store
+ * child of the step that asked for it, and counts the call once its result is sent to the store
  * (the processor hands that record over; it is not kept in the job's return value).
  * Attempts that stored nothing (skipped, waiting for sub-runs, retried) count nothing.
  */
-export function traceToolCall(job: Job, deps: ToolTelemetryDeps, fn: () => Promise<ToolCallJobResult>): Promise<Omit<ToolCallJobResult, 'record'>> {
-  const data = job.data as { runId: string; depth: number; index: number; toolCallId?: string; name?: string; traceparent?: string };
-  const name = String(data.name);
+export function traceToolCall(data: ToolCallJob, job: Job, deps: ToolTelemetryDeps, fn: () => Promise<ToolCallJobResult>): Promise<Omit<ToolCallJobResult, 'record'>> {
+  const name = data.name;
   return withJobSpan(
     `execute_tool ${name}`,
     {
@@ -36,10 +28,10 @@ export function traceToolCall(job: Job, deps: ToolTelemetryDeps, fn: () => Promi
       attributes: {
         [GEN_AI.operationName]: 'execute_tool',
         [GEN_AI.toolName]: name,
-        [GEN_AI.toolCallId]: String(data.toolCallId),
+        [GEN_AI.toolCallId]: data.toolCallId,
         [GEN_AI.toolType]: 'function',
-        [AGENTQ.runId]: String(data.runId),
-        [AGENTQ.depth]: Number(data.depth),
+        [AGENTQ.runId]: data.runId,
+        [AGENTQ.depth]: data.depth,
         [AGENTQ.jobId]: String(job.id),
         [AGENTQ.attempt]: job.attemptsMade + 1,
       },
@@ -51,13 +43,15 @@ export function traceToolCall(job: Job, deps: ToolTelemetryDeps, fn: () => Promi
         return result;
       }
       if (!rec) return result;
-      const outcome = toolOutcome(rec);
+      // Results stored by the processor always carry their kind; `no_result` only guards the type.
+      const kind = rec.outcome ?? 'no_result';
+      const outcome = metricOutcome(kind);
       const tool = deps.isKnownTool(name) ? name : 'unknown';
-      deps.metrics.toolCalls.inc({ tool, outcome });
+      deps.metrics.toolCalls.inc({ tool, outcome, kind });
       deps.metrics.toolCallDuration.observe({ tool }, rec.duration_ms / 1000);
-      span.setAttribute(AGENTQ.outcome, outcome);
+      span.setAttribute(AGENTQ.outcome, kind);
       if (outcome !== 'ok') {
-        span.setAttribute('error.type', outcome === 'timeout' ? 'timeout' : 'tool_error');
+        span.setAttribute('error.type', kind);
         span.setStatus({ code: SpanStatusCode.ERROR, message: rec.output.slice(0, 200) });
       }
       return result;

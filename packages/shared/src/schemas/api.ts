@@ -1,9 +1,10 @@
 import { z } from 'zod';
-import type { ToolCatalogEntry } from '../run-store.js';
+import type { ToolCatalogEntry } from '../store/tool-catalog.js';
 import { RUN_EVENT_TYPES } from './events.js';
 import { chatMessageSchema, toolCallSchema } from './message.js';
 import { RUN_STATUSES, STOP_REASONS, type RunObject } from './run.js';
 import { usageSchema } from './usage.js';
+import { TOOL_OUTCOME_KINDS } from '../tool-outcome.js';
 
 // The response shapes of the HTTP API. Objects are loose: the contract lets the service add
 // fields, so a client must accept (and these schemas keep) fields it does not know yet.
@@ -72,6 +73,8 @@ export const stepToolCallSchema = z.looseObject({
   status: z.enum(['queued', 'running', 'completed', 'failed']),
   output: z.string().nullable(),
   is_error: z.boolean(),
+  /** How the call ended, once it has (see ToolOutcomeKind). */
+  outcome: z.enum(TOOL_OUTCOME_KINDS).optional(),
   attempts: z.number().int().min(0),
   duration_ms: z.number().min(0).nullable(),
   subrun_ids: z.array(runId).optional(),
@@ -130,34 +133,42 @@ export const readySchema = z.looseObject({ status: z.literal('ready') });
 
 const usageTokens = z.looseObject({ prompt_tokens: z.number().int(), completion_tokens: z.number().int(), total_tokens: z.number().int() });
 
+// Every event's data says which run it is about (`run_id`; a sub-run's for `subrun.*`) and when it happened (`at`).
+const eventData = <S extends z.ZodRawShape>(shape: S) => z.looseObject({ run_id: runId, at: timestamp, ...shape });
+
 /** The `data:` of each event type of `GET /v1/runs/:id/events`. */
 export const runEventDataSchemas = {
-  'run.queued': z.looseObject({ run_id: runId }),
-  'run.started': z.looseObject({ run_id: runId }),
-  'step.started': z.looseObject({ depth: z.number().int(), model: z.string(), tools_disabled: z.boolean() }),
-  'message.delta': z.looseObject({ depth: z.number().int(), text: z.string() }),
-  'step.completed': z.looseObject({
+  'run.queued': eventData({}),
+  'run.started': eventData({}),
+  'step.started': eventData({ depth: z.number().int(), model: z.string(), tools_disabled: z.boolean() }),
+  'message.delta': eventData({ depth: z.number().int(), text: z.string() }),
+  'step.completed': eventData({
     depth: z.number().int(),
     usage: usageTokens,
     finish_reason: z.string().nullable(),
     content: z.string().nullable(),
     tool_calls: z.array(z.looseObject({ id: z.string(), name: z.string(), arguments: z.string() })),
   }),
-  'tool.started': z.looseObject({ depth: z.number().int(), index: z.number().int(), tool_call_id: z.string(), name: z.string(), attempt: z.number().int() }),
-  'tool.completed': z.looseObject({
+  'tool.started': eventData({ depth: z.number().int(), index: z.number().int(), tool_call_id: z.string(), name: z.string(), attempt: z.number().int() }),
+  'tool.completed': eventData({
     depth: z.number().int(),
     index: z.number().int(),
     tool_call_id: z.string(),
     name: z.string(),
     is_error: z.boolean(),
     duration_ms: z.number().min(0),
+    /** The call's output as the model sees it, cut at 16 KB (then `truncated`). */
+    output: z.string(),
+    truncated: z.boolean().optional(),
+    /** How the call ended (see ToolOutcomeKind). */
+    outcome: z.enum(TOOL_OUTCOME_KINDS).optional(),
   }),
-  'subrun.started': z.looseObject({ run_id: runId, depth: z.number().int(), tool_call_id: z.string(), index: z.number().int() }),
-  'subrun.completed': z.looseObject({ run_id: runId, status: z.string(), tool_call_id: z.string(), index: z.number().int() }),
-  'run.completed': z.looseObject({ run: runObjectSchema }),
-  'run.failed': z.looseObject({ run: runObjectSchema }),
-  'run.cancelled': z.looseObject({ run: runObjectSchema }),
-  'run.incomplete': z.looseObject({ run: runObjectSchema }),
+  'subrun.started': eventData({ depth: z.number().int(), tool_call_id: z.string(), index: z.number().int() }),
+  'subrun.completed': eventData({ status: z.string(), tool_call_id: z.string(), index: z.number().int() }),
+  'run.completed': eventData({ run: runObjectSchema }),
+  'run.failed': eventData({ run: runObjectSchema }),
+  'run.cancelled': eventData({ run: runObjectSchema }),
+  'run.incomplete': eventData({ run: runObjectSchema }),
 } satisfies Record<(typeof RUN_EVENT_TYPES)[number], z.ZodType>;
 
 const sse = <T extends (typeof RUN_EVENT_TYPES)[number]>(event: T) =>
@@ -189,7 +200,8 @@ export const webhookPayloadSchema = z.looseObject({
 
 // Compile-time checks that what the service builds fits the schemas it publishes (the
 // schemas' index signatures, from looseObject, are left out of the comparison).
-type Known<T> = T extends readonly (infer U)[] ? Known<U>[] : T extends object ? { [K in keyof T as string extends K ? never : K]: Known<T[K]> } : T;
+/** `T` without the index signatures that looseObject adds: the fields a schema names. */
+export type Known<T> = T extends readonly (infer U)[] ? Known<U>[] : T extends object ? { [K in keyof T as string extends K ? never : K]: Known<T[K]> } : T;
 type Fits<A extends B, B> = A;
 export type RunObjectFitsSchema = Fits<Known<RunObject>, Known<z.input<typeof runObjectSchema>>>;
 export type ToolFitsSchema = Fits<Known<ToolCatalogEntry>, Known<z.input<typeof toolInfoSchema>>>;

@@ -84,7 +84,7 @@ export interface RunSpec {
   has_context?: boolean;
   /** Absolute deadline (ms since epoch) from timeout_ms; sub-runs inherit their root's. */
   deadline_at?: number;
-  /** The tool job a sub-run reports to: every turn of the sub-run is added as its child. */
+  /** The tool job a sub-run reports to: every step of the sub-run is added as its child. */
   parent_job?: { id: string; queue: string };
   /** Run ids from the root down to the parent (empty for a root run). */
   ancestors: string[];

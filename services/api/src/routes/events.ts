@@ -19,7 +19,7 @@ export function eventsRoutes(deps: { store: RunStore; hub: EventHub; ownRun: (ow
     await deps.ownRun(c.get('owner'), id);
     const from = c.req.header('last-event-id') ?? c.req.query('last_event_id') ?? '0';
     if (from !== '0' && !/^\d+-\d+$/.test(from)) throw new HttpError(400, 'validation_error', 'Last-Event-ID must be an event id this stream sent (like "1700000000000-0")');
-    const key = deps.store.keys(id).events;
+    const key = deps.store.events.key(id);
 
     return streamSSE(c, async (stream) => {
       let last = from;
@@ -47,7 +47,7 @@ export function eventsRoutes(deps: { store: RunStore; hub: EventHub; ownRun: (ow
       try {
         const drain = async () => {
           for (;;) {
-            const page = await deps.store.readEvents(id, last, 1000);
+            const page = await deps.store.events.read(id, last, 1000);
             await send(page);
             if (page.length < 1000 || finished) break;
           }
@@ -56,7 +56,7 @@ export function eventsRoutes(deps: { store: RunStore; hub: EventHub; ownRun: (ow
         // Resumed after the terminal event (or it fell out of the capped stream): the run has
         // ended, so read what may have come meanwhile and close instead of idling forever.
         if (!finished) {
-          const run = await deps.store.getRun(id);
+          const run = await deps.store.runs.get(id);
           if (!run || isTerminal(run.status)) {
             await drain();
             finished = true;

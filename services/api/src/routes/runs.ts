@@ -1,38 +1,35 @@
 import { Hono } from 'hono';
-import { z } from 'zod';
-import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import {
-  cancelChannel,
-  ContextStore,
+  buildRun,
   createRunBodySchema,
-  finishRun,
   isRunId,
   isTerminal,
-  jobIds,
-  jobNames,
-  jobOptions,
+  limitsOf,
   listRunsQuerySchema,
   newId,
   refuseNonPublicUrl,
-  inTrace,
-  startRunTrace,
-  RUN_STATUSES,
-  type AgentTurnJob,
+  type Admission,
   type Logger,
   type RunObject,
+  type Runs,
   type RunStore,
+  type TenantTable,
+  type UsageMeter,
 } from '@agentq/shared';
 import { HttpError } from '../http-error.js';
-import { claimIdempotencyKey } from '../idempotency.js';
-import { buildRun, checkSizes, type RunLimits } from '../run-request.js';
+import { ABANDONED_CLAIM_MS, claimIdempotencyKey } from '../idempotency.js';
+import { checkSizes, type RunLimits } from '../run-request.js';
 import { parseOr400, readJson } from '../validation.js';
+import { rateLimited } from '../rate-limit.js';
 
 export interface RunsRouteDeps {
   store: RunStore;
+  runs: Runs;
+  admission: Admission;
+  usage: UsageMeter;
+  tenants: TenantTable;
   redis: Redis;
-  agentQueue: Queue;
-  webhookQueue: Queue;
   logger: Logger;
   limits: RunLimits;
   defaultModel?: string;
@@ -43,15 +40,14 @@ export interface RunsRouteDeps {
 /** A run of `owner`, or a 404: a run of another owner is never revealed (no 403). */
 export async function ownRun(store: RunStore, owner: string, id: string): Promise<RunObject> {
   if (!isRunId(id)) throw new HttpError(404, 'not_found', `no run with id "${id.slice(0, 100)}"`);
-  const run = await store.getOwnRun(id, owner);
+  const run = await store.runs.getOwn(id, owner);
   if (!run) throw new HttpError(404, 'not_found', `no run with id "${id}"`);
   return run;
 }
 
 type Env = { Variables: { owner: string } };
 
-
-/** `/v1/runs`: create, list, read. */
+/** `/v1/runs`: create, list, read, cancel. */
 export function runsRoutes(deps: RunsRouteDeps) {
   const app = new Hono<Env>();
 
@@ -61,43 +57,68 @@ export function runsRoutes(deps: RunsRouteDeps) {
     const raw = await readJson(c.req);
     const body = parseOr400(createRunBodySchema, raw, 'run request');
     checkSizes(body, deps.limits);
-    const { spec, messages, context } = buildRun(body, deps.defaultModel);
-    if (spec.webhook) await checkWebhook(spec.webhook);
+    const plan = buildRun(body, deps.defaultModel);
+    if (plan.spec.webhook) await checkWebhook(plan.spec.webhook);
     const owner = c.get('owner');
+    await checkRoom(owner);
     const id = newId('run');
 
     const idemKey = c.req.header('idempotency-key');
     let release: (() => Promise<void>) | undefined;
     if (idemKey !== undefined) {
-      const claim = await claimIdempotencyKey(deps.redis, deps.store.global.idempotency, owner, idemKey, raw, id);
-      if (claim.kind === 'replay') return c.json(await awaitRun(claim.runId), 200, { location: `/v1/runs/${claim.runId}` });
+      let claim = await claimIdempotencyKey(deps.redis, deps.store.global.idempotency, owner, idemKey, raw, id);
+      if (claim.kind === 'replay') {
+        const replayed = await replay(claim.runId, claim.claimedAt);
+        if (replayed) return c.json(replayed, 200, { location: `/v1/runs/${claim.runId}` });
+        // The request that claimed the key died before writing its run: this one makes it.
+        claim = await claim.takeOver();
+        if (claim.kind === 'replay') return c.json(await awaitRun(claim.runId), 200, { location: `/v1/runs/${claim.runId}` });
+      }
       release = claim.release;
     }
-
-    const job: AgentTurnJob = { runId: id, depth: 0, ...startRunTrace(id, spec.model) };
     let created: RunObject;
     try {
-      created = await deps.store.createRun({ id, owner, spec, messages });
-      if (context) await new ContextStore(deps.redis, deps.store.prefix).put(id, context);
-      await inTrace(job, () => deps.agentQueue.add(jobNames.agentTurn(id, 0), job, { ...jobOptions.agentTurn, jobId: jobIds.agentTurn(id, 0) }));
+      created = await deps.runs.create(id, owner, plan);
     } catch (err) {
-      // Not enqueued means not accepted: remove the record rather than leave a run nobody runs.
-      await deps.store.deleteRun(id, owner).catch(() => {});
       await release?.().catch(() => {});
       throw err;
     }
-    deps.logger.info({ run_id: id, model: spec.model }, 'run accepted');
     return c.json(created, 202, { location: `/v1/runs/${id}` });
   });
+
+  /**
+   * The run an earlier request with the same key made, with its first step surely enqueued (that
+   * request may have died in between); null when its run never appeared and the claim is old
+   * enough to take over.
+   */
+  async function replay(runId: string, claimedAt: number): Promise<RunObject | null> {
+    if (Date.now() - claimedAt < ABANDONED_CLAIM_MS) return awaitRun(runId);
+    return (await deps.runs.recover(runId)) ? deps.store.runs.get(runId) : null;
+  }
 
   // A concurrent request with the same key may still be writing the run it reserved.
   async function awaitRun(runId: string): Promise<RunObject> {
     for (let i = 0; i < 100; i++) {
-      const run = await deps.store.getRun(runId);
-      if (run) return run;
+      if (await deps.runs.recover(runId)) {
+        const run = await deps.store.runs.get(runId);
+        if (run) return run;
+      }
       await new Promise((r) => setTimeout(r, 50));
     }
     throw new HttpError(409, 'idempotency_key_in_use', 'a request with this Idempotency-Key is still being processed or failed; retry shortly');
+  }
+
+  // max_queued_runs and max_tokens_per_day: a new run is refused (429) rather than queued without end.
+  async function checkRoom(owner: string) {
+    const limits = limitsOf(deps.tenants, owner);
+    const [{ queued }, tokens] = await Promise.all([deps.admission.standing(owner), limits.max_tokens_per_day === null ? 0 : deps.usage.tokensToday(owner)]);
+    if (queued >= limits.max_queued_runs) {
+      throw rateLimited(`this key has ${queued} runs waiting to start (max_queued_runs ${limits.max_queued_runs}); retry when some have started`, 5_000);
+    }
+    if (limits.max_tokens_per_day !== null && tokens >= limits.max_tokens_per_day) {
+      const tomorrow = new Date(new Date().toISOString().slice(0, 10)).getTime() + 24 * 3600 * 1000;
+      throw rateLimited(`this key used ${tokens} tokens today (max_tokens_per_day ${limits.max_tokens_per_day}); retry after midnight UTC`, tomorrow - Date.now());
+    }
   }
 
   async function checkWebhook(webhook: { url: string; secret?: string }) {
@@ -114,57 +135,36 @@ export function runsRoutes(deps: RunsRouteDeps) {
   app.post('/:id/cancel', async (c) => {
     const run = await own(c.get('owner'), c.req.param('id'));
     if (isTerminal(run.status)) return c.json(run, 202);
-    const ended = await cancelRun(deps, run.id);
-    return c.json(ended ?? (await deps.store.getRun(run.id)), 202);
+    const ended = await deps.runs.cancel(run.id);
+    return c.json(ended ?? (await deps.store.runs.get(run.id)), 202);
   });
 
   app.get('/', async (c) => {
     const q = parseOr400(listRunsQuerySchema, c.req.query(), 'query');
-    return c.json(await deps.store.listRuns(c.get('owner'), q));
+    return c.json(await deps.store.runs.list(c.get('owner'), q));
   });
 
   app.get('/:id', async (c) => c.json(await own(c.get('owner'), c.req.param('id'))));
 
   app.get('/:id/messages', async (c) => {
     const run = await own(c.get('owner'), c.req.param('id'));
-    return c.json({ data: await deps.store.getMessages(run.id) });
+    return c.json({ data: await deps.store.transcript.messages(run.id) });
   });
 
   app.get('/:id/steps', async (c) => {
     const run = await own(c.get('owner'), c.req.param('id'));
-    return c.json({ data: await deps.store.getSteps(run.id) });
+    return c.json({ data: await deps.store.steps.list(run.id) });
   });
 
   app.get('/:id/webhook-deliveries', async (c) => {
     const run = await own(c.get('owner'), c.req.param('id'));
-    const raw = await deps.redis.lrange(deps.store.global.webhookDeliveries(run.id), 0, -1);
-    return c.json({ data: raw.map((r) => JSON.parse(r)) });
+    return c.json({ data: await deps.store.webhooks.list(run.id) });
   });
 
   app.get('/:id/children', async (c) => {
     const run = await own(c.get('owner'), c.req.param('id'));
-    return c.json({ data: await deps.store.getChildren(run.id) });
+    return c.json({ data: await deps.store.runs.children(run.id) });
   });
 
   return app;
-}
-
-/**
- * Cancels a run and its sub-runs: marks them cancelled (so no step or tool call of theirs
- * starts), tells every worker process to abort their in-flight work, and removes queued jobs.
- */
-export async function cancelRun(deps: Pick<RunsRouteDeps, 'store' | 'redis' | 'agentQueue' | 'webhookQueue' | 'logger'>, runId: string): Promise<RunObject | null> {
-  const ended = await finishRun(deps, runId, { status: 'cancelled', stopReason: 'cancelled' });
-  await deps.redis.publish(cancelChannel(deps.store.prefix), runId);
-  const state = await deps.store.getState(runId);
-  if (state) {
-    for (const d of [state.depth, state.depth + 1]) {
-      // A job that is running cannot be removed; its worker aborts it on the cancel message.
-      await deps.agentQueue.remove(jobIds.agentTurn(runId, d), { removeChildren: true }).catch(() => 0);
-    }
-  }
-  for (const child of await deps.store.getChildren(runId)) {
-    if (!isTerminal(child.status)) await cancelRun(deps, child.id);
-  }
-  return ended;
 }

@@ -1,21 +1,7 @@
 import { createHash } from 'node:crypto';
-import { WaitingChildrenError, type Job, type Queue } from 'bullmq';
+import { WaitingChildrenError, type Job } from 'bullmq';
 import { z } from 'zod';
-import {
-  jobIds,
-  jobNames,
-  jobOptions,
-  parseChunkId,
-  startRunTrace,
-  type AgentTurnJob,
-  type ChatMessage,
-  type ContextStore,
-  type RunSpec,
-  type RunState,
-  type RunStore,
-  type ToolCallJob,
-} from '@agentq/shared';
-import type { ToolCallOutcome } from '../tool-result.js';
+import { parseChunkId, toolFailed, toolOk, type ChatMessage, type ContextStore, type JobContext, type Runs, type RunState, type RunStore, type ToolCallJob, type ToolOutcome } from '@agentq/shared';
 
 const item = z.strictObject({ prompt: z.string().min(1), instructions: z.string().optional(), context_chunk: z.string().optional() });
 const queryArgs = item;
@@ -24,14 +10,14 @@ type Item = z.infer<typeof item>;
 
 export interface AgentQueryDeps {
   store: RunStore;
-  contexts: ContextStore;
-  agentQueue: Queue;
+  runs: Runs;
 }
 
 /** The sub-runs' results: what the tool call returns once every child has ended. */
-export type AgentQueryStep = { kind: 'result'; outcome: ToolCallOutcome; subrunIds?: string[] };
-
-const fail = (tool: string, why: string): AgentQueryStep => ({ kind: 'result', outcome: { isError: true, content: `Error executing ${tool}: ${why}` } });
+export interface AgentQueryResult {
+  outcome: ToolOutcome;
+  subrunIds?: string[];
+}
 
 /** A child run id fixed by the tool job, so that a redelivered job creates no second child. */
 export function childRunId(job: Pick<Job, 'id' | 'timestamp'>, k: number): string {
@@ -42,83 +28,63 @@ export function childRunId(job: Pick<Job, 'id' | 'timestamp'>, k: number): strin
 
 /**
  * `agent_query` / `agent_query_batch`: starts one child run per prompt, with only that prompt
- * (and its context chunk) as input, adds their first turns as children of this tool job and
+ * (and its context chunk) as input, adds their first steps as children of this tool job and
  * waits the BullMQ way (moveToWaitingChildren: no worker slot is held). When the last child
  * ends the job runs again and collects their answers, in prompt order. While children run,
  * it throws WaitingChildrenError, which BullMQ takes as "park this job".
  */
-export async function runAgentQuery(job: Job, token: string | undefined, data: ToolCallJob, args: unknown, run: RunState, deps: AgentQueryDeps): Promise<AgentQueryStep> {
+export async function runAgentQuery(ctx: JobContext, data: ToolCallJob, args: unknown, run: RunState, deps: AgentQueryDeps): Promise<AgentQueryResult> {
+  const { job, token } = ctx;
   const tool = data.name;
   const sub = run.spec.subagents;
-  if (!sub?.enabled) return fail(tool, 'sub-agents are not enabled for this run');
+  if (!sub?.enabled) return { outcome: toolFailed('refused', 'sub-agents are not enabled for this run') };
   let items: Item[];
   if (tool === 'agent_query') {
     const a = queryArgs.safeParse(args);
-    if (!a.success) return fail(tool, `invalid arguments: ${z.prettifyError(a.error)}`);
+    if (!a.success) return { outcome: toolFailed('invalid_arguments', `invalid arguments: ${z.prettifyError(a.error)}`) };
     items = [a.data];
   } else {
     const a = batchArgs.safeParse(args);
-    if (!a.success) return fail(tool, `invalid arguments: ${z.prettifyError(a.error)}`);
+    if (!a.success) return { outcome: toolFailed('invalid_arguments', `invalid arguments: ${z.prettifyError(a.error)}`) };
     items = a.data.prompts.map((p) => (typeof p === 'string' ? { prompt: p } : p));
   }
-  if (run.spec.nesting + 1 > sub.max_nesting) return fail(tool, `sub-agents may nest at most ${sub.max_nesting} levels deep, and this run is at level ${run.spec.nesting}; answer this part yourself`);
-  if (items.length > sub.max_batch) return fail(tool, `a batch may hold at most ${sub.max_batch} prompts (got ${items.length}); split it into smaller batches`);
+  if (run.spec.nesting + 1 > sub.max_nesting) {
+    return { outcome: toolFailed('refused', `sub-agents may nest at most ${sub.max_nesting} levels deep, and this run is at level ${run.spec.nesting}; answer this part yourself`) };
+  }
+  if (items.length > sub.max_batch) return { outcome: toolFailed('refused', `a batch may hold at most ${sub.max_batch} prompts (got ${items.length}); split it into smaller batches`) };
 
-  let ids = (job.data as { subrunIds?: string[] }).subrunIds;
+  let ids = data.subrunIds;
   if (!ids) {
+    const refused = await deps.runs.reserveSubruns(run, items.length);
+    if (refused) return { outcome: toolFailed('refused', refused) };
     const inputs: ChatMessage[][] = [];
     for (const it of items) {
-      const r = await childInput(it, run, deps.contexts);
-      if (typeof r === 'string') return fail(tool, r);
+      const r = await childInput(it, run, deps.store.contexts);
+      if (typeof r === 'string') return { outcome: toolFailed('invalid_arguments', r) };
       inputs.push(r);
     }
     ids = items.map((_, k) => childRunId(job, k));
-    const spec: RunSpec = {
-      model: run.spec.model,
-      ...(run.spec.tools ? { tools: run.spec.tools } : {}),
-      max_depth: run.spec.max_depth,
-      ...(run.spec.max_total_tokens !== undefined ? { max_total_tokens: run.spec.max_total_tokens } : {}),
-      ...(run.spec.deadline_at !== undefined ? { deadline_at: run.spec.deadline_at } : {}),
-      on_budget_exhausted: run.spec.on_budget_exhausted,
-      subagents: sub,
-      metadata: {},
-      ancestors: [...run.spec.ancestors, run.id],
-      nesting: run.spec.nesting + 1,
-      parent_job: { id: job.id!, queue: job.queueQualifiedName },
-    };
-    for (let k = 0; k < ids.length; k++) {
-      const id = ids[k];
-      if (!(await deps.store.getOwner(id))) {
-        await deps.store.createRun({ id, owner: run.owner, spec, messages: inputs[k], parentRunId: run.id, rootRunId: run.rootRunId });
-        await deps.store.addChild(run.id, id);
-        await deps.store.appendEvent(run.id, 'subrun.started', { run_id: id, depth: data.depth, tool_call_id: data.toolCallId, index: k });
-      }
-      // The sub-run's trace hangs under this tool call's span.
-      const first: AgentTurnJob = { runId: id, depth: 0, ...startRunTrace(id, spec.model) };
-      await deps.agentQueue.add(jobNames.agentTurn(id, 0), first, {
-        ...jobOptions.agentTurn,
-        jobId: jobIds.agentTurn(id, 0),
-        parent: { id: job.id!, queue: job.queueQualifiedName },
-        ignoreDependencyOnFailure: true,
-      });
-    }
-    await job.updateData({ ...job.data, subrunIds: ids });
+    const origin = { job: { id: job.id!, queue: job.queueQualifiedName }, depth: data.depth, toolCallId: data.toolCallId };
+    for (let k = 0; k < ids.length; k++) await deps.runs.createChild(run, { id: ids[k], messages: inputs[k], index: k }, origin);
+    const resumed: ToolCallJob = { ...data, subrunIds: ids };
+    await job.updateData(resumed);
     if (token && (await job.moveToWaitingChildren(token))) throw new WaitingChildrenError();
   }
 
-  const children = await Promise.all(ids.map((id) => deps.store.getRun(id)));
+  const children = await Promise.all(ids.map((id) => deps.store.runs.get(id)));
   const answers = children.map((c, k) => {
     if (c?.status === 'completed') return { ok: true, text: typeof c.output?.content === 'string' ? c.output.content : JSON.stringify(c.output?.content ?? '') };
     const why = c ? `${c.status}${c.error ? `: ${c.error.message}` : c.stop_reason ? ` (${c.stop_reason})` : ''}` : 'missing';
     return { ok: false, text: `Error: sub-agent run ${ids![k]} ended ${why}` };
   });
   for (const [k, c] of children.entries()) {
-    await deps.store.appendEvent(run.id, 'subrun.completed', { run_id: ids[k], status: c?.status ?? 'missing', tool_call_id: data.toolCallId, index: k });
+    await deps.store.events.append(run.id, 'subrun.completed', { run_id: ids[k], status: c?.status ?? 'missing', tool_call_id: data.toolCallId, index: k });
   }
-  if (tool === 'agent_query') {
-    return { kind: 'result', subrunIds: ids, outcome: { isError: !answers[0].ok, content: answers[0].ok ? answers[0].text : `Error executing agent_query: ${answers[0].text}` } };
-  }
-  return { kind: 'result', subrunIds: ids, outcome: { isError: answers.every((a) => !a.ok), content: JSON.stringify(answers.map((a) => a.text)) } };
+  if (tool === 'agent_query') return { subrunIds: ids, outcome: answers[0].ok ? toolOk(answers[0].text) : toolFailed('subrun_failed', answers[0].text) };
+  // A batch answers in prompt order, a failed child's error text in its place; it is an error
+  // result only when no child completed.
+  const texts = JSON.stringify(answers.map((a) => a.text));
+  return { subrunIds: ids, outcome: answers.some((a) => a.ok) ? toolOk(texts) : toolFailed('tool_error', texts) };
 }
 
 // A child's only input: its prompt, and the text of the context chunk it was given.

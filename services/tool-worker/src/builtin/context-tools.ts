@@ -1,6 +1,5 @@
-import { chunkDocument, type Chunk, type ContextMeta, type ContextStore } from '@agentq/shared';
+import { chunkDocument, toolFailed, toolOk, type Chunk, type ContextMeta, type ContextStore, type ToolOutcome } from '@agentq/shared';
 import { z } from 'zod';
-import type { ToolCallOutcome } from '../tool-result.js';
 
 const MAX_CHUNKS = 10_000;
 const MAX_READ = 100_000;
@@ -9,8 +8,9 @@ const readArgs = z.strictObject({ name: z.string().optional(), offset: z.number(
 const searchArgs = z.strictObject({ pattern: z.string().min(1).max(1000), max_hits: z.number().int().min(1).max(1000).default(20) });
 const chunkArgs = z.strictObject({ max_chars: z.number().int().min(1), overlap_chars: z.number().int().min(0).default(0), name: z.string().optional() });
 
-const ok = (value: unknown): ToolCallOutcome => ({ isError: false, content: typeof value === 'string' ? value : JSON.stringify(value) });
-const fail = (tool: string, why: string): ToolCallOutcome => ({ isError: true, content: `Error executing ${tool}: ${why}` });
+const ok = (value: unknown): ToolOutcome => toolOk(typeof value === 'string' ? value : JSON.stringify(value));
+const invalid = (why: string): ToolOutcome => toolFailed('invalid_arguments', why);
+const refused = (why: string): ToolOutcome => toolFailed('refused', why);
 
 function docIndex(meta: ContextMeta, name: string | undefined): number {
   if (name === undefined) return 0;
@@ -18,28 +18,28 @@ function docIndex(meta: ContextMeta, name: string | undefined): number {
 }
 
 /** Runs one of the context tools over the run's stored context. */
-export async function runContextTool(tool: string, args: unknown, runId: string, contexts: ContextStore): Promise<ToolCallOutcome> {
+export async function runContextTool(tool: string, args: unknown, runId: string, contexts: ContextStore): Promise<ToolOutcome> {
   const meta = await contexts.meta(runId);
-  if (!meta) return fail(tool, 'this run has no context');
+  if (!meta) return refused('this run has no context');
   const names = () => meta.documents.map((d) => d.name).join(', ');
   switch (tool) {
     case 'context_info':
       return ok({ documents: meta.documents, total_chars: meta.documents.reduce((n, d) => n + d.chars, 0) });
     case 'context_read': {
       const a = readArgs.safeParse(args);
-      if (!a.success) return fail(tool, `invalid arguments: ${z.prettifyError(a.error)}`);
+      if (!a.success) return invalid(`invalid arguments: ${z.prettifyError(a.error)}`);
       const i = docIndex(meta, a.data.name);
-      if (i < 0) return fail(tool, `no document named "${a.data.name}" (documents: ${names()})`);
+      if (i < 0) return invalid(`no document named "${a.data.name}" (documents: ${names()})`);
       return ok(await contexts.read(runId, meta, i, a.data.offset, a.data.length));
     }
     case 'context_search': {
       const a = searchArgs.safeParse(args);
-      if (!a.success) return fail(tool, `invalid arguments: ${z.prettifyError(a.error)}`);
+      if (!a.success) return invalid(`invalid arguments: ${z.prettifyError(a.error)}`);
       let re: RegExp;
       try {
         re = new RegExp(a.data.pattern, 'gu');
       } catch (err) {
-        return fail(tool, `invalid regular expression: ${(err as Error).message}`);
+        return invalid(`invalid regular expression: ${(err as Error).message}`);
       }
       const hits: Array<{ name: string; offset: number; text: string }> = [];
       for (let i = 0; i < meta.documents.length && hits.length < a.data.max_hits; i++) {
@@ -54,20 +54,20 @@ export async function runContextTool(tool: string, args: unknown, runId: string,
     }
     case 'context_chunks': {
       const a = chunkArgs.safeParse(args);
-      if (!a.success) return fail(tool, `invalid arguments: ${z.prettifyError(a.error)}`);
-      if (a.data.overlap_chars >= a.data.max_chars) return fail(tool, 'overlap_chars must be smaller than max_chars');
+      if (!a.success) return invalid(`invalid arguments: ${z.prettifyError(a.error)}`);
+      if (a.data.overlap_chars >= a.data.max_chars) return invalid('overlap_chars must be smaller than max_chars');
       const which = a.data.name === undefined ? meta.documents.map((_, i) => i) : [docIndex(meta, a.data.name)];
-      if (which[0] < 0) return fail(tool, `no document named "${a.data.name}" (documents: ${names()})`);
+      if (which[0] < 0) return invalid(`no document named "${a.data.name}" (documents: ${names()})`);
       const chunks: Chunk[] = [];
       for (const i of which) {
         const d = meta.documents[i];
         const count = Math.ceil(Math.max(0, d.chars - a.data.overlap_chars) / (a.data.max_chars - a.data.overlap_chars));
-        if (chunks.length + count > MAX_CHUNKS) return fail(tool, `that makes more than ${MAX_CHUNKS} chunks; use a larger max_chars`);
+        if (chunks.length + count > MAX_CHUNKS) return refused(`that makes more than ${MAX_CHUNKS} chunks; use a larger max_chars`);
         chunks.push(...chunkDocument(i, d.name, d.chars, a.data.max_chars, a.data.overlap_chars));
       }
       return ok({ chunks });
     }
     default:
-      return fail(tool, 'unknown context tool');
+      return refused('unknown context tool');
   }
 }

@@ -1,0 +1,74 @@
+import { InvalidRequestError } from '../errors.js';
+import type { ParentJob } from '../jobs/job-queues.js';
+import type { ChatMessage } from '../schemas/message.js';
+import type { CreateRunBody, RunSpec } from '../schemas/run.js';
+import type { ContextDoc } from '../store/context-store.js';
+import type { RunState } from '../store/run-hash.js';
+
+/** A new run before it is stored: its fixed spec, first messages and context. */
+export interface RunPlan {
+  spec: RunSpec;
+  messages: ChatMessage[];
+  context?: ContextDoc[];
+}
+
+/** The spec, first messages and context of a new root run, from a `POST /v1/runs` body. */
+export function buildRun(body: CreateRunBody, defaultModel: string | undefined, now = Date.now()): RunPlan {
+  const model = body.model ?? defaultModel;
+  if (!model) {
+    throw new InvalidRequestError('model: no model given and the service has no default (set "model" in the request or MODEL on the server)', [
+      { field: 'model', message: 'required when MODEL is not set' },
+    ]);
+  }
+  const messages: ChatMessage[] = [];
+  if (body.instructions) messages.push({ role: 'system', content: body.instructions });
+  if (body.input !== undefined) messages.push({ role: 'user', content: body.input });
+  else messages.push(...(body.messages ?? []));
+  const spec: RunSpec = {
+    model,
+    ...(body.instructions !== undefined ? { instructions: body.instructions } : {}),
+    ...(body.tools ? { tools: body.tools } : {}),
+    max_depth: body.max_depth,
+    ...(body.max_total_tokens !== undefined ? { max_total_tokens: body.max_total_tokens } : {}),
+    ...(body.timeout_ms !== undefined ? { timeout_ms: body.timeout_ms, deadline_at: now + body.timeout_ms } : {}),
+    on_budget_exhausted: body.on_budget_exhausted,
+    ...(body.subagents ? { subagents: body.subagents } : {}),
+    ...(body.response_format ? { response_format: body.response_format } : {}),
+    ...(body.webhook ? { webhook: body.webhook } : {}),
+    ...(body.context !== undefined ? { has_context: true } : {}),
+    metadata: body.metadata ?? {},
+    ancestors: [],
+    nesting: 0,
+  };
+  const context = body.context === undefined ? undefined : typeof body.context === 'string' ? [{ name: 'context', text: body.context }] : body.context;
+  if (context) {
+    const names = new Set<string>();
+    for (const d of context) {
+      if (names.has(d.name)) throw new InvalidRequestError(`context: two documents are named "${d.name}"; names must be unique`, [{ field: 'context', message: 'duplicate document name' }]);
+      names.add(d.name);
+    }
+  }
+  return { spec, messages, ...(context ? { context } : {}) };
+}
+
+/**
+ * The spec of a sub-run started by `parent`'s tool job `parentJob`: it inherits the model,
+ * tools, budgets (the token budget is the tree's, the deadline the root's) and sub-agent limits,
+ * nothing of the parent's messages, and reports to the tool job that waits for it.
+ */
+export function childSpec(parent: RunState, parentJob: ParentJob): RunSpec {
+  const p = parent.spec;
+  return {
+    model: p.model,
+    ...(p.tools ? { tools: p.tools } : {}),
+    max_depth: p.max_depth,
+    ...(p.max_total_tokens !== undefined ? { max_total_tokens: p.max_total_tokens } : {}),
+    ...(p.deadline_at !== undefined ? { deadline_at: p.deadline_at } : {}),
+    on_budget_exhausted: p.on_budget_exhausted,
+    ...(p.subagents ? { subagents: p.subagents } : {}),
+    metadata: {},
+    ancestors: [...p.ancestors, parent.id],
+    nesting: p.nesting + 1,
+    parent_job: parentJob,
+  };
+}

@@ -1,0 +1,50 @@
+import { TERMINAL_STATUSES } from '../schemas/run.js';
+import { RUN_FIELDS as F } from './keys.js';
+
+// Lua shared by the store's scripts. Field names and statuses come from the TypeScript
+// constants, so the scripts cannot drift from the code that reads what they write.
+
+/** A Lua string literal. */
+export const lua = (s: string) => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+
+/**
+ * `runOver(status)`: true when a run is gone (its status read as false) or has a terminal
+ * status. Generated from the one list of terminal statuses.
+ */
+export const RUN_OVER_LUA = `
+local function runOver(status)
+  return (not status) or ${[...TERMINAL_STATUSES].map((s) => `status == ${lua(s)}`).join(' or ')}
+end
+`;
+
+/** `xadd(key, maxlen, type, data)`: appends one event to a run's capped stream. */
+export const XADD_EVENT_LUA = `
+local function xadd(key, maxlen, type, data)
+  return redis.call('XADD', key, 'MAXLEN', '~', maxlen, '*', 'type', type, 'data', data)
+end
+`;
+
+/**
+ * `appendRound(runKey, messagesKey, ancestorKeys, depth, msgs)`: appends the tool messages of
+ * the step at `depth` (JSON strings, in call order) once per depth, unless the run has ended;
+ * counts them in the run's usage and every existing ancestor's usage_total, and moves the run's
+ * depth on. Returns 1 if appended now, 0 if appended before or the run has ended.
+ */
+export const APPEND_ROUND_LUA = `${RUN_OVER_LUA}
+local function appendRound(runKey, messagesKey, ancestorKeys, depth, msgs)
+  if runOver(redis.call('HGET', runKey, ${lua(F.status)})) then return 0 end
+  if redis.call('HSETNX', runKey, ${lua(F.roundMarkerPrefix)} .. depth, 1) == 0 then return 0 end
+  local n = #msgs
+  if n > 0 then redis.call('RPUSH', messagesKey, unpack(msgs)) end
+  redis.call('HINCRBY', runKey, ${lua(`${F.usagePrefix}tool_calls`)}, n)
+  redis.call('HINCRBY', runKey, ${lua(`${F.usageTotalPrefix}tool_calls`)}, n)
+  redis.call('HSET', runKey, ${lua(F.depth)}, tonumber(depth) + 1)
+  for _, key in ipairs(ancestorKeys) do
+    if redis.call('EXISTS', key) == 1 then redis.call('HINCRBY', key, ${lua(`${F.usageTotalPrefix}tool_calls`)}, n) end
+  end
+  return 1
+end
+`;
+
+/** Events kept per run stream (approximately: `MAXLEN ~`). */
+export const EVENTS_MAXLEN = 10_000;

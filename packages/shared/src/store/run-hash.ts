@@ -1,0 +1,75 @@
+import type { RunObject, RunSpec, RunStatus, StopReason } from '../schemas/run.js';
+import { USAGE_FIELDS, type Usage } from '../schemas/usage.js';
+import { RUN_FIELDS as F } from './keys.js';
+
+/** What a worker reads of a run. */
+export interface RunState {
+  id: string;
+  spec: RunSpec;
+  status: RunStatus;
+  depth: number;
+  owner: string;
+  parentRunId: string | null;
+  rootRunId: string;
+  createdAt: string;
+  usage: Usage;
+  usageTotal: Usage;
+}
+
+/** A run's hash as Redis returns it (HGETALL, or the fields a script read). */
+export type RunHash = Record<string, string>;
+
+export function parseJson<T>(s: string | undefined | null, fallback: T): T {
+  if (s === undefined || s === null || s === '') return fallback;
+  return JSON.parse(s) as T;
+}
+
+function usageFrom(h: RunHash, prefix: string): Usage {
+  const u = {} as Usage;
+  for (const f of USAGE_FIELDS) u[f] = Number(h[prefix + f] ?? 0);
+  return u;
+}
+
+/** True when the hash holds a run (an expired or never-made run reads as `{}`). */
+export const isRunHash = (h: RunHash | null | undefined): h is RunHash => Boolean(h?.[F.spec]);
+
+/** A run as the workers see it. */
+export function runStateFrom(runId: string, h: RunHash): RunState {
+  return {
+    id: runId,
+    spec: JSON.parse(h[F.spec]),
+    status: h[F.status] as RunStatus,
+    depth: Number(h[F.depth] ?? 0),
+    owner: h[F.owner],
+    parentRunId: h[F.parentRunId] ?? null,
+    rootRunId: h[F.rootRunId] ?? runId,
+    createdAt: h[F.createdAt],
+    usage: usageFrom(h, F.usagePrefix),
+    usageTotal: usageFrom(h, F.usageTotalPrefix),
+  };
+}
+
+/** A run as the API shows it. */
+export function runObjectFrom(runId: string, h: RunHash): RunObject {
+  const spec = JSON.parse(h[F.spec]) as RunSpec;
+  return {
+    id: runId,
+    object: 'run',
+    status: h[F.status] as RunStatus,
+    stop_reason: (h[F.stopReason] || null) as StopReason | null,
+    model: spec.model,
+    depth: Number(h[F.depth] ?? 0),
+    max_depth: spec.max_depth,
+    parent_run_id: h[F.parentRunId] ?? null,
+    root_run_id: h[F.rootRunId] ?? runId,
+    output: parseJson(h[F.output], null),
+    output_parsed: parseJson(h[F.outputParsed], null),
+    error: parseJson(h[F.error], null),
+    usage: usageFrom(h, F.usagePrefix),
+    usage_total: usageFrom(h, F.usageTotalPrefix),
+    metadata: spec.metadata ?? {},
+    created_at: h[F.createdAt],
+    started_at: h[F.startedAt] || null,
+    completed_at: h[F.completedAt] || null,
+  };
+}

@@ -1,0 +1,299 @@
+import type { ClientContext, Redis, Result } from 'ioredis';
+import type { AssistantMessage, ChatMessage } from '../schemas/message.js';
+import { isTerminal, type RunObject, type RunSpec, type RunStatus, type StopReason } from '../schemas/run.js';
+import { globalKeys, runKeys, RUN_FIELDS as F } from './keys.js';
+import { EVENTS_MAXLEN, lua, RUN_OVER_LUA, XADD_EVENT_LUA } from './lua.js';
+import { eventJson } from './run-events.js';
+import { isRunHash, runObjectFrom, runStateFrom, type RunHash, type RunState } from './run-hash.js';
+
+/** A run to store: its fixed spec and first messages. */
+export interface NewRun {
+  id: string;
+  owner: string;
+  spec: RunSpec;
+  messages: ChatMessage[];
+  parentRunId?: string | null;
+  rootRunId?: string;
+  createdAt?: Date;
+}
+
+/** A run this process ended: as the API shows it, its spec and its owner. */
+export interface EndedRun {
+  run: RunObject;
+  spec: RunSpec;
+  owner: string;
+}
+
+/** How a run ends. */
+export interface FinishInput {
+  status: Exclude<RunStatus, 'queued' | 'running'>;
+  stopReason: StopReason;
+  output?: AssistantMessage | null;
+  outputParsed?: unknown;
+  error?: { code: string; message: string } | null;
+}
+
+/** queued → running; returns the `run.started` event's id, or null if the run was not queued. */
+const START_RUN = `${XADD_EVENT_LUA}
+if redis.call('HGET', KEYS[1], ${lua(F.status)}) ~= 'queued' then return false end
+redis.call('HSET', KEYS[1], ${lua(F.status)}, 'running', ${lua(F.startedAt)}, ARGV[1])
+return xadd(KEYS[2], ARGV[2], 'run.started', ARGV[3])
+`;
+
+/**
+ * KEYS: run, events, then every other key of the run (to expire). ARGV: retention seconds,
+ * maxlen, event type, status, stop_reason, completed_at, output, output_parsed, error, event data.
+ * Returns 1 if this call ended the run, 0 if it had ended (or was gone) already.
+ */
+const FINISH_RUN = `${RUN_OVER_LUA}${XADD_EVENT_LUA}
+if runOver(redis.call('HGET', KEYS[1], ${lua(F.status)})) then return 0 end
+redis.call('HSET', KEYS[1], ${lua(F.status)}, ARGV[4], ${lua(F.stopReason)}, ARGV[5], ${lua(F.completedAt)}, ARGV[6],
+  ${lua(F.output)}, ARGV[7], ${lua(F.outputParsed)}, ARGV[8], ${lua(F.error)}, ARGV[9])
+if redis.call('HEXISTS', KEYS[1], ${lua(F.startedAt)}) == 0 then
+  redis.call('HSET', KEYS[1], ${lua(F.startedAt)}, ARGV[6])
+end
+xadd(KEYS[2], ARGV[2], ARGV[3], ARGV[10])
+for k = 1, #KEYS do redis.call('EXPIRE', KEYS[k], ARGV[1]) end
+return 1
+`;
+
+declare module 'ioredis' {
+  interface RedisCommander<Context extends ClientContext = { type: 'default' }> {
+    agentqStartRun(run: string, events: string, now: string, maxlen: number, data: string): Result<string | null, Context>;
+    agentqFinishRun(numKeys: number, ...keysAndArgs: Array<string | number>): Result<number, Context>;
+  }
+}
+
+/** Run records: create, read, list, start and end a run, in its hash and the owner's index. */
+export class RunRecords {
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+    readonly retentionSeconds: number,
+  ) {
+    redis.defineCommand('agentqStartRun', { lua: START_RUN, numberOfKeys: 2 });
+    redis.defineCommand('agentqFinishRun', { lua: FINISH_RUN });
+  }
+
+  private keys(runId: string) {
+    return runKeys(this.prefix, runId);
+  }
+
+  private index(owner: string) {
+    return globalKeys(this.prefix).runIndex(owner);
+  }
+
+  /** Stores a new run (record, first messages, index entry, `run.queued` event); returns it as the API shows it. */
+  async create(run: NewRun): Promise<RunObject> {
+    const k = this.keys(run.id);
+    const createdAt = (run.createdAt ?? new Date()).toISOString();
+    const fields: RunHash = {
+      [F.spec]: JSON.stringify(run.spec),
+      [F.status]: 'queued',
+      [F.depth]: '0',
+      [F.owner]: run.owner,
+      [F.createdAt]: createdAt,
+      [F.rootRunId]: run.rootRunId ?? run.id,
+    };
+    if (run.parentRunId) fields[F.parentRunId] = run.parentRunId;
+    const tx = this.redis.multi().hset(k.run, fields);
+    if (run.messages.length) tx.rpush(k.messages, ...run.messages.map((m) => JSON.stringify(m)));
+    tx.zadd(this.index(run.owner), 0, run.id);
+    // In the same transaction: the run is pending until its first step is enqueued (settle).
+    tx.zadd(globalKeys(this.prefix).pendingRuns, Date.parse(createdAt), run.id);
+    // Ids start with their creation time, so the index sheds the ids of long-expired runs by
+    // range as it grows (twice the retention: a run outliving it is merely no longer listed).
+    const cutoff = Date.parse(createdAt) - 2 * this.retentionSeconds * 1000;
+    if (cutoff > 0) tx.zremrangebylex(this.index(run.owner), '-', `(run_${cutoff.toString(36).padStart(9, '0')}`);
+    tx.xadd(k.events, 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'type', 'run.queued', 'data', eventJson('run.queued', run.id, {}, createdAt));
+    const res = (await tx.exec()) ?? [];
+    for (const [err] of res) if (err) throw err;
+    return runObjectFrom(run.id, fields);
+  }
+
+  /** Removes a run that could not be enqueued, so that a client never sees a run nobody runs. */
+  async delete(runId: string, owner: string): Promise<void> {
+    const k = this.keys(runId);
+    await this.redis
+      .multi()
+      .del(k.run, k.messages, k.steps, k.events, k.context)
+      .zrem(this.index(owner), runId)
+      .zrem(globalKeys(this.prefix).pendingRuns, runId)
+      .exec();
+  }
+
+  /** The run's first step is enqueued: it is no longer pending. */
+  async settle(runId: string): Promise<void> {
+    await this.redis.zrem(globalKeys(this.prefix).pendingRuns, runId);
+  }
+
+  /** Runs still pending that were created before `before` (ms since epoch), oldest first. */
+  async pending(before: number, limit = 500): Promise<string[]> {
+    return this.redis.zrangebyscore(globalKeys(this.prefix).pendingRuns, '-inf', `(${before}`, 'LIMIT', 0, limit);
+  }
+
+  async getState(runId: string): Promise<RunState | null> {
+    const h = await this.redis.hgetall(this.keys(runId).run);
+    return isRunHash(h) ? runStateFrom(runId, h) : null;
+  }
+
+  /** The run object of the API, or null if there is no such run (or it expired). */
+  async get(runId: string): Promise<RunObject | null> {
+    const h = await this.redis.hgetall(this.keys(runId).run);
+    return isRunHash(h) ? runObjectFrom(runId, h) : null;
+  }
+
+  /** The run object if it exists and belongs to `owner` (one read), else null. */
+  async getOwn(runId: string, owner: string): Promise<RunObject | null> {
+    const h = await this.redis.hgetall(this.keys(runId).run);
+    return isRunHash(h) && h[F.owner] === owner ? runObjectFrom(runId, h) : null;
+  }
+
+  /** True if a run with this id exists. */
+  async exists(runId: string): Promise<boolean> {
+    return (await this.redis.hexists(this.keys(runId).run, F.owner)) === 1;
+  }
+
+  /**
+   * What a sub-run needs of its tree before a step, in one round trip: the tokens the whole tree
+   * has used (the root's usage_total) and whether any ancestor is gone or over (then so is this
+   * run: a cancel marks only the run it names, and its descendants stop on seeing it).
+   */
+  async ancestry(ancestors: string[]): Promise<{ treeTokens: number; ancestorOver: boolean }> {
+    if (!ancestors.length) return { treeTokens: 0, ancestorOver: false };
+    const pipe = this.redis.pipeline().hget(this.keys(ancestors[0]).run, `${F.usageTotalPrefix}total_tokens`);
+    for (const a of ancestors) pipe.hget(this.keys(a).run, F.status);
+    const res = (await pipe.exec()) ?? [];
+    for (const [err] of res) if (err) throw err;
+    const statuses = res.slice(1).map(([, v]) => v as string | null);
+    return { treeTokens: Number(res[0][1] ?? 0), ancestorOver: statuses.some((st) => st === null || isTerminal(st as RunStatus)) };
+  }
+
+  /** Runs of one owner, newest first; `after` is the last id of the previous page. */
+  async list(owner: string, opts: { limit: number; after?: string; status?: RunStatus }): Promise<{ data: RunObject[]; next: string | null }> {
+    const index = this.index(owner);
+    const data: RunObject[] = [];
+    let cursor = opts.after ? `(${opts.after}` : '+';
+    const batch = Math.max(opts.limit, 50);
+    // With a status filter a page may take several index batches; stop after a bounded scan.
+    for (let scanned = 0; data.length < opts.limit && scanned < 20_000; ) {
+      const ids = await this.redis.zrevrangebylex(index, cursor, '-', 'LIMIT', 0, batch);
+      if (!ids.length) return { data, next: null };
+      scanned += ids.length;
+      const pipe = this.redis.pipeline();
+      for (const id of ids) pipe.hgetall(this.keys(id).run);
+      const rows = (await pipe.exec()) ?? [];
+      const expired: string[] = [];
+      for (let i = 0; i < ids.length; i++) {
+        const h = rows[i][1] as RunHash;
+        cursor = `(${ids[i]}`;
+        if (!isRunHash(h)) {
+          expired.push(ids[i]);
+          continue;
+        }
+        if (opts.status && h[F.status] !== opts.status) continue;
+        data.push(runObjectFrom(ids[i], h));
+        if (data.length === opts.limit) {
+          if (expired.length) await this.redis.zrem(index, ...expired);
+          const more = await this.redis.zrevrangebylex(index, cursor, '-', 'LIMIT', 0, 1);
+          return { data, next: more.length ? ids[i] : null };
+        }
+      }
+      if (expired.length) await this.redis.zrem(index, ...expired);
+      if (ids.length < batch) return { data, next: null };
+    }
+    return { data, next: data.length ? data[data.length - 1].id : null };
+  }
+
+  /**
+   * Counts `n` more runs into the tree of `rootId` (the root counts as one); returns the tree's
+   * size with them. Taking them back (a negative `n`) undoes a reservation that was refused.
+   */
+  async growTree(rootId: string, n: number): Promise<number> {
+    return 1 + (await this.redis.hincrby(this.keys(rootId).run, F.treeRuns, n));
+  }
+
+  /** Records a sub-run under its parent (for `/children` and cascading cancel). */
+  async addChild(parentId: string, childId: string): Promise<void> {
+    await this.redis.zadd(this.keys(parentId).children, 'NX', Date.now(), childId);
+  }
+
+  /** The sub-runs a run started, oldest first. */
+  async children(runId: string): Promise<RunObject[]> {
+    const ids = await this.redis.zrange(this.keys(runId).children, '0', '-1');
+    const runs = await Promise.all(ids.map((id) => this.get(id)));
+    return runs.filter((r): r is RunObject => r !== null);
+  }
+
+  /** Every descendant of a run (children, their children, …), a level per round trip. */
+  async descendants(runId: string): Promise<string[]> {
+    const all: string[] = [];
+    for (let level = [runId]; level.length; ) {
+      const pipe = this.redis.pipeline();
+      for (const id of level) pipe.zrange(this.keys(id).children, '0', '-1');
+      const res = (await pipe.exec()) ?? [];
+      level = res.flatMap(([err, ids]) => (err ? [] : (ids as string[])));
+      all.push(...level);
+    }
+    return all;
+  }
+
+  /** Moves a queued run to running; true (and a `run.started` event) the first time only. */
+  async start(runId: string): Promise<boolean> {
+    const k = this.keys(runId);
+    const now = new Date().toISOString();
+    const r = await this.redis.agentqStartRun(k.run, k.events, now, EVENTS_MAXLEN, eventJson('run.started', runId, {}, now));
+    return Boolean(r);
+  }
+
+  /** Ends a run once: status, output, terminal event, expiry of all its keys. */
+  async finish(runId: string, input: FinishInput): Promise<EndedRun | null> {
+    return this.finishWith(runId, await this.redis.hgetall(this.keys(runId).run), input);
+  }
+
+  /** Ends many runs the same way, two round trips in all; returns those this call ended. */
+  async finishMany(runIds: string[], input: FinishInput): Promise<EndedRun[]> {
+    const pipe = this.redis.pipeline();
+    for (const id of runIds) pipe.hgetall(this.keys(id).run);
+    const hashes = ((await pipe.exec()) ?? []).map(([err, h]) => (err ? {} : (h as RunHash)));
+    const ended = await Promise.all(runIds.map((id, i) => this.finishWith(id, hashes[i], input)));
+    return ended.filter((e): e is EndedRun => e !== null);
+  }
+
+  private async finishWith(runId: string, h: RunHash, input: FinishInput): Promise<EndedRun | null> {
+    const k = this.keys(runId);
+    if (!isRunHash(h) || isTerminal(h[F.status] as RunStatus)) return null;
+    const completedAt = new Date().toISOString();
+    const depth = Number(h[F.depth] ?? 0);
+    const fields = {
+      [F.status]: input.status,
+      [F.stopReason]: input.stopReason,
+      [F.completedAt]: completedAt,
+      [F.output]: input.output ? JSON.stringify(input.output) : '',
+      [F.outputParsed]: input.outputParsed === undefined ? '' : JSON.stringify(input.outputParsed),
+      [F.error]: input.error ? JSON.stringify(input.error) : '',
+    };
+    const run = runObjectFrom(runId, { ...h, ...fields, [F.startedAt]: h[F.startedAt] || completedAt });
+    const toolCallKeys = Array.from({ length: depth + 1 }, (_, d) => k.toolCalls(d));
+    const others = [k.messages, k.steps, k.children, k.context, k.webhookDeliveries, ...toolCallKeys];
+    const type = `run.${input.status}` as const;
+    const done = await this.redis.agentqFinishRun(
+      2 + others.length,
+      k.run,
+      k.events,
+      ...others,
+      this.retentionSeconds,
+      EVENTS_MAXLEN,
+      type,
+      input.status,
+      input.stopReason,
+      completedAt,
+      fields[F.output],
+      fields[F.outputParsed],
+      fields[F.error],
+      eventJson(type, runId, { run }, completedAt),
+    );
+    if (done !== 1) return null;
+    return { run, spec: JSON.parse(h[F.spec]) as RunSpec, owner: h[F.owner] };
+  }
+}

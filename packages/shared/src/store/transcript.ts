@@ -1,0 +1,193 @@
+import type { ClientContext, Redis, Result } from 'ioredis';
+import type { AssistantMessage, ChatMessage } from '../schemas/message.js';
+import type { BudgetName } from '../schemas/run.js';
+import { runKeys, RUN_FIELDS as F, TOOL_CALL_FIELDS } from './keys.js';
+import { APPEND_ROUND_LUA, EVENTS_MAXLEN, lua, RUN_OVER_LUA, XADD_EVENT_LUA } from './lua.js';
+import { eventJson, type RunEventData } from './run-events.js';
+import { isRunHash, runStateFrom, type RunHash, type RunState } from './run-hash.js';
+import type { ToolResultRecord } from './tool-calls.js';
+
+/** A model step as stored: the assistant message and what it cost. */
+export interface StepRecord {
+  depth: number;
+  status: 'completed';
+  model: string;
+  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+  started_at: string;
+  completed_at: string;
+  message: AssistantMessage;
+  /** Set when the call was made with tools disabled because a budget ran out. */
+  budget?: BudgetName;
+}
+
+/**
+ * KEYS: run, messages, steps, events, then the run keys of every ancestor (for usage_total).
+ * ARGV: depth, assistant message JSON, step JSON, prompt, completion, total tokens, events
+ * maxlen, `step.completed` event data JSON.
+ * Returns the step already stored when this depth was committed before, 'missing' when the
+ * run is gone, 'terminal' when it or an ancestor has ended meanwhile, or false when this call
+ * committed it.
+ */
+const COMMIT_STEP = `${RUN_OVER_LUA}${XADD_EVENT_LUA}
+if redis.call('EXISTS', KEYS[1]) == 0 then return 'missing' end
+if runOver(redis.call('HGET', KEYS[1], ${lua(F.status)})) then return 'terminal' end
+for k = 5, #KEYS do
+  if runOver(redis.call('HGET', KEYS[k], ${lua(F.status)})) then return 'terminal' end
+end
+if redis.call('HSETNX', KEYS[1], ${lua(F.stepMarkerPrefix)} .. ARGV[1], 1) == 0 then
+  return redis.call('HGET', KEYS[3], ARGV[1])
+end
+redis.call('RPUSH', KEYS[2], ARGV[2])
+redis.call('HSET', KEYS[3], ARGV[1], ARGV[3])
+redis.call('HSET', KEYS[1], ${lua(F.depth)}, ARGV[1])
+local fields = { 'prompt_tokens', 'completion_tokens', 'total_tokens' }
+for i, f in ipairs(fields) do
+  redis.call('HINCRBY', KEYS[1], ${lua(F.usagePrefix)} .. f, ARGV[3 + i])
+end
+redis.call('HINCRBY', KEYS[1], ${lua(`${F.usagePrefix}model_calls`)}, 1)
+for k = 1, #KEYS do
+  if k == 1 or k >= 5 then
+    if k == 1 or redis.call('EXISTS', KEYS[k]) == 1 then
+      for i, f in ipairs(fields) do
+        redis.call('HINCRBY', KEYS[k], ${lua(F.usageTotalPrefix)} .. f, ARGV[3 + i])
+      end
+      redis.call('HINCRBY', KEYS[k], ${lua(`${F.usageTotalPrefix}model_calls`)}, 1)
+    end
+  end
+end
+xadd(KEYS[4], ARGV[7], 'step.completed', ARGV[8])
+return false
+`;
+
+/**
+ * KEYS: run, messages, then the run keys of every ancestor. ARGV: depth of the step whose
+ * results these are, then the tool messages (JSON) in call order.
+ * Returns 1 if appended now, 0 if they were appended before or the run has ended.
+ */
+const APPEND_ROUND = `${APPEND_ROUND_LUA}
+local ancestors = {}
+for k = 3, #KEYS do ancestors[#ancestors + 1] = KEYS[k] end
+local msgs = {}
+for i = 2, #ARGV do msgs[#msgs + 1] = ARGV[i] end
+return appendRound(KEYS[1], KEYS[2], ancestors, ARGV[1], msgs)
+`;
+
+declare module 'ioredis' {
+  interface RedisCommander<Context extends ClientContext = { type: 'default' }> {
+    agentqCommitStep(numKeys: number, ...keysAndArgs: Array<string | number>): Result<string | null, Context>;
+    agentqAppendRound(numKeys: number, ...keysAndArgs: Array<string | number>): Result<number, Context>;
+  }
+}
+
+/** What a model step starts from: the run, its transcript, and the step stored at its depth if any. */
+export interface StepInput {
+  run: RunState;
+  messages: ChatMessage[];
+  /** The step already committed at this depth: this job is a redelivery. */
+  step: StepRecord | null;
+  /** Whether the previous round's tool messages are in the transcript. */
+  roundAppended: boolean;
+}
+
+/** The `tool` message a call's result becomes in the transcript. */
+export function toolMessage(toolCallId: string, content: string): ChatMessage {
+  return { role: 'tool', tool_call_id: toolCallId, content };
+}
+
+/**
+ * A run's transcript: the messages in order, each step's record, and the writes that grow it
+ * (a step's assistant message, a round's tool messages), each once per depth.
+ */
+export class Transcript {
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+  ) {
+    redis.defineCommand('agentqCommitStep', { lua: COMMIT_STEP });
+    redis.defineCommand('agentqAppendRound', { lua: APPEND_ROUND });
+  }
+
+  private keys(runId: string) {
+    return runKeys(this.prefix, runId);
+  }
+
+  private ancestorKeys(run: RunState): string[] {
+    return run.spec.ancestors.map((a) => this.keys(a).run);
+  }
+
+  async messages(runId: string): Promise<ChatMessage[]> {
+    const raw = await this.redis.lrange(this.keys(runId).messages, 0, -1);
+    return raw.map((m) => JSON.parse(m));
+  }
+
+  /**
+   * Everything a model step needs in one round trip: the run, its transcript, the step already
+   * committed at this depth (a redelivery), and whether the previous round's tool messages are
+   * in the transcript (the round's last tool result appends them; see loadRound if not).
+   */
+  async loadStep(runId: string, depth: number): Promise<StepInput | null> {
+    const k = this.keys(runId);
+    const res = (await this.redis.pipeline().hgetall(k.run).lrange(k.messages, 0, -1).hget(k.steps, String(depth)).exec()) ?? [];
+    for (const [err] of res) if (err) throw err;
+    const h = res[0][1] as RunHash;
+    if (!isRunHash(h)) return null;
+    const cur = res[2][1] as string | null;
+    return {
+      run: runStateFrom(runId, h),
+      messages: (res[1][1] as string[]).map((m) => JSON.parse(m) as ChatMessage),
+      step: cur ? (JSON.parse(cur) as StepRecord) : null,
+      roundAppended: depth > 0 && h[`${F.roundMarkerPrefix}${depth - 1}`] === '1',
+    };
+  }
+
+  /** The step at `depth` and the tool results stored under its calls (by call index). */
+  async loadRound(runId: string, depth: number): Promise<{ step: StepRecord | null; results: Map<number, ToolResultRecord> }> {
+    const k = this.keys(runId);
+    const res = (await this.redis.pipeline().hget(k.steps, String(depth)).hgetall(k.toolCalls(depth)).exec()) ?? [];
+    for (const [err] of res) if (err) throw err;
+    const raw = res[0][1] as string | null;
+    const results = new Map<number, ToolResultRecord>();
+    for (const [f, v] of Object.entries(res[1][1] as Record<string, string>)) {
+      if (f === TOOL_CALL_FIELDS.result(Number(f))) results.set(Number(f), JSON.parse(v));
+    }
+    return { step: raw ? (JSON.parse(raw) as StepRecord) : null, results };
+  }
+
+  /**
+   * Appends a step's assistant message, counts its usage and appends `step.completed` (with
+   * `event`), once per depth, in one round trip. Returns the step that is stored: this one, or
+   * the one a previous attempt stored (which then wins, since the model may answer differently
+   * twice). `null` if the run has ended meanwhile.
+   */
+  async commitStep(run: RunState, step: StepRecord, event: RunEventData<'step.completed'>): Promise<StepRecord | null> {
+    const k = this.keys(run.id);
+    const ancestors = this.ancestorKeys(run);
+    const r = await this.redis.agentqCommitStep(
+      4 + ancestors.length,
+      k.run,
+      k.messages,
+      k.steps,
+      k.events,
+      ...ancestors,
+      step.depth,
+      JSON.stringify(step.message),
+      JSON.stringify(step),
+      step.usage.prompt_tokens,
+      step.usage.completion_tokens,
+      step.usage.total_tokens,
+      EVENTS_MAXLEN,
+      eventJson('step.completed', run.id, event),
+    );
+    if (r === 'terminal' || r === 'missing') return null;
+    if (r === null || r === undefined) return step;
+    return JSON.parse(r) as StepRecord;
+  }
+
+  /** Appends the `tool` messages of the step at `depth`, once; true if this call appended them. */
+  async appendRound(run: RunState, depth: number, messages: ChatMessage[]): Promise<boolean> {
+    const k = this.keys(run.id);
+    const ancestors = this.ancestorKeys(run);
+    const r = await this.redis.agentqAppendRound(2 + ancestors.length, k.run, k.messages, ...ancestors, depth, ...messages.map((m) => JSON.stringify(m)));
+    return r === 1;
+  }
+}

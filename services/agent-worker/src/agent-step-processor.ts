@@ -1,0 +1,246 @@
+import { RateLimitError } from 'bullmq';
+import type OpenAI from 'openai';
+import {
+  AgentqError,
+  isTerminal,
+  lazyChild,
+  modelText,
+  RetryableError,
+  runDeadline,
+  toolFailed,
+  toolMessage,
+  type AgentStepJob,
+  type ChatMessage,
+  type JobContext,
+  type JobLogger,
+  type JobQueues,
+  type Logger,
+  type Runs,
+  type RunState,
+  type RunStore,
+  type StepRecord,
+  type ToolCatalogEntry,
+  type UsageMeter,
+} from '@agentq/shared';
+import { exhaustedBudget } from './budgets.js';
+import { DeltaBuffer } from './delta-buffer.js';
+import { fanOut } from './fan-out.js';
+import { callModel } from './model-step.js';
+import { decideStep, planOfStoredStep, planStep, type CallPlan, type ModelAnswer, type StepOutcome } from './step-decision.js';
+import { offeredTools } from './tool-offer.js';
+
+/** What the agent-step processor works with; tests build it against a real Redis. */
+export interface AgentStepDeps {
+  store: RunStore;
+  runs: Runs;
+  jobs: JobQueues;
+  openai: OpenAI;
+  logger: Logger;
+  /** The tool catalog, cached by the caller. */
+  tools: () => Promise<ToolCatalogEntry[]>;
+  /** Counts each step's tokens into its key's day (max_tokens_per_day, GET /v1/usage). */
+  usage?: UsageMeter;
+  modelTimeoutMs: number;
+  modelIdleTimeoutMs: number;
+  /** Pauses the agent queue; set by the worker so a 429 slows the queue instead of burning attempts. */
+  rateLimit?: (ms: number) => Promise<void>;
+}
+
+/** What a step job returns (shown by Bull Board; also the step span's outcome). */
+export type StepResult = { outcome: string; [k: string]: unknown } | { skipped: string } | { failed: string };
+
+/** The tool messages of a finished round, in the order of the assistant's `tool_calls`. */
+export function toolMessagesInCallOrder(prev: StepRecord, results: Map<number, { output: string }>): ChatMessage[] {
+  return (prev.message.tool_calls ?? []).map((tc, i) =>
+    toolMessage(tc.id, results.get(i)?.output ?? modelText(tc.function.name, toolFailed('no_result', 'the tool call failed and no result was recorded'))),
+  );
+}
+
+/** Runs ONE model step of a run: the heart of the durable loop. */
+export async function processAgentStep(data: AgentStepJob, ctx: JobContext, deps: AgentStepDeps): Promise<StepResult> {
+  const { runId, depth } = data;
+  const { job, signal } = ctx;
+  const log = lazyChild(deps.logger, { run_id: runId, job_id: job.id, depth });
+  const input = await deps.store.transcript.loadStep(runId, depth);
+  if (!input) {
+    log.warn('run not found (expired or deleted); dropping the step');
+    return { skipped: 'missing' };
+  }
+  const { run } = input;
+  if (isTerminal(run.status)) return { skipped: run.status };
+  // A sub-run reads its tree in one round trip: the tokens used, and whether an ancestor has
+  // ended (a cancel marks only the run it names; the tree below stops on seeing it).
+  const tree = run.spec.ancestors.length ? await deps.store.runs.ancestry(run.spec.ancestors) : { treeTokens: run.usageTotal.total_tokens, ancestorOver: false };
+  if (tree.ancestorOver) {
+    await deps.runs.finish(runId, { status: 'cancelled', stopReason: 'cancelled' });
+    return { skipped: 'ancestor ended' };
+  }
+  let messages = input.messages;
+
+  // Normally the round's last tool result has appended the tool messages; if a result is
+  // missing (a tool job that failed for good), this step appends them, with an error text there.
+  const round = depth > 0 && !input.roundAppended ? await deps.store.transcript.loadRound(runId, depth - 1) : null;
+  if (round?.step) {
+    const toolMessages = toolMessagesInCallOrder(round.step, round.results);
+    if (await deps.store.transcript.appendRound(run, depth - 1, toolMessages)) messages.push(...toolMessages);
+    else {
+      // Another delivery of this step appended them first, or the run ended: read again.
+      const again = await deps.store.transcript.loadStep(runId, depth);
+      if (!again || isTerminal(again.run.status)) return { skipped: again?.run.status ?? 'missing' };
+      messages = again.messages;
+    }
+  }
+  // Not awaited: commands on one connection keep their order, so `run.started` still lands
+  // before the step's events; if it fails, the next step (still seeing 'queued') tries again.
+  if (run.status === 'queued') void deps.runs.start(runId).catch((err: Error) => log.warn({ err: err.message }, 'could not mark the run started'));
+
+  try {
+    return await runStep(deps, run, depth, messages, input.step, tree.treeTokens, log, signal);
+  } catch (err) {
+    // Fatal errors end the run now; anything else (provider faults, a Redis blip) is retried.
+    const final = (err instanceof AgentqError && !err.retryable) || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+    if (signal?.aborted) {
+      // Cancelled (the run has ended: nothing to do) or shutting down (another worker redoes it).
+      const now = await deps.store.runs.getState(runId);
+      if (!now || isTerminal(now.status)) return { skipped: 'cancelled' };
+      throw err;
+    }
+    if (err instanceof RetryableError && err.code === 'model_rate_limited' && deps.rateLimit) {
+      const ms = Math.min(Math.max(err.retryAfterMs ?? 1000, 100), 60_000);
+      log.warn({ retry_after_ms: ms }, 'model rate limited; pausing the agent queue');
+      await deps.rateLimit(ms);
+      throw new RateLimitError();
+    }
+    if (!final) {
+      log.warn({ err: (err as Error).message, attempt: job.attemptsMade + 1 }, 'model step failed; will retry');
+      throw err;
+    }
+    const code = err instanceof AgentqError ? err.code : 'internal_error';
+    const message = err instanceof AgentqError ? err.message : `internal error in the agent worker: ${(err as Error).message}`;
+    log.error({ err }, 'model step failed for good; the run fails');
+    await deps.runs.finish(runId, { status: 'failed', stopReason: 'error', error: { code, message } });
+    return { failed: code };
+  }
+}
+
+/** Plans the step, makes the model call (unless a redelivery finds it made), decides, and carries the decision out. */
+async function runStep(
+  deps: AgentStepDeps,
+  run: RunState,
+  depth: number,
+  messages: ChatMessage[],
+  committed: StepRecord | null,
+  treeTokens: number,
+  log: JobLogger,
+  signal?: AbortSignal,
+): Promise<StepResult> {
+  const { spec } = run;
+  const tools = offeredTools(await deps.tools(), spec);
+  const hasTools = tools.length > 0;
+  // max_total_tokens holds for the whole tree: treeTokens is the root's usage_total.
+  const budget = exhaustedBudget(spec, { depth, treeTokens, createdAtMs: Date.parse(run.createdAt), deadlineAtMs: spec.deadline_at, nowMs: Date.now() });
+  const plan = planStep(spec, budget, hasTools);
+  if (plan.kind === 'stop') {
+    await deps.runs.finish(run.id, { status: 'incomplete', stopReason: plan.budget });
+    return { outcome: 'budget_exhausted', budget: plan.budget };
+  }
+
+  let decision: StepOutcome;
+  if (committed) decision = decideStep(planOfStoredStep(plan, committed), { kind: 'message', message: committed.message }, spec, hasTools);
+  else {
+    const made = await makeStep(deps, run, depth, messages, tools, plan, log, signal);
+    if (!made) return { skipped: 'ended during the step' };
+    decision = made;
+  }
+
+  switch (decision.kind) {
+    case 'tool_calls':
+      await fanOut(deps.jobs, run, depth, decision.toolCalls);
+      return { outcome: 'tool_calls', count: decision.toolCalls.length };
+    case 'budget_exhausted':
+      await deps.runs.finish(run.id, { status: 'incomplete', stopReason: decision.budget, output: decision.message ?? null });
+      return { outcome: 'budget_exhausted', budget: decision.budget };
+    case 'failed':
+      await deps.runs.finish(run.id, { status: 'failed', stopReason: 'error', output: decision.output, error: decision.error });
+      return { outcome: 'failed', code: decision.error.code };
+    case 'final_answer':
+      await deps.runs.finish(run.id, { status: 'completed', stopReason: decision.stopReason, output: decision.output, outputParsed: decision.outputParsed });
+      return { outcome: 'final_answer' };
+  }
+}
+
+/**
+ * Calls the model (streaming its text out as events), decides on the answer and commits the
+ * step. A step in flight at the run's deadline is abandoned, and the decision says what then.
+ * Returns the decision on the step that is stored (a concurrent delivery's, if it won), or null
+ * when the run ended meanwhile.
+ */
+async function makeStep(
+  deps: AgentStepDeps,
+  run: RunState,
+  depth: number,
+  messages: ChatMessage[],
+  tools: ReturnType<typeof offeredTools>,
+  first: CallPlan,
+  log: JobLogger,
+  signal?: AbortSignal,
+): Promise<StepOutcome | null> {
+  const { spec } = run;
+  const hasTools = tools.length > 0;
+  const startedAt = new Date().toISOString();
+  const deltas = new DeltaBuffer((text) => void deps.store.events.append(run.id, 'message.delta', { depth, text }).catch(() => {}));
+  const call = async (p: CallPlan, stepSignal?: AbortSignal) => {
+    // Not awaited: commands on one connection keep their order, so this event still lands
+    // before the step's deltas and its completion, without a round trip of its own.
+    void deps.store.events.append(run.id, 'step.started', { depth, model: spec.model, tools_disabled: p.toolChoice === 'none' }).catch(() => {});
+    return callModel(deps.openai, { model: spec.model, messages, tools, toolChoice: p.toolChoice, responseFormat: spec.response_format, signal: stepSignal, timeoutMs: deps.modelTimeoutMs, idleTimeoutMs: deps.modelIdleTimeoutMs, onDelta: (t) => deltas.push(t) });
+  };
+
+  const deadline = runDeadline(spec, Date.parse(run.createdAt));
+  const deadlineSignal = deadline !== undefined && !first.budget ? AbortSignal.timeout(Math.max(1, deadline - Date.now())) : undefined;
+  let plan = first;
+  let response: Awaited<ReturnType<typeof callModel>> | undefined;
+  let answer: ModelAnswer;
+  try {
+    response = await call(plan, deadlineSignal && signal ? AbortSignal.any([signal, deadlineSignal]) : (deadlineSignal ?? signal));
+    answer = { kind: 'message', message: response.message };
+  } catch (err) {
+    if (!deadlineSignal?.aborted || signal?.aborted) throw err;
+    deltas.flush();
+    log.info('deadline passed during the model step');
+    answer = { kind: 'deadline_passed' };
+  }
+  let decision = decideStep(plan, answer, spec, hasTools);
+  if (decision.kind === 'final_call') {
+    plan = decision.plan;
+    response = await call(plan, signal);
+    decision = decideStep(plan, { kind: 'message', message: response.message }, spec, hasTools);
+  }
+  deltas.flush();
+  if (!response || !('message' in decision) || !decision.message) return decision;
+
+  const record: StepRecord = {
+    depth,
+    status: 'completed',
+    model: spec.model,
+    usage: response.usage,
+    started_at: startedAt,
+    completed_at: new Date().toISOString(),
+    message: decision.message,
+    ...(plan.budget && plan.toolChoice !== 'auto' ? { budget: plan.budget } : {}),
+  };
+  const stored = await deps.store.transcript.commitStep(run, record, {
+    depth,
+    usage: record.usage,
+    finish_reason: response.finishReason,
+    content: record.message.content,
+    tool_calls: (record.message.tool_calls ?? []).map((t) => ({ id: t.id, name: t.function.name, arguments: t.function.arguments })),
+  });
+  if (!stored) return null;
+  // Not awaited: on the store's connection, after the commit; a count lost to a Redis blip only
+  // lets the key's day go a little further.
+  if (stored === record) void deps.usage?.countTokens(run.owner, record.usage.total_tokens).catch(() => {});
+  log.debug({ usage: stored.usage, tool_calls: stored.message.tool_calls?.length ?? 0 }, 'model step done');
+  // Another delivery committed this depth first: what it stored is what the run goes on from.
+  return stored === record ? decision : decideStep(planOfStoredStep(plan, stored), { kind: 'message', message: stored.message }, spec, hasTools);
+}

@@ -1,0 +1,105 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { Job } from 'bullmq';
+import { Redis } from 'ioredis';
+import OpenAI from 'openai';
+import { Admission, createLogger, JobQueues, newId, QUEUES, Runs, RunStore, type RunSpec, type StepRecord } from '@agentq/shared';
+import { startScriptedLlm, type ScriptedLlm } from '@agentq/scripted-llm';
+import { processAgentStep, toolMessagesInCallOrder } from '@agentq/agent-worker';
+
+const step = (names: string[]): StepRecord => ({
+  depth: 0,
+  status: 'completed',
+  model: 'm',
+  usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+  started_at: '2026-01-01T00:00:00.000Z',
+  completed_at: '2026-01-01T00:00:01.000Z',
+  message: {
+    role: 'assistant',
+    content: null,
+    tool_calls: names.map((name, i) => ({ id: `call_${i}`, type: 'function' as const, function: { name, arguments: '{}' } })),
+  },
+});
+
+describe('toolMessagesInCallOrder', () => {
+  it('answers each call in the order of tool_calls, whatever order the results arrived in', () => {
+    const prev = step(['crm__sleep', 'crm__search_contacts', 'crm__get_contact']);
+    const results = new Map<number, { output: string }>([
+      [2, { output: 'third' }],
+      [0, { output: 'first' }],
+      [1, { output: 'second' }],
+    ]);
+    expect(toolMessagesInCallOrder(prev, results)).toEqual([
+      { role: 'tool', tool_call_id: 'call_0', content: 'first' },
+      { role: 'tool', tool_call_id: 'call_1', content: 'second' },
+      { role: 'tool', tool_call_id: 'call_2', content: 'third' },
+    ]);
+  });
+
+  it('gives a call with no recorded result an error text naming its tool, so every call is answered', () => {
+    const prev = step(['crm__search_contacts', 'crm__update_contact']);
+    const msgs = toolMessagesInCallOrder(prev, new Map([[0, { output: '[]' }]]));
+    expect(msgs).toHaveLength(2);
+    expect(msgs[0]).toEqual({ role: 'tool', tool_call_id: 'call_0', content: '[]' });
+    expect(msgs[1].role).toBe('tool');
+    expect((msgs[1] as { tool_call_id: string }).tool_call_id).toBe('call_1');
+    expect(msgs[1].content).toContain('crm__update_contact');
+    expect(String(msgs[1].content).toLowerCase()).toMatch(/error|fail/);
+  });
+
+  it('keeps an empty output as the result (it is not a missing result)', () => {
+    const msgs = toolMessagesInCallOrder(step(['crm__sleep']), new Map([[0, { output: '' }]]));
+    expect(msgs[0].content).toBe('');
+  });
+
+  it('is empty for a step without tool calls', () => {
+    const prev = step([]);
+    delete prev.message.tool_calls;
+    expect(toolMessagesInCallOrder(prev, new Map())).toEqual([]);
+  });
+});
+
+describe('a step whose previous round lacks a result', () => {
+  const redis = new Redis(inject('redisUrl'));
+  const prefix = `atp${randomBytes(3).toString('hex')}`;
+  const queueRedis = new Redis(inject('redisUrl'), { maxRetriesPerRequest: null });
+  let llm: ScriptedLlm;
+  afterAll(async () => {
+    await llm?.close();
+    redis.disconnect();
+    queueRedis.disconnect();
+  });
+
+  it('appends the round itself, answering the call without a result with an error text', async () => {
+    llm = await startScriptedLlm({ handler: () => ({ content: 'done' }) });
+    const store = new RunStore({ redis, prefix });
+    const id = newId('run');
+    const spec: RunSpec = { model: 'm', max_depth: 5, on_budget_exhausted: 'final_answer', metadata: {}, ancestors: [], nesting: 0 };
+    await store.runs.create({ id, owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
+    const { run } = (await store.transcript.loadStep(id, 0))!;
+    const now = new Date().toISOString();
+    const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };
+    await store.transcript.commitStep(run, { depth: 0, status: 'completed', model: 'm', usage, started_at: now, completed_at: now, message: { role: 'assistant', content: null, tool_calls: [0, 1].map((i) => ({ id: `call_${i}`, type: 'function' as const, function: { name: `crm__t${i}`, arguments: '{}' } })) } }, { depth: 0, usage, finish_reason: 'tool_calls', content: null, tool_calls: [] });
+    // Call 0 completed; call 1's job failed for good, so no result and no messages yet.
+    await store.toolCalls.complete(id, 0, 0, { id: 'call_0', name: 'crm__t0', status: 'completed', output: 'zero', is_error: false, attempts: 1, duration_ms: 1, started_at: now, completed_at: now }, { depth: 0, index: 0, tool_call_id: 'call_0', name: 'crm__t0', is_error: false, duration_ms: 1, output: 'zero' }, { run, count: 2 });
+    expect((await store.transcript.loadStep(id, 1))!.roundAppended).toBe(false);
+
+    const logger = createLogger({ service: 'test', level: 'silent' });
+    const jobs = new JobQueues({ connection: queueRedis, prefix, logger });
+    const data = { runId: id, depth: 1 };
+    const job = new Job(jobs.queue(QUEUES.agent), 'step', data, { attempts: 3 }, `${id}-1`);
+    const openai = new OpenAI({ baseURL: llm.baseURL, apiKey: 'x', maxRetries: 0 });
+    const deps = { store, runs: new Runs({ store, jobs, admission: new Admission(redis, prefix), logger }), jobs, openai, logger, tools: async () => [], modelTimeoutMs: 10_000, modelIdleTimeoutMs: 10_000 };
+    expect(await processAgentStep(data, { job }, deps)).toEqual({ outcome: 'final_answer' });
+    await jobs.close();
+
+    const tail = (await store.transcript.messages(id)).slice(2);
+    expect(tail[0]).toEqual({ role: 'tool', tool_call_id: 'call_0', content: 'zero' });
+    expect(tail[1]).toMatchObject({ role: 'tool', tool_call_id: 'call_1' });
+    expect(String(tail[1].content)).toMatch(/Error executing crm__t1/);
+    expect(tail[2]).toMatchObject({ role: 'assistant', content: 'done' });
+    // The model saw both answers before answering.
+    expect(llm.requests[0].messages.filter((m) => m.role === 'tool')).toHaveLength(2);
+    expect((await store.runs.get(id))!.status).toBe('completed');
+  });
+});

@@ -1,0 +1,169 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { newId, RunStore, TERMINAL_STATUSES, type RunSpec } from '@agentq/shared';
+
+const redis = new Redis(inject('redisUrl'));
+afterAll(() => redis.disconnect());
+
+// The events these writes append, as the workers send them.
+const stepEvent = (depth: number) => ({ depth, usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 }, finish_reason: 'tool_calls', content: null, tool_calls: [] });
+const toolEvent = (index: number) => ({ depth: 0, index, tool_call_id: `call_${index}`, name: 'crm__search', is_error: false, duration_ms: 1, output: 'out' });
+
+const results = (id: string, output: string) => ({
+  id,
+  name: 'crm__search',
+  status: 'completed' as const,
+  output,
+  is_error: false,
+  attempts: 1,
+  duration_ms: 1,
+  started_at: new Date().toISOString(),
+  completed_at: new Date().toISOString(),
+});
+
+const spec: RunSpec = { model: 'm', max_depth: 3, on_budget_exhausted: 'final_answer', metadata: {}, ancestors: [], nesting: 0 };
+
+describe('the run index', () => {
+  it('sheds the ids of runs created more than twice the retention ago', async () => {
+    const store = new RunStore({ redis, prefix: `rs${randomBytes(3).toString('hex')}`, retentionSeconds: 60 });
+    const now = Date.now();
+    const old = newId('run', now - 10 * 60_000);
+    const recent = newId('run', now - 60_000);
+    await store.runs.create({ id: recent, owner: 'o', spec, messages: [], createdAt: new Date(now - 60_000) });
+    await store.runs.create({ id: old, owner: 'o', spec, messages: [], createdAt: new Date(now - 10 * 60_000) });
+    expect(await redis.zrange(store.global.runIndex('o'), '0', '-1')).toEqual([old, recent]);
+    const fresh = newId('run', now);
+    await store.runs.create({ id: fresh, owner: 'o', spec, messages: [] });
+    // The 10-minute-old id is past 2 × 60 s; the 1-minute-old one is not.
+    expect(await redis.zrange(store.global.runIndex('o'), '0', '-1')).toEqual([recent, fresh]);
+  });
+});
+
+describe("a round's tool messages", () => {
+
+  /** A run whose step 0 asked for `n` tool calls, as the agent-worker leaves it. */
+  async function roundOf(n: number, runSpec: RunSpec = spec) {
+    const store = new RunStore({ redis, prefix: `rs${randomBytes(3).toString('hex')}` });
+    const id = newId('run');
+    await store.runs.create({ id, owner: 'o', spec: runSpec, messages: [{ role: 'user', content: 'hi' }] });
+    const { run } = (await store.transcript.loadStep(id, 0))!;
+    const tool_calls = Array.from({ length: n }, (_, i) => ({ id: `call_${i}`, type: 'function' as const, function: { name: 'crm__search', arguments: `{"i":${i}}` } }));
+    const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };
+    const now = new Date().toISOString();
+    await store.transcript.commitStep(run, { depth: 0, status: 'completed', model: 'm', usage, started_at: now, completed_at: now, message: { role: 'assistant', content: null, tool_calls } }, stepEvent(0));
+    return { store, run, id };
+  }
+
+  it('are appended by the call that stores the last result, once and in call order', async () => {
+    const { store, run, id } = await roundOf(3);
+    for (const i of [2, 0, 1]) {
+      expect((await store.transcript.loadStep(id, 1))!.roundAppended).toBe(false);
+      await store.toolCalls.complete(id, 0, i, results(`call_${i}`, `out ${i}`), toolEvent(i), { run, count: 3 });
+    }
+    // A redelivered call stores nothing new and appends nothing again.
+    await store.toolCalls.complete(id, 0, 1, results('call_1', 'again'), toolEvent(1), { run, count: 3 });
+    const turn = (await store.transcript.loadStep(id, 1))!;
+    expect(turn.roundAppended).toBe(true);
+    expect(turn.messages.slice(2)).toEqual([0, 1, 2].map((i) => ({ role: 'tool', tool_call_id: `call_${i}`, content: `out ${i}` })));
+    expect(turn.run.depth).toBe(1);
+    expect(turn.run.usage.tool_calls).toBe(3);
+    expect((await store.runs.get(id))!.usage_total.tool_calls).toBe(3);
+    // The next turn, seeing them there, appends nothing more.
+    expect(await store.transcript.appendRound(turn.run, 0, [])).toBe(false);
+    expect(await redis.hkeys(store.keys(id).toolCalls(0))).toEqual(expect.not.arrayContaining(['0:msg', '1:msg', '2:msg']));
+  });
+
+  it('are left to the next turn while a call has no result, or when the run has ended', async () => {
+    const partial = await roundOf(2);
+    await partial.store.toolCalls.complete(partial.id, 0, 0, results('call_0', 'out 0'), toolEvent(0), { run: partial.run, count: 2 });
+    expect((await partial.store.transcript.loadStep(partial.id, 1))!.roundAppended).toBe(false);
+    expect(await partial.store.transcript.messages(partial.id)).toHaveLength(2);
+
+    const ended = await roundOf(1);
+    await ended.store.runs.finish(ended.id, { status: 'cancelled', stopReason: 'cancelled' });
+    await ended.store.toolCalls.complete(ended.id, 0, 0, results('call_0', 'late'), toolEvent(0), { run: ended.run, count: 1 });
+    expect(await ended.store.transcript.messages(ended.id)).toHaveLength(2);
+  });
+
+  it("count toward the ancestors' usage_total", async () => {
+    const store = new RunStore({ redis, prefix: `rs${randomBytes(3).toString('hex')}` });
+    const parent = newId('run');
+    await store.runs.create({ id: parent, owner: 'o', spec, messages: [] });
+    const child = await (async () => {
+      const id = newId('run');
+      const childSpec = { ...spec, ancestors: [parent], nesting: 1 };
+      await store.runs.create({ id, owner: 'o', spec: childSpec, messages: [{ role: 'user', content: 'x' }] });
+      const { run } = (await store.transcript.loadStep(id, 0))!;
+      const now = new Date().toISOString();
+      const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };
+      const message = { role: 'assistant' as const, content: null, tool_calls: [{ id: 'c', type: 'function' as const, function: { name: 't', arguments: '{}' } }] };
+      await store.transcript.commitStep(run, { depth: 0, status: 'completed', model: 'm', usage, started_at: now, completed_at: now, message }, stepEvent(0));
+      return { id, run };
+    })();
+    await store.toolCalls.complete(child.id, 0, 0, results('c', 'ok'), toolEvent(0), { run: child.run, count: 1 });
+    expect((await store.runs.get(parent))!.usage_total.tool_calls).toBe(1);
+    expect((await store.runs.get(child.id))!.usage.tool_calls).toBe(1);
+  });
+});
+
+describe('completing a tool call', () => {
+  it('is ordered: what the connection sends next runs after it, even when Redis has lost its scripts', async () => {
+    // The tool-worker completes the job on the same connection without waiting for this reply;
+    // an EVALSHA refused with NOSCRIPT would be resent after the job's completion had run.
+    const conn = new Redis(inject('redisUrl'));
+    try {
+      const store = new RunStore({ redis: conn, prefix: `rs${randomBytes(3).toString('hex')}` });
+      const id = newId('run');
+      await store.runs.create({ id, owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
+      const now = new Date().toISOString();
+      const rec = { id: 'call_0', name: 't', status: 'completed' as const, output: 'out', is_error: false, attempts: 1, duration_ms: 1, started_at: now, completed_at: now };
+      // Once before (a client may then take the script for loaded), then Redis forgets it.
+      await store.toolCalls.complete(id, 0, 1, { ...rec, id: 'call_1' }, toolEvent(1));
+      await conn.script('FLUSH');
+      const completion = store.toolCalls.complete(id, 0, 0, rec, toolEvent(0));
+      const seen = await conn.hget(store.keys(id).toolCalls(0), '0');
+      expect(seen && JSON.parse(seen)).toEqual(rec);
+      await expect(completion).resolves.toEqual(rec);
+    } finally {
+      conn.disconnect();
+    }
+  });
+});
+
+describe('the scripts see every terminal status (generated from the one list)', () => {
+  it.each([...TERMINAL_STATUSES])('a run that is %s takes no step, no tool call and no second ending', async (status) => {
+    const store = new RunStore({ redis, prefix: `rs${randomBytes(3).toString('hex')}` });
+    const id = newId('run');
+    await store.runs.create({ id, owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
+    const { run } = (await store.transcript.loadStep(id, 0))!;
+    // Set the status directly, as another process's ending would have.
+    await redis.hset(store.keys(id).run, 'status', status);
+    const now = new Date().toISOString();
+    const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };
+    const step = { depth: 0, status: 'completed' as const, model: 'm', usage, started_at: now, completed_at: now, message: { role: 'assistant' as const, content: 'late' } };
+    expect(await store.transcript.commitStep(run, step, stepEvent(0))).toBeNull();
+    expect(await store.transcript.appendRound(run, 0, [])).toBe(false);
+    expect((await store.toolCalls.begin(id, 0, 0, 1)).kind).toBe('ended');
+    expect(await store.runs.finish(id, { status: 'failed', stopReason: 'error' })).toBeNull();
+    expect(await store.transcript.messages(id)).toEqual([{ role: 'user', content: 'hi' }]);
+    expect((await store.runs.get(id))!.status).toBe(status);
+  });
+});
+
+describe('a tool result', () => {
+  it('keeps its outcome kind beside the text the model sees, and /steps shows both', async () => {
+    const store = new RunStore({ redis, prefix: `rs${randomBytes(3).toString('hex')}` });
+    const id = newId('run');
+    await store.runs.create({ id, owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
+    const { run } = (await store.transcript.loadStep(id, 0))!;
+    const now = new Date().toISOString();
+    const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };
+    const tool_calls = [{ id: 'call_0', type: 'function' as const, function: { name: 'crm__write', arguments: '{}' } }];
+    await store.transcript.commitStep(run, { depth: 0, status: 'completed', model: 'm', usage, started_at: now, completed_at: now, message: { role: 'assistant', content: null, tool_calls } }, stepEvent(0));
+    const output = 'Error executing crm__write: the outcome is unknown';
+    await store.toolCalls.complete(id, 0, 0, { ...results('call_0', output), status: 'failed', is_error: true, outcome: 'unknown_outcome' }, toolEvent(0), { run, count: 1 });
+    const [step] = await store.steps.list(id);
+    expect(step.tool_calls[0]).toMatchObject({ id: 'call_0', status: 'failed', is_error: true, outcome: 'unknown_outcome', output });
+  });
+});
