@@ -3,6 +3,7 @@ import { bodyLimit } from 'hono/body-limit';
 import type { Queue } from 'bullmq';
 import type { Admission, AgentqMetrics, Logger, Redis, Runs, RunStore, TenantTable, UsageMeter } from '@agentq/shared';
 import { bearerAuth } from './auth.js';
+import { bodyBudget, drainBody } from './body-budget.js';
 import { dashboard, DASHBOARD_PATH } from './dashboard.js';
 import { errorBody, HttpError, onError } from './http-error.js';
 import { healthRoutes } from './routes/health.js';
@@ -36,7 +37,7 @@ export interface AppDeps {
   /** When set, only these keys open the dashboard (it shows every tenant's jobs). */
   adminKeys?: string[];
   defaultModel?: string;
-  limits: { maxBodyBytes: number; maxInputBytes: number; maxContextBytes: number };
+  limits: { maxBodyBytes: number; maxInputBytes: number; maxContextBytes: number; maxBodiesInFlightBytes: number };
 }
 
 /** The HTTP API as a Hono app (tests drive it with `app.request()`). */
@@ -56,11 +57,14 @@ export function createApp(deps: AppDeps) {
   app.use('/v1/*', requestLimit(deps));
   app.use(`${DASHBOARD_PATH}/*`, adminAuth);
   app.use(`${DASHBOARD_PATH}`, adminAuth);
+  app.use('/v1/*', bodyBudget({ maxInFlightBytes: deps.limits.maxBodiesInFlightBytes, maxBodyBytes: deps.limits.maxBodyBytes }));
   app.use(
     '/v1/*',
     bodyLimit({
       maxSize: deps.limits.maxBodyBytes,
-      onError: () => {
+      onError: async (c) => {
+        // Let a client that is still sending finish, so that it reads the 413.
+        await drainBody(c, 2 * deps.limits.maxBodyBytes);
         throw new HttpError(413, 'payload_too_large', `the request body is larger than ${deps.limits.maxBodyBytes} bytes`);
       },
     }),

@@ -22,6 +22,7 @@ import { ABANDONED_CLAIM_MS, claimIdempotencyKey } from '../idempotency.js';
 import { checkSizes, type RunLimits } from '../run-request.js';
 import { parseOr400, readJson } from '../validation.js';
 import { rateLimited } from '../rate-limit.js';
+import { streamRunList } from '../run-list-stream.js';
 
 export interface RunsRouteDeps {
   store: RunStore;
@@ -141,7 +142,7 @@ export function runsRoutes(deps: RunsRouteDeps) {
 
   app.get('/', async (c) => {
     const q = parseOr400(listRunsQuerySchema, c.req.query(), 'query');
-    return c.json(await deps.store.runs.list(c.get('owner'), q));
+    return streamRunList(c, deps.store.runs.list(c.get('owner'), q));
   });
 
   app.get('/:id', async (c) => c.json(await own(c.get('owner'), c.req.param('id'))));
