@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunObject } from '@agentq/shared';
 import type { ChatRequest, Handler } from '@agentq/scripted-llm';
 import { startStack, type Stack } from './fixtures/services.js';
+import { waitFor } from './fixtures/wait.js';
 
 // A service many keys share: each key's runs wait in its own line, so a key that floods waits
 // behind itself; per-key limits answer 429 before anything piles up without end.
@@ -121,9 +122,8 @@ describe('per-key limits', () => {
     const second = await post(KEYS.hungry, { input: 'hungry 2' });
     expect(second.status).toBe(202);
     await stack.waitForRun(((await second.json()) as RunObject).id, { key: KEYS.hungry });
-    // 100 tokens used of 60.
-    const usage = await stack.getJson('/v1/usage', KEYS.hungry);
-    expect(usage.tokens_today).toBe(100);
+    // 100 tokens used of 60 (agent-workers write their tally every second).
+    await waitFor(async () => (await stack.getJson('/v1/usage', KEYS.hungry)).tokens_today === 100, { what: "the key's 100 tokens of today", timeoutMs: 5_000 });
     const third = await post(KEYS.hungry, { input: 'hungry 3' });
     expect(third.status).toBe(429);
     const untilMidnight = Date.parse(`${new Date().toISOString().slice(0, 10)}T00:00:00Z`) + 86_400_000 - Date.now();

@@ -183,6 +183,9 @@ export async function startAgentq(ctl, redisUrl, { root = ROOT, tag = 'agentq', 
   const others = [model.proc, ...(mcp.proc ? [mcp.proc] : [])];
   const mcpFile = join(tmpdir(), `${prefix}-mcp.json`);
   writeFileSync(tmpDir(mcpFile), JSON.stringify({ mcpServers: { noop: mcp.config } }));
+  // Per-key admission runs as deployed, but its limits must not be what is measured.
+  const tenantsFile = join(tmpdir(), `${prefix}-tenants.json`);
+  writeFileSync(tenantsFile, JSON.stringify({ default: { max_active_runs: 1_000_000, max_queued_runs: 10_000_000, requests_per_minute: 10_000_000 } }));
   const port = await freePort();
   const given = [process.env.BENCH_NODE_OPTIONS ?? '', nodeOptions, probeImport(probeDir)].filter(Boolean).join(' ');
   const options = v8Heap ? given : heapOptions(given);
@@ -197,6 +200,7 @@ export async function startAgentq(ctl, redisUrl, { root = ROOT, tag = 'agentq', 
     OPENAI_API_KEY: 'bench',
     MODEL: 'bench',
     MCP_CONFIG: mcpFile,
+    TENANTS_CONFIG: tenantsFile,
     LOG_LEVEL: 'warn',
     AGENT_CONCURRENCY: String(agentConcurrency),
     TOOL_CONCURRENCY: String(toolConcurrency),
@@ -215,7 +219,7 @@ export async function startAgentq(ctl, redisUrl, { root = ROOT, tag = 'agentq', 
     await until('the api', async () => (await fetch(`${apiUrl}/readyz`)).ok, 30_000, 100);
     await workersReady(ctl, prefix, { [queues.agent]: agentWorkers, [queues.tool]: 1 });
     const config = { agentWorkers, agentConcurrency, toolConcurrency, mcpTransport };
-    return { ...stackHandle(ctl, { kind: 'agentq', prefix, config, services, others, tool, stdioMcp: !mcp.proc, queues, cleanup: () => rmSync(mcpFile, { force: true }) }), apiUrl };
+    return { ...stackHandle(ctl, { kind: 'agentq', prefix, config, services, others, tool, stdioMcp: !mcp.proc, queues, cleanup: () => [mcpFile, tenantsFile].forEach((f) => rmSync(f, { force: true })) }), apiUrl };
   } catch (err) {
     await Promise.all([...services, ...others].map((p) => stopProc(p, 2000)));
     throw err;

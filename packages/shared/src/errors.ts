@@ -44,3 +44,13 @@ export class InvalidRequestError extends AgentqError {
     super(message, 'validation_error', false);
   }
 }
+
+/** Over one of a key's limits: the request may succeed after `retryAfterMs` (the API answers 429). */
+export class RateLimitedError extends AgentqError {
+  constructor(
+    message: string,
+    readonly retryAfterMs: number,
+  ) {
+    super(message, 'rate_limited', true);
+  }
+}

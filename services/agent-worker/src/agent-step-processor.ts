@@ -20,7 +20,7 @@ import {
   type RunStore,
   type StepRecord,
   type ToolCatalogEntry,
-  type UsageMeter,
+  type TokenTally,
 } from '@agentq/shared';
 import { exhaustedBudget } from './budgets.js';
 import { DeltaBuffer } from './delta-buffer.js';
@@ -39,7 +39,7 @@ export interface AgentStepDeps {
   /** The tool catalog, cached by the caller. */
   tools: () => Promise<ToolCatalogEntry[]>;
   /** Counts each step's tokens into its key's day (max_tokens_per_day, GET /v1/usage). */
-  usage?: UsageMeter;
+  tokens?: TokenTally;
   modelTimeoutMs: number;
   modelIdleTimeoutMs: number;
   /** Pauses the agent queue; set by the worker so a 429 slows the queue instead of burning attempts. */
@@ -237,9 +237,7 @@ async function makeStep(
     tool_calls: (record.message.tool_calls ?? []).map((t) => ({ id: t.id, name: t.function.name, arguments: t.function.arguments })),
   });
   if (!stored) return null;
-  // Not awaited: on the store's connection, after the commit; a count lost to a Redis blip only
-  // lets the key's day go a little further.
-  if (stored === record) void deps.usage?.countTokens(run.owner, record.usage.total_tokens).catch(() => {});
+  if (stored === record) deps.tokens?.add(run.owner, record.usage.total_tokens);
   log.debug({ usage: stored.usage, tool_calls: stored.message.tool_calls?.length ?? 0 }, 'model step done');
   // Another delivery committed this depth first: what it stored is what the run goes on from.
   return stored === record ? decision : decideStep(planOfStoredStep(plan, stored), { kind: 'message', message: stored.message }, spec, hasTools);

@@ -17,6 +17,7 @@ import {
   type MetricsServer,
   type ToolCatalogEntry,
   type Tracing,
+  TokenTally,
   UsageMeter,
 } from '@agentq/shared';
 import { processAgentStep, type AgentStepDeps } from './agent-step-processor.js';
@@ -41,7 +42,7 @@ export async function startAgentWorker(cfg: AgentWorkerConfig, logger: Logger, o
   const store = new RunStore({ redis: storeRedis, prefix: cfg.QUEUE_PREFIX, retentionSeconds: cfg.RUN_RETENTION_SECONDS });
   const jobs = new JobQueues({ connection: redis.connect('agentq-agent-queue', { blocking: true }), prefix: cfg.QUEUE_PREFIX, logger, telemetry });
   const runs = new Runs({ store, jobs, admission: new Admission(storeRedis, cfg.QUEUE_PREFIX), logger, observer: runMetricsObserver(metrics) });
-  const usage = new UsageMeter(storeRedis, cfg.QUEUE_PREFIX);
+  const tokens = new TokenTally(new UsageMeter(storeRedis, cfg.QUEUE_PREFIX));
   // BullMQ retries model faults (with backoff, without holding a worker slot); the SDK must not also.
   const openai = observeModelCalls(new OpenAI({ baseURL: cfg.OPENAI_BASE_URL, apiKey: cfg.OPENAI_API_KEY ?? 'unset', maxRetries: 0 }), metrics);
 
@@ -51,7 +52,7 @@ export async function startAgentWorker(cfg: AgentWorkerConfig, logger: Logger, o
     return catalog.tools;
   };
 
-  const deps: AgentStepDeps = { store, runs, jobs, openai, logger, tools, usage, modelTimeoutMs: cfg.MODEL_TIMEOUT_MS, modelIdleTimeoutMs: cfg.MODEL_IDLE_TIMEOUT_MS };
+  const deps: AgentStepDeps = { store, runs, jobs, openai, logger, tools, tokens, modelTimeoutMs: cfg.MODEL_TIMEOUT_MS, modelIdleTimeoutMs: cfg.MODEL_IDLE_TIMEOUT_MS };
   const cancels = new CancelListener(redis.connect('agentq-agent-cancel', { blocking: true }), cfg.QUEUE_PREFIX);
   await cancels.start();
   const worker = createJobWorker('agentStep', (data, ctx) => traceAgentStep(data, ctx.job, () => processAgentStep(data, ctx, deps)), {
@@ -80,7 +81,7 @@ export async function startAgentWorker(cfg: AgentWorkerConfig, logger: Logger, o
     worker,
     metricsUrl: metricsServer?.url,
     async close() {
-      const steps = [() => worker.close(), async () => metricsServer?.close(), () => cancels.close(), () => jobs.close(), () => redis.closeAll()];
+      const steps = [() => worker.close(), async () => metricsServer?.close(), () => cancels.close(), () => tokens.close(), () => jobs.close(), () => redis.closeAll()];
       for (const s of steps) await s().catch((err: Error) => logger.warn({ err: err.message }, 'error while closing'));
     },
   };

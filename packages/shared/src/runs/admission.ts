@@ -5,9 +5,10 @@ import { limitsOf, type TenantTable } from '../tenants/limits.js';
 
 /**
  * KEYS: backlog, limits, active total, vclock, pending, owners, the key's lane, the key's active set.
- * ARGV: op, owner, run id, now (ms), lane prefix, active prefix, most to admit.
+ * ARGV: op, owner, run id, now (ms), lane prefix, active prefix, most to admit, the most runs
+ * the key's line may hold.
  * op `arrive`: a queued root run joins its key's line (once; a run admitted before is returned
- * again, for its first step to be enqueued); `child`: a sub-run counts as active at once (its
+ * again, for its first step to be enqueued), unless the line is full (then `{'!full'}`); `child`: a sub-run counts as active at once (its
  * parent holds a slot and waits for it: holding it back could deadlock the tree); `release`: a
  * run ended, its slot (or its place in line) is freed; `admit`: nothing but the admission.
  * Then, while there is room, it admits runs from the lines, fairly: the key with the smallest
@@ -31,7 +32,9 @@ if op == 'arrive' then
   redis.call('SADD', KEYS[6], owner)
   if redis.call('SISMEMBER', KEYS[8], runId) == 1 then
     out[1] = runId
-  elseif redis.call('ZADD', KEYS[7], 'NX', now, runId) == 1 then
+  elseif not redis.call('ZSCORE', KEYS[7], runId) then
+    if redis.call('ZCARD', KEYS[7]) >= tonumber(ARGV[8]) then return { '!full' } end
+    redis.call('ZADD', KEYS[7], now, runId)
     redis.call('ZADD', KEYS[1], 'NX', vclock, owner)
   end
 elseif op == 'release' then
@@ -97,7 +100,7 @@ export class Admission {
     redis.defineCommand('agentqAdmission', { lua: ADMISSION, numberOfKeys: 8 });
   }
 
-  private run(op: 'arrive' | 'child' | 'release' | 'admit', owner: string, runId: string): Promise<string[]> {
+  private run(op: 'arrive' | 'child' | 'release' | 'admit', owner: string, runId: string, maxQueued = 0): Promise<string[]> {
     const g = this.g;
     return this.redis.agentqAdmission(
       g.backlog,
@@ -115,12 +118,17 @@ export class Admission {
       g.laneOf,
       g.activeOf,
       ADMIT_BATCH,
+      maxQueued,
     );
   }
 
-  /** A queued root run joins its key's line; returns the runs admitted now (to enqueue). */
-  arrive(owner: string, runId: string): Promise<string[]> {
-    return this.run('arrive', owner, runId);
+  /**
+   * A queued root run joins its key's line, if the line holds fewer than `maxQueued` runs;
+   * returns the runs admitted now (to enqueue), or `full`.
+   */
+  async arrive(owner: string, runId: string, maxQueued = Number.MAX_SAFE_INTEGER): Promise<{ full: boolean; admitted: string[] }> {
+    const out = await this.run('arrive', owner, runId, maxQueued);
+    return out[0] === '!full' ? { full: true, admitted: [] } : { full: false, admitted: out };
   }
 
   /** A sub-run counts as active at once. */

@@ -1,5 +1,6 @@
 import type { RedisClient } from '../redis.js';
 import type { Logger } from 'pino';
+import { RateLimitedError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { AgentStepJob } from '../jobs/catalog.js';
 import type { JobQueues, ParentJob } from '../jobs/job-queues.js';
@@ -58,7 +59,7 @@ export class Runs {
    * run's first step is enqueued. A run that cannot be written, lined up or (if admitted)
    * enqueued is removed again: not enqueued or lined up means not accepted.
    */
-  async create(id: string, owner: string, plan: RunPlan): Promise<RunObject> {
+  async create(id: string, owner: string, plan: RunPlan, limits: { maxQueued?: number } = {}): Promise<RunObject> {
     const { store, admission } = this.deps;
     const first: AgentStepJob = { runId: id, depth: 0, ...startRunTrace(id, plan.spec.model) };
     let created: RunObject;
@@ -70,7 +71,9 @@ export class Runs {
       // first step enqueued, sweepPending (every API process, at start and periodically) does it.
       created = await store.runs.create({ id, owner, spec: plan.spec, messages: plan.messages });
       this.deps.failpoint?.('run_written');
-      admitted = await admission.arrive(owner, id);
+      const arrival = await admission.arrive(owner, id, limits.maxQueued);
+      if (arrival.full) throw new RateLimitedError(`this key has ${limits.maxQueued} runs waiting to start (max_queued_runs); retry when some have started`, 5_000);
+      admitted = arrival.admitted;
       if (admitted.includes(id)) await inTrace(first, () => this.deps.jobs.enqueue('agentStep', first));
     } catch (err) {
       await admission.release(owner, id).catch(() => []);
@@ -115,7 +118,7 @@ export class Runs {
         await admission.child(run.owner, runId);
         await this.deps.jobs.enqueue('agentStep', { runId, depth: 0 }, { parent: run.spec.parent_job });
       } else {
-        await this.enqueueAdmitted(await admission.arrive(run.owner, runId));
+        await this.enqueueAdmitted((await admission.arrive(run.owner, runId)).admitted);
       }
     }
     await store.runs.settle(runId);

@@ -21,7 +21,7 @@ export class UsageMeter {
   async countTokens(owner: string, tokens: number, now = Date.now()): Promise<void> {
     if (tokens <= 0) return;
     const key = this.g.usage(owner, utcDay(now));
-    await this.redis.multi().hincrby(key, 'tokens', tokens).pexpire(key, 3 * DAY_MS).exec();
+    await this.redis.pipeline().hincrby(key, 'tokens', tokens).pexpire(key, 3 * DAY_MS).exec();
   }
 
   async tokensToday(owner: string, now = Date.now()): Promise<number> {
@@ -32,7 +32,40 @@ export class UsageMeter {
   async countRequest(owner: string, now = Date.now()): Promise<{ count: number; resetMs: number }> {
     const minute = Math.floor(now / 60_000);
     const key = this.g.requests(owner, minute);
-    const res = (await this.redis.multi().incr(key).expire(key, 120).exec()) ?? [];
+    const res = (await this.redis.pipeline().incr(key).expire(key, 120).exec()) ?? [];
     return { count: Number(res[0]?.[1] ?? 0), resetMs: (minute + 1) * 60_000 - now };
+  }
+}
+
+/**
+ * Adds up tokens per key in memory and writes them to the key's day every `flushMs`: a
+ * model step costs no round trip for it. A process that dies loses at most one interval of
+ * counts (the day's limit then lets a little more through).
+ */
+export class TokenTally {
+  private readonly pending = new Map<string, number>();
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly meter: UsageMeter,
+    flushMs = 1000,
+  ) {
+    this.timer = setInterval(() => void this.flush(), flushMs);
+    this.timer.unref();
+  }
+
+  add(owner: string, tokens: number): void {
+    if (tokens > 0) this.pending.set(owner, (this.pending.get(owner) ?? 0) + tokens);
+  }
+
+  async flush(): Promise<void> {
+    const batch = [...this.pending];
+    this.pending.clear();
+    await Promise.all(batch.map(([owner, n]) => this.meter.countTokens(owner, n).catch(() => this.add(owner, n))));
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.flush();
   }
 }

@@ -79,7 +79,7 @@ export function runsRoutes(deps: RunsRouteDeps) {
     }
     let created: RunObject;
     try {
-      created = await deps.runs.create(id, owner, plan);
+      created = await deps.runs.create(id, owner, plan, { maxQueued: limitsOf(deps.tenants, owner).max_queued_runs });
     } catch (err) {
       await release?.().catch(() => {});
       throw err;
@@ -109,14 +109,13 @@ export function runsRoutes(deps: RunsRouteDeps) {
     throw new HttpError(409, 'idempotency_key_in_use', 'a request with this Idempotency-Key is still being processed or failed; retry shortly');
   }
 
-  // max_queued_runs and max_tokens_per_day: a new run is refused (429) rather than queued without end.
+  // max_tokens_per_day: a new run is refused (429) once the key's day is used up (max_queued_runs
+  // is checked as the run joins its line, atomically).
   async function checkRoom(owner: string) {
     const limits = limitsOf(deps.tenants, owner);
-    const [{ queued }, tokens] = await Promise.all([deps.admission.standing(owner), limits.max_tokens_per_day === null ? 0 : deps.usage.tokensToday(owner)]);
-    if (queued >= limits.max_queued_runs) {
-      throw rateLimited(`this key has ${queued} runs waiting to start (max_queued_runs ${limits.max_queued_runs}); retry when some have started`, 5_000);
-    }
-    if (limits.max_tokens_per_day !== null && tokens >= limits.max_tokens_per_day) {
+    if (limits.max_tokens_per_day === null) return;
+    const tokens = await deps.usage.tokensToday(owner);
+    if (tokens >= limits.max_tokens_per_day) {
       const tomorrow = new Date(new Date().toISOString().slice(0, 10)).getTime() + 24 * 3600 * 1000;
       throw rateLimited(`this key used ${tokens} tokens today (max_tokens_per_day ${limits.max_tokens_per_day}); retry after midnight UTC`, tomorrow - Date.now());
     }
