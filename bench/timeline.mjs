@@ -42,13 +42,13 @@ try {
 
   const phases = {};
   const add = (k, v) => (phases[k] ??= []).push(v);
-  const job = (queue, id) => ctl.hgetall(`${stack.prefix}:${queue}:${id}`);
+  const job = (queue, id) => ctl.hgetall(`${stack.queuePrefix ?? stack.prefix}:${queue}:${id}`);
   let rows = [];
   for (const runId of ids.slice(Math.min(10, N - 1))) {
     const at = {};
     rows = [];
     if (!BARE) {
-      for (const [id, f] of await ctl.xrange(`${stack.prefix}:r:{${runId}}:events`, '-', '+')) {
+      for (const [id, f] of await ctl.xrange(stack.runKeys(runId).events, '-', '+')) {
         const type = f[f.indexOf('type') + 1];
         (at[type] ??= []).push(eventTime(id));
         rows.push([eventTime(id), `event ${type}`]);

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatRequest, Handler, Reply } from '@agentq/scripted-llm';
-import { jobId, RunStore } from '@agentq/shared';
+import { Redis } from 'ioredis';
+import { cellPrefix, jobId, runKeys, RunStore } from '@agentq/shared';
 import { startStack, type Stack } from './fixtures/services.js';
 
 // Each scenario is keyed by the user's text, so one scripted model serves every test here.
@@ -130,7 +131,7 @@ describe('the durable agent loop', () => {
     scenarios.set(user, (req, round) =>
       round === 0 ? { tool_calls: [0, 1].map((i) => ({ name: 'crm__sleep', arguments: { ms: 1, label: `w${i}` } })) } : { content: toolMessages(req).map((m: any) => m.content).join(' | ') },
     );
-    const monitor = await stack.redis.monitor();
+    const monitor = await new Redis(stack.redisUrl).monitor();
     const seen: Array<{ args: string[]; source: string }> = [];
     monitor.on('monitor', (_time: string, args: string[], source: string) => {
       if (args.some((a) => a.includes(`${stack.prefix}:`))) seen.push({ args, source });
@@ -139,8 +140,8 @@ describe('the durable agent loop', () => {
       const { id } = await stack.createRun({ input: user });
       expect((await stack.waitForRun(id)).output?.content).toBe('slept 1 ms w0 | slept 1 ms w1');
       for (const index of [0, 1]) {
-        const stored = seen.findIndex((c) => c.source !== 'lua' && c.args[1]?.includes("'tool.completed'") && c.args.includes(`${stack.prefix}:r:{${id}}:tools:0`) && c.args.includes(String(index)));
-        const jobKey = `${stack.prefix}:tool:${jobId('toolCall', { runId: id, depth: 0, index, toolCallId: '', name: '', arguments: '' })}`;
+        const stored = seen.findIndex((c) => c.source !== 'lua' && c.args[1]?.includes("'tool.completed'") && c.args.includes(runKeys(stack.prefix, id).toolCalls(0)) && c.args.includes(String(index)));
+        const jobKey = `${cellPrefix(stack.prefix, 0)}:tool:${jobId('toolCall', { runId: id, depth: 0, index, toolCallId: '', name: '', arguments: '' })}`;
         // BullMQ's moveToFinished: sent by a client (not run inside a script), with the job's key and its return value.
         const completed = seen.findIndex((c) => c.source !== 'lua' && c.args.includes(jobKey) && c.args.includes('returnvalue') && c.args.includes('completed'));
         expect(stored, `the result of call ${index}`).toBeGreaterThanOrEqual(0);

@@ -140,13 +140,14 @@ async function workersReady(ctl, prefix, counts) {
  * What scenarios use of a started stack: its processes by name (`tool`'s stdio MCP servers
  * included), the pids of its services, and `stop()`, which stops them all and deletes its keys.
  */
-function stackHandle(ctl, { kind, prefix, config, services, others, tool, stdioMcp, queues = QUEUES, cleanup = () => {} }) {
+function stackHandle(ctl, { kind, prefix, queuePrefix = prefix, config, services, others, tool, stdioMcp, queues = QUEUES, cleanup = () => {} }) {
   return {
     kind,
     prefix,
     config,
     /** The agent queue's completed set, whose size tells how many step jobs have finished. */
-    completedKey: `${prefix}:${queues.agent}:completed`,
+    queuePrefix,
+    completedKey: `${queuePrefix}:${queues.agent}:completed`,
     processes() {
       const list = [...services, ...others].filter((p) => p.running).map((p) => ({ name: p.name, pid: p.pid }));
       if (stdioMcp) for (const pid of childPids(tool.pid)) list.push({ name: 'mcp-server (stdio)', pid });
@@ -175,7 +176,8 @@ const importFrom = (root, file) => import(pathToFileURL(join(root, file)).href);
  * `root` runs the services, queue names and heap flags of another built checkout of agentq.
  */
 export async function startAgentq(ctl, redisUrl, { root = ROOT, tag = 'agentq', agentWorkers = 1, agentConcurrency = 100, toolConcurrency = 100, mcpTransport = 'stdio', probeDir, nodeOptions = '', v8Heap = false } = {}) {
-  const { QUEUES: queues } = root === ROOT ? shared : await importFrom(root, 'packages/shared/dist/index.js');
+  const agentqShared = root === ROOT ? shared : await importFrom(root, 'packages/shared/dist/index.js');
+  const { QUEUES: queues } = agentqShared;
   const { serviceNodeOptions: heapOptions } = root === ROOT ? { serviceNodeOptions } : await importFrom(root, 'scripts/lib/services.mjs');
   const prefix = newPrefix(tag);
   const model = await startModel();
@@ -217,9 +219,12 @@ export async function startAgentq(ctl, redisUrl, { root = ROOT, tag = 'agentq', 
     services.push(svc('api'));
     const apiUrl = `http://127.0.0.1:${port}`;
     await until('the api', async () => (await fetch(`${apiUrl}/readyz`)).ok, 30_000, 100);
-    await workersReady(ctl, prefix, { [queues.agent]: agentWorkers, [queues.tool]: 1 });
+    // The checkout's own key layout: its queues' prefix (a cell's, where it has cells) and its run keys.
+    const queuePrefix = agentqShared.cellPrefix ? agentqShared.cellPrefix(prefix, 0) : prefix;
+    await workersReady(ctl, queuePrefix, { [queues.agent]: agentWorkers, [queues.tool]: 1 });
     const config = { agentWorkers, agentConcurrency, toolConcurrency, mcpTransport };
-    return { ...stackHandle(ctl, { kind: 'agentq', prefix, config, services, others, tool, stdioMcp: !mcp.proc, queues, cleanup: () => [mcpFile, tenantsFile].forEach((f) => rmSync(f, { force: true })) }), apiUrl };
+    const handle = stackHandle(ctl, { kind: 'agentq', prefix, queuePrefix, config, services, others, tool, stdioMcp: !mcp.proc, queues, cleanup: () => [mcpFile, tenantsFile].forEach((f) => rmSync(f, { force: true })) });
+    return { ...handle, apiUrl, runKeys: (id) => agentqShared.runKeys(prefix, id) };
   } catch (err) {
     await Promise.all([...services, ...others].map((p) => stopProc(p, 2000)));
     throw err;
@@ -300,7 +305,7 @@ export async function submitAgentqRun(stack, model) {
  * Redis: what an SSE client sees, without the API in between.
  */
 export async function waitAgentqRun(waiter, stack, runId, timeoutMs = 60_000) {
-  const key = `${stack.prefix}:r:{${runId}}:events`;
+  const key = stack.runKeys(runId).events;
   let last = '0-0';
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -393,7 +398,7 @@ export async function waitCompleted(ctl, stack, target, { timeoutMs, everyMs = 2
 /** Per-run times of agentq runs from their records: created_at → completed_at (ms), status. */
 export async function agentqRunTimes(ctl, prefix, ids) {
   const pipe = ctl.pipeline();
-  for (const id of ids) pipe.hmget(`${prefix}:r:{${id}}:run`, 'status', 'created_at', 'completed_at');
+  for (const id of ids) pipe.hmget(shared.runKeys(prefix, id).run, 'status', 'created_at', 'completed_at');
   const rows = await pipe.exec();
   return rows.map(([, [status, created, completed]]) => ({ status, created: Date.parse(created), completed: completed ? Date.parse(completed) : NaN }));
 }

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
+import { runKeys } from '@agentq/shared';
 
 // The benchmark (`npm run bench`) is not part of the suite; these tests keep its parts working:
 // the harness against the built services, the judgement of the targets, the SVG chart.
@@ -21,7 +22,7 @@ describe('the benchmark', () => {
           await h.waitAgentqRun(waiter, stack, id);
           ids.push(id);
         }
-        const runs = await Promise.all(ids.map((id) => ctl.hgetall(`${stack.prefix}:r:{${id}}:run`)));
+        const runs = await Promise.all(ids.map((id) => ctl.hgetall(runKeys(stack.prefix, id).run)));
         for (const run of runs) {
           expect(run.status).toBe('completed');
           // The workload every scenario measures: 3 rounds of 3 tool calls, then the answer.

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { createLogger, jobId, RunStore } from '@agentq/shared';
+import { cellPrefix, createLogger, jobId, RunStore } from '@agentq/shared';
 import { startAgentWorker, loadAgentWorkerConfig, type AgentWorkerHandle } from '@agentq/agent-worker';
 import { startToolWorker, loadToolWorkerConfig, type ToolWorkerHandle } from '@agentq/tool-worker';
 import { startScriptedLlm, type ScriptedLlm } from '@agentq/scripted-llm';
@@ -62,7 +62,7 @@ async function postToDyingApi(input: string, headers: Record<string, string> = {
   const [id] = await store.runs.pending(Date.now() + 1);
   expect(id).toMatch(/^run_/);
   expect((await store.runs.get(id))?.status).toBe('queued');
-  expect(await redis.exists(`${prefix}:agent:${jobId('agentStep', { runId: id, depth: 0 })}`)).toBe(0);
+  expect(await redis.exists(`${cellPrefix(prefix, 0)}:agent:${jobId('agentStep', { runId: id, depth: 0 })}`)).toBe(0);
   return id;
 }
 

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Queue } from 'bullmq';
+import { cellPrefix } from '@agentq/shared';
 import { startScriptedLlm, type ScriptedLlm } from '@agentq/scripted-llm';
 import { startCrmMcpServer, type CrmMcpServer } from '../fixtures/crm-mcp-server.js';
 import { freePort } from '../fixtures/redis.js';
@@ -227,7 +228,7 @@ describe('starting and stopping on SIGTERM', () => {
   });
 
   async function workersOn(queueName: string, queuePrefix: string) {
-    const q = new Queue(queueName, { connection: { url: redisUrl }, prefix: queuePrefix });
+    const q = new Queue(queueName, { connection: { url: redisUrl }, prefix: cellPrefix(queuePrefix, 0) });
     try {
       return (await q.getWorkers()).length;
     } finally {

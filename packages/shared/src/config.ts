@@ -28,6 +28,8 @@ export const baseEnvSchema = z.object({
     .refine((v) => /^[A-Za-z0-9_.-]{1,64}$/.test(v), 'must be 1-64 of A-Z a-z 0-9 _ . - (no ":")'),
   LOG_LEVEL: z.enum(logLevels).default('info'),
   RUN_RETENTION_SECONDS: z.coerce.number().int().min(60).default(7 * 24 * 3600),
+  /** Independent sets of queues, each under its own hash tag (a Redis Cluster spreads them over shards). */
+  CELLS: z.coerce.number().int().min(1).max(1024).default(1),
   /** Base URL of an OTLP/HTTP collector; tracing is off when unset. */
   OTEL_EXPORTER_OTLP_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
 });
@@ -58,7 +60,19 @@ export const workerEnvSchema = baseEnvSchema.extend({
   JOB_LOCK_MS: z.coerce.number().int().min(500).default(10_000),
   /** How often workers look for jobs whose lock lapsed (a dead worker's). */
   STALLED_INTERVAL_MS: z.coerce.number().int().min(100).default(3_000),
+  /** The cells this worker serves (e.g. `0,2`); unset: all of them. */
+  WORKER_CELLS: z
+    .string()
+    .regex(/^\d+(,\d+)*$/, 'a comma-separated list of cell numbers, e.g. 0,2')
+    .transform((v) => [...new Set(v.split(',').map(Number))])
+    .optional(),
 });
+
+/** A worker's WORKER_CELLS must name cells that exist (below CELLS): a superRefine for its env schema. */
+export function checkWorkerCells(env: { CELLS: number; WORKER_CELLS?: number[] }, ctx: z.RefinementCtx): void {
+  const bad = env.WORKER_CELLS?.filter((c) => c >= env.CELLS);
+  if (bad?.length) ctx.addIssue({ code: 'custom', path: ['WORKER_CELLS'], message: `cells ${bad.join(', ')} do not exist: CELLS is ${env.CELLS} (cells 0 to ${env.CELLS - 1})` });
+}
 
 export { boolString };
 

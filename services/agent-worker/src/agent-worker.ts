@@ -3,6 +3,7 @@ import OpenAI from 'openai';
 import {
   Admission,
   CancelListener,
+  cellList,
   createJobWorker,
   createMetrics,
   JobQueues,
@@ -27,7 +28,8 @@ import { traceAgentStep } from './step-span.js';
 
 /** A running agent-worker: its BullMQ worker and what it holds open. */
 export interface AgentWorkerHandle {
-  worker: Worker;
+  /** One BullMQ worker per cell served. */
+  workers: Worker[];
   /** Where `/metrics` is served, when METRICS_PORT is set. */
   metricsUrl?: string;
   close(): Promise<void>;
@@ -40,7 +42,7 @@ export async function startAgentWorker(cfg: AgentWorkerConfig, logger: Logger, o
   const redis = new RedisConnections(cfg.REDIS_URL);
   const storeRedis = redis.connect('agentq-agent-store', { blocking: true });
   const store = new RunStore({ redis: storeRedis, prefix: cfg.QUEUE_PREFIX, retentionSeconds: cfg.RUN_RETENTION_SECONDS });
-  const jobs = new JobQueues({ connection: redis.connect('agentq-agent-queue', { blocking: true }), prefix: cfg.QUEUE_PREFIX, logger, telemetry });
+  const jobs = new JobQueues({ connection: redis.connect('agentq-agent-queue', { blocking: true }), prefix: cfg.QUEUE_PREFIX, cells: cfg.CELLS, logger, telemetry });
   const runs = new Runs({ store, jobs, admission: new Admission(storeRedis, cfg.QUEUE_PREFIX), logger, observer: runMetricsObserver(metrics) });
   const tokens = new TokenTally(new UsageMeter(storeRedis, cfg.QUEUE_PREFIX));
   // BullMQ retries model faults (with backoff, without holding a worker slot); the SDK must not also.
@@ -55,33 +57,38 @@ export async function startAgentWorker(cfg: AgentWorkerConfig, logger: Logger, o
   const deps: AgentStepDeps = { store, runs, jobs, openai, logger, tools, tokens, modelTimeoutMs: cfg.MODEL_TIMEOUT_MS, modelIdleTimeoutMs: cfg.MODEL_IDLE_TIMEOUT_MS };
   const cancels = new CancelListener(redis.connect('agentq-agent-cancel', { blocking: true }), cfg.QUEUE_PREFIX);
   await cancels.start();
-  const worker = createJobWorker('agentStep', (data, ctx) => traceAgentStep(data, ctx.job, () => processAgentStep(data, ctx, deps)), {
-    connection: redis.connect('agentq-agent-worker', { blocking: true }),
-    prefix: cfg.QUEUE_PREFIX,
-    concurrency: cfg.AGENT_CONCURRENCY,
-    logger,
-    cancels,
-    telemetry,
-    backoffBaseMs: cfg.MODEL_BACKOFF_BASE_MS,
-    lock: workerLockOptions(cfg),
-    // AGENT_RATE_LIMIT caps model steps for the whole queue (a provider's quota). Without it a
-    // limiter far above any real throughput is still set: BullMQ honours worker.rateLimit() (a
-    // provider's 429) only when one is configured.
-    limiter: cfg.AGENT_RATE_LIMIT ?? { max: 1_000_000, duration: 1000 },
-  });
-  // A provider's 429 pauses the whole agent queue (every worker) for its Retry-After.
-  deps.rateLimit = (ms) => worker.rateLimit(ms);
-  observeWorkerJobs(worker, metrics);
-  await worker.waitUntilReady();
+  const workerRedis = redis.connect('agentq-agent-worker', { blocking: true });
+  const workers = cellList(cfg.CELLS, cfg.WORKER_CELLS).map((cell) =>
+    createJobWorker('agentStep', (data, ctx) => traceAgentStep(data, ctx.job, () => processAgentStep(data, ctx, deps)), {
+      connection: workerRedis,
+      prefix: cfg.QUEUE_PREFIX,
+      cell,
+      cells: cfg.CELLS,
+      concurrency: cfg.AGENT_CONCURRENCY,
+      logger,
+      cancels,
+      telemetry,
+      backoffBaseMs: cfg.MODEL_BACKOFF_BASE_MS,
+      lock: workerLockOptions(cfg),
+      // AGENT_RATE_LIMIT caps model steps for the whole queue (a provider's quota). Without it a
+      // limiter far above any real throughput is still set: BullMQ honours worker.rateLimit() (a
+      // provider's 429) only when one is configured.
+      limiter: cfg.AGENT_RATE_LIMIT ?? { max: 1_000_000, duration: 1000 },
+    }),
+  );
+  // A provider's 429 pauses the agent queues (of every worker) for its Retry-After.
+  deps.rateLimit = async (ms) => void (await Promise.all(workers.map((w) => w.rateLimit(ms))));
+  for (const w of workers) observeWorkerJobs(w, metrics);
+  await Promise.all(workers.map((w) => w.waitUntilReady()));
   const metricsServer: MetricsServer | undefined =
     cfg.METRICS_PORT !== undefined ? await startMetricsServer({ registry: metrics.registry, port: cfg.METRICS_PORT, host: cfg.HOST, logger }) : undefined;
-  logger.info({ queue: worker.name, concurrency: cfg.AGENT_CONCURRENCY }, 'agent-worker started');
+  logger.info({ queues: workers.map((w) => w.name), concurrency: cfg.AGENT_CONCURRENCY }, 'agent-worker started');
 
   return {
-    worker,
+    workers,
     metricsUrl: metricsServer?.url,
     async close() {
-      const steps = [() => worker.close(), async () => metricsServer?.close(), () => cancels.close(), () => tokens.close(), () => jobs.close(), () => redis.closeAll()];
+      const steps = [() => Promise.all(workers.map((w) => w.close())), async () => metricsServer?.close(), () => cancels.close(), () => tokens.close(), () => jobs.close(), () => redis.closeAll()];
       for (const s of steps) await s().catch((err: Error) => logger.warn({ err: err.message }, 'error while closing'));
     },
   };

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { metricsServerEnv, parseEnv, workerEnvSchema } from '@agentq/shared';
+import { checkWorkerCells, metricsServerEnv, parseEnv, workerEnvSchema } from '@agentq/shared';
 
 /** `<max>/<ms>`: at most `max` model steps per `ms` milliseconds across every agent-worker. */
 const rateLimit = z
@@ -16,7 +16,7 @@ export const agentWorkerEnvSchema = workerEnvSchema.extend({
   AGENT_RATE_LIMIT: rateLimit.optional(),
   /** First retry delay of a failed model step without Retry-After; doubles per attempt (±50 % jitter). */
   MODEL_BACKOFF_BASE_MS: z.coerce.number().int().min(1).default(1000),
-});
+}).superRefine(checkWorkerCells);
 
 /** The agent-worker's configuration, from the environment; throws ConfigError. */
 export function loadAgentWorkerConfig(env: Record<string, string | undefined> = process.env) {

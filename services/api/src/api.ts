@@ -33,7 +33,7 @@ export async function createApiContext(cfg: ApiConfig, logger: Logger, opts: Api
   const requests = redis.connect('agentq-api');
   const queueConnection = redis.connect('agentq-api-queue');
   if (!(await waitForReady(requests)) || !(await waitForReady(queueConnection))) logger.warn('Redis is not reachable yet; answering 503 until it is');
-  const jobs = new JobQueues({ connection: queueConnection, prefix: cfg.QUEUE_PREFIX, logger, telemetry: opts.tracing?.bullmq });
+  const jobs = new JobQueues({ connection: queueConnection, prefix: cfg.QUEUE_PREFIX, cells: cfg.CELLS, logger, telemetry: opts.tracing?.bullmq });
   const queues = jobs.all();
   const metrics = createMetrics({ service: 'api', queues, onQueueError: (err) => logger.warn({ err: err.message }, 'could not read queue depths for /metrics') });
   const store = new RunStore({ redis: requests, prefix: cfg.QUEUE_PREFIX, retentionSeconds: cfg.RUN_RETENTION_SECONDS });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ConfigError, metricsServerEnv, parseEnv, workerEnvSchema } from '@agentq/shared';
+import { checkWorkerCells, ConfigError, metricsServerEnv, parseEnv, workerEnvSchema } from '@agentq/shared';
 import { loadMcpConfig, type McpConfig } from './mcp-config.js';
 
 export const toolWorkerEnvSchema = workerEnvSchema.extend({
@@ -7,7 +7,7 @@ export const toolWorkerEnvSchema = workerEnvSchema.extend({
   /** First webhook retry delay; doubles per attempt (10 attempts span about 85 minutes). */
   WEBHOOK_BACKOFF_BASE_MS: z.coerce.number().int().min(1).default(10_000),
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
-});
+}).superRefine(checkWorkerCells);
 
 /** The tool-worker's configuration, from the environment; throws ConfigError. */
 export function loadToolWorkerConfig(env: Record<string, string | undefined> = process.env) {

@@ -34,6 +34,12 @@ export interface ToolCallDeps {
    * for a result's write, which Redis then still runs before the job's completion.
    */
   store: RunStore;
+  /**
+   * Wait for the result's write before the job completes: on a Redis Cluster the result (its
+   * run's slot) and the job (its cell's slot) live on different connections, whose order Redis
+   * does not keep.
+   */
+  awaitResultWrite?: boolean;
   runs: Runs;
   runner: ToolRunner;
   logger: Logger;
@@ -142,14 +148,15 @@ export async function processToolCall(data: ToolCallJob, ctx: JobContext, deps: 
     completed_at: new Date().toISOString(),
     ...(subrunIds ? { subrun_ids: subrunIds } : {}),
   };
-  // Not awaited: the store shares the worker's connection and completing a call is ordered, so
-  // BullMQ's completion of this job (sent next on that connection) runs after the result is
-  // stored, and the next step, which that completion may release, finds it. Not waiting for the
-  // reply takes a round trip off every tool round's critical path.
+  // On one Redis, not awaited: the store shares the worker's connection and completing a call
+  // is ordered, so BullMQ's completion of this job (sent next on that connection) runs after the
+  // result is stored, and the next step, which that completion may release, finds it. Not
+  // waiting for the reply takes a round trip off every tool round's critical path.
   const event = { depth, index, tool_call_id: data.toolCallId, name, is_error: rec.is_error, duration_ms: rec.duration_ms, outcome: outcome.kind, ...eventOutput(rec.output) };
-  deps.store.toolCalls
+  const stored = deps.store.toolCalls
     .complete(runId, depth, index, rec, event, data.count ? { run, count: data.count } : undefined)
     .catch((err: Error) => log.error({ err: err.message }, 'could not store the tool result; the next step records the call as failed'));
+  if (deps.awaitResultWrite) await stored;
   log.debug({ outcome: rec.outcome, duration_ms: rec.duration_ms }, 'tool call done');
   return { index, record: rec };
 }

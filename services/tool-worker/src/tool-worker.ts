@@ -2,6 +2,8 @@ import type { Worker } from 'bullmq';
 import {
   Admission,
   BUILTIN_TOOL_NAMES,
+  cellList,
+  isCluster,
   CancelListener,
   createJobWorker,
   createMetrics,
@@ -27,7 +29,8 @@ import { traceToolCall } from './tool-telemetry.js';
 import { deliverWebhook } from './webhook-delivery.js';
 
 export interface ToolWorkerHandle {
-  worker: Worker;
+  /** One BullMQ worker per cell served (tool calls); webhooks have their own. */
+  workers: Worker[];
   registry: McpRegistry;
   /** Where `/metrics` is served, when METRICS_PORT is set. */
   metricsUrl?: string;
@@ -64,45 +67,57 @@ export async function startToolWorker(cfg: ToolWorkerConfig, logger: Logger, opt
   const republish = setInterval(() => void publish(), 30_000);
   republish.unref();
 
-  const jobs = new JobQueues({ connection: redis.connect('agentq-tool-queues', { blocking: true }), prefix: cfg.QUEUE_PREFIX, logger, telemetry });
+  const jobs = new JobQueues({ connection: redis.connect('agentq-tool-queues', { blocking: true }), prefix: cfg.QUEUE_PREFIX, cells: cfg.CELLS, logger, telemetry });
   const runs = new Runs({ store, jobs, admission: new Admission(workerRedis, cfg.QUEUE_PREFIX), logger, observer: runMetricsObserver(metrics) });
-  const deps: ToolCallDeps = { store, runs, runner: registry, logger, toolTimeoutMs: cfg.TOOL_TIMEOUT_MS, outputMaxBytes: cfg.TOOL_OUTPUT_MAX_BYTES };
+  const deps: ToolCallDeps = { store, awaitResultWrite: isCluster(workerRedis), runs, runner: registry, logger, toolTimeoutMs: cfg.TOOL_TIMEOUT_MS, outputMaxBytes: cfg.TOOL_OUTPUT_MAX_BYTES };
   const cancels = new CancelListener(redis.connect('agentq-tool-cancel', { blocking: true }), cfg.QUEUE_PREFIX);
   await cancels.start();
   const toolTelemetry = { metrics, isKnownTool: (name: string) => BUILTIN_TOOL_NAMES.has(name) || registry.tools().some((t) => t.name === name) };
-  const worker = createJobWorker('toolCall', (data, ctx) => traceToolCall(data, ctx.job, toolTelemetry, () => processToolCall(data, ctx, deps)), {
-    connection: workerRedis,
-    prefix: cfg.QUEUE_PREFIX,
-    concurrency: cfg.TOOL_CONCURRENCY,
-    logger,
-    cancels,
-    telemetry,
-    lock: workerLockOptions(cfg),
-  });
-  observeWorkerJobs(worker, metrics);
+  const cells = cellList(cfg.CELLS, cfg.WORKER_CELLS);
+  const workers = cells.map((cell) =>
+    createJobWorker('toolCall', (data, ctx) => traceToolCall(data, ctx.job, toolTelemetry, () => processToolCall(data, ctx, deps)), {
+      connection: workerRedis,
+      prefix: cfg.QUEUE_PREFIX,
+      cell,
+      cells: cfg.CELLS,
+      concurrency: cfg.TOOL_CONCURRENCY,
+      logger,
+      cancels,
+      telemetry,
+      lock: workerLockOptions(cfg),
+    }),
+  );
+  for (const w of workers) observeWorkerJobs(w, metrics);
   const webhookOptions = { store, logger, defaultSecret: cfg.WEBHOOK_SECRET, allowPrivate: cfg.WEBHOOK_ALLOW_PRIVATE, timeoutMs: cfg.WEBHOOK_TIMEOUT_MS };
-  const webhooks = createJobWorker('webhook', (data, ctx) => deliverWebhook(data, ctx, webhookOptions), {
-    connection: redis.connect('agentq-webhook-worker', { blocking: true }),
-    prefix: cfg.QUEUE_PREFIX,
-    concurrency: 20,
-    logger,
-    telemetry,
-    backoffBaseMs: cfg.WEBHOOK_BACKOFF_BASE_MS,
-  });
-  observeWorkerJobs(webhooks, metrics);
-  observeWebhookDeliveries(webhooks, metrics);
-  await Promise.all([worker.waitUntilReady(), webhooks.waitUntilReady()]);
+  const webhookRedis = redis.connect('agentq-webhook-worker', { blocking: true });
+  const webhooks = cells.map((cell) =>
+    createJobWorker('webhook', (data, ctx) => deliverWebhook(data, ctx, webhookOptions), {
+      connection: webhookRedis,
+      prefix: cfg.QUEUE_PREFIX,
+      cell,
+      cells: cfg.CELLS,
+      concurrency: 20,
+      logger,
+      telemetry,
+      backoffBaseMs: cfg.WEBHOOK_BACKOFF_BASE_MS,
+    }),
+  );
+  for (const w of webhooks) {
+    observeWorkerJobs(w, metrics);
+    observeWebhookDeliveries(w, metrics);
+  }
+  await Promise.all([...workers, ...webhooks].map((w) => w.waitUntilReady()));
   const metricsServer: MetricsServer | undefined =
     cfg.METRICS_PORT !== undefined ? await startMetricsServer({ registry: metrics.registry, port: cfg.METRICS_PORT, host: cfg.HOST, logger }) : undefined;
-  logger.info({ queue: worker.name, tools: registry.tools().length, concurrency: cfg.TOOL_CONCURRENCY }, 'tool-worker started');
+  logger.info({ queues: workers.map((w) => w.name), tools: registry.tools().length, concurrency: cfg.TOOL_CONCURRENCY }, 'tool-worker started');
 
   return {
-    worker,
+    workers,
     registry,
     metricsUrl: metricsServer?.url,
     async close() {
       clearInterval(republish);
-      const steps = [() => worker.close(), () => webhooks.close(), async () => metricsServer?.close(), () => cancels.close(), () => jobs.close(), () => registry.close(), () => redis.closeAll()];
+      const steps = [() => Promise.all([...workers, ...webhooks].map((w) => w.close())), async () => metricsServer?.close(), () => cancels.close(), () => jobs.close(), () => registry.close(), () => redis.closeAll()];
       for (const s of steps) await s().catch((err: Error) => logger.warn({ err: err.message }, 'error while closing'));
     },
   };

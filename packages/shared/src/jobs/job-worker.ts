@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { AgentqError } from '../errors.js';
 import type { CancelListener } from '../runs/cancel-listener.js';
 import { JOB_KINDS, type JobData, type JobKind } from './catalog.js';
+import { cellPrefix, cellQueueName } from './cells.js';
 
 /** What a handler gets beside its parsed data: the BullMQ job (for its id, attempts and waits). */
 export interface JobContext {
@@ -21,6 +22,9 @@ export interface JobWorkerOptions {
   /** The worker's own connection; its caller closes it (BullMQ does not close a connection it is handed). */
   connection: RedisClient;
   prefix: string;
+  /** The cell whose queue it serves, of how many. @defaultValue cell 0 of 1 */
+  cell?: number;
+  cells?: number;
   concurrency: number;
   logger: Logger;
   /** Base of the kind's custom backoff, if it has one. @defaultValue 1000 */
@@ -51,8 +55,9 @@ export function createJobWorker<K extends JobKind>(kind: K, handler: JobHandler<
   const parse = (job: Job) => def.schema.safeParse(job.data) as z.ZodSafeParseResult<JobData<K>>;
   const backoff = def.backoff;
   const baseMs = o.backoffBaseMs ?? 1000;
+  const cell = o.cell ?? 0;
   const worker = new Worker(
-    def.queue,
+    cellQueueName(def.queue, cell, o.cells ?? 1),
     async (job, token, signal) => {
       const parsed = parse(job);
       if (!parsed.success) throw new UnrecoverableError(`invalid ${kind} job data: ${z.prettifyError(parsed.error)}`);
@@ -67,7 +72,7 @@ export function createJobWorker<K extends JobKind>(kind: K, handler: JobHandler<
     },
     {
       connection: o.connection,
-      prefix: o.prefix,
+      prefix: cellPrefix(o.prefix, cell),
       concurrency: o.concurrency,
       telemetry: o.telemetry,
       ...o.lock,

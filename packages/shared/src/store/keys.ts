@@ -1,9 +1,13 @@
+import { treeTag } from '../ids.js';
+
 /**
- * Redis keys of one deployment. A run's keys share the hash tag `{runId}` so that they sit on
- * one Redis Cluster slot and its Lua scripts may touch them together.
+ * Redis keys of one deployment. Every key of a run tree shares the hash tag `{<tree tag>}`
+ * (the last characters of the root's id, which every sub-run's id ends with too), so that a
+ * tree sits on one Redis Cluster slot and its Lua scripts may touch several of its runs (usage
+ * summed up the tree, ancestors checked before a step) together.
  */
 export function runKeys(prefix: string, runId: string) {
-  const base = `${prefix}:r:{${runId}}`;
+  const base = `${prefix}:r:{${treeTag(runId)}}:${runId}`;
   return {
     run: `${base}:run`,
     messages: `${base}:messages`,
@@ -19,6 +23,9 @@ export function runKeys(prefix: string, runId: string) {
 export type RunKeys = ReturnType<typeof runKeys>;
 
 export function globalKeys(prefix: string) {
+  // Admission's keys share one tag, so that its script may touch them together; the pending
+  // set is among them, since a run admitted is pending until its first step is enqueued.
+  const adm = `${prefix}:{adm}`;
   return {
     /** Sorted set (all scores 0, ordered by member) of `<runId>` per owner: the listing index. */
     runIndex: (owner: string) => `${prefix}:runs:${owner}`,
@@ -26,25 +33,25 @@ export function globalKeys(prefix: string) {
     toolCatalog: `${prefix}:tool-catalog`,
     idempotency: (owner: string, key: string) => `${prefix}:idem:${owner}:${key}`,
     /**
-     * Sorted set (score: creation time) of runs written but whose first step may not be
-     * enqueued yet: written with the run, removed once its first job is in; what is left by a
-     * process that died in between is swept (Runs.sweepPending).
+     * Sorted set (score: creation time) of runs whose first step may not be enqueued yet:
+     * written before the run, removed once its first job is in (or it waits in its key's line);
+     * what a process that died in between leaves is swept (Runs.sweepPending).
      */
-    pendingRuns: `${prefix}:runs-pending`,
+    pendingRuns: `${adm}:runs-pending`,
     /** Admission (see runs/admission.ts): a key's line of root runs waiting to start (a sorted set by arrival). */
-    laneOf: `${prefix}:adm:lane:`,
+    laneOf: `${adm}:lane:`,
     /** Admission: the runs of a key that are admitted and not ended (a set). */
-    activeOf: `${prefix}:adm:active:`,
+    activeOf: `${adm}:active:`,
     /** Admission: keys with runs in their line, by virtual time (a sorted set). */
-    backlog: `${prefix}:adm:backlog`,
+    backlog: `${adm}:backlog`,
     /** Admission: each key's limits as the API published them (a hash: owner, `*` default, `#total`). */
-    limits: `${prefix}:adm:limits`,
+    limits: `${adm}:limits`,
     /** Admission: runs admitted and not ended, all keys together. */
-    activeTotal: `${prefix}:adm:total`,
+    activeTotal: `${adm}:total`,
     /** Admission: the virtual clock of fair queueing. */
-    vclock: `${prefix}:adm:vclock`,
+    vclock: `${adm}:vclock`,
     /** Admission: every key that has had runs (for the reconciling sweep). */
-    owners: `${prefix}:adm:owners`,
+    owners: `${adm}:owners`,
     /** A key's usage on one UTC day (a hash: tokens). */
     usage: (owner: string, day: string) => `${prefix}:usage:${owner}:${day}`,
     /** A key's `/v1` requests in one minute. */

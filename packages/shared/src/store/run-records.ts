@@ -1,11 +1,17 @@
 import type { ClientContext, Result } from 'ioredis';
-import type { RedisClient } from '../redis.js';
+import { isCluster, type RedisClient } from '../redis.js';
 import type { AssistantMessage, ChatMessage } from '../schemas/message.js';
 import { isTerminal, type RunObject, type RunSpec, type RunStatus, type StopReason } from '../schemas/run.js';
 import { globalKeys, runKeys, RUN_FIELDS as F } from './keys.js';
 import { EVENTS_MAXLEN, lua, RUN_OVER_LUA, XADD_EVENT_LUA } from './lua.js';
 import { eventJson } from './run-events.js';
 import { isRunHash, runObjectFrom, runStateFrom, type RunHash, type RunState } from './run-hash.js';
+
+/** Runs a transaction and throws the first error of its commands. */
+async function execOrThrow(tx: ReturnType<RedisClient['multi']>): Promise<void> {
+  const res = (await tx.exec()) ?? [];
+  for (const [err] of res) if (err) throw err;
+}
 
 // The index is scanned LIST_SCAN ids at a time; runs are read LIST_BATCH at a time.
 const LIST_SCAN = 50;
@@ -88,7 +94,15 @@ export class RunRecords {
     return globalKeys(this.prefix).runIndex(owner);
   }
 
-  /** Stores a new run (record, first messages, index entry, `run.queued` event); returns it as the API shows it. */
+  /**
+   * Stores a new run (record, first messages, `run.queued` event), pending until its first step
+   * is enqueued (settle), and lists it in its owner's index; returns it as the API shows it.
+   * On one Redis all of it is one transaction. On a Cluster the run's keys (its tree's slot),
+   * the pending set (admission's slot) and the index (the owner's) cannot share one: the
+   * pending mark and the index entry are written first, so that a process dying in between
+   * leaves a mark the sweep settles (no run: nothing to do) and an index entry the listing
+   * drops (an id with no run is shed), never a run nobody knows of.
+   */
   async create(run: NewRun): Promise<RunObject> {
     const k = this.keys(run.id);
     const createdAt = (run.createdAt ?? new Date()).toISOString();
@@ -101,30 +115,35 @@ export class RunRecords {
       [F.rootRunId]: run.rootRunId ?? run.id,
     };
     if (run.parentRunId) fields[F.parentRunId] = run.parentRunId;
-    const tx = this.redis.multi().hset(k.run, fields);
-    if (run.messages.length) tx.rpush(k.messages, ...run.messages.map((m) => JSON.stringify(m)));
-    tx.zadd(this.index(run.owner), 0, run.id);
-    // In the same transaction: the run is pending until its first step is enqueued (settle).
-    tx.zadd(globalKeys(this.prefix).pendingRuns, Date.parse(createdAt), run.id);
+    const index = this.index(run.owner);
     // Ids start with their creation time, so the index sheds the ids of long-expired runs by
     // range as it grows (twice the retention: a run outliving it is merely no longer listed).
     const cutoff = Date.parse(createdAt) - 2 * this.retentionSeconds * 1000;
-    if (cutoff > 0) tx.zremrangebylex(this.index(run.owner), '-', `(run_${cutoff.toString(36).padStart(9, '0')}`);
-    tx.xadd(k.events, 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'type', 'run.queued', 'data', eventJson('run.queued', run.id, {}, createdAt));
-    const res = (await tx.exec()) ?? [];
-    for (const [err] of res) if (err) throw err;
+    const listed = (tx: ReturnType<RedisClient['multi']>) => {
+      tx.zadd(index, 0, run.id);
+      if (cutoff > 0) tx.zremrangebylex(index, '-', `(run_${cutoff.toString(36).padStart(9, '0')}`);
+      return tx;
+    };
+    const pendingSet = globalKeys(this.prefix).pendingRuns;
+    const written = (tx: ReturnType<RedisClient['multi']>) => {
+      tx.hset(k.run, fields);
+      if (run.messages.length) tx.rpush(k.messages, ...run.messages.map((m) => JSON.stringify(m)));
+      tx.xadd(k.events, 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'type', 'run.queued', 'data', eventJson('run.queued', run.id, {}, createdAt));
+      return tx;
+    };
+    if (isCluster(this.redis)) {
+      await this.redis.zadd(pendingSet, Date.parse(createdAt), run.id);
+      await Promise.all([execOrThrow(listed(this.redis.multi())), execOrThrow(written(this.redis.multi()))]);
+    } else await execOrThrow(written(listed(this.redis.multi().zadd(pendingSet, Date.parse(createdAt), run.id))));
     return runObjectFrom(run.id, fields);
   }
 
   /** Removes a run that could not be enqueued, so that a client never sees a run nobody runs. */
   async delete(runId: string, owner: string): Promise<void> {
     const k = this.keys(runId);
-    await this.redis
-      .multi()
-      .del(k.run, k.messages, k.steps, k.events, k.context)
-      .zrem(this.index(owner), runId)
-      .zrem(globalKeys(this.prefix).pendingRuns, runId)
-      .exec();
+    await this.redis.del(k.run, k.messages, k.steps, k.events, k.context);
+    await this.redis.zrem(this.index(owner), runId);
+    await this.settle(runId);
   }
 
   /** The run's first step is enqueued: it is no longer pending. */
@@ -191,9 +210,9 @@ export class RunRecords {
       scanned += ids.length;
       for (let i = 0; i < ids.length && found < opts.limit; i += LIST_BATCH) {
         const batch = ids.slice(i, i + LIST_BATCH);
-        const pipe = this.redis.pipeline();
-        for (const id of batch) pipe.hgetall(this.keys(id).run);
-        const rows = (await pipe.exec()) ?? [];
+        // Each run is its own tree's (a Cluster may hold them on different nodes): read apart,
+        // sent back to back.
+        const rows = await Promise.all(batch.map((id) => this.redis.hgetall(this.keys(id).run).then((h) => [null, h] as const)));
         const out: RunObject[] = [];
         const expired: string[] = [];
         for (let j = 0; j < batch.length && found < opts.limit; j++) {

@@ -1,7 +1,6 @@
-import { createHash } from 'node:crypto';
-import { WaitingChildrenError, type Job } from 'bullmq';
+import { WaitingChildrenError } from 'bullmq';
 import { z } from 'zod';
-import { parseChunkId, toolFailed, toolOk, type ChatMessage, type ContextStore, type JobContext, type Runs, type RunState, type RunStore, type ToolCallJob, type ToolOutcome } from '@agentq/shared';
+import { childRunId, parseChunkId, toolFailed, toolOk, type ChatMessage, type ContextStore, type JobContext, type Runs, type RunState, type RunStore, type ToolCallJob, type ToolOutcome } from '@agentq/shared';
 
 const item = z.strictObject({ prompt: z.string().min(1), instructions: z.string().optional(), context_chunk: z.string().optional() });
 const queryArgs = item;
@@ -17,13 +16,6 @@ export interface AgentQueryDeps {
 export interface AgentQueryResult {
   outcome: ToolOutcome;
   subrunIds?: string[];
-}
-
-/** A child run id fixed by the tool job, so that a redelivered job creates no second child. */
-export function childRunId(job: Pick<Job, 'id' | 'timestamp'>, k: number): string {
-  const time = job.timestamp.toString(36).padStart(9, '0').slice(-9);
-  const hash = BigInt(`0x${createHash('sha256').update(`${job.id}:${k}`).digest('hex').slice(0, 24)}`).toString(36).padStart(12, '0').slice(-12);
-  return `run_${time}${hash}`;
 }
 
 /**
@@ -63,7 +55,8 @@ export async function runAgentQuery(ctx: JobContext, data: ToolCallJob, args: un
       if (typeof r === 'string') return { outcome: toolFailed('invalid_arguments', r) };
       inputs.push(r);
     }
-    ids = items.map((_, k) => childRunId(job, k));
+    // Fixed by the tool job (a redelivery makes no second child) and ending with the tree's tag.
+    ids = items.map((_, k) => childRunId(run.id, `${job.id}:${k}`, job.timestamp));
     const origin = { job: { id: job.id!, queue: job.queueQualifiedName }, depth: data.depth, toolCallId: data.toolCallId };
     for (let k = 0; k < ids.length; k++) await deps.runs.createChild(run, { id: ids[k], messages: inputs[k], index: k }, origin);
     const resumed: ToolCallJob = { ...data, subrunIds: ids };
