@@ -28,9 +28,19 @@ export interface McpRegistryOptions {
 
 /** Options of one {@link McpRegistry.call}. */
 export interface ToolCallOptions {
-  /** Time the tool may take; a server's `timeout_ms` in mcp.json overrides it. */
+  /** Time the tool may take when its server's `timeout_ms` (mcp.json) is not set. */
   timeoutMs: number;
+  /** The run's deadline (ms since epoch): the call is abandoned then, whatever its timeout. */
+  deadline?: number;
   /** Aborting it cancels the call (the server is told) and `call` rethrows the abort reason. */
+  signal?: AbortSignal;
+}
+
+/** When one call gives up: its deadline, and whether that is the run's. */
+interface CallBudget {
+  deadline: number;
+  timeoutMs: number;
+  byRunDeadline: boolean;
   signal?: AbortSignal;
 }
 
@@ -127,7 +137,8 @@ export class McpRegistry {
   }
 
   /**
-   * Runs a tool. Bad names, bad arguments, tool errors and timeouts resolve as error outcomes;
+   * Runs a tool. Bad names, bad arguments, tool errors and timeouts (the server's `timeout_ms`
+   * or `opts.timeoutMs`, cut short by `opts.deadline`) resolve as error outcomes;
    * an abort via `opts.signal` rethrows its reason; an unreachable server throws RetryableError
    * (code `tool_server_unavailable`) after one reconnect attempt.
    */
@@ -147,8 +158,7 @@ export class McpRegistry {
     if (typeof args === 'string') return toolFailed('invalid_arguments', args);
     const invalid = this.#validators.check(entry.descriptor, args);
     if (invalid) return toolFailed('invalid_arguments', `invalid arguments: ${invalid}`);
-    const timeoutMs = entry.state.config.timeout_ms ?? opts.timeoutMs;
-    return this.#invoke(entry.state, entry.descriptor, args, { timeoutMs, signal: opts.signal }, Date.now() + timeoutMs, true);
+    return this.#invoke(entry.state, entry.descriptor, args, budgetOf(entry.state.config.timeout_ms ?? opts.timeoutMs, opts), true);
   }
 
   /** Closes every client and stops every stdio server; never throws. */
@@ -170,33 +180,25 @@ export class McpRegistry {
     );
   }
 
-  async #invoke(
-    state: ServerState,
-    descriptor: ToolDescriptor,
-    args: Record<string, unknown>,
-    opts: ToolCallOptions,
-    deadline: number,
-    mayRetry: boolean,
-  ): Promise<ToolOutcome> {
+  async #invoke(state: ServerState, descriptor: ToolDescriptor, args: Record<string, unknown>, budget: CallBudget, mayRetry: boolean): Promise<ToolOutcome> {
     const client = await this.#connectForCall(state, descriptor.name);
-    opts.signal?.throwIfAborted();
-    const { timeoutMs } = opts;
+    budget.signal?.throwIfAborted();
     // A per-call controller, so the SDK's listener never outlives the call on a long-lived caller signal.
     const controller = new AbortController();
-    const forwardAbort = () => controller.abort(opts.signal?.reason);
-    opts.signal?.addEventListener('abort', forwardAbort, { once: true });
+    const forwardAbort = () => controller.abort(budget.signal?.reason);
+    budget.signal?.addEventListener('abort', forwardAbort, { once: true });
     try {
       const result = await client.callTool({ name: descriptor.tool, arguments: args }, undefined, {
         // A resend after a reconnect gets what is left of the budget, not a fresh one.
-        timeout: Math.max(1, deadline - Date.now()),
+        timeout: Math.max(1, budget.deadline - Date.now()),
         signal: controller.signal,
       });
       return renderToolResult(result as CallToolResult);
     } catch (err) {
       // The SDK wraps an abort reason in an McpError; the caller wants its own reason back.
-      if (opts.signal?.aborted) throw opts.signal.reason;
+      if (budget.signal?.aborted) throw budget.signal.reason;
       if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) {
-        return toolFailed('timeout', `timed out after ${timeoutMs} ms`);
+        return toolFailed('timeout', budget.byRunDeadline ? "abandoned at the run's deadline (timeout_ms)" : `timed out after ${budget.timeoutMs} ms`);
       }
       const fault = classifyFault(err);
       if (fault === 'tool') return toolFailed('server_error', errorText(err));
@@ -205,10 +207,10 @@ export class McpRegistry {
       // Sending again is safe when the request never got out, or when the tool says a rerun is
       // harmless; otherwise the job retry decides, because the tool may already have run.
       const rerunnable = fault === 'not_delivered' || descriptor.annotations?.readOnlyHint === true || descriptor.annotations?.idempotentHint === true;
-      if (reconnected && rerunnable && mayRetry && deadline > Date.now()) return this.#invoke(state, descriptor, args, opts, deadline, false);
+      if (reconnected && rerunnable && mayRetry && budget.deadline > Date.now()) return this.#invoke(state, descriptor, args, budget, false);
       throw unavailable(state.name, descriptor.name, err);
     } finally {
-      opts.signal?.removeEventListener('abort', forwardAbort);
+      budget.signal?.removeEventListener('abort', forwardAbort);
     }
   }
 
@@ -368,3 +370,9 @@ export class McpRegistry {
   }
 }
 
+/** A call's deadline: its timeout, or the run's deadline when that comes first. */
+function budgetOf(timeoutMs: number, opts: ToolCallOptions): CallBudget {
+  const now = Date.now();
+  const byRunDeadline = opts.deadline !== undefined && opts.deadline - now <= timeoutMs;
+  return { deadline: byRunDeadline ? opts.deadline! : now + timeoutMs, timeoutMs, byRunDeadline, signal: opts.signal };
+}

@@ -25,7 +25,8 @@ import { capToolOutput } from './tool-output.js';
 /** The part of the MCP registry a tool call needs. */
 export interface ToolRunner {
   tools(): ToolDescriptor[];
-  call(name: string, rawArguments: string, opts: { timeoutMs: number; signal?: AbortSignal }): Promise<ToolOutcome>;
+  /** Runs an MCP tool within `timeoutMs` (unless its server sets its own) and never past `deadline`. */
+  call(name: string, rawArguments: string, opts: { timeoutMs: number; deadline?: number; signal?: AbortSignal }): Promise<ToolOutcome>;
 }
 
 export interface ToolCallDeps {
@@ -103,14 +104,10 @@ export async function processToolCall(data: ToolCallJob, ctx: JobContext, deps: 
   } else if (deadline !== undefined && deadline <= Date.now()) {
     outcome = toolFailed('refused', "the run's deadline (timeout_ms) passed before the call started");
   } else {
-    // A call in flight at the run's deadline is abandoned, not waited for.
-    const untilDeadline = deadline !== undefined ? deadline - Date.now() : Infinity;
-    const timeoutMs = Math.max(1, Math.min(deps.toolTimeoutMs, untilDeadline));
     try {
-      outcome = await deps.runner.call(name, data.arguments, { timeoutMs, signal });
-      if (outcome.kind !== 'ok' && timeoutMs === untilDeadline && Date.now() >= deadline!) {
-        outcome = toolFailed('timeout', "abandoned at the run's deadline (timeout_ms)");
-      }
+      // A call in flight at the run's deadline is abandoned, not waited for (the registry takes
+      // the earlier of the deadline and the call's timeout).
+      outcome = await deps.runner.call(name, data.arguments, { timeoutMs: deps.toolTimeoutMs, deadline, signal });
     } catch (err) {
       if (signal?.aborted) {
         const now = await deps.store.runs.getState(runId);
