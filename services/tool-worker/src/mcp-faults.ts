@@ -24,7 +24,10 @@ export function errnoCode(err: unknown): string | undefined {
   return undefined;
 }
 
-/** The error of a call whose server cannot be reached (retried as a job, see the tool processor). */
+/**
+ * The error of a call whose server cannot be reached, thrown only when sending the call again is
+ * safe (see maySendAgain): the tool processor retries it as a job.
+ */
 export function unavailable(server: string, name: string, err: unknown): RetryableError {
   return new RetryableError(`MCP server ${server} is unavailable for ${name}: ${errorText(err)}`, 'tool_server_unavailable', {
     cause: err,

@@ -6,10 +6,11 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ErrorCode, McpError, ToolListChangedNotificationSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
 import { isHttpServer, type McpConfig, type McpServerConfig } from './mcp-config.js';
-import { classifyFault, errorText, unavailable, withTimeout } from './mcp-faults.js';
+import { classifyFault, errorText, unavailable, withTimeout, type Fault } from './mcp-faults.js';
 import { pipeStderr } from './mcp-stderr.js';
 import { describeTool, listAllTools, type ToolDescriptor } from './mcp-tools.js';
 import { renderToolResult } from './tool-result.js';
+import { maySendAgain, unknownOutcome } from './rerun-rule.js';
 import { parseArguments, SchemaValidators } from './tool-arguments.js';
 
 export type { ToolDescriptor };
@@ -70,12 +71,16 @@ interface ServerState {
 }
 
 const MAX_BACKOFF_MS = 30_000;
+// Sends of one call that the rule allows (a resend on a live connection can still find the
+// server's session gone, and then needs a fresh connection and one more send).
+const MAX_SENDS = 3;
 const MAX_LISTED_NAMES = 40;
 
 /**
  * The MCP servers of one process: connects them once, lists their tools as `<server>__<tool>`,
- * calls them, and restarts servers that die. Tool failures come back as data; only an
- * unreachable server throws (a RetryableError).
+ * calls them, and restarts servers that die. Tool failures come back as data, and so does a
+ * call whose answer was lost when it may have had its effect (`unknown_outcome`); only a call
+ * that is safe to send again throws (a RetryableError), when its server cannot be reached.
  */
 export class McpRegistry {
   readonly #servers = new Map<string, ServerState>();
@@ -137,10 +142,11 @@ export class McpRegistry {
   }
 
   /**
-   * Runs a tool. Bad names, bad arguments, tool errors and timeouts (the server's `timeout_ms`
-   * or `opts.timeoutMs`, cut short by `opts.deadline`) resolve as error outcomes;
-   * an abort via `opts.signal` rethrows its reason; an unreachable server throws RetryableError
-   * (code `tool_server_unavailable`) after one reconnect attempt.
+   * Runs a tool. Bad names, bad arguments, tool errors, timeouts (the server's `timeout_ms` or
+   * `opts.timeoutMs`, cut short by `opts.deadline`) and answers lost when the tool may have run
+   * resolve as error outcomes; an abort via `opts.signal` rethrows its reason; a call that is safe
+   * to send again (see maySendAgain) and whose server cannot be reached throws RetryableError
+   * (code `tool_server_unavailable`) after at most two resends.
    */
   async call(name: string, rawArguments: string | Record<string, unknown>, opts: ToolCallOptions): Promise<ToolOutcome> {
     opts.signal?.throwIfAborted();
@@ -158,7 +164,7 @@ export class McpRegistry {
     if (typeof args === 'string') return toolFailed('invalid_arguments', args);
     const invalid = this.#validators.check(entry.descriptor, args);
     if (invalid) return toolFailed('invalid_arguments', `invalid arguments: ${invalid}`);
-    return this.#invoke(entry.state, entry.descriptor, args, budgetOf(entry.state.config.timeout_ms ?? opts.timeoutMs, opts), true);
+    return this.#invoke(entry.state, entry.descriptor, args, budgetOf(entry.state.config.timeout_ms ?? opts.timeoutMs, opts), MAX_SENDS);
   }
 
   /** Closes every client and stops every stdio server; never throws. */
@@ -180,7 +186,7 @@ export class McpRegistry {
     );
   }
 
-  async #invoke(state: ServerState, descriptor: ToolDescriptor, args: Record<string, unknown>, budget: CallBudget, mayRetry: boolean): Promise<ToolOutcome> {
+  async #invoke(state: ServerState, descriptor: ToolDescriptor, args: Record<string, unknown>, budget: CallBudget, sendsLeft: number): Promise<ToolOutcome> {
     const client = await this.#connectForCall(state, descriptor.name);
     budget.signal?.throwIfAborted();
     // A per-call controller, so the SDK's listener never outlives the call on a long-lived caller signal.
@@ -202,12 +208,12 @@ export class McpRegistry {
       }
       const fault = classifyFault(err);
       if (fault === 'tool') return toolFailed('server_error', errorText(err));
-      state.log.warn({ err: errorText(err), tool: descriptor.tool }, 'MCP server failed during a call; reconnecting');
-      const reconnected = await this.#reconnect(state, client);
-      // Sending again is safe when the request never got out, or when the tool says a rerun is
-      // harmless; otherwise the job retry decides, because the tool may already have run.
-      const rerunnable = fault === 'not_delivered' || descriptor.annotations?.readOnlyHint === true || descriptor.annotations?.idempotentHint === true;
-      if (reconnected && rerunnable && mayRetry && budget.deadline > Date.now()) return this.#invoke(state, descriptor, args, budget, false);
+      state.log.warn({ err: errorText(err), tool: descriptor.tool, fault }, 'MCP server connection failed during a call');
+      // The request may have reached the server and the tool may have run: never again.
+      if (!maySendAgain(fault, descriptor)) return unknownOutcome(`the connection to its server broke before it answered (${errorText(err)})`);
+      // Safe to send again: here while sends are left, else by the job's retry, which is why this throws.
+      const connected = await this.#recover(state, client, fault);
+      if (connected && sendsLeft > 1 && budget.deadline > Date.now()) return this.#invoke(state, descriptor, args, budget, sendsLeft - 1);
       throw unavailable(state.name, descriptor.name, err);
     } finally {
       budget.signal?.removeEventListener('abort', forwardAbort);
@@ -222,9 +228,14 @@ export class McpRegistry {
     }
   }
 
-  /** Drops a failed client and tries one fresh connection; true when the server is back. */
-  async #reconnect(state: ServerState, failed: Client): Promise<boolean> {
-    if (state.client === failed) {
+  /**
+   * Gets a connection to send a call again on; true when there is one. A client is dropped only
+   * when the request could not get out on it (refused, not connected, a session the server no
+   * longer knows): a `lost` answer says nothing about the connection's other calls, and closing
+   * it would fail every one of them. A stdio server that died has closed its client already.
+   */
+  async #recover(state: ServerState, failed: Client, fault: Fault): Promise<boolean> {
+    if (fault === 'not_delivered' && state.client === failed) {
       state.client = undefined;
       state.transport = undefined;
       await failed.close().catch(() => undefined);
