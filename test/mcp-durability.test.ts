@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,11 +10,12 @@ import { readEffects } from './fixtures/effect-mcp-server.js';
 import { startStack, type Stack } from './fixtures/services.js';
 
 // Issue 16, findings 6 and 8: what a tool call becomes when its MCP server dies after doing the
-// work, or is slower than the run's deadline allows.
+// work, answers with more than a message may hold, or is slower than the run's deadline allows.
 // The servers are real processes (test/fixtures/effect-mcp-server.ts) that write every effect of
 // a tool to a file, so a test counts executions whatever happened to the process.
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/effect-mcp-server.ts', import.meta.url));
+const BIG = 12 * 1024 * 1024;
 
 const userOf = (req: ChatRequest) => req.messages.find((m: any) => m.role === 'user')?.content as string;
 const roundOf = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
@@ -26,6 +27,10 @@ const firstRound: Record<string, Array<{ name: string; arguments: Record<string,
   'stdio idempotent dies': [{ name: 'eff__idempotent_write_then_die', arguments: { key: 'idem' } }],
   'sse dies': [{ name: 'sse__write_then_die', arguments: { key: 'sse' } }],
   'json dies': [{ name: 'json__write_then_die', arguments: { key: 'json' } }],
+  'big beside another': [
+    { name: 'big__slow_write', arguments: { key: 'other' } },
+    { name: 'big__big_output', arguments: { bytes: BIG, after_slow_write: true } },
+  ],
   'past the deadline': [{ name: 'slow__sleep', arguments: { ms: 20_000, label: 'deadline' } }],
 };
 const handler: Handler = (req) => {
@@ -65,6 +70,7 @@ beforeAll(async () => {
     handler,
     mcpServers: {
       eff: { command: process.execPath, args: [FIXTURE, effectsOf('eff')] },
+      big: { command: process.execPath, args: [FIXTURE, effectsOf('big')] },
       sse: { url: sse.url },
       json: { url: json.url },
       // The server allows a minute per call; the runs that call it have far less.
@@ -110,6 +116,29 @@ describe('a server that dies after doing the work (finding 6)', () => {
     expect(count('eff', 'idempotent_write_then_die idem')).toBe(2);
     expect(calls[0]).toMatchObject({ outcome: 'ok', output: 'wrote idem' });
     expect(run.output?.content).toBe('wrote idem');
+  }, 60_000);
+});
+
+describe('a stdio server that answers one call with more than a message may hold (finding 6)', () => {
+  it('that call fails alone; the call beside it completes once; the server is never restarted', async () => {
+    const { id } = await stack.createRun({ input: 'big beside another' });
+    // The other call holds its answer until the big one is settled, so it is in flight the whole time.
+    let calls: any[] = [];
+    for (let i = 0; i < 600 && !calls[1]?.output; i++) {
+      calls = (await stack.getJson(`/v1/runs/${id}/steps`)).data[0]?.tool_calls ?? [];
+      if (!calls[1]?.output) await new Promise((r) => setTimeout(r, 50));
+    }
+    await writeFile(`${effectsOf('big')}.release`, '');
+    const run = await stack.waitForRun(id, { timeoutMs: 50_000 });
+    calls = (await stack.getJson(`/v1/runs/${id}/steps`)).data[0].tool_calls;
+
+    expect(calls[1], JSON.stringify(calls[1]).slice(0, 500)).toMatchObject({ outcome: 'server_error', is_error: true, attempts: 1 });
+    expect(calls[1].output).toMatch(/^Error executing big__big_output: the server's answer was over the 10485760-byte limit on one MCP message \(\d+ bytes\)/);
+    expect(count('big', `big_output ${BIG}`)).toBe(1);
+    expect(calls[0]).toMatchObject({ outcome: 'ok', output: 'wrote other', attempts: 1 });
+    expect(count('big', 'slow_write other')).toBe(1);
+    expect(readEffects(effectsOf('big')).filter((l) => l.startsWith('start '))).toHaveLength(1);
+    expect(run.status).toBe('completed');
   }, 60_000);
 });
 

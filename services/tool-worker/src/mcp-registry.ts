@@ -1,12 +1,12 @@
-import type { Readable } from 'node:stream';
 import { RetryableError, toolFailed, type ToolOutcome } from '@agentq/shared';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ErrorCode, McpError, ToolListChangedNotificationSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
 import { isHttpServer, type McpConfig, type McpServerConfig } from './mcp-config.js';
 import { classifyFault, errorText, unavailable, withTimeout, type Fault } from './mcp-faults.js';
+import { boundedFetch } from './mcp-http-fetch.js';
+import { BoundedStdioTransport } from './mcp-stdio-transport.js';
 import { pipeStderr } from './mcp-stderr.js';
 import { describeTool, listAllTools, type ToolDescriptor } from './mcp-tools.js';
 import { renderToolResult } from './tool-result.js';
@@ -25,6 +25,11 @@ export interface McpRegistryOptions {
   connectTimeoutMs?: number;
   /** First delay before a background reconnect; doubles per failure up to 30 s. @defaultValue 1000 */
   restartBackoffMs?: number;
+  /**
+   * The most one message from a server may hold; a bigger answer fails its own call and is read
+   * past, never held. @defaultValue 10 MiB
+   */
+  maxMessageBytes?: number;
 }
 
 /** Options of one {@link McpRegistry.call}. */
@@ -45,6 +50,8 @@ interface CallBudget {
   signal?: AbortSignal;
 }
 
+export const DEFAULT_MAX_MESSAGE_BYTES = 10 * 1024 * 1024;
+
 /** One server as {@link McpRegistry.status} reports it. */
 export interface McpServerStatus {
   name: string;
@@ -62,7 +69,7 @@ interface ServerState {
   config: McpServerConfig;
   log: Logger;
   client?: Client;
-  transport?: StdioClientTransport | StreamableHTTPClientTransport;
+  transport?: BoundedStdioTransport | StreamableHTTPClientTransport;
   connecting?: Promise<Client>;
   tools: ToolDescriptor[];
   failures: number;
@@ -91,6 +98,7 @@ export class McpRegistry {
   readonly #clientName: string;
   readonly #connectTimeoutMs: number;
   readonly #restartBackoffMs: number;
+  readonly #maxMessageBytes: number;
   #descriptors: ToolDescriptor[] = [];
   #closed = false;
 
@@ -100,6 +108,7 @@ export class McpRegistry {
     this.#clientName = opts.clientName ?? 'agentq';
     this.#connectTimeoutMs = opts.connectTimeoutMs ?? 10_000;
     this.#restartBackoffMs = opts.restartBackoffMs ?? 1_000;
+    this.#maxMessageBytes = opts.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
     for (const [name, config] of Object.entries(opts.config.mcpServers)) {
       if (config.disabled) continue;
       const log = opts.logger.child({ mcp_server: name });
@@ -129,7 +138,7 @@ export class McpRegistry {
       name: s.name,
       transport: isHttpServer(s.config) ? 'http' : 'stdio',
       connected: s.client !== undefined,
-      pid: s.transport instanceof StdioClientTransport ? (s.transport.pid ?? undefined) : undefined,
+      pid: s.transport instanceof BoundedStdioTransport ? s.transport.pid : undefined,
       tools: s.tools.length,
       failures: s.failures,
     }));
@@ -278,7 +287,7 @@ export class McpRegistry {
       clearTimeout(state.retryTimer);
       state.retryTimer = undefined;
       this.#setTools(state, tools);
-      const pid = transport instanceof StdioClientTransport ? transport.pid : undefined;
+      const pid = transport instanceof BoundedStdioTransport ? transport.pid : undefined;
       state.log.info({ tools: tools.length, pid, ms: Date.now() - started }, 'MCP server connected');
       return client;
     } catch (err) {
@@ -294,15 +303,14 @@ export class McpRegistry {
     }
   }
 
-  #createTransport(state: ServerState): StdioClientTransport | StreamableHTTPClientTransport {
+  #createTransport(state: ServerState): BoundedStdioTransport | StreamableHTTPClientTransport {
     const c = state.config;
     if (isHttpServer(c)) {
-      return new StreamableHTTPClientTransport(new URL(c.url), { requestInit: { headers: c.headers } });
+      return new StreamableHTTPClientTransport(new URL(c.url), { requestInit: { headers: c.headers }, fetch: boundedFetch(this.#maxMessageBytes) });
     }
-    // The SDK merges env with a safe default set (PATH, HOME, …), not the worker's whole environment.
-    const transport = new StdioClientTransport({ command: c.command, args: c.args, env: c.env, cwd: c.cwd, stderr: 'pipe' });
+    const transport = new BoundedStdioTransport({ command: c.command, args: c.args, env: c.env, cwd: c.cwd, maxMessageBytes: this.#maxMessageBytes });
     state.stderrTail = [];
-    if (transport.stderr) pipeStderr(transport.stderr as Readable, state);
+    pipeStderr(transport.stderr, state);
     return transport;
   }
 
