@@ -8,6 +8,7 @@ import type { ChatRequest, Handler } from '@agentq/scripted-llm';
 import { startCrmMcpServer, type CrmMcpServer } from './fixtures/crm-mcp-server.js';
 import { readEffects } from './fixtures/effect-mcp-server.js';
 import { startStack, type Stack } from './fixtures/services.js';
+import { waitFor } from './fixtures/wait.js';
 
 // Issue 16, findings 6 and 8: what a tool call becomes when its MCP server dies after doing the
 // work, answers with more than a message may hold, or is slower than the run's deadline allows.
@@ -122,15 +123,11 @@ describe('a server that dies after doing the work (finding 6)', () => {
 describe('a stdio server that answers one call with more than a message may hold (finding 6)', () => {
   it('that call fails alone; the call beside it completes once; the server is never restarted', async () => {
     const { id } = await stack.createRun({ input: 'big beside another' });
-    // The other call holds its answer until the big one is settled, so it is in flight the whole time.
-    let calls: any[] = [];
-    for (let i = 0; i < 600 && !calls[1]?.output; i++) {
-      calls = (await stack.getJson(`/v1/runs/${id}/steps`)).data[0]?.tool_calls ?? [];
-      if (!calls[1]?.output) await new Promise((r) => setTimeout(r, 50));
-    }
+    // The other call holds its answer until the big one has its result, so it is in flight the whole time.
+    await waitFor(async () => (await stack.getJson(`/v1/runs/${id}/steps`)).data[0]?.tool_calls?.[1]?.output, { what: 'the big call to end', timeoutMs: 30_000 });
     await writeFile(`${effectsOf('big')}.release`, '');
     const run = await stack.waitForRun(id, { timeoutMs: 50_000 });
-    calls = (await stack.getJson(`/v1/runs/${id}/steps`)).data[0].tool_calls;
+    const calls = (await stack.getJson(`/v1/runs/${id}/steps`)).data[0].tool_calls;
 
     expect(calls[1], JSON.stringify(calls[1]).slice(0, 500)).toMatchObject({ outcome: 'server_error', is_error: true, attempts: 1 });
     expect(calls[1].output).toMatch(/^Error executing big__big_output: the server's answer was over the 10485760-byte limit on one MCP message \(\d+ bytes\)/);
