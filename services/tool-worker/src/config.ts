@@ -7,6 +7,8 @@ export const toolWorkerEnvSchema = workerEnvSchema.extend({
   /** First webhook retry delay; doubles per attempt (10 attempts span about 85 minutes). */
   WEBHOOK_BACKOFF_BASE_MS: z.coerce.number().int().min(1).default(10_000),
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+  /** The most one message from an MCP server may hold; a bigger answer fails its own call (10 MiB). */
+  MCP_MESSAGE_MAX_BYTES: z.coerce.number().int().min(64 * 1024).default(10 * 1024 * 1024),
 }).superRefine(checkWorkerCells);
 
 /** The tool-worker's configuration, from the environment; throws ConfigError. */

@@ -1,15 +1,16 @@
-import type { Readable } from 'node:stream';
 import { RetryableError, toolFailed, type ToolOutcome } from '@agentq/shared';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ErrorCode, McpError, ToolListChangedNotificationSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
 import { isHttpServer, type McpConfig, type McpServerConfig } from './mcp-config.js';
-import { classifyFault, errorText, unavailable, withTimeout } from './mcp-faults.js';
+import { classifyFault, errorText, unavailable, withTimeout, type Fault } from './mcp-faults.js';
+import { boundedFetch } from './mcp-http-fetch.js';
+import { BoundedStdioTransport } from './mcp-stdio-transport.js';
 import { pipeStderr } from './mcp-stderr.js';
 import { describeTool, listAllTools, type ToolDescriptor } from './mcp-tools.js';
 import { renderToolResult } from './tool-result.js';
+import { maySendAgain, unknownOutcome } from './rerun-rule.js';
 import { parseArguments, SchemaValidators } from './tool-arguments.js';
 
 export type { ToolDescriptor };
@@ -24,15 +25,32 @@ export interface McpRegistryOptions {
   connectTimeoutMs?: number;
   /** First delay before a background reconnect; doubles per failure up to 30 s. @defaultValue 1000 */
   restartBackoffMs?: number;
+  /**
+   * The most one message from a server may hold; a bigger answer fails its own call and is read
+   * past, never held. @defaultValue 10 MiB
+   */
+  maxMessageBytes?: number;
 }
 
 /** Options of one {@link McpRegistry.call}. */
 export interface ToolCallOptions {
-  /** Time the tool may take; a server's `timeout_ms` in mcp.json overrides it. */
+  /** Time the tool may take when its server's `timeout_ms` (mcp.json) is not set. */
   timeoutMs: number;
+  /** The run's deadline (ms since epoch): the call is abandoned then, whatever its timeout. */
+  deadline?: number;
   /** Aborting it cancels the call (the server is told) and `call` rethrows the abort reason. */
   signal?: AbortSignal;
 }
+
+/** When one call gives up: its deadline, and whether that is the run's. */
+interface CallBudget {
+  deadline: number;
+  timeoutMs: number;
+  byRunDeadline: boolean;
+  signal?: AbortSignal;
+}
+
+export const DEFAULT_MAX_MESSAGE_BYTES = 10 * 1024 * 1024;
 
 /** One server as {@link McpRegistry.status} reports it. */
 export interface McpServerStatus {
@@ -51,7 +69,7 @@ interface ServerState {
   config: McpServerConfig;
   log: Logger;
   client?: Client;
-  transport?: StdioClientTransport | StreamableHTTPClientTransport;
+  transport?: BoundedStdioTransport | StreamableHTTPClientTransport;
   connecting?: Promise<Client>;
   tools: ToolDescriptor[];
   failures: number;
@@ -60,12 +78,16 @@ interface ServerState {
 }
 
 const MAX_BACKOFF_MS = 30_000;
+// Sends of one call that the rule allows (a resend on a live connection can still find the
+// server's session gone, and then needs a fresh connection and one more send).
+const MAX_SENDS = 3;
 const MAX_LISTED_NAMES = 40;
 
 /**
  * The MCP servers of one process: connects them once, lists their tools as `<server>__<tool>`,
- * calls them, and restarts servers that die. Tool failures come back as data; only an
- * unreachable server throws (a RetryableError).
+ * calls them, and restarts servers that die. Tool failures come back as data, and so does a
+ * call whose answer was lost when it may have had its effect (`unknown_outcome`); only a call
+ * that is safe to send again throws (a RetryableError), when its server cannot be reached.
  */
 export class McpRegistry {
   readonly #servers = new Map<string, ServerState>();
@@ -76,6 +98,7 @@ export class McpRegistry {
   readonly #clientName: string;
   readonly #connectTimeoutMs: number;
   readonly #restartBackoffMs: number;
+  readonly #maxMessageBytes: number;
   #descriptors: ToolDescriptor[] = [];
   #closed = false;
 
@@ -85,6 +108,7 @@ export class McpRegistry {
     this.#clientName = opts.clientName ?? 'agentq';
     this.#connectTimeoutMs = opts.connectTimeoutMs ?? 10_000;
     this.#restartBackoffMs = opts.restartBackoffMs ?? 1_000;
+    this.#maxMessageBytes = opts.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
     for (const [name, config] of Object.entries(opts.config.mcpServers)) {
       if (config.disabled) continue;
       const log = opts.logger.child({ mcp_server: name });
@@ -114,7 +138,7 @@ export class McpRegistry {
       name: s.name,
       transport: isHttpServer(s.config) ? 'http' : 'stdio',
       connected: s.client !== undefined,
-      pid: s.transport instanceof StdioClientTransport ? (s.transport.pid ?? undefined) : undefined,
+      pid: s.transport instanceof BoundedStdioTransport ? s.transport.pid : undefined,
       tools: s.tools.length,
       failures: s.failures,
     }));
@@ -127,9 +151,11 @@ export class McpRegistry {
   }
 
   /**
-   * Runs a tool. Bad names, bad arguments, tool errors and timeouts resolve as error outcomes;
-   * an abort via `opts.signal` rethrows its reason; an unreachable server throws RetryableError
-   * (code `tool_server_unavailable`) after one reconnect attempt.
+   * Runs a tool. Bad names, bad arguments, tool errors, timeouts (the server's `timeout_ms` or
+   * `opts.timeoutMs`, cut short by `opts.deadline`) and answers lost when the tool may have run
+   * resolve as error outcomes; an abort via `opts.signal` rethrows its reason; a call that is safe
+   * to send again (see maySendAgain) and whose server cannot be reached throws RetryableError
+   * (code `tool_server_unavailable`) after at most two resends.
    */
   async call(name: string, rawArguments: string | Record<string, unknown>, opts: ToolCallOptions): Promise<ToolOutcome> {
     opts.signal?.throwIfAborted();
@@ -147,8 +173,7 @@ export class McpRegistry {
     if (typeof args === 'string') return toolFailed('invalid_arguments', args);
     const invalid = this.#validators.check(entry.descriptor, args);
     if (invalid) return toolFailed('invalid_arguments', `invalid arguments: ${invalid}`);
-    const timeoutMs = entry.state.config.timeout_ms ?? opts.timeoutMs;
-    return this.#invoke(entry.state, entry.descriptor, args, { timeoutMs, signal: opts.signal }, Date.now() + timeoutMs, true);
+    return this.#invoke(entry.state, entry.descriptor, args, budgetOf(entry.state.config.timeout_ms ?? opts.timeoutMs, opts), MAX_SENDS);
   }
 
   /** Closes every client and stops every stdio server; never throws. */
@@ -170,45 +195,37 @@ export class McpRegistry {
     );
   }
 
-  async #invoke(
-    state: ServerState,
-    descriptor: ToolDescriptor,
-    args: Record<string, unknown>,
-    opts: ToolCallOptions,
-    deadline: number,
-    mayRetry: boolean,
-  ): Promise<ToolOutcome> {
+  async #invoke(state: ServerState, descriptor: ToolDescriptor, args: Record<string, unknown>, budget: CallBudget, sendsLeft: number): Promise<ToolOutcome> {
     const client = await this.#connectForCall(state, descriptor.name);
-    opts.signal?.throwIfAborted();
-    const { timeoutMs } = opts;
+    budget.signal?.throwIfAborted();
     // A per-call controller, so the SDK's listener never outlives the call on a long-lived caller signal.
     const controller = new AbortController();
-    const forwardAbort = () => controller.abort(opts.signal?.reason);
-    opts.signal?.addEventListener('abort', forwardAbort, { once: true });
+    const forwardAbort = () => controller.abort(budget.signal?.reason);
+    budget.signal?.addEventListener('abort', forwardAbort, { once: true });
     try {
       const result = await client.callTool({ name: descriptor.tool, arguments: args }, undefined, {
         // A resend after a reconnect gets what is left of the budget, not a fresh one.
-        timeout: Math.max(1, deadline - Date.now()),
+        timeout: Math.max(1, budget.deadline - Date.now()),
         signal: controller.signal,
       });
       return renderToolResult(result as CallToolResult);
     } catch (err) {
       // The SDK wraps an abort reason in an McpError; the caller wants its own reason back.
-      if (opts.signal?.aborted) throw opts.signal.reason;
+      if (budget.signal?.aborted) throw budget.signal.reason;
       if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) {
-        return toolFailed('timeout', `timed out after ${timeoutMs} ms`);
+        return toolFailed('timeout', budget.byRunDeadline ? "abandoned at the run's deadline (timeout_ms)" : `timed out after ${budget.timeoutMs} ms`);
       }
       const fault = classifyFault(err);
       if (fault === 'tool') return toolFailed('server_error', errorText(err));
-      state.log.warn({ err: errorText(err), tool: descriptor.tool }, 'MCP server failed during a call; reconnecting');
-      const reconnected = await this.#reconnect(state, client);
-      // Sending again is safe when the request never got out, or when the tool says a rerun is
-      // harmless; otherwise the job retry decides, because the tool may already have run.
-      const rerunnable = fault === 'not_delivered' || descriptor.annotations?.readOnlyHint === true || descriptor.annotations?.idempotentHint === true;
-      if (reconnected && rerunnable && mayRetry && deadline > Date.now()) return this.#invoke(state, descriptor, args, opts, deadline, false);
+      state.log.warn({ err: errorText(err), tool: descriptor.tool, fault }, 'MCP server connection failed during a call');
+      // The request may have reached the server and the tool may have run: never again.
+      if (!maySendAgain(fault, descriptor)) return unknownOutcome(`the connection to its server broke before it answered (${errorText(err)})`);
+      // Safe to send again: here while sends are left, else by the job's retry, which is why this throws.
+      const connected = await this.#recover(state, client, fault);
+      if (connected && sendsLeft > 1 && budget.deadline > Date.now()) return this.#invoke(state, descriptor, args, budget, sendsLeft - 1);
       throw unavailable(state.name, descriptor.name, err);
     } finally {
-      opts.signal?.removeEventListener('abort', forwardAbort);
+      budget.signal?.removeEventListener('abort', forwardAbort);
     }
   }
 
@@ -220,9 +237,14 @@ export class McpRegistry {
     }
   }
 
-  /** Drops a failed client and tries one fresh connection; true when the server is back. */
-  async #reconnect(state: ServerState, failed: Client): Promise<boolean> {
-    if (state.client === failed) {
+  /**
+   * Gets a connection to send a call again on; true when there is one. A client is dropped only
+   * when the request could not get out on it (refused, not connected, a session the server no
+   * longer knows): a `lost` answer says nothing about the connection's other calls, and closing
+   * it would fail every one of them. A stdio server that died has closed its client already.
+   */
+  async #recover(state: ServerState, failed: Client, fault: Fault): Promise<boolean> {
+    if (fault === 'not_delivered' && state.client === failed) {
       state.client = undefined;
       state.transport = undefined;
       await failed.close().catch(() => undefined);
@@ -265,7 +287,7 @@ export class McpRegistry {
       clearTimeout(state.retryTimer);
       state.retryTimer = undefined;
       this.#setTools(state, tools);
-      const pid = transport instanceof StdioClientTransport ? transport.pid : undefined;
+      const pid = transport instanceof BoundedStdioTransport ? transport.pid : undefined;
       state.log.info({ tools: tools.length, pid, ms: Date.now() - started }, 'MCP server connected');
       return client;
     } catch (err) {
@@ -281,15 +303,14 @@ export class McpRegistry {
     }
   }
 
-  #createTransport(state: ServerState): StdioClientTransport | StreamableHTTPClientTransport {
+  #createTransport(state: ServerState): BoundedStdioTransport | StreamableHTTPClientTransport {
     const c = state.config;
     if (isHttpServer(c)) {
-      return new StreamableHTTPClientTransport(new URL(c.url), { requestInit: { headers: c.headers } });
+      return new StreamableHTTPClientTransport(new URL(c.url), { requestInit: { headers: c.headers }, fetch: boundedFetch(this.#maxMessageBytes) });
     }
-    // The SDK merges env with a safe default set (PATH, HOME, …), not the worker's whole environment.
-    const transport = new StdioClientTransport({ command: c.command, args: c.args, env: c.env, cwd: c.cwd, stderr: 'pipe' });
+    const transport = new BoundedStdioTransport({ command: c.command, args: c.args, env: c.env, cwd: c.cwd, maxMessageBytes: this.#maxMessageBytes });
     state.stderrTail = [];
-    if (transport.stderr) pipeStderr(transport.stderr as Readable, state);
+    pipeStderr(transport.stderr, state);
     return transport;
   }
 
@@ -368,3 +389,9 @@ export class McpRegistry {
   }
 }
 
+/** A call's deadline: its timeout, or the run's deadline when that comes first. */
+function budgetOf(timeoutMs: number, opts: ToolCallOptions): CallBudget {
+  const now = Date.now();
+  const byRunDeadline = opts.deadline !== undefined && opts.deadline - now <= timeoutMs;
+  return { deadline: byRunDeadline ? opts.deadline! : now + timeoutMs, timeoutMs, byRunDeadline, signal: opts.signal };
+}

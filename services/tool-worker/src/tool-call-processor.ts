@@ -19,13 +19,18 @@ import {
 import type { ToolDescriptor } from './mcp-tools.js';
 import { runAgentQuery } from './builtin/agent-query.js';
 import { runContextTool } from './builtin/context-tools.js';
+import { maySendAgain, unknownOutcome } from './rerun-rule.js';
 import { parseArguments } from './tool-arguments.js';
 import { capToolOutput } from './tool-output.js';
 
 /** The part of the MCP registry a tool call needs. */
 export interface ToolRunner {
   tools(): ToolDescriptor[];
-  call(name: string, rawArguments: string, opts: { timeoutMs: number; signal?: AbortSignal }): Promise<ToolOutcome>;
+  /**
+   * Runs an MCP tool within `timeoutMs` (unless its server sets its own) and never past
+   * `deadline`; throws a retryable error only when sending the call again is safe.
+   */
+  call(name: string, rawArguments: string, opts: { timeoutMs: number; deadline?: number; signal?: AbortSignal }): Promise<ToolOutcome>;
 }
 
 export interface ToolCallDeps {
@@ -54,15 +59,11 @@ export interface ToolCallJobResult {
   record?: ToolResultRecord;
 }
 
-/** True when running a tool twice is harmless, by its MCP annotations. */
-export function safeToRerun(tool: ToolDescriptor | undefined): boolean {
-  return Boolean(tool?.annotations?.readOnlyHint || tool?.annotations?.idempotentHint);
-}
-
 /**
  * Runs one tool call and stores its result under the call. Tool failures are results the
- * model sees, never job failures; only an unreachable tool server is retried, and after the
- * last attempt it too becomes an error result, so the next step is always released.
+ * model sees, never job failures; only a call that provably never started (or whose tool is
+ * idempotent) is retried when its server is unreachable, and after the last attempt it too
+ * becomes an error result, so the next step is always released.
  */
 export async function processToolCall(data: ToolCallJob, ctx: JobContext, deps: ToolCallDeps): Promise<ToolCallJobResult> {
   const { job, signal } = ctx;
@@ -99,24 +100,16 @@ export async function processToolCall(data: ToolCallJob, ctx: JobContext, deps: 
     else ({ outcome, subrunIds } = await runAgentQuery(ctx, data, args, run, deps));
   } else if (!compileAllowlist(run.spec.tools)(name)) {
     outcome = toolFailed('refused', `this tool is not allowed for this run (allowed: ${run.spec.tools?.join(', ') ?? 'all'})`);
-  } else if (interrupted && !safeToRerun(tool)) {
-    // A previous attempt started this call and never reported back (a crash): it may have had
-    // its effect. Only tools that declare themselves read-only or idempotent are run again.
-    outcome = toolFailed(
-      'unknown_outcome',
-      'the outcome is unknown; a worker stopped while this call was running and the tool is not marked idempotent, so it was not run again. Check its effect before retrying.',
-    );
+  } else if (interrupted && !maySendAgain('lost', tool)) {
+    // A previous attempt started this call and never reported back (a crash): it may have had its effect.
+    outcome = unknownOutcome('a worker stopped while this call was running');
   } else if (deadline !== undefined && deadline <= Date.now()) {
     outcome = toolFailed('refused', "the run's deadline (timeout_ms) passed before the call started");
   } else {
-    // A call in flight at the run's deadline is abandoned, not waited for.
-    const untilDeadline = deadline !== undefined ? deadline - Date.now() : Infinity;
-    const timeoutMs = Math.max(1, Math.min(deps.toolTimeoutMs, untilDeadline));
     try {
-      outcome = await deps.runner.call(name, data.arguments, { timeoutMs, signal });
-      if (outcome.kind !== 'ok' && timeoutMs === untilDeadline && Date.now() >= deadline!) {
-        outcome = toolFailed('timeout', "abandoned at the run's deadline (timeout_ms)");
-      }
+      // A call in flight at the run's deadline is abandoned, not waited for (the registry takes
+      // the earlier of the deadline and the call's timeout).
+      outcome = await deps.runner.call(name, data.arguments, { timeoutMs: deps.toolTimeoutMs, deadline, signal });
     } catch (err) {
       if (signal?.aborted) {
         const now = await deps.store.runs.getState(runId);
@@ -125,7 +118,8 @@ export async function processToolCall(data: ToolCallJob, ctx: JobContext, deps: 
       }
       const retryable = err instanceof AgentqError && err.retryable;
       if (retryable && attempt < (job.opts.attempts ?? 1)) {
-        // The server was not reached: the call had no effect, so the next attempt is a clean run.
+        // Thrown only when sending again is safe (the request never left, or the tool is
+        // idempotent): the next attempt must not be taken for a rerun of an interrupted call.
         await deps.store.toolCalls.clearRunning(runId, depth, index);
         log.warn({ err: (err as Error).message, attempt }, 'tool server unavailable; will retry');
         throw err;

@@ -49,7 +49,7 @@ function catalogOf(tools: ToolDescriptor[]): ToolCatalogEntry[] {
 export async function startToolWorker(cfg: ToolWorkerConfig, logger: Logger, opts: { mcpConfig: McpConfig; tracing?: Tracing }): Promise<ToolWorkerHandle> {
   const metrics = createMetrics({ service: 'tool-worker' });
   const telemetry = opts.tracing?.bullmq;
-  const registry = new McpRegistry({ config: opts.mcpConfig, logger });
+  const registry = new McpRegistry({ config: opts.mcpConfig, logger, maxMessageBytes: cfg.MCP_MESSAGE_MAX_BYTES });
   await registry.start();
 
   const redis = new RedisConnections(cfg.REDIS_URL);
