@@ -64,7 +64,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => hooks.listen(0, '127.0.0.1', r));
   hookUrl = `http://127.0.0.1:${(hooks.address() as AddressInfo).port}/hook`;
-  stack = await startStack({ handler, apiKey: KEY, env: { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_SECRET: 'whsec_' + Buffer.from('openapi-secret').toString('base64'), MAX_INPUT_BYTES: '4096' } });
+  stack = await startStack({ handler, apiKey: KEY, env: { ADMIN_API_KEYS: KEY, WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_SECRET: 'whsec_' + Buffer.from('openapi-secret').toString('base64'), MAX_INPUT_BYTES: '4096' } });
   const res = await fetch(`${stack.api.url}/openapi.json`);
   expect(res.status).toBe(200);
   doc = (await res.json()) as Json;

@@ -2,7 +2,7 @@ import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Queue } from 'bullmq';
 import type { AgentqMetrics, Logger, Redis, Runs, RunStore } from '@agentq/shared';
-import { bearerAuth } from './auth.js';
+import { adminAuth, bearerAuth } from './auth.js';
 import { dashboard, DASHBOARD_PATH } from './dashboard.js';
 import { errorBody, HttpError, onError } from './http-error.js';
 import { healthRoutes } from './routes/health.js';
@@ -27,7 +27,7 @@ export interface AppDeps {
   metrics?: AgentqMetrics;
   logger: Logger;
   apiKeys: string[];
-  /** When set, only these keys open the dashboard (it shows every tenant's jobs). */
+  /** The keys that open the dashboard (it shows every tenant's jobs); none with `apiKeys` set: it is closed. */
   adminKeys?: string[];
   defaultModel?: string;
   limits: { maxBodyBytes: number; maxInputBytes: number; maxContextBytes: number };
@@ -45,10 +45,10 @@ export function createApp(deps: AppDeps) {
   app.route('/', docsRoutes());
 
   const auth = bearerAuth(deps.apiKeys);
-  const adminAuth = deps.adminKeys?.length ? bearerAuth(deps.adminKeys) : auth;
+  const admin = adminAuth(deps.apiKeys, deps.adminKeys ?? []);
   app.use('/v1/*', auth);
-  app.use(`${DASHBOARD_PATH}/*`, adminAuth);
-  app.use(`${DASHBOARD_PATH}`, adminAuth);
+  app.use(`${DASHBOARD_PATH}/*`, admin);
+  app.use(`${DASHBOARD_PATH}`, admin);
   app.use(
     '/v1/*',
     bodyLimit({

@@ -32,3 +32,19 @@ export function bearerAuth(keys: string[]): MiddlewareHandler<{ Variables: { own
     return next();
   };
 }
+
+/**
+ * Who opens `/admin/*` (the dashboard shows every tenant's jobs, inputs and outputs): the
+ * `ADMIN_API_KEYS` when set; else, with `API_KEYS` set, nobody (a tenant's key is not an
+ * operator's), with a 401 for a missing or wrong key as on `/v1` and a 403 for a tenant's
+ * key; with neither set the service is open and so is the dashboard.
+ */
+export function adminAuth(apiKeys: string[], adminKeys: string[]): MiddlewareHandler<{ Variables: { owner: string } }> {
+  if (adminKeys.length > 0) return bearerAuth(adminKeys);
+  const tenants = bearerAuth(apiKeys);
+  if (apiKeys.length === 0) return tenants;
+  return (c, next) =>
+    tenants(c, async () => {
+      throw new HttpError(403, 'forbidden', 'the dashboard shows every tenant\'s jobs, so API keys do not open it: set ADMIN_API_KEYS on the server and use one of those keys');
+    });
+}
