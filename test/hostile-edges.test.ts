@@ -1,6 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { createLogger } from '@agentq/shared';
 import type { Handler } from '@agentq/scripted-llm';
+import { EventHub } from '../services/api/src/event-hub.js';
 import { startStack, type Stack } from './fixtures/services.js';
+import { readSse, type SseEvent } from './fixtures/sse.js';
 
 // Issue 16, findings 10, 11 and 13: what one caller must not reach or break. Each part starts
 // its own stack (its own QUEUE_PREFIX) on the suite's Redis; everything stays on loopback.
@@ -74,5 +79,124 @@ describe('the dashboard of an open service (API_KEYS unset)', () => {
     const api = await open.request('/admin/queues/api/queues');
     expect(api.status).toBe(200);
     expect(((await api.json()) as { queues: Array<{ name: string }> }).queues.map((q) => q.name)).toEqual(expect.arrayContaining(['agent', 'tool', 'webhook']));
+  });
+});
+
+describe('a hostile Last-Event-ID (finding 10)', () => {
+  // Run A: two tool rounds, then an answer streamed word by word: a steady flow of events.
+  const handler: Handler = (req) => {
+    const rounds = req.messages.filter((m: any) => m.role === 'assistant').length;
+    const user = String(req.messages.find((m: any) => m.role === 'user')?.content ?? '');
+    if (!user.startsWith('A')) return { content: 'B is done' };
+    if (rounds < 2) return { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 200, label: `a-${rounds}` } }] };
+    return { content: Array.from({ length: 40 }, (_, i) => `word${i}`).join(' '), chunkDelayMs: 20 };
+  };
+  // Ids Redis refuses (a part past 64 bits), malformed ones, and one past the stream's end.
+  const hostile = ['1-99999999999999999999999', '18446744073709551616-0', '0-18446744073709551616', '99999999999999999999999-1', '18446744073709551615-18446744073709551615', '-1-0', '1--1', '1-0-0'];
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack({ handler });
+  });
+  afterAll(async () => stack?.close());
+
+  /** A hostile resume of run B: its status and body (an SSE 200, if one comes, is read to its end). */
+  async function resume(runId: string, how: 'header' | 'query', id: string) {
+    const path = how === 'header' ? `/v1/runs/${runId}/events` : `/v1/runs/${runId}/events?last_event_id=${encodeURIComponent(id)}`;
+    const res = await stack.request(path, { headers: how === 'header' ? { 'last-event-id': id } : {}, signal: AbortSignal.timeout(5_000) });
+    if (res.status === 200) return { how, id, status: 200, body: JSON.stringify(await readSse(res).catch(() => [])) };
+    return { how, id, status: res.status, body: await res.text() };
+  }
+
+  it('400s each, naming the header or the parameter, and run A\'s subscriber gets every event in order meanwhile', async () => {
+    const b = await stack.createRun({ input: 'B' });
+    expect((await stack.waitForRun(b.id)).status).toBe('completed');
+
+    const a = await stack.createRun({ input: 'A: stream' });
+    const receivedAt = new Map<string, number>();
+    const aStream = stack.request(`/v1/runs/${a.id}/events`).then((res) =>
+      readSse(res, {
+        stopAfter: (e) => {
+          receivedAt.set(e.id!, Date.now());
+          return false;
+        },
+      }),
+    );
+    let aDone = false;
+    void aStream.finally(() => (aDone = true));
+
+    // Hostile resumes of B for as long as A's events flow (at least one full round).
+    const answers: Awaited<ReturnType<typeof resume>>[] = [];
+    for (let round = 0; round < 100 && (round === 0 || !aDone); round++) {
+      for (const id of hostile) for (const how of ['header', 'query'] as const) answers.push(await resume(b.id, how, id));
+    }
+    const seen: SseEvent[] = await aStream;
+
+    // What A's subscriber got: every event of the run, in order, ending with its terminal one.
+    const history = await readSse(await stack.request(`/v1/runs/${a.id}/events`));
+    expect(seen.map((e) => e.id)).toEqual(history.map((e) => e.id));
+    expect(seen.at(-1)!.event).toBe('run.completed');
+    expect(seen.filter((e) => e.event === 'message.delta').length).toBeGreaterThan(1);
+
+    // How long each event took from its writer to A's subscriber (reported, not asserted).
+    const lags = seen.map((e) => receivedAt.get(e.id!)! - Date.parse(e.data.at)).sort((x, y) => x - y);
+    const pct = (q: number) => lags[Math.min(lags.length - 1, Math.floor(q * lags.length))];
+    console.info(`finding 10: run A's ${lags.length} events reached its subscriber with lag p50 ${pct(0.5)} ms, p95 ${pct(0.95)} ms, max ${lags.at(-1)} ms, beside ${answers.length} hostile resumes of run B`);
+
+    for (const r of answers) {
+      expect(r.status, `${r.how} ${r.id} → ${r.status} ${r.body.slice(0, 200)}`).toBe(400);
+      expect(r.body).not.toMatch(/\n\s+at .+:\d+:\d+/);
+      const error = JSON.parse(r.body).error;
+      expect(error.code).toBe('validation_error');
+      expect(error.message).toContain(r.how === 'header' ? 'Last-Event-ID' : 'last_event_id');
+      expect(error.details[0].field).toBe(r.how === 'header' ? 'Last-Event-ID' : 'last_event_id');
+    }
+
+    // B itself still resumes from an id it sent.
+    const bEvents = await readSse(await stack.request(`/v1/runs/${b.id}/events`));
+    const rest = await readSse(await stack.request(`/v1/runs/${b.id}/events`, { headers: { 'last-event-id': bEvents[0].id! } }));
+    expect(rest.map((e) => e.id)).toEqual(bEvents.slice(1).map((e) => e.id));
+  });
+});
+
+describe('the event hub: one stream Redis refuses to read (finding 10)', () => {
+  let reader: Redis;
+  let control: Redis;
+  let hub: EventHub;
+  const prefix = `t${randomBytes(4).toString('hex')}:hub`;
+  beforeAll(async () => {
+    reader = new Redis(inject('redisUrl'));
+    control = new Redis(inject('redisUrl'));
+    hub = new EventHub(reader, control, createLogger({ service: 'test', level: process.env.TEST_LOG_LEVEL ?? 'silent' }));
+    hub.start();
+  });
+  afterAll(async () => {
+    await hub?.close();
+    await control?.del(`${prefix}:a`, `${prefix}:not-a-stream`);
+    reader?.disconnect();
+    control?.disconnect();
+  });
+
+  it('refuses a position Redis would refuse before it joins the shared read', () => {
+    expect(() => hub.subscribe(`${prefix}:c`, '1-99999999999999999999999', () => {})).toThrow(RangeError);
+    expect(() => hub.subscribe(`${prefix}:c`, '18446744073709551616-0', () => {})).toThrow(RangeError);
+    expect(hub.watchedStreams).toBe(0);
+  });
+
+  it('drops a stream Redis cannot read, telling its subscriber, and the other streams\' events flow on', async () => {
+    const a = `${prefix}:a`;
+    const broken = `${prefix}:not-a-stream`;
+    await control.set(broken, 'a string: XREAD answers WRONGTYPE');
+    const got: string[] = [];
+    const unsubscribe = hub.subscribe(a, '0', (events) => got.push(...events.map((e) => e.id)));
+    let failed: string | null = null;
+    hub.subscribe(broken, '0', () => {}, (reason) => (failed = reason));
+
+    const ids: string[] = [];
+    for (let i = 0; i < 20; i++) ids.push((await control.xadd(a, '*', 'type', 'message.delta', 'data', JSON.stringify({ text: `${i}` })))!);
+    // Bounded only so that the test ends: before the fix the shared read failed forever and A got nothing.
+    await vi.waitFor(() => expect(got).toEqual(ids), { timeout: 10_000, interval: 20 });
+    expect(failed).toMatch(/WRONGTYPE/);
+    expect(hub.watchedStreams).toBe(1);
+    unsubscribe();
   });
 });

@@ -59,7 +59,7 @@ export function createApp(deps: AppDeps) {
     }),
   );
 
-  app.route('/v1/runs', eventsRoutes({ store: deps.store, hub: deps.hub, ownRun: (owner, id) => ownRun(deps.store, owner, id) }));
+  app.route('/v1/runs', eventsRoutes({ store: deps.store, hub: deps.hub, logger: deps.logger, ownRun: (owner, id) => ownRun(deps.store, owner, id) }));
   app.route('/v1/runs', runsRoutes(deps));
   app.route('/v1/tools', toolsRoutes({ store: deps.store }));
   app.route(DASHBOARD_PATH, dashboard(deps.queues));

@@ -166,8 +166,8 @@ export function buildOpenApiDocument(): Json {
             'Each event, parsed, is a RunEvent.',
           parameters: [
             runIdParam,
-            { name: 'Last-Event-ID', in: 'header', required: false, description: 'Resume after this event id.', schema: { type: 'string', pattern: '^\\d+-\\d+$' } },
-            { name: 'last_event_id', in: 'query', required: false, description: 'The same, for clients that cannot set headers.', schema: { type: 'string', pattern: '^\\d+-\\d+$' } },
+            { name: 'Last-Event-ID', in: 'header', required: false, description: 'Resume after this event id: `<ms>-<seq>`, each part below 2^64, not after the run\'s last event (else 400 naming the header).', schema: { type: 'string', pattern: '^\\d{1,20}-\\d{1,20}$' } },
+            { name: 'last_event_id', in: 'query', required: false, description: 'The same, for clients that cannot set headers (the header wins).', schema: { type: 'string', pattern: '^\\d{1,20}-\\d{1,20}$' } },
           ],
           responses: {
             200: {
