@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
-import { createLogger } from '@agentq/shared';
+import { createLogger, type Resolver } from '@agentq/shared';
 import type { Handler } from '@agentq/scripted-llm';
 import { EventHub } from '../services/api/src/event-hub.js';
 import { startStack, type Stack } from './fixtures/services.js';
@@ -198,5 +200,74 @@ describe('the event hub: one stream Redis refuses to read (finding 10)', () => {
     expect(failed).toMatch(/WRONGTYPE/);
     expect(hub.watchedStreams).toBe(1);
     unsubscribe();
+  });
+});
+
+describe('a webhook whose name rebinds to loopback (finding 11)', () => {
+  const HOST = 'hooks.rebind.invalid';
+  const received: Array<{ url: string; signature: string | undefined }> = [];
+  let receiver: Server;
+  let port: number;
+  beforeAll(async () => {
+    receiver = createServer((req, res) => {
+      received.push({ url: req.url ?? '', signature: req.headers['webhook-signature'] as string | undefined });
+      req.resume();
+      req.on('end', () => res.writeHead(204).end());
+    });
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+    port = (receiver.address() as AddressInfo).port;
+  });
+  afterAll(async () => new Promise<void>((r) => receiver.close(() => r())));
+
+  /** Deliveries of a run's webhook, once there are `n`; bounded only so that the test ends. */
+  async function deliveries(stack: Stack, runId: string, n: number) {
+    let data: any[] = [];
+    await vi.waitFor(
+      async () => {
+        data = (await stack.getJson(`/v1/runs/${runId}/webhook-deliveries`)).data;
+        expect(data.length).toBeGreaterThanOrEqual(n);
+      },
+      { timeout: 15_000, interval: 50 },
+    );
+    return data;
+  }
+
+  it('is refused at the connection although the name was public at submission; the attempt is recorded as refused', async () => {
+    // The name answers a public address once (the API's check at submission), then loopback:
+    // the address the delivery connects to is the one it checks, so it never reaches loopback.
+    const asked: string[] = [];
+    const rebinding: Resolver = async (host) => {
+      asked.push(host);
+      return [{ address: asked.length === 1 ? '93.184.215.14' : '127.0.0.1', family: 4 }];
+    };
+    const stack = await startStack({ handler: answer, resolve: rebinding, env: { WEBHOOK_SECRET: 'rebinding-secret', WEBHOOK_BACKOFF_BASE_MS: '50' } });
+    try {
+      const run = await stack.createRun({ input: 'hook me', webhook: { url: `http://${HOST}:${port}/rebound` } });
+      expect(asked).toEqual([HOST]);
+      expect((await stack.waitForRun(run.id)).status).toBe('completed');
+      const [attempt] = await deliveries(stack, run.id, 1);
+      expect(attempt).toMatchObject({ success: false, status_code: null, attempt: 1 });
+      expect(attempt.error).toMatch(/^refused: .*127\.0\.0\.1/);
+      // The delivery asked the resolver itself when it connected, and got loopback.
+      expect(asked).toEqual([HOST, HOST]);
+      expect(received.filter((r) => r.url === '/rebound')).toEqual([]);
+    } finally {
+      await stack.close();
+    }
+  });
+
+  it('connects to the address the resolver gave, so WEBHOOK_ALLOW_PRIVATE=true still reaches a loopback receiver', async () => {
+    const loopback: Resolver = async () => [{ address: '127.0.0.1', family: 4 }];
+    const stack = await startStack({ handler: answer, resolve: loopback, env: { WEBHOOK_SECRET: 'rebinding-secret', WEBHOOK_ALLOW_PRIVATE: 'true' } });
+    try {
+      const run = await stack.createRun({ input: 'hook me', webhook: { url: `http://${HOST}:${port}/allowed` } });
+      expect((await stack.waitForRun(run.id)).status).toBe('completed');
+      const [attempt] = await deliveries(stack, run.id, 1);
+      expect(attempt).toMatchObject({ success: true, status_code: 204 });
+      expect(received.filter((r) => r.url === '/allowed')).toHaveLength(1);
+      expect(received.find((r) => r.url === '/allowed')!.signature).toMatch(/^v1,/);
+    } finally {
+      await stack.close();
+    }
   });
 });

@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
-import { createMetrics, JobQueues, RedisConnections, Runs, RunStore, runMetricsObserver, waitForReady, type Logger, type Tracing } from '@agentq/shared';
+import { createMetrics, JobQueues, RedisConnections, Runs, RunStore, runMetricsObserver, waitForReady, type Logger, type Resolver, type Tracing } from '@agentq/shared';
 import { createApp, type AppDeps } from './app.js';
 import { EventHub } from './event-hub.js';
 import { startPendingSweep } from './pending-sweep.js';
@@ -18,8 +18,14 @@ export interface ApiContext {
   close(): Promise<void>;
 }
 
+/** What the API takes besides its configuration: tracing, and how webhook hosts are resolved (a test's DNS; default `dns.lookup`). */
+export interface ApiOptions {
+  tracing?: Tracing;
+  resolve?: Resolver;
+}
+
 /** Connects what the API needs (Redis, queues, the event hub) for `createApp`; tests use it without a server. */
-export async function createApiContext(cfg: ApiConfig, logger: Logger, opts: { tracing?: Tracing } = {}): Promise<ApiContext> {
+export async function createApiContext(cfg: ApiConfig, logger: Logger, opts: ApiOptions = {}): Promise<ApiContext> {
   if (cfg.API_KEYS.length === 0) logger.warn('API_KEYS is not set: the API is open to anyone who can reach it');
   const redis = new RedisConnections(cfg.REDIS_URL);
   // Request-path connections fail fast, so a request during a Redis outage gets a 503, not a hang.
@@ -50,6 +56,7 @@ export async function createApiContext(cfg: ApiConfig, logger: Logger, opts: { t
     hub,
     webhookSecret: cfg.WEBHOOK_SECRET,
     webhookAllowPrivate: cfg.WEBHOOK_ALLOW_PRIVATE,
+    webhookResolve: opts.resolve,
     queues,
     metrics,
     logger,
@@ -70,7 +77,7 @@ export async function createApiContext(cfg: ApiConfig, logger: Logger, opts: { t
 }
 
 /** Starts the API server; returns its URL and a close that drains it. */
-export async function startApi(cfg: ApiConfig, logger: Logger, opts: { tracing?: Tracing } = {}): Promise<ApiHandle> {
+export async function startApi(cfg: ApiConfig, logger: Logger, opts: ApiOptions = {}): Promise<ApiHandle> {
   const ctx = await createApiContext(cfg, logger, opts);
   const app = createApp(ctx.deps);
   const server: ServerType = await new Promise((resolve) => {

@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Queue } from 'bullmq';
-import type { AgentqMetrics, Logger, Redis, Runs, RunStore } from '@agentq/shared';
+import type { AgentqMetrics, Logger, Redis, Resolver, Runs, RunStore } from '@agentq/shared';
 import { adminAuth, bearerAuth } from './auth.js';
 import { dashboard, DASHBOARD_PATH } from './dashboard.js';
 import { errorBody, HttpError, onError } from './http-error.js';
@@ -21,6 +21,8 @@ export interface AppDeps {
   hub: EventHub;
   webhookSecret?: string;
   webhookAllowPrivate: boolean;
+  /** How a webhook's host is resolved for the check at submission. @defaultValue `dns.lookup` */
+  webhookResolve?: Resolver;
   /** Every queue, for the dashboard. */
   queues: Queue[];
   /** Served at `/metrics` (no key needed, like `/healthz`). */
