@@ -2,8 +2,6 @@ import type { Redis } from 'ioredis';
 import { eventFrom, type Logger, type RunEvent } from '@agentq/shared';
 import { isStreamId } from './stream-id.js';
 
-export { compareIds } from './stream-id.js';
-
 /** Takes a stream's new events, oldest first. */
 type Listener = (events: RunEvent[]) => void;
 
