@@ -17,10 +17,21 @@ export default defineConfig({
     },
   },
   test: {
-    include: ['packages/*/src/**/*.test.ts', 'services/*/src/**/*.test.ts', 'test/**/*.test.ts'],
-    globalSetup: ['./test/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Where a test file lives says what it may use:
+    // - unit: `packages/*/src/**/*.test.ts`, `services/*/src/**/*.test.ts`, beside the code:
+    //   no Redis, no child process (`npm run test:unit` runs them on a machine with neither).
+    // - integration: `test/*.test.ts`: the services in-process on a real Redis, real MCP
+    //   servers, a real browser.
+    // - process: `test/process/*.test.ts`: tests that start and kill processes of their own:
+    //   the built services (`npm run build` first) or a Redis server.
+    // Only integration and process get the Redis of test/global-setup.ts (`inject('redisUrl')`).
+    projects: [
+      { extends: true, test: { name: 'unit', include: ['packages/*/src/**/*.test.ts', 'services/*/src/**/*.test.ts'] } },
+      { extends: true, test: { name: 'integration', include: ['test/*.test.ts'], globalSetup: ['./test/global-setup.ts'] } },
+      { extends: true, test: { name: 'process', include: ['test/process/*.test.ts'], globalSetup: ['./test/global-setup.ts'] } },
+    ],
   },
 });

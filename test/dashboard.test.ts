@@ -1,15 +1,12 @@
-import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatRequest, Handler } from '@agentq/scripted-llm';
+import { CHROMIUM_FLAGS, chromiumExecutable } from './fixtures/chromium.js';
 import { startStack, type Stack } from './fixtures/services.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-// Without the background-networking flags Chromium keeps calling home, which this machine's
-// closed network refuses; the test must not reach beyond loopback anyway.
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const KEY = 'dashboard-test-key';
 
 const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
@@ -26,16 +23,16 @@ const shots = mkdtempSync(join(tmpdir(), 'agentq-dashboard-'));
 const offLoopback: string[] = [];
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(`Chromium is not installed at ${CHROMIUM}: install Debian's package with "apt-get install -y chromium" (or set CHROMIUM_PATH). The dashboard test needs it and does not skip.`);
-  }
+  // The headless Chromium of the npm package @sparticuz/chromium (or CHROMIUM_PATH): no system
+  // browser needed, and the test does not skip.
+  const executablePath = await chromiumExecutable();
   stack = await startStack({ handler, apiKey: KEY });
   const run = await stack.createRun({ input: 'Who is Alice?' });
   expect((await stack.waitForRun(run.id)).status).toBe('completed');
   runId = run.id;
 
   userDataDir = mkdtempSync(join(tmpdir(), 'agentq-chromium-'));
-  context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: 1400, height: 900 } });
+  context = await chromium.launchPersistentContext(userDataDir, { executablePath, headless: true, args: CHROMIUM_FLAGS, viewport: { width: 1400, height: 900 } });
   // Nothing leaves the machine: Bull Board's page asks for a web font, which is refused here.
   await context.route('**/*', (route) => {
     const { hostname } = new URL(route.request().url());

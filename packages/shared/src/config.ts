@@ -42,7 +42,10 @@ export const workerEnvSchema = baseEnvSchema.extend({
   AGENT_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(100),
   TOOL_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(100),
   TOOL_TIMEOUT_MS: z.coerce.number().int().min(1).default(60_000),
+  /** One model step, request to last chunk. */
   MODEL_TIMEOUT_MS: z.coerce.number().int().min(1).default(600_000),
+  /** The longest silence between two chunks of a model's stream. */
+  MODEL_IDLE_TIMEOUT_MS: z.coerce.number().int().min(1).default(300_000),
   TOOL_OUTPUT_MAX_BYTES: z.coerce.number().int().min(1024).default(100 * 1024),
   /** How long a job's lock lasts without renewal: the longest a dead worker holds a job. */
   JOB_LOCK_MS: z.coerce.number().int().min(500).default(10_000),

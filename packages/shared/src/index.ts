@@ -34,3 +34,6 @@ export * from './worker-metrics.js';
 export * from './metrics-server.js';
 export * from './tracing.js';
 export * from './run-tracing.js';
+export * from './runs/admission.js';
+export * from './tenants/limits.js';
+export * from './tenants/usage-meter.js';

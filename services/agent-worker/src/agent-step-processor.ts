@@ -20,6 +20,7 @@ import {
   type RunStore,
   type StepRecord,
   type ToolCatalogEntry,
+  type UsageMeter,
 } from '@agentq/shared';
 import { exhaustedBudget } from './budgets.js';
 import { DeltaBuffer } from './delta-buffer.js';
@@ -37,7 +38,10 @@ export interface AgentStepDeps {
   logger: Logger;
   /** The tool catalog, cached by the caller. */
   tools: () => Promise<ToolCatalogEntry[]>;
+  /** Counts each step's tokens into its key's day (max_tokens_per_day, GET /v1/usage). */
+  usage?: UsageMeter;
   modelTimeoutMs: number;
+  modelIdleTimeoutMs: number;
   /** Pauses the agent queue; set by the worker so a 429 slows the queue instead of burning attempts. */
   rateLimit?: (ms: number) => Promise<void>;
 }
@@ -189,7 +193,7 @@ async function makeStep(
     // Not awaited: commands on one connection keep their order, so this event still lands
     // before the step's deltas and its completion, without a round trip of its own.
     void deps.store.events.append(run.id, 'step.started', { depth, model: spec.model, tools_disabled: p.toolChoice === 'none' }).catch(() => {});
-    return callModel(deps.openai, { model: spec.model, messages, tools, toolChoice: p.toolChoice, responseFormat: spec.response_format, signal: stepSignal, timeoutMs: deps.modelTimeoutMs, onDelta: (t) => deltas.push(t) });
+    return callModel(deps.openai, { model: spec.model, messages, tools, toolChoice: p.toolChoice, responseFormat: spec.response_format, signal: stepSignal, timeoutMs: deps.modelTimeoutMs, idleTimeoutMs: deps.modelIdleTimeoutMs, onDelta: (t) => deltas.push(t) });
   };
 
   const deadline = runDeadline(spec, Date.parse(run.createdAt));
@@ -233,6 +237,9 @@ async function makeStep(
     tool_calls: (record.message.tool_calls ?? []).map((t) => ({ id: t.id, name: t.function.name, arguments: t.function.arguments })),
   });
   if (!stored) return null;
+  // Not awaited: on the store's connection, after the commit; a count lost to a Redis blip only
+  // lets the key's day go a little further.
+  if (stored === record) void deps.usage?.countTokens(run.owner, record.usage.total_tokens).catch(() => {});
   log.debug({ usage: stored.usage, tool_calls: stored.message.tool_calls?.length ?? 0 }, 'model step done');
   // Another delivery committed this depth first: what it stored is what the run goes on from.
   return stored === record ? decision : decideStep(planOfStoredStep(plan, stored), { kind: 'message', message: stored.message }, spec, hasTools);

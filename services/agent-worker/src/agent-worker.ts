@@ -1,6 +1,7 @@
 import type { Worker } from 'bullmq';
 import OpenAI from 'openai';
 import {
+  Admission,
   CancelListener,
   createJobWorker,
   createMetrics,
@@ -16,6 +17,7 @@ import {
   type MetricsServer,
   type ToolCatalogEntry,
   type Tracing,
+  UsageMeter,
 } from '@agentq/shared';
 import { processAgentStep, type AgentStepDeps } from './agent-step-processor.js';
 import type { AgentWorkerConfig } from './config.js';
@@ -35,9 +37,11 @@ export async function startAgentWorker(cfg: AgentWorkerConfig, logger: Logger, o
   const metrics = createMetrics({ service: 'agent-worker' });
   const telemetry = opts.tracing?.bullmq;
   const redis = new RedisConnections(cfg.REDIS_URL);
-  const store = new RunStore({ redis: redis.connect('agentq-agent-store', { blocking: true }), prefix: cfg.QUEUE_PREFIX, retentionSeconds: cfg.RUN_RETENTION_SECONDS });
+  const storeRedis = redis.connect('agentq-agent-store', { blocking: true });
+  const store = new RunStore({ redis: storeRedis, prefix: cfg.QUEUE_PREFIX, retentionSeconds: cfg.RUN_RETENTION_SECONDS });
   const jobs = new JobQueues({ connection: redis.connect('agentq-agent-queue', { blocking: true }), prefix: cfg.QUEUE_PREFIX, logger, telemetry });
-  const runs = new Runs({ store, jobs, logger, observer: runMetricsObserver(metrics) });
+  const runs = new Runs({ store, jobs, admission: new Admission(storeRedis, cfg.QUEUE_PREFIX), logger, observer: runMetricsObserver(metrics) });
+  const usage = new UsageMeter(storeRedis, cfg.QUEUE_PREFIX);
   // BullMQ retries model faults (with backoff, without holding a worker slot); the SDK must not also.
   const openai = observeModelCalls(new OpenAI({ baseURL: cfg.OPENAI_BASE_URL, apiKey: cfg.OPENAI_API_KEY ?? 'unset', maxRetries: 0 }), metrics);
 
@@ -47,7 +51,7 @@ export async function startAgentWorker(cfg: AgentWorkerConfig, logger: Logger, o
     return catalog.tools;
   };
 
-  const deps: AgentStepDeps = { store, runs, jobs, openai, logger, tools, modelTimeoutMs: cfg.MODEL_TIMEOUT_MS };
+  const deps: AgentStepDeps = { store, runs, jobs, openai, logger, tools, usage, modelTimeoutMs: cfg.MODEL_TIMEOUT_MS, modelIdleTimeoutMs: cfg.MODEL_IDLE_TIMEOUT_MS };
   const cancels = new CancelListener(redis.connect('agentq-agent-cancel', { blocking: true }), cfg.QUEUE_PREFIX);
   await cancels.start();
   const worker = createJobWorker('agentStep', (data, ctx) => traceAgentStep(data, ctx.job, () => processAgentStep(data, ctx, deps)), {

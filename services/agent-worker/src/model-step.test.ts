@@ -116,6 +116,7 @@ describe('callModel against an OpenAI-compatible server', () => {
     tools,
     toolChoice: 'auto',
     timeoutMs: 10_000,
+    idleTimeoutMs: 10_000,
     ...over,
   });
 

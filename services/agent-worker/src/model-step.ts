@@ -1,6 +1,7 @@
 import OpenAI from 'openai';
 import type { AssistantMessage, ChatMessage, ResponseFormat, ToolCall } from '@agentq/shared';
 import { FatalError, RetryableError } from '@agentq/shared';
+import { StreamBounds } from './stream-bounds.js';
 
 /** One model request: the transcript, and how tools are offered. */
 export interface ModelRequest {
@@ -10,7 +11,10 @@ export interface ModelRequest {
   toolChoice: 'auto' | 'none' | 'absent';
   responseFormat?: ResponseFormat;
   signal?: AbortSignal;
+  /** The whole call, from request to last chunk. */
   timeoutMs: number;
+  /** The longest silence between two chunks once the stream has begun. */
+  idleTimeoutMs: number;
   /** Called with each piece of text as it streams in. */
   onDelta?: (text: string) => void;
 }
@@ -45,9 +49,12 @@ export async function callModel(client: OpenAI, req: ModelRequest): Promise<Mode
   const calls: Array<{ id: string; name: string; arguments: string }> = [];
   let usage: ModelResponse['usage'] | null = null;
   let finishReason: string | null = null;
+  const bounds = new StreamBounds({ totalMs: req.timeoutMs, idleMs: req.idleTimeoutMs, signal: req.signal });
   try {
-    const stream = (await client.chat.completions.create(params as any, { signal: req.signal, timeout: req.timeoutMs })) as unknown as AsyncIterable<OpenAI.Chat.Completions.ChatCompletionChunk>;
+    const stream = (await client.chat.completions.create(params as any, { signal: bounds.signal, timeout: req.timeoutMs })) as unknown as AsyncIterable<OpenAI.Chat.Completions.ChatCompletionChunk>;
+    bounds.touch();
     for await (const chunk of stream) {
+      bounds.touch();
       if (chunk.usage) usage = { prompt_tokens: chunk.usage.prompt_tokens, completion_tokens: chunk.usage.completion_tokens, total_tokens: chunk.usage.total_tokens };
       const choice = chunk.choices?.[0];
       if (!choice) continue;
@@ -65,8 +72,16 @@ export async function callModel(client: OpenAI, req: ModelRequest): Promise<Mode
       }
       if (choice.finish_reason) finishReason = choice.finish_reason;
     }
+    // A stream cut short is never an answer: an abort may end the iteration without an error.
+    if (req.signal?.aborted) throw req.signal.reason;
+    if (bounds.expired) throw bounds.expired;
+    if (!finishReason) throw new RetryableError('the model stream ended before its finish_reason', 'model_stream_interrupted');
   } catch (err) {
+    if (req.signal?.aborted) throw req.signal.reason ?? err;
+    if (bounds.expired) throw bounds.expired;
     throw classifyProviderError(err);
+  } finally {
+    bounds.dispose();
   }
 
   const toolCalls: ToolCall[] = calls

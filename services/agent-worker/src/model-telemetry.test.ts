@@ -30,6 +30,7 @@ const req = (model: string, over: Partial<ModelRequest> = {}): ModelRequest => (
   tools: [{ type: 'function', function: { name: 'crm__x', description: 'x', parameters: { type: 'object' } } }],
   toolChoice: 'auto',
   timeoutMs: 5000,
+  idleTimeoutMs: 5000,
   ...over,
 });
 

@@ -1,6 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
-import { createMetrics, JobQueues, RedisConnections, Runs, RunStore, runMetricsObserver, waitForReady, type Logger, type Resolver, type Tracing } from '@agentq/shared';
+import { Admission, createMetrics, JobQueues, RedisConnections, Runs, RunStore, runMetricsObserver, UsageMeter, waitForReady, type Logger, type Resolver, type TenantTable, type Tracing } from '@agentq/shared';
+import { loadTenants } from './tenants-config.js';
 import { createApp, type AppDeps } from './app.js';
 import { EventHub } from './event-hub.js';
 import { startPendingSweep } from './pending-sweep.js';
@@ -18,9 +19,12 @@ export interface ApiContext {
   close(): Promise<void>;
 }
 
-/** What the API takes besides its configuration: tracing, and how webhook hosts are resolved (a test's DNS; default `dns.lookup`). */
+/** What the API takes besides its configuration. */
 export interface ApiOptions {
   tracing?: Tracing;
+  /** Per-key limits; by default from TENANTS_CONFIG. */
+  tenants?: TenantTable;
+  /** How webhook hosts are resolved at submission (a test's DNS). @defaultValue `dns.lookup` */
   resolve?: Resolver;
 }
 
@@ -36,22 +40,37 @@ export async function createApiContext(cfg: ApiConfig, logger: Logger, opts: Api
   const queues = jobs.all();
   const metrics = createMetrics({ service: 'api', queues, onQueueError: (err) => logger.warn({ err: err.message }, 'could not read queue depths for /metrics') });
   const store = new RunStore({ redis: requests, prefix: cfg.QUEUE_PREFIX, retentionSeconds: cfg.RUN_RETENTION_SECONDS });
+  const tenants = opts.tenants ?? loadTenants(cfg.TENANTS_CONFIG);
+  const admission = new Admission(requests, cfg.QUEUE_PREFIX);
+  await admission.publish(tenants).catch((err: Error) => logger.warn({ err: err.message }, 'could not publish the keys\' limits yet; the sweep will'));
   const failpoint = cfg.AGENTQ_FAILPOINT;
   const runs = new Runs({
     store,
     jobs,
+    admission,
     logger,
     observer: runMetricsObserver(metrics),
     publisher: requests,
     ...(failpoint ? { failpoint: (point: string) => point === failpoint && process.kill(process.pid, 'SIGKILL') } : {}),
   });
-  const stopSweep = startPendingSweep(runs, logger, { intervalMs: cfg.PENDING_SWEEP_INTERVAL_MS, graceMs: cfg.PENDING_SWEEP_GRACE_MS });
+  const stopSweep = startPendingSweep(runs, logger, {
+    intervalMs: cfg.PENDING_SWEEP_INTERVAL_MS,
+    graceMs: cfg.PENDING_SWEEP_GRACE_MS,
+    // Now and then, slots held by runs whose process died are freed, and the limits published again.
+    reconcile: async () => {
+      await admission.publish(tenants);
+      await runs.reconcileAdmission();
+    },
+  });
   // One blocking connection follows the event streams of every SSE client of this process.
   const hub = new EventHub(redis.connect('agentq-api-events', { blocking: true }), requests, logger);
   hub.start();
   const deps: AppDeps = {
     store,
     runs,
+    admission,
+    usage: new UsageMeter(requests, cfg.QUEUE_PREFIX),
+    tenants,
     redis: requests,
     hub,
     webhookSecret: cfg.WEBHOOK_SECRET,
@@ -63,7 +82,7 @@ export async function createApiContext(cfg: ApiConfig, logger: Logger, opts: Api
     apiKeys: cfg.API_KEYS,
     adminKeys: cfg.ADMIN_API_KEYS,
     defaultModel: cfg.MODEL,
-    limits: { maxBodyBytes: cfg.MAX_BODY_BYTES, maxInputBytes: cfg.MAX_INPUT_BYTES, maxContextBytes: cfg.MAX_CONTEXT_BYTES },
+    limits: { maxBodyBytes: cfg.MAX_BODY_BYTES, maxInputBytes: cfg.MAX_INPUT_BYTES, maxContextBytes: cfg.MAX_CONTEXT_BYTES, maxBodiesInFlightBytes: cfg.MAX_BODIES_IN_FLIGHT_BYTES },
   };
   return {
     deps,

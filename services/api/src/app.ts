@@ -1,8 +1,9 @@
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Queue } from 'bullmq';
-import type { AgentqMetrics, Logger, Redis, Resolver, Runs, RunStore } from '@agentq/shared';
+import type { Admission, AgentqMetrics, Logger, Redis, Resolver, Runs, RunStore, TenantTable, UsageMeter } from '@agentq/shared';
 import { adminAuth, bearerAuth } from './auth.js';
+import { bodyBudget, drainBody } from './body-budget.js';
 import { dashboard, DASHBOARD_PATH } from './dashboard.js';
 import { errorBody, HttpError, onError } from './http-error.js';
 import { healthRoutes } from './routes/health.js';
@@ -12,10 +13,16 @@ import { eventsRoutes } from './routes/events.js';
 import { ownRun, runsRoutes } from './routes/runs.js';
 import type { EventHub } from './event-hub.js';
 import { toolsRoutes } from './routes/tools.js';
+import { usageRoutes } from './routes/usage.js';
+import { requestLimit } from './rate-limit.js';
 
 export interface AppDeps {
   store: RunStore;
   runs: Runs;
+  admission: Admission;
+  usage: UsageMeter;
+  /** Every key's limits (TENANTS_CONFIG). */
+  tenants: TenantTable;
   /** The request-path connection (fails fast, so a Redis outage is a 503, not a hang). */
   redis: Redis;
   hub: EventHub;
@@ -32,7 +39,7 @@ export interface AppDeps {
   /** The keys that open the dashboard (it shows every tenant's jobs); none with `apiKeys` set: it is closed. */
   adminKeys?: string[];
   defaultModel?: string;
-  limits: { maxBodyBytes: number; maxInputBytes: number; maxContextBytes: number };
+  limits: { maxBodyBytes: number; maxInputBytes: number; maxContextBytes: number; maxBodiesInFlightBytes: number };
 }
 
 /** The HTTP API as a Hono app (tests drive it with `app.request()`). */
@@ -49,13 +56,17 @@ export function createApp(deps: AppDeps) {
   const auth = bearerAuth(deps.apiKeys);
   const admin = adminAuth(deps.apiKeys, deps.adminKeys ?? []);
   app.use('/v1/*', auth);
+  app.use('/v1/*', requestLimit(deps));
   app.use(`${DASHBOARD_PATH}/*`, admin);
   app.use(`${DASHBOARD_PATH}`, admin);
+  app.use('/v1/*', bodyBudget({ maxInFlightBytes: deps.limits.maxBodiesInFlightBytes, maxBodyBytes: deps.limits.maxBodyBytes }));
   app.use(
     '/v1/*',
     bodyLimit({
       maxSize: deps.limits.maxBodyBytes,
-      onError: () => {
+      onError: async (c) => {
+        // Let a client that is still sending finish, so that it reads the 413.
+        await drainBody(c, 2 * deps.limits.maxBodyBytes);
         throw new HttpError(413, 'payload_too_large', `the request body is larger than ${deps.limits.maxBodyBytes} bytes`);
       },
     }),
@@ -64,6 +75,7 @@ export function createApp(deps: AppDeps) {
   app.route('/v1/runs', eventsRoutes({ store: deps.store, hub: deps.hub, logger: deps.logger, ownRun: (owner, id) => ownRun(deps.store, owner, id) }));
   app.route('/v1/runs', runsRoutes(deps));
   app.route('/v1/tools', toolsRoutes({ store: deps.store }));
+  app.route('/v1/usage', usageRoutes(deps));
   app.route(DASHBOARD_PATH, dashboard(deps.queues));
   return app;
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { baseEnvSchema, boolString, parseEnv } from '@agentq/shared';
+import { baseEnvSchema, boolString, ConfigError, parseEnv, type TenantTable } from '@agentq/shared';
+import { loadTenants } from './tenants-config.js';
 
 /** A comma-separated list of bearer keys. */
 const keyList = z
@@ -22,10 +23,14 @@ export const apiEnvSchema = baseEnvSchema.extend({
   /** `input`, `messages` and `instructions` together. */
   MAX_INPUT_BYTES: z.coerce.number().int().min(1024).default(1024 * 1024),
   MAX_CONTEXT_BYTES: z.coerce.number().int().min(1024).default(32 * 1024 * 1024),
+  /** Request bodies one API process holds at once; past it a request gets 503 with Retry-After. */
+  MAX_BODIES_IN_FLIGHT_BYTES: z.coerce.number().int().min(1024).default(48 * 1024 * 1024),
   /** How often this process looks for runs whose creator died before enqueueing them. */
   PENDING_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).default(5_000),
   /** How long a run may stay pending before a sweep enqueues it (a live creator takes milliseconds). */
   PENDING_SWEEP_GRACE_MS: z.coerce.number().int().min(0).default(1_000),
+  /** Path to the per-key limits and weights (see "Limits and fairness"); unset: the defaults for every key. */
+  TENANTS_CONFIG: z.string().min(1).optional(),
   /** For tests only: the process kills itself (SIGKILL) at this point of a run's creation. */
   AGENTQ_FAILPOINT: z.enum(['run_written']).optional(),
 });
@@ -35,3 +40,24 @@ export function loadApiConfig(env: Record<string, string | undefined> = process.
   return parseEnv(apiEnvSchema, env);
 }
 export type ApiConfig = ReturnType<typeof loadApiConfig>;
+
+/**
+ * The environment and the TENANTS_CONFIG it names, checked together so that one start reports
+ * every bad setting; throws one ConfigError.
+ */
+export function loadApiSetup(env: Record<string, string | undefined> = process.env): { cfg: ApiConfig; tenants: TenantTable } {
+  const problems: string[] = [];
+  const collect = <T>(f: () => T): T | undefined => {
+    try {
+      return f();
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      problems.push(...err.problems);
+      return undefined;
+    }
+  };
+  const cfg = collect(() => loadApiConfig(env));
+  const tenants = collect(() => loadTenants(cfg ? cfg.TENANTS_CONFIG : env.TENANTS_CONFIG || undefined));
+  if (problems.length || !cfg || !tenants) throw new ConfigError(problems);
+  return { cfg, tenants };
+}

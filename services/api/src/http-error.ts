@@ -9,6 +9,8 @@ export class HttpError extends Error {
     readonly code: string,
     message: string,
     readonly details?: unknown,
+    /** Response headers it needs (Retry-After of a 429). */
+    readonly headers: Record<string, string> = {},
   ) {
     super(message);
     this.name = 'HttpError';
@@ -24,13 +26,23 @@ function isRedisUnavailable(err: Error): boolean {
   return /enableOfflineQueue|Connection is closed|ECONNREFUSED|MaxRetriesPerRequest|Stream isn't writeable|ETIMEDOUT|connect ENETUNREACH/i.test(err.message);
 }
 
+// Redis refuses writes past maxmemory; inside a transaction the refusal comes as EXECABORT.
+function isRedisOutOfMemory(err: Error): boolean {
+  const oom = (e: Error) => /^OOM command not allowed/.test(e.message);
+  return oom(err) || ((err as { previousErrors?: Error[] }).previousErrors ?? []).some(oom);
+}
+
 /** The one error handler: renders every error in the contract's shape, never a stack trace. */
 export function onError(logger: Logger) {
   return (err: Error, c: Context) => {
     // A 413 leaves the rest of the body unread: close the connection so a client does not
     // reuse a socket the server is about to drop.
-    if (err instanceof HttpError) return c.json(errorBody(err.code, err.message, err.details), err.status, err.status === 413 ? { connection: 'close' } : {});
+    if (err instanceof HttpError) return c.json(errorBody(err.code, err.message, err.details), err.status, { ...err.headers, ...(err.status === 413 ? { connection: 'close' } : {}) });
     if (err instanceof InvalidRequestError) return c.json(errorBody(err.code, err.message, err.details), 400);
+    if (isRedisOutOfMemory(err)) {
+      logger.error({ err: err.message }, 'redis is out of memory');
+      return c.json(errorBody('service_unavailable', 'the run store (Redis) is out of memory; retry later'), 503, { 'retry-after': '5' });
+    }
     if (isRedisUnavailable(err)) {
       logger.warn({ err: err.message }, 'redis unavailable');
       return c.json(errorBody('service_unavailable', 'the run store (Redis) is unreachable; retry shortly'), 503, { 'retry-after': '1' });

@@ -1,10 +1,12 @@
 import { createLogger, exitOnConfigError, onShutdown, startTracing } from '@agentq/shared';
 import { startApi } from './api.js';
-import { loadApiConfig, type ApiConfig } from './config.js';
+import { loadApiSetup, type ApiConfig } from './config.js';
+import type { TenantTable } from '@agentq/shared';
 
 let cfg: ApiConfig;
+let tenants: TenantTable;
 try {
-  cfg = loadApiConfig();
+  ({ cfg, tenants } = loadApiSetup());
 } catch (err) {
   exitOnConfigError(err, 'api');
 }
@@ -14,5 +16,5 @@ const tracing = startTracing({ service: 'api', endpoint: cfg.OTEL_EXPORTER_OTLP_
 const closers: Array<() => Promise<unknown>> = [async () => tracing?.shutdown()];
 onShutdown(logger, closers);
 logger.info('starting');
-const handle = await startApi(cfg, logger, { tracing });
+const handle = await startApi(cfg, logger, { tracing, tenants });
 closers.unshift(() => handle.close());

@@ -14,6 +14,7 @@ import {
   runObjectSchema,
   runStepsSchema,
   toolListSchema,
+  keyUsageSchema,
   webhookDeliveriesSchema,
   webhookPayloadSchema,
 } from '@agentq/shared';
@@ -42,6 +43,7 @@ function componentSchemas(): Record<string, Json> {
   responses.add(runStepsSchema, { id: 'RunSteps', description: 'The model steps of a run, each with its tool calls.' });
   responses.add(runChildrenSchema, { id: 'RunChildren', description: 'The sub-agent runs a run started, oldest first.' });
   responses.add(webhookDeliveriesSchema, { id: 'WebhookDeliveries', description: 'Every attempt to deliver the run’s webhook.' });
+  responses.add(keyUsageSchema, { id: 'Usage', description: "Where a key stands against its limits." });
   responses.add(toolListSchema, { id: 'ToolList', description: 'The MCP tools the tool-workers offer, named <server>__<tool>.' });
   responses.add(healthSchema, { id: 'Health' });
   responses.add(readySchema, { id: 'Ready' });
@@ -72,6 +74,10 @@ const ERRORS = {
   409: errorResponse('The Idempotency-Key was used before with a different body, or its first request is still being processed.'),
   413: errorResponse('The body, or one of its fields, is larger than the limit; the message names the field.'),
   415: errorResponse('The body is not sent as application/json.'),
+  429: {
+    ...errorResponse("Over one of the key's limits (requests_per_minute; for a new run also max_queued_runs or max_tokens_per_day): `rate_limited`."),
+    headers: { 'Retry-After': { description: 'Seconds until the request may succeed.', schema: { type: 'integer', minimum: 1 } } },
+  },
   503: errorResponse('Redis is unreachable; retry shortly (see Retry-After).'),
 } as const;
 type ErrorStatus = keyof typeof ERRORS;
@@ -99,7 +105,7 @@ const runGet = (operationId: string, summary: string, description: string, schem
     summary,
     description,
     parameters: [runIdParam],
-    responses: { 200: json(ok, ref(schema)), ...errors(401, 404, 503) },
+    responses: { 200: json(ok, ref(schema)), ...errors(401, 429, 404, 503) },
   },
 });
 
@@ -121,6 +127,7 @@ export function buildOpenApiDocument(): Json {
     tags: [
       { name: 'runs', description: 'Create, follow, list and cancel runs.' },
       { name: 'tools', description: 'The tools a run can use.' },
+      { name: 'usage', description: "Where a key stands against its limits (TENANTS_CONFIG)." },
       { name: 'service', description: 'Health, readiness, metrics, this document and the dashboard.' },
     ],
     security: [{ bearerAuth: [] }],
@@ -138,7 +145,7 @@ export function buildOpenApiDocument(): Json {
           responses: {
             202: json('The run, queued.', ref('Run'), { Location: { description: 'The run’s URL.', schema: { type: 'string' } } }),
             200: json('The run this Idempotency-Key created before.', ref('Run'), { Location: { description: 'The run’s URL.', schema: { type: 'string' } } }),
-            ...errors(400, 401, 409, 413, 415, 503),
+            ...errors(400, 401, 429, 409, 413, 415, 503),
           },
         },
         get: {
@@ -147,7 +154,7 @@ export function buildOpenApiDocument(): Json {
           summary: 'List runs',
           description: 'The runs of this API key, newest first.',
           parameters: listQueryParams(),
-          responses: { 200: json('A page of runs.', ref('RunList')), ...errors(400, 401, 503) },
+          responses: { 200: json('A page of runs.', ref('RunList')), ...errors(400, 401, 429, 503) },
         },
       },
       '/v1/runs/{id}': runGet('getRun', 'Get a run', 'The run object: status, output, usage.', 'Run', 'The run.'),
@@ -174,7 +181,7 @@ export function buildOpenApiDocument(): Json {
               description: 'The event stream.',
               content: { 'text/event-stream': { schema: { type: 'string' }, 'x-itemSchema': ref('RunEvent') } },
             },
-            ...errors(400, 401, 404, 503),
+            ...errors(400, 401, 429, 404, 503),
           },
         },
       },
@@ -185,7 +192,7 @@ export function buildOpenApiDocument(): Json {
           summary: 'Cancel a run',
           description: 'Idempotent. No model step or tool call of the run or its sub-runs starts after it; queued work is removed. A finished run is returned unchanged.',
           parameters: [runIdParam],
-          responses: { 202: json('The run, cancelled (or as it finished).', ref('Run')), ...errors(401, 404, 503) },
+          responses: { 202: json('The run, cancelled (or as it finished).', ref('Run')), ...errors(401, 429, 404, 503) },
         },
       },
       '/v1/tools': {
@@ -194,7 +201,16 @@ export function buildOpenApiDocument(): Json {
           operationId: 'listTools',
           summary: 'List tools',
           description: 'The MCP tools published by the tool-workers (built-in tools are offered per run and not listed).',
-          responses: { 200: json('The tools.', ref('ToolList')), ...errors(401, 503) },
+          responses: { 200: json('The tools.', ref('ToolList')), ...errors(401, 429, 503) },
+        },
+      },
+      '/v1/usage': {
+        get: {
+          tags: ['usage'],
+          operationId: 'getUsage',
+          summary: 'Where this key stands',
+          description: "The key's runs running and waiting in its line, its tokens today (UTC), and its limits (TENANTS_CONFIG).",
+          responses: { 200: json('The usage.', ref('Usage')), ...errors(401, 429, 503) },
         },
       },
       '/healthz': {

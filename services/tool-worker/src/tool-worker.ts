@@ -1,5 +1,6 @@
 import type { Worker } from 'bullmq';
 import {
+  Admission,
   BUILTIN_TOOL_NAMES,
   CancelListener,
   createJobWorker,
@@ -69,7 +70,7 @@ export async function startToolWorker(
   republish.unref();
 
   const jobs = new JobQueues({ connection: redis.connect('agentq-tool-queues', { blocking: true }), prefix: cfg.QUEUE_PREFIX, logger, telemetry });
-  const runs = new Runs({ store, jobs, logger, observer: runMetricsObserver(metrics) });
+  const runs = new Runs({ store, jobs, admission: new Admission(workerRedis, cfg.QUEUE_PREFIX), logger, observer: runMetricsObserver(metrics) });
   const deps: ToolCallDeps = { store, runs, runner: registry, logger, toolTimeoutMs: cfg.TOOL_TIMEOUT_MS, outputMaxBytes: cfg.TOOL_OUTPUT_MAX_BYTES };
   const cancels = new CancelListener(redis.connect('agentq-tool-cancel', { blocking: true }), cfg.QUEUE_PREFIX);
   await cancels.start();

@@ -5,10 +5,11 @@ import type { AgentStepJob } from '../jobs/catalog.js';
 import type { JobQueues, ParentJob } from '../jobs/job-queues.js';
 import { inTrace, startRunTrace } from '../run-tracing.js';
 import type { ChatMessage } from '../schemas/message.js';
-import type { RunObject, RunSpec } from '../schemas/run.js';
+import { isTerminal, type RunObject, type RunSpec } from '../schemas/run.js';
 import type { RunState } from '../store/run-hash.js';
-import type { FinishInput } from '../store/run-records.js';
+import type { EndedRun, FinishInput } from '../store/run-records.js';
 import type { RunStore } from '../store/run-store.js';
+import type { Admission } from './admission.js';
 import { childSpec, type RunPlan } from './run-spec.js';
 
 /** Told of each run transition once, by the process whose write made it (for metrics). */
@@ -21,6 +22,8 @@ export interface RunObserver {
 export interface RunsDeps {
   store: RunStore;
   jobs: JobQueues;
+  /** Each key's line and slots. */
+  admission: Admission;
   logger: Logger;
   observer?: RunObserver;
   /** A connection to publish cancels on (one not in subscriber mode). */
@@ -43,67 +46,125 @@ export interface ChildOrigin {
 }
 
 /**
- * The one owner of a run's life: every run is created, started, ended and cancelled here, and
- * each transition carries its event, metric and webhook with it.
+ * The one owner of a run's life: every run is created, admitted, started, ended and cancelled
+ * here, and each transition carries its event, metric, webhook and admission with it.
  */
 export class Runs {
   constructor(private readonly deps: RunsDeps) {}
 
   /**
-   * Stores a new root run with its context and enqueues its first step. A run that cannot be
-   * enqueued is removed again: not enqueued means not accepted.
+   * Stores a new root run with its context and puts it in its key's line, from which it is
+   * admitted at once if the key (and the service) have room, else when a run ends; an admitted
+   * run's first step is enqueued. A run that cannot be written, lined up or (if admitted)
+   * enqueued is removed again: not enqueued or lined up means not accepted.
    */
   async create(id: string, owner: string, plan: RunPlan): Promise<RunObject> {
-    const { store } = this.deps;
+    const { store, admission } = this.deps;
     const first: AgentStepJob = { runId: id, depth: 0, ...startRunTrace(id, plan.spec.model) };
     let created: RunObject;
+    let admitted: string[];
     try {
       // The context goes first: a run is never seen without it.
       if (plan.context) await store.contexts.put(id, plan.context);
-      // The run is written as pending; should this process die before its first step is
-      // enqueued, sweepPending (every API process, on start and periodically) enqueues it.
+      // The run is written as pending; should this process die before it is lined up or its
+      // first step enqueued, sweepPending (every API process, at start and periodically) does it.
       created = await store.runs.create({ id, owner, spec: plan.spec, messages: plan.messages });
       this.deps.failpoint?.('run_written');
-      await inTrace(first, () => this.deps.jobs.enqueue('agentStep', first));
+      admitted = await admission.arrive(owner, id);
+      if (admitted.includes(id)) await inTrace(first, () => this.deps.jobs.enqueue('agentStep', first));
     } catch (err) {
+      await admission.release(owner, id).catch(() => []);
       await store.runs.delete(id, owner).catch(() => {});
       throw err;
     }
     // Not awaited: a run left pending is settled again by the sweep, at no harm.
     void store.runs.settle(id).catch(() => {});
+    await this.enqueueAdmitted(admitted.filter((a) => a !== id));
     this.deps.observer?.runCreated?.(plan.spec);
-    this.deps.logger.info({ run_id: id, model: plan.spec.model }, 'run accepted');
+    this.deps.logger.info({ run_id: id, model: plan.spec.model, queued: !admitted.includes(id) }, 'run accepted');
     return created;
   }
 
   /**
-   * Makes sure a run that was written has its first step enqueued: enqueues it if the run is
-   * still queued (the job id makes a second add a no-op), then settles it. False if there is no
-   * such run. Used by the sweep and by an idempotent retry of the request.
+   * Enqueues the first step of runs just admitted (by this process's call: another key's run
+   * may be among them) and settles them. One that fails stays pending for the sweep.
+   */
+  private async enqueueAdmitted(ids: string[]): Promise<void> {
+    await Promise.all(
+      ids.map(async (runId) => {
+        try {
+          await this.deps.jobs.enqueue('agentStep', { runId, depth: 0 });
+          await this.deps.store.runs.settle(runId);
+        } catch (err) {
+          this.deps.logger.warn({ run_id: runId, err: (err as Error).message }, 'could not enqueue an admitted run; the sweep will');
+        }
+      }),
+    );
+  }
+
+  /**
+   * Makes sure a run that was written is lined up or, admitted, has its first step enqueued (the
+   * job id makes a second add a no-op), then settles it. False if there is no such run. Used by
+   * the sweep and by an idempotent retry of the request.
    */
   async recover(runId: string): Promise<boolean> {
-    const { store } = this.deps;
+    const { store, admission } = this.deps;
     const run = await store.runs.getState(runId);
     if (run?.status === 'queued') {
-      const first: AgentStepJob = { runId, depth: 0 };
-      await this.deps.jobs.enqueue('agentStep', first, { parent: run.spec.parent_job });
-      this.deps.logger.warn({ run_id: runId }, 'enqueued the first step of a run its creator left pending');
+      if (run.spec.parent_job) {
+        await admission.child(run.owner, runId);
+        await this.deps.jobs.enqueue('agentStep', { runId, depth: 0 }, { parent: run.spec.parent_job });
+      } else {
+        await this.enqueueAdmitted(await admission.arrive(run.owner, runId));
+      }
     }
     await store.runs.settle(runId);
     return run !== null;
   }
 
-  /** Recovers every run left pending for longer than `graceMs`; returns how many it looked at. */
+  /**
+   * The sweep every API process runs: recovers runs left pending for longer than `graceMs`,
+   * releases the slots of runs that ended without releasing them (their process died), and
+   * admits what there is room for. Returns how many pending runs it looked at.
+   */
   async sweepPending(graceMs: number): Promise<number> {
     const ids = await this.deps.store.runs.pending(Date.now() - graceMs);
     for (const id of ids) await this.recover(id);
+    await this.enqueueAdmitted(await this.deps.admission.admit());
     return ids.length;
+  }
+
+  /** Releases the slots of admitted runs that have ended (or are gone) but still hold them. */
+  async reconcileAdmission(): Promise<number> {
+    let released = 0;
+    for (const [owner, ids] of await this.deps.admission.activeByOwner()) {
+      const states = await Promise.all(ids.map((id) => this.deps.store.runs.getState(id)));
+      for (const [i, st] of states.entries()) {
+        if (st && !isTerminal(st.status)) continue;
+        await this.enqueueAdmitted(await this.deps.admission.release(owner, ids[i]));
+        released++;
+      }
+    }
+    return released;
+  }
+
+  /**
+   * Reserves room for `count` more sub-runs in `parent`'s tree; null if there is, else why not
+   * (the tree would pass its key's max_runs_per_tree). A redelivered call may reserve twice: the
+   * count errs on the side of fewer runs.
+   */
+  async reserveSubruns(parent: RunState, count: number): Promise<string | null> {
+    const limit = await this.deps.admission.treeLimit(parent.owner);
+    const size = await this.deps.store.runs.growTree(parent.rootRunId, count);
+    if (size <= limit) return null;
+    await this.deps.store.runs.growTree(parent.rootRunId, -count);
+    return `this run tree would have ${size} runs, past its limit of ${limit} (max_runs_per_tree); answer this part yourself`;
   }
 
   /**
    * Creates a sub-run of `parent` (once: its id is fixed by the caller, so a redelivered tool
-   * job makes no second child) and enqueues its first step as a child of the tool job that
-   * waits for it.
+   * job makes no second child), counts it active for its key, and enqueues its first step as a
+   * child of the tool job that waits for it.
    */
   async createChild(parent: RunState, child: { id: string; messages: ChatMessage[]; index: number }, origin: ChildOrigin): Promise<void> {
     const { store } = this.deps;
@@ -114,6 +175,7 @@ export class Runs {
       await store.runs.addChild(parent.id, child.id);
       await store.events.append(parent.id, 'subrun.started', { run_id: child.id, depth: origin.depth, tool_call_id: origin.toolCallId, index: child.index });
     }
+    await this.deps.admission.child(parent.owner, child.id);
     // The sub-run's trace hangs under the tool call's span.
     const first: AgentStepJob = { runId: child.id, depth: 0, ...startRunTrace(child.id, spec.model) };
     await this.deps.jobs.enqueue('agentStep', first, { parent: origin.job });
@@ -128,17 +190,26 @@ export class Runs {
   }
 
   /**
-   * Ends a run once, with its terminal event, and queues its webhook if it has one. A run that
-   * has already ended is left as it is, and null returned.
+   * Ends a run once, with its terminal event, and queues its webhook if it has one; its slot is
+   * released, and runs waiting for room are admitted. A run that has already ended is left as it
+   * is, and null returned.
    */
   async finish(runId: string, input: FinishInput): Promise<RunObject | null> {
     const ended = await this.deps.store.runs.finish(runId, input);
     if (!ended) return null;
-    const { run, spec } = ended;
+    await this.afterEnd(ended);
+    this.deps.logger.info({ run_id: runId, depth: ended.run.depth, status: ended.run.status, stop_reason: ended.run.stop_reason }, 'run finished');
+    return ended.run;
+  }
+
+  private async afterEnd({ run, spec, owner }: EndedRun): Promise<void> {
     this.deps.observer?.runFinished?.(run, spec);
-    this.deps.logger.info({ run_id: runId, depth: run.depth, status: run.status, stop_reason: run.stop_reason }, 'run finished');
-    if (spec.webhook) await this.deps.jobs.enqueue('webhook', { runId, webhookId: newId('whk'), type: `run.${run.status}` });
-    return run;
+    try {
+      if (spec.webhook) await this.deps.jobs.enqueue('webhook', { runId: run.id, webhookId: newId('whk'), type: `run.${run.status}` });
+    } finally {
+      // A slot not released here (Redis refused) is found by the API's reconciling sweep.
+      await this.enqueueAdmitted(await this.deps.admission.release(owner, run.id));
+    }
   }
 
   /**
@@ -156,7 +227,7 @@ export class Runs {
     const descendants = await this.deps.store.runs.descendants(runId);
     for (let i = 0; i < descendants.length; i += CANCEL_BATCH) {
       const batch = await this.deps.store.runs.finishMany(descendants.slice(i, i + CANCEL_BATCH), cancelled);
-      for (const { run, spec } of batch) this.deps.observer?.runFinished?.(run, spec);
+      await Promise.all(batch.map((ended) => this.afterEnd(ended)));
       await this.stopQueued(batch.map(({ run }) => ({ id: run.id, depth: run.depth })));
     }
     if (descendants.length) this.deps.logger.info({ run_id: runId, descendants: descendants.length }, 'cancelled a run tree');

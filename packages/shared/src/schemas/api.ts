@@ -5,6 +5,7 @@ import { chatMessageSchema, toolCallSchema } from './message.js';
 import { RUN_STATUSES, STOP_REASONS, type RunObject } from './run.js';
 import { usageSchema } from './usage.js';
 import { TOOL_OUTCOME_KINDS } from '../tool-outcome.js';
+import { tenantLimitsSchema } from '../tenants/limits.js';
 
 // The response shapes of the HTTP API. Objects are loose: the contract lets the service add
 // fields, so a client must accept (and these schemas keep) fields it does not know yet.
@@ -125,6 +126,15 @@ export const toolInfoSchema = z.looseObject({
 
 /** `GET /v1/tools`. */
 export const toolListSchema = z.looseObject({ data: z.array(toolInfoSchema) });
+
+/** `GET /v1/usage`: where a key stands against its limits. */
+export const keyUsageSchema = z.looseObject({
+  active_runs: z.number().int().min(0),
+  queued_runs: z.number().int().min(0),
+  tokens_today: z.number().int().min(0),
+  cost_usd_today: z.number().min(0),
+  limits: tenantLimitsSchema.loose(),
+});
 
 /** `GET /healthz`. */
 export const healthSchema = z.looseObject({ status: z.literal('ok') });

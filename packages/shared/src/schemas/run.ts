@@ -11,6 +11,9 @@ export const STOP_REASONS = ['stop', 'max_depth', 'max_total_tokens', 'timeout',
 export type StopReason = (typeof STOP_REASONS)[number];
 export type BudgetName = 'max_depth' | 'max_total_tokens' | 'timeout';
 
+/** `metadata` is echoed with every run (lists too), so it is kept small. */
+export const METADATA_MAX_BYTES = 16 * 1024;
+
 const toolGlob = z
   .string()
   .min(1)
@@ -56,7 +59,10 @@ export const createRunBodySchema = z
     response_format: responseFormatSchema.optional(),
     context: z.union([z.string(), z.array(contextDocSchema).min(1).max(1000)]).optional(),
     webhook: z.strictObject({ url: z.url({ protocol: /^https?$/ }), secret: z.string().min(1).optional() }).optional(),
-    metadata: z.record(z.string(), z.unknown()).optional(),
+    metadata: z
+      .record(z.string(), z.unknown())
+      .refine((m) => Buffer.byteLength(JSON.stringify(m), 'utf8') <= METADATA_MAX_BYTES, `must be at most ${METADATA_MAX_BYTES} bytes as JSON`)
+      .optional(),
   })
   .superRefine((body, ctx) => {
     if (body.input === undefined && body.messages === undefined) {

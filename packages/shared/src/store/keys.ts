@@ -31,6 +31,24 @@ export function globalKeys(prefix: string) {
      * process that died in between is swept (Runs.sweepPending).
      */
     pendingRuns: `${prefix}:runs-pending`,
+    /** Admission (see runs/admission.ts): a key's line of root runs waiting to start (a sorted set by arrival). */
+    laneOf: `${prefix}:adm:lane:`,
+    /** Admission: the runs of a key that are admitted and not ended (a set). */
+    activeOf: `${prefix}:adm:active:`,
+    /** Admission: keys with runs in their line, by virtual time (a sorted set). */
+    backlog: `${prefix}:adm:backlog`,
+    /** Admission: each key's limits as the API published them (a hash: owner, `*` default, `#total`). */
+    limits: `${prefix}:adm:limits`,
+    /** Admission: runs admitted and not ended, all keys together. */
+    activeTotal: `${prefix}:adm:total`,
+    /** Admission: the virtual clock of fair queueing. */
+    vclock: `${prefix}:adm:vclock`,
+    /** Admission: every key that has had runs (for the reconciling sweep). */
+    owners: `${prefix}:adm:owners`,
+    /** A key's usage on one UTC day (a hash: tokens). */
+    usage: (owner: string, day: string) => `${prefix}:usage:${owner}:${day}`,
+    /** A key's `/v1` requests in one minute. */
+    requests: (owner: string, minute: number) => `${prefix}:rpm:${owner}:${minute}`,
     /** The pub/sub channel on which a cancel reaches every worker process. */
     cancelChannel: `${prefix}:cancel`,
   };
@@ -55,6 +73,8 @@ export const RUN_FIELDS = {
   error: 'error',
   parentRunId: 'parent_run_id',
   rootRunId: 'root_run_id',
+  /** On a root run: how many sub-runs its tree has (see RunRecords.growTree). */
+  treeRuns: 'tree_runs',
   usagePrefix: 'u:',
   usageTotalPrefix: 'ut:',
   /** `m:a:<depth>`: the step at this depth is committed (its assistant message appended). */

@@ -6,6 +6,10 @@ import { EVENTS_MAXLEN, lua, RUN_OVER_LUA, XADD_EVENT_LUA } from './lua.js';
 import { eventJson } from './run-events.js';
 import { isRunHash, runObjectFrom, runStateFrom, type RunHash, type RunState } from './run-hash.js';
 
+// The index is scanned LIST_SCAN ids at a time; runs are read LIST_BATCH at a time.
+const LIST_SCAN = 50;
+const LIST_BATCH = 10;
+
 /** A run to store: its fixed spec and first messages. */
 export interface NewRun {
   id: string;
@@ -15,6 +19,13 @@ export interface NewRun {
   parentRunId?: string | null;
   rootRunId?: string;
   createdAt?: Date;
+}
+
+/** A run this process ended: as the API shows it, its spec and its owner. */
+export interface EndedRun {
+  run: RunObject;
+  spec: RunSpec;
+  owner: string;
 }
 
 /** How a run ends. */
@@ -162,40 +173,56 @@ export class RunRecords {
     return { treeTokens: Number(res[0][1] ?? 0), ancestorOver: statuses.some((st) => st === null || isTerminal(st as RunStatus)) };
   }
 
-  /** Runs of one owner, newest first; `after` is the last id of the previous page. */
-  async list(owner: string, opts: { limit: number; after?: string; status?: RunStatus }): Promise<{ data: RunObject[]; next: string | null }> {
+  /**
+   * Runs of one owner, newest first, in small batches (a run echoes what it was asked, so a
+   * page is never held whole); returns the `next` cursor. `after` is the last id of the
+   * previous page.
+   */
+  async *list(owner: string, opts: { limit: number; after?: string; status?: RunStatus }): AsyncGenerator<RunObject[], string | null> {
     const index = this.index(owner);
-    const data: RunObject[] = [];
     let cursor = opts.after ? `(${opts.after}` : '+';
-    const batch = Math.max(opts.limit, 50);
+    let found = 0;
+    let last: string | null = null;
     // With a status filter a page may take several index batches; stop after a bounded scan.
-    for (let scanned = 0; data.length < opts.limit && scanned < 20_000; ) {
-      const ids = await this.redis.zrevrangebylex(index, cursor, '-', 'LIMIT', 0, batch);
-      if (!ids.length) return { data, next: null };
+    for (let scanned = 0; found < opts.limit && scanned < 20_000; ) {
+      const ids = await this.redis.zrevrangebylex(index, cursor, '-', 'LIMIT', 0, LIST_SCAN);
+      if (!ids.length) return null;
       scanned += ids.length;
-      const pipe = this.redis.pipeline();
-      for (const id of ids) pipe.hgetall(this.keys(id).run);
-      const rows = (await pipe.exec()) ?? [];
-      const expired: string[] = [];
-      for (let i = 0; i < ids.length; i++) {
-        const h = rows[i][1] as RunHash;
-        cursor = `(${ids[i]}`;
-        if (!isRunHash(h)) {
-          expired.push(ids[i]);
-          continue;
+      for (let i = 0; i < ids.length && found < opts.limit; i += LIST_BATCH) {
+        const batch = ids.slice(i, i + LIST_BATCH);
+        const pipe = this.redis.pipeline();
+        for (const id of batch) pipe.hgetall(this.keys(id).run);
+        const rows = (await pipe.exec()) ?? [];
+        const out: RunObject[] = [];
+        const expired: string[] = [];
+        for (let j = 0; j < batch.length && found < opts.limit; j++) {
+          const h = rows[j][1] as RunHash;
+          cursor = `(${batch[j]}`;
+          if (!isRunHash(h)) expired.push(batch[j]);
+          else if (!opts.status || h[F.status] === opts.status) {
+            out.push(runObjectFrom(batch[j], h));
+            found++;
+            last = batch[j];
+          }
         }
-        if (opts.status && h[F.status] !== opts.status) continue;
-        data.push(runObjectFrom(ids[i], h));
-        if (data.length === opts.limit) {
-          if (expired.length) await this.redis.zrem(index, ...expired);
-          const more = await this.redis.zrevrangebylex(index, cursor, '-', 'LIMIT', 0, 1);
-          return { data, next: more.length ? ids[i] : null };
-        }
+        if (expired.length) await this.redis.zrem(index, ...expired);
+        if (out.length) yield out;
       }
-      if (expired.length) await this.redis.zrem(index, ...expired);
-      if (ids.length < batch) return { data, next: null };
+      if (found === opts.limit) {
+        const more = await this.redis.zrevrangebylex(index, cursor, '-', 'LIMIT', 0, 1);
+        return more.length ? last : null;
+      }
+      if (ids.length < LIST_SCAN) return null;
     }
-    return { data, next: data.length ? data[data.length - 1].id : null };
+    return last;
+  }
+
+  /**
+   * Counts `n` more runs into the tree of `rootId` (the root counts as one); returns the tree's
+   * size with them. Taking them back (a negative `n`) undoes a reservation that was refused.
+   */
+  async growTree(rootId: string, n: number): Promise<number> {
+    return 1 + (await this.redis.hincrby(this.keys(rootId).run, F.treeRuns, n));
   }
 
   /** Records a sub-run under its parent (for `/children` and cascading cancel). */
@@ -232,20 +259,20 @@ export class RunRecords {
   }
 
   /** Ends a run once: status, output, terminal event, expiry of all its keys. */
-  async finish(runId: string, input: FinishInput): Promise<{ run: RunObject; spec: RunSpec } | null> {
+  async finish(runId: string, input: FinishInput): Promise<EndedRun | null> {
     return this.finishWith(runId, await this.redis.hgetall(this.keys(runId).run), input);
   }
 
   /** Ends many runs the same way, two round trips in all; returns those this call ended. */
-  async finishMany(runIds: string[], input: FinishInput): Promise<Array<{ run: RunObject; spec: RunSpec }>> {
+  async finishMany(runIds: string[], input: FinishInput): Promise<EndedRun[]> {
     const pipe = this.redis.pipeline();
     for (const id of runIds) pipe.hgetall(this.keys(id).run);
     const hashes = ((await pipe.exec()) ?? []).map(([err, h]) => (err ? {} : (h as RunHash)));
     const ended = await Promise.all(runIds.map((id, i) => this.finishWith(id, hashes[i], input)));
-    return ended.filter((e): e is { run: RunObject; spec: RunSpec } => e !== null);
+    return ended.filter((e): e is EndedRun => e !== null);
   }
 
-  private async finishWith(runId: string, h: RunHash, input: FinishInput): Promise<{ run: RunObject; spec: RunSpec } | null> {
+  private async finishWith(runId: string, h: RunHash, input: FinishInput): Promise<EndedRun | null> {
     const k = this.keys(runId);
     if (!isRunHash(h) || isTerminal(h[F.status] as RunStatus)) return null;
     const completedAt = new Date().toISOString();
@@ -279,6 +306,6 @@ export class RunRecords {
       eventJson(type, runId, { run }, completedAt),
     );
     if (done !== 1) return null;
-    return { run, spec: JSON.parse(h[F.spec]) as RunSpec };
+    return { run, spec: JSON.parse(h[F.spec]) as RunSpec, owner: h[F.owner] };
   }
 }

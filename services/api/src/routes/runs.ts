@@ -5,23 +5,32 @@ import {
   createRunBodySchema,
   isRunId,
   isTerminal,
+  limitsOf,
   listRunsQuerySchema,
   newId,
   refuseNonPublicUrl,
+  type Admission,
   type Logger,
   type Resolver,
   type RunObject,
   type Runs,
   type RunStore,
+  type TenantTable,
+  type UsageMeter,
 } from '@agentq/shared';
 import { HttpError } from '../http-error.js';
 import { ABANDONED_CLAIM_MS, claimIdempotencyKey } from '../idempotency.js';
 import { checkSizes, type RunLimits } from '../run-request.js';
 import { parseOr400, readJson } from '../validation.js';
+import { rateLimited } from '../rate-limit.js';
+import { streamRunList } from '../run-list-stream.js';
 
 export interface RunsRouteDeps {
   store: RunStore;
   runs: Runs;
+  admission: Admission;
+  usage: UsageMeter;
+  tenants: TenantTable;
   redis: Redis;
   logger: Logger;
   limits: RunLimits;
@@ -54,6 +63,7 @@ export function runsRoutes(deps: RunsRouteDeps) {
     const plan = buildRun(body, deps.defaultModel);
     if (plan.spec.webhook) await checkWebhook(plan.spec.webhook);
     const owner = c.get('owner');
+    await checkRoom(owner);
     const id = newId('run');
 
     const idemKey = c.req.header('idempotency-key');
@@ -101,6 +111,19 @@ export function runsRoutes(deps: RunsRouteDeps) {
     throw new HttpError(409, 'idempotency_key_in_use', 'a request with this Idempotency-Key is still being processed or failed; retry shortly');
   }
 
+  // max_queued_runs and max_tokens_per_day: a new run is refused (429) rather than queued without end.
+  async function checkRoom(owner: string) {
+    const limits = limitsOf(deps.tenants, owner);
+    const [{ queued }, tokens] = await Promise.all([deps.admission.standing(owner), limits.max_tokens_per_day === null ? 0 : deps.usage.tokensToday(owner)]);
+    if (queued >= limits.max_queued_runs) {
+      throw rateLimited(`this key has ${queued} runs waiting to start (max_queued_runs ${limits.max_queued_runs}); retry when some have started`, 5_000);
+    }
+    if (limits.max_tokens_per_day !== null && tokens >= limits.max_tokens_per_day) {
+      const tomorrow = new Date(new Date().toISOString().slice(0, 10)).getTime() + 24 * 3600 * 1000;
+      throw rateLimited(`this key used ${tokens} tokens today (max_tokens_per_day ${limits.max_tokens_per_day}); retry after midnight UTC`, tomorrow - Date.now());
+    }
+  }
+
   async function checkWebhook(webhook: { url: string; secret?: string }) {
     if (!webhook.secret && !deps.webhookSecret) {
       throw new HttpError(400, 'validation_error', 'webhook.secret: give a signing secret, or set WEBHOOK_SECRET on the server', [
@@ -121,7 +144,7 @@ export function runsRoutes(deps: RunsRouteDeps) {
 
   app.get('/', async (c) => {
     const q = parseOr400(listRunsQuerySchema, c.req.query(), 'query');
-    return c.json(await deps.store.runs.list(c.get('owner'), q));
+    return streamRunList(c, deps.store.runs.list(c.get('owner'), q));
   });
 
   app.get('/:id', async (c) => c.json(await own(c.get('owner'), c.req.param('id'))));

@@ -55,6 +55,8 @@ export async function runAgentQuery(ctx: JobContext, data: ToolCallJob, args: un
 
   let ids = data.subrunIds;
   if (!ids) {
+    const refused = await deps.runs.reserveSubruns(run, items.length);
+    if (refused) return { outcome: toolFailed('refused', refused) };
     const inputs: ChatMessage[][] = [];
     for (const it of items) {
       const r = await childInput(it, run, deps.store.contexts);

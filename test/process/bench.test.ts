@@ -9,7 +9,7 @@ const load = (path: string): Promise<any> => import(new URL(path, import.meta.ur
 
 describe('the benchmark', () => {
   it('runs agentq as built processes on a Redis of its own and sees its runs finish', async () => {
-    const h = await load('../bench/lib/harness.mjs');
+    const h = await load('../../bench/lib/harness.mjs');
     const redis = await h.startRedis();
     const ctl = new Redis(redis.url);
     const waiter = new Redis(redis.url);
@@ -45,8 +45,8 @@ describe('the benchmark', () => {
   }, 60_000);
 
   it('judges each target from the numbers it measured', async () => {
-    const { derive } = await load('../bench/lib/report.mjs');
-    const base = JSON.parse(readFileSync(new URL('../bench/results/latest.json', import.meta.url), 'utf8'));
+    const { derive } = await load('../../bench/lib/report.mjs');
+    const base = JSON.parse(readFileSync(new URL('../../bench/results/latest.json', import.meta.url), 'utf8'));
     const target = (r: any, name: string) => derive(r).targets.find((t: any) => t.name.startsWith(name));
     const withOverhead = (agentqP50: number) => {
       const r = structuredClone(base);
@@ -78,7 +78,7 @@ describe('the benchmark', () => {
   });
 
   it('draws its chart as a valid PNG', async () => {
-    const { barChartPNG } = await load('../bench/lib/png-chart.mjs');
+    const { barChartPNG } = await load('../../bench/lib/png-chart.mjs');
     const width = 640;
     const png: Buffer = barChartPNG({
       title: 'test chart',

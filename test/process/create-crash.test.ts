@@ -5,8 +5,8 @@ import { createLogger, jobId, RunStore } from '@agentq/shared';
 import { startAgentWorker, loadAgentWorkerConfig, type AgentWorkerHandle } from '@agentq/agent-worker';
 import { startToolWorker, loadToolWorkerConfig, type ToolWorkerHandle } from '@agentq/tool-worker';
 import { startScriptedLlm, type ScriptedLlm } from '@agentq/scripted-llm';
-import { startService, waitForOutput, type ServiceProcess } from './fixtures/processes.js';
-import { freePort } from './fixtures/redis.js';
+import { startService, waitForOutput, type ServiceProcess } from '../fixtures/processes.js';
+import { freePort } from '../fixtures/redis.js';
 
 // An API process killed (SIGKILL) between writing a run and enqueueing its first step: the
 // 202 never left, but the run is in Redis. It must still run, found by the next API process's

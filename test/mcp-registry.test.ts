@@ -6,11 +6,10 @@ import { Writable } from 'node:stream';
 import { modelText, RetryableError } from '@agentq/shared';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startCrmMcpServer, type CrmMcpServer } from '../../../test/fixtures/crm-mcp-server.js';
-import { parseMcpConfig } from './mcp-config.js';
-import { McpRegistry } from './mcp-registry.js';
+import { startCrmMcpServer, type CrmMcpServer } from './fixtures/crm-mcp-server.js';
+import { McpRegistry, parseMcpConfig } from '@agentq/tool-worker';
 
-const MEMORY_SERVER = resolve(import.meta.dirname, '../../../node_modules/@modelcontextprotocol/server-memory/dist/index.js');
+const MEMORY_SERVER = resolve(import.meta.dirname, '../node_modules/@modelcontextprotocol/server-memory/dist/index.js');
 const CALL = { timeoutMs: 5_000 };
 
 /** A debug-level logger whose lines the test can read. */

@@ -7,13 +7,13 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Queue } from 'bullmq';
 import { startScriptedLlm, type ScriptedLlm } from '@agentq/scripted-llm';
-import { startCrmMcpServer, type CrmMcpServer } from './fixtures/crm-mcp-server.js';
-import { freePort } from './fixtures/redis.js';
+import { startCrmMcpServer, type CrmMcpServer } from '../fixtures/crm-mcp-server.js';
+import { freePort } from '../fixtures/redis.js';
 
 // The built services as an operator runs them: `node services/<name>/dist/main.js`, configured
 // only through the environment (API.md, "Processes and configuration").
 
-const root = fileURLToPath(new URL('..', import.meta.url));
+const root = fileURLToPath(new URL('../..', import.meta.url));
 const SERVICES = ['api', 'agent-worker', 'tool-worker'] as const;
 type Service = (typeof SERVICES)[number];
 const mainOf = (s: Service) => join(root, 'services', s, 'dist', 'main.js');

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startScriptedLlm, type ChatRequest, type Handler, type ScriptedLlm } from '@agentq/scripted-llm';
-import { startCrmMcpServer, type CrmMcpServer } from './fixtures/crm-mcp-server.js';
-import { freePort } from './fixtures/redis.js';
-import { startService, waitForOutput, type ServiceName, type ServiceProcess } from './fixtures/processes.js';
+import { startCrmMcpServer, type CrmMcpServer } from '../fixtures/crm-mcp-server.js';
+import { freePort } from '../fixtures/redis.js';
+import { startService, waitForOutput, type ServiceName, type ServiceProcess } from '../fixtures/processes.js';
 
 // Real processes, killed with SIGKILL in the middle of their work.
 const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import type { ChatRequest, Handler } from '@agentq/scripted-llm';
-import { spawnRedisServer, type SpawnedRedis } from './fixtures/redis.js';
-import { startStack, type Stack } from './fixtures/services.js';
+import { spawnRedisServer, type SpawnedRedis } from '../fixtures/redis.js';
+import { startStack, type Stack } from '../fixtures/services.js';
 
 const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
 const handler: Handler = (req) =>

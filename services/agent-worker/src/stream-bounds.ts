@@ -1,0 +1,38 @@
+import { RetryableError } from '@agentq/shared';
+
+/**
+ * Bounds one streamed model call: its whole duration (`totalMs`, headers and body alike) and,
+ * once the stream has begun, the silence between two chunks (`idleMs`). A provider that sends
+ * its headers and then drips, or nothing more, would otherwise hold the step for ever. The
+ * call's signal aborts when either runs out or the caller's `signal` aborts; `expired` then
+ * says which bound it was and is the error to retry the step with.
+ */
+export class StreamBounds {
+  readonly signal: AbortSignal;
+  expired: RetryableError | null = null;
+  private readonly ctrl = new AbortController();
+  private readonly total: NodeJS.Timeout;
+  private idle?: NodeJS.Timeout;
+
+  constructor(private readonly o: { totalMs: number; idleMs: number; signal?: AbortSignal }) {
+    this.signal = o.signal ? AbortSignal.any([o.signal, this.ctrl.signal]) : this.ctrl.signal;
+    this.total = setTimeout(() => this.expire(`the model step took longer than ${o.totalMs} ms (MODEL_TIMEOUT_MS)`), o.totalMs);
+  }
+
+  /** A chunk arrived (or the stream began): the idle bound starts again. */
+  touch(): void {
+    clearTimeout(this.idle);
+    this.idle = setTimeout(() => this.expire(`the model stream sent nothing for ${this.o.idleMs} ms (MODEL_IDLE_TIMEOUT_MS)`), this.o.idleMs);
+  }
+
+  dispose(): void {
+    clearTimeout(this.total);
+    clearTimeout(this.idle);
+  }
+
+  private expire(why: string): void {
+    if (this.expired || this.o.signal?.aborted) return;
+    this.expired = new RetryableError(why, 'model_timeout');
+    this.ctrl.abort(this.expired);
+  }
+}

@@ -1,0 +1,56 @@
+import type { Context, MiddlewareHandler } from 'hono';
+import { HttpError } from './http-error.js';
+
+/**
+ * Reads and throws away what is left of a request's body, up to `maxBytes` (or `timeoutMs`), so
+ * that a client still sending it can finish and read the answer (a 413, a 503) instead of
+ * getting EPIPE or ECONNRESET. A body longer than that is cut off: the connection is closed.
+ */
+export async function drainBody(c: Context, maxBytes: number, timeoutMs = 10_000): Promise<void> {
+  const body = c.req.raw.body;
+  if (!body || body.locked) return;
+  const reader = body.getReader();
+  const timer = setTimeout(() => void reader.cancel().catch(() => {}), timeoutMs);
+  try {
+    for (let seen = 0; seen <= maxBytes; ) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      seen += value.byteLength;
+    }
+  } catch {
+    // The client went away, or the time ran out: nothing more to drain.
+  } finally {
+    clearTimeout(timer);
+    reader.releaseLock();
+  }
+}
+
+/**
+ * Bounds the request bodies one API process holds at once: a request reserves its
+ * Content-Length (or the largest body allowed, when it sends none) until it is answered; a
+ * request that does not fit beside those in flight gets 503 with Retry-After, its body drained
+ * but never held. A request alone is always let in, whatever its size (the body limit bounds it).
+ */
+export function bodyBudget(opts: { maxInFlightBytes: number; maxBodyBytes: number }): MiddlewareHandler {
+  let inFlight = 0;
+  return async (c, next) => {
+    const declared = c.req.header('content-length');
+    const hasBody = declared !== undefined ? declared !== '0' : c.req.header('transfer-encoding') !== undefined;
+    if (!hasBody) return next();
+    const n = Number(declared);
+    const size = Number.isSafeInteger(n) && n >= 0 ? Math.min(n, opts.maxBodyBytes) : opts.maxBodyBytes;
+    if (inFlight > 0 && inFlight + size > opts.maxInFlightBytes) {
+      await drainBody(c, opts.maxBodyBytes);
+      throw new HttpError(503, 'server_busy', `this API process is reading ${inFlight} bytes of other requests (MAX_BODIES_IN_FLIGHT_BYTES); retry shortly`, undefined, {
+        'retry-after': '1',
+        connection: 'close',
+      });
+    }
+    inFlight += size;
+    try {
+      await next();
+    } finally {
+      inFlight -= size;
+    }
+  };
+}

@@ -1,0 +1,20 @@
+import { Hono } from 'hono';
+import { limitsOf, type Admission, type TenantTable, type UsageMeter } from '@agentq/shared';
+
+/** `GET /v1/usage`: where the caller's key stands against its limits. */
+export function usageRoutes(deps: { admission: Admission; usage: UsageMeter; tenants: TenantTable }) {
+  const app = new Hono<{ Variables: { owner: string } }>();
+  app.get('/', async (c) => {
+    const owner = c.get('owner');
+    const [standing, tokens] = await Promise.all([deps.admission.standing(owner), deps.usage.tokensToday(owner)]);
+    return c.json({
+      active_runs: standing.active,
+      queued_runs: standing.queued,
+      tokens_today: tokens,
+      // No model prices are configured yet, so nothing is costed.
+      cost_usd_today: 0,
+      limits: limitsOf(deps.tenants, owner),
+    });
+  });
+  return app;
+}

@@ -1,0 +1,93 @@
+import { request } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import type { Handler } from '@agentq/scripted-llm';
+import { spawnRedisServer, type SpawnedRedis } from './fixtures/redis.js';
+import { startStack, type Stack } from './fixtures/services.js';
+
+// Every input is hostile until bounded: no request makes the API hold, build or send without end.
+
+const handler: Handler = () => ({ content: 'ok' });
+let stack: Stack;
+beforeAll(async () => {
+  stack = await startStack({ handler, env: { MAX_BODY_BYTES: String(1 << 20), MAX_INPUT_BYTES: String(1 << 20), MAX_CONTEXT_BYTES: String(1 << 20) } });
+});
+afterAll(async () => stack?.close());
+
+/** POSTs `bytes` of JSON with a plain http client that writes the whole body; resolves with the status or the socket error. */
+function postRaw(url: string, bytes: number): Promise<number | string> {
+  return new Promise((resolve) => {
+    const body = Buffer.alloc(bytes, 'a');
+    body.write('{"input":"', 0);
+    const req = request(`${url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': bytes } }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+    req.end(body);
+  });
+}
+
+describe('request bodies', () => {
+  it('a body far over the limit gets its 413, also twenty at once (the rest of it is drained, not cut off)', async () => {
+    const outcomes = await Promise.all(Array.from({ length: 20 }, () => postRaw(stack.api.url, 8 << 20)));
+    expect(outcomes).toEqual(Array(20).fill(413));
+    // fetch (undici) sends the whole body before it reads the answer.
+    const body = `{"input":"${'a'.repeat(8 << 20)}"}`;
+    const fetched = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        fetch(`${stack.api.url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body }).then(
+          (r) => r.status,
+          (err: Error & { cause?: { code?: string } }) => err.cause?.code ?? err.message,
+        ),
+      ),
+    );
+    expect(fetched).toEqual(Array(20).fill(413));
+  });
+
+  it('metadata is at most 16 KB: past it a 400 naming the field', async () => {
+    const res = await stack.request('/v1/runs', { method: 'POST', json: { input: 'hi', metadata: { blob: 'x'.repeat(17 * 1024) } } });
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { error: { code: string; details: Array<{ field: string }> } };
+    expect(body.error.code).toBe('validation_error');
+    expect(body.error.details.map((d) => d.field)).toEqual(['metadata']);
+    expect((await stack.request('/v1/runs', { method: 'POST', json: { input: 'hi', metadata: { blob: 'x'.repeat(15 * 1024) } } })).status).toBe(202);
+  });
+
+  it('JSON nested 5,000 deep is a 400, not a 500 (and 64 levels are fine)', async () => {
+    const deep = (n: number) => `${'['.repeat(n)}${']'.repeat(n)}`;
+    const tooDeep = await stack.request('/v1/runs', { method: 'POST', headers: { 'content-type': 'application/json' }, body: `{"input":"hi","metadata":{"a":${deep(5000)}}}` });
+    expect(tooDeep.status).toBe(400);
+    expect(((await tooDeep.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: 'invalid_json', message: expect.stringContaining('64') });
+    const fine = await stack.request('/v1/runs', { method: 'POST', headers: { 'content-type': 'application/json' }, body: `{"input":"hi","metadata":{"a":${deep(62)}}}` });
+    expect(fine.status).toBe(202);
+  });
+});
+
+describe('a Redis out of memory', () => {
+  let redis: SpawnedRedis;
+  let oom: Stack;
+  beforeAll(async () => {
+    redis = await spawnRedisServer();
+    oom = await startStack({ handler, redisUrl: redis.url });
+  });
+  afterAll(async () => {
+    await oom?.close();
+    await redis?.stop();
+  });
+
+  it('is a 503 with Retry-After, not a 500', async () => {
+    const admin = new Redis(redis.url);
+    try {
+      await admin.config('SET', 'maxmemory-policy', 'noeviction');
+      await admin.config('SET', 'maxmemory', '1');
+      const res = await oom.request('/v1/runs', { method: 'POST', json: { input: 'no room' } });
+      expect(res.status).toBe(503);
+      expect(res.headers.get('retry-after')).not.toBeNull();
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe('service_unavailable');
+    } finally {
+      await admin.config('SET', 'maxmemory', '0');
+      admin.disconnect();
+    }
+  });
+});
