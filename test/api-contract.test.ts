@@ -518,9 +518,10 @@ describe('dashboard keys (ADMIN_API_KEYS)', () => {
   });
   afterAll(async () => admin?.close());
 
-  it('opens the dashboard to admin keys only; an admin key is not an API key', async () => {
-    expect((await admin.request('/admin/queues/', { key: TENANT })).status).toBe(401);
-    expect((await admin.request('/admin/queues/api/queues', { key: TENANT })).status).toBe(401);
+  it('opens the dashboard to admin keys only (an API key gets 403); an admin key is not an API key', async () => {
+    expect((await admin.request('/admin/queues/', { key: TENANT })).status).toBe(403);
+    expect((await admin.request('/admin/queues/api/queues', { key: TENANT })).status).toBe(403);
+    expect((await admin.request('/admin/queues/', { key: 'not-a-key-0123456789' })).status).toBe(401);
     expect((await admin.request('/admin/queues/', { key: ADMIN })).status).toBe(200);
     expect((await admin.request('/v1/runs', { key: ADMIN })).status).toBe(401);
     expect((await admin.request('/v1/runs', { key: TENANT })).status).toBe(200);

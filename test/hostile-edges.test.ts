@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
@@ -64,6 +67,29 @@ describe('the dashboard with API_KEYS set and ADMIN_API_KEYS unset (finding 13)'
     }
     // The API itself is unchanged for those keys.
     expect((await stack.request('/v1/runs', { key: TENANT_A })).status).toBe(200);
+  });
+});
+
+describe('the dashboard to a key TENANTS_CONFIG marks admin', () => {
+  const OPERATOR = 'operator-0123456789';
+  const TENANT = 'tenant-c-0123456789';
+  const dir = mkdtempSync(join(tmpdir(), 'agentq-admin-'));
+  let stack: Stack;
+  beforeAll(async () => {
+    const sha = (k: string) => createHash('sha256').update(k).digest('hex');
+    writeFileSync(join(dir, 'tenants.json'), JSON.stringify({ keys: { operator: { key_sha256: sha(OPERATOR), admin: true }, tenant: { key_sha256: sha(TENANT), admin: false } } }));
+    stack = await startStack({ handler: answer, apiKey: TENANT, env: { API_KEYS: `${OPERATOR},${TENANT}`, TENANTS_CONFIG: join(dir, 'tenants.json') } });
+  });
+  afterAll(async () => {
+    await stack?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('opens to that key only, without ADMIN_API_KEYS', async () => {
+    expect((await stack.request('/admin/queues/api/queues', { key: OPERATOR })).status).toBe(200);
+    const refused = await stack.request('/admin/queues/api/queues', { key: TENANT });
+    expect(refused.status).toBe(403);
+    expect((await errorOf(refused)).message).toContain('TENANTS_CONFIG');
   });
 });
 

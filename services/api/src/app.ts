@@ -36,7 +36,7 @@ export interface AppDeps {
   metrics?: AgentqMetrics;
   logger: Logger;
   apiKeys: string[];
-  /** The keys that open the dashboard (it shows every tenant's jobs); none with `apiKeys` set: it is closed. */
+  /** Keys that open the dashboard (it shows every tenant's jobs), beside API keys marked admin in `tenants`; no API key opens it otherwise. */
   adminKeys?: string[];
   defaultModel?: string;
   limits: { maxBodyBytes: number; maxInputBytes: number; maxContextBytes: number; maxBodiesInFlightBytes: number };
@@ -54,7 +54,7 @@ export function createApp(deps: AppDeps) {
   app.route('/', docsRoutes());
 
   const auth = bearerAuth(deps.apiKeys);
-  const admin = adminAuth(deps.apiKeys, deps.adminKeys ?? []);
+  const admin = adminAuth(deps.apiKeys, deps.adminKeys ?? [], (owner) => deps.tenants.byOwner.get(owner)?.admin === true);
   app.use('/v1/*', auth);
   app.use('/v1/*', requestLimit(deps));
   app.use(`${DASHBOARD_PATH}/*`, admin);
