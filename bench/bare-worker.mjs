@@ -1,14 +1,11 @@
 #!/usr/bin/env node
-// The bare-BullMQ baseline: the same job graph as an agentq run (a turn job per model step; a
-// turn with tool calls adds a FlowProducer flow whose parent is the next turn and whose children
-// are FANOUT tool jobs), with the same job ids, job options and lock settings, but no-op
-// processors: no run store, no model, no MCP. What is left is the queue's own cost.
+// The bare-BullMQ baseline: the same job graph as an agentq run (an agent-turn job per model
+// step; a step with tool calls adds a FlowProducer flow whose parent is the next step's job and
+// whose children are FANOUT tool jobs), with the same job ids, job options and lock settings,
+// but no-op processors: no run store, no model, no MCP. What is left is the queue's own cost.
 //
-// With WORK=1 (the "BullMQ loop" baseline) the processors do the agent loop's work as well: the
-// agent job calls the scripted model (openai SDK, streamed) with the transcript it carries in its
-// job data plus its children's return values (the tool results), and each tool job calls the
-// MCP server (MCP SDK client). Still no run store, no events, no budgets, no at-most-once
-// bookkeeping: what an agent loop moved onto BullMQ costs before any of agentq's guarantees.
+// With WORK=1 (the "BullMQ loop" baseline) the processors also call the scripted model (with the
+// transcript carried in job data) and the MCP server; still no store (BENCHMARKS.md, Setup).
 //
 //   ROLE=agent|tool REDIS_URL=… QUEUE_PREFIX=… CONCURRENCY=100 node bench/bare-worker.mjs
 //   (WORK=1 also needs MODEL_URL and MCP_JSON, the no-op server's entry as in mcp.json)
@@ -36,7 +33,7 @@ const parts = work ? await (await import('./lib/inprocess-loop.mjs')).connectAge
 // The agent role needs the tool list only (it was read at connect): no MCP server of its own.
 if (parts && role === 'agent') await parts.close();
 
-/** The next turn's transcript: the one it carries, its children's results in call order. */
+/** The next step's transcript: the one it carries, its children's results in call order. */
 async function transcript(job) {
   const messages = job.data.messages ?? [{ role: 'user', content: 'benchmark' }];
   if (!job.data.messages) return messages;

@@ -15,11 +15,9 @@ const latencyMs = Number(process.env.LATENCY_MS ?? 0);
 const rounds = Number(process.env.ROUNDS ?? 3);
 const fanout = Number(process.env.FANOUT ?? 3);
 
-let requests = 0;
 const llm = await startScriptedLlm({
   latencyMs,
   handler: (req) => {
-    requests++;
     // The scripted server keeps every request body; a benchmark sends hundreds of thousands.
     llm.requests.length = 0;
     const delayMs = Number(/-(\d+)ms$/.exec(req.model ?? '')?.[1] ?? 0);
@@ -35,9 +33,6 @@ const llm = await startScriptedLlm({
 });
 process.stdout.write(`${JSON.stringify({ baseURL: llm.baseURL })}\n`);
 
-const stop = () => {
-  process.stderr.write(`llm-server: ${requests} requests\n`);
-  llm.close().then(() => process.exit(0));
-};
+const stop = () => llm.close().then(() => process.exit(0));
 process.on('SIGTERM', stop);
 process.on('SIGINT', stop);

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Where the time of an agentq run goes, one run at a time (the critical path of scenario 1):
 // runs N runs (after 20 to warm up) on a fresh stack, then averages, over all but the first 10,
-// the phases of each model turn and tool round from the run's event stream (Redis server time)
+// the phases of each model step and tool round from the run's event stream (Redis server time)
 // and the BullMQ job records (timestamp, processedOn, finishedOn: the workers' clocks, same
 // machine). Also prints each process's CPU per run (all its threads: JIT and GC included).
 // BARE=1 does the same for the bare-BullMQ baseline (no events there: job records only), LOOP=1
@@ -11,7 +11,7 @@
 //   V8_HEAP=1 runs the services without the shipped heap flags)
 import { Redis } from 'ioredis';
 import { cpuMs } from './lib/procs.mjs';
-import { bareClient, FANOUT, jobIds, QUEUES, ROUNDS, startAgentq, startBare, startRedis, submitAgentqRun, waitAgentqRun } from './lib/harness.mjs';
+import { agentqOnce, bareClient, FANOUT, jobIds, QUEUES, ROUNDS, startAgentq, startBare, startRedis } from './lib/harness.mjs';
 
 const N = Number(process.env.N ?? 100);
 const redis = await startRedis();
@@ -22,12 +22,7 @@ const BARE = Boolean(process.env.BARE) || LOOP;
 const stack = BARE ? await startBare(ctl, redis.url, { work: LOOP, mcpTransport: process.env.BENCH_MCP ?? 'stdio' }) : await startAgentq(ctl, redis.url, { mcpTransport: process.env.BENCH_MCP ?? 'stdio', v8Heap: Boolean(process.env.V8_HEAP) });
 const bare = BARE ? await bareClient(redis.url, stack) : null;
 /** One run, start to end; resolves with its id. */
-const once = async () => {
-  if (bare) return bare.once();
-  const id = await submitAgentqRun(stack, 'bench');
-  await waitAgentqRun(waiter, stack, id);
-  return id;
-};
+const once = () => (bare ? bare.once() : agentqOnce(waiter, stack));
 const ms = (t) => Number(t);
 const eventTime = (id) => Number(id.split('-')[0]);
 try {
@@ -43,7 +38,7 @@ try {
   }
   for (const [i, p] of procs.entries()) console.log(`${p.name}: ${((cpuMs(p.pid) - c0[i]) / N).toFixed(2)} ms CPU per run`);
   times.sort((a, b) => a - b);
-  console.log(`run p50 ${times[Math.floor(N / 2)].toFixed(1)} ms over ${N} (${BARE ? 'first turn added → last turn completed event seen' : 'submit → terminal event seen'})\n`);
+  console.log(`run p50 ${times[Math.floor(N / 2)].toFixed(1)} ms over ${N} (${BARE ? 'first step job added → last one completed event seen' : 'submit → terminal event seen'})\n`);
 
   const phases = {};
   const add = (k, v) => (phases[k] ??= []).push(v);
@@ -62,26 +57,26 @@ try {
     const first = await job(QUEUES.agent, jobIds.agentTurn(runId, 0));
     const t0 = BARE ? ms(first.timestamp) : at['run.queued'][0];
     for (let d = 0; d <= ROUNDS; d++) {
-      const turn = await job(QUEUES.agent, jobIds.agentTurn(runId, d));
-      rows.push([ms(turn.processedOn), `agent turn ${d} starts`], [ms(turn.finishedOn), `agent turn ${d} finished`]);
-      if (d === 0) add(`0  ${BARE ? 'added' : 'queued'} → first turn starts`, ms(turn.processedOn) - t0);
-      // The bare processor does no work between starting and fanning out: its turn is C alone (with
+      const stepJob = await job(QUEUES.agent, jobIds.agentTurn(runId, d));
+      rows.push([ms(stepJob.processedOn), `step ${d} job starts`], [ms(stepJob.finishedOn), `step ${d} job finished`]);
+      if (d === 0) add(`0  ${BARE ? 'added' : 'queued'} → first step job starts`, ms(stepJob.processedOn) - t0);
+      // The bare processor does no work between starting and fanning out: its step is C alone (with
       // LOOP=1, C holds the model call).
-      const completed = BARE ? ms(turn.processedOn) : at['step.completed'][d];
+      const completed = BARE ? ms(stepJob.processedOn) : at['step.completed'][d];
       if (!BARE) {
         const started = at['step.started'][d];
-        add('A  turn starts → step.started (load the turn)', started - ms(turn.processedOn));
+        add('A  step job starts → step.started (load the step)', started - ms(stepJob.processedOn));
         add('B  step.started → step.completed (model call + commit)', completed - started);
       }
       if (d === ROUNDS) {
-        if (BARE) add('run: added → last turn finished', ms(turn.finishedOn) - t0);
+        if (BARE) add('run: added → last step job finished', ms(stepJob.finishedOn) - t0);
         else {
           add('Z  last step.completed → run.completed', at['run.completed'][0] - completed);
           add('run: queued → completed', at['run.completed'][0] - t0);
         }
         continue;
       }
-      add(`C  ${BARE ? 'turn starts' : 'step.completed'} → turn job finished (fan-out flow + moveToFinished)`, ms(turn.finishedOn) - completed);
+      add(`C  ${BARE ? 'step job starts' : 'step.completed'} → step job finished (fan-out flow + moveToFinished)`, ms(stepJob.finishedOn) - completed);
       let lastDone = 0;
       for (let i = 0; i < FANOUT; i++) {
         const tool = await job(QUEUES.tool, jobIds.toolCall(runId, d, i));
@@ -91,8 +86,8 @@ try {
         lastDone = Math.max(lastDone, ms(tool.finishedOn));
       }
       const next = await job(QUEUES.agent, jobIds.agentTurn(runId, d + 1));
-      add('H  last tool job finished → next turn starts', ms(next.processedOn) - lastDone);
-      add(`T  tool round: ${BARE ? 'turn starts' : 'step.completed'} → next turn starts`, ms(next.processedOn) - completed);
+      add('H  last tool job finished → next step job starts', ms(next.processedOn) - lastDone);
+      add(`T  tool round: ${BARE ? 'step job starts' : 'step.completed'} → next step job starts`, ms(next.processedOn) - completed);
     }
     rows = rows.map(([t, what]) => [t - t0, what]);
   }

@@ -9,6 +9,7 @@ import { AgentqApiError, AgentqClient, AgentqTimeoutError, verifyWebhook, Webhoo
 import type { RunObject } from '@agentq/shared';
 import type { ChatRequest, Handler, Reply } from '@agentq/scripted-llm';
 import { startStack, type Stack } from './fixtures/services.js';
+import { waitFor } from './fixtures/wait.js';
 import { readSse } from './fixtures/sse.js';
 
 // The client's own wire types describe what the service builds (checked by tsc).
@@ -172,7 +173,7 @@ describe('AgentqClient', () => {
 
   it('cancels a run', async () => {
     const run = await client.createRun({ input: 'Hang on' });
-    for (let i = 0; i < 200 && !stack.crm.calls.some((c) => c.args.label === 'hang'); i++) await new Promise((r) => setTimeout(r, 10));
+    await waitFor(() => stack.crm.calls.some((c) => c.args.label === 'hang'), { what: 'the tool call to be running' });
     const cancelled = await client.cancelRun(run.id);
     expect(cancelled).toMatchObject({ id: run.id, status: 'cancelled', stop_reason: 'cancelled' });
     expect((await client.waitForRun(run.id)).status).toBe('cancelled');
@@ -333,14 +334,7 @@ describe('streamEvents', () => {
 });
 
 describe('verifyWebhook', () => {
-  const delivered = async (runId: string) => {
-    for (let i = 0; i < 400; i++) {
-      const hit = received.find((r) => JSON.parse(r.body).data.id === runId);
-      if (hit) return hit;
-      await new Promise((r) => setTimeout(r, 25));
-    }
-    throw new Error(`no webhook for ${runId}`);
-  };
+  const delivered = (runId: string) => waitFor(() => received.find((r) => JSON.parse(r.body).data.id === runId), { what: `the webhook of ${runId}` });
 
   it('accepts what the service signs, with a whsec_ secret and with a raw one', async () => {
     const a = await client.createRun({ input: 'Hook me', webhook: { url: hookUrl } });

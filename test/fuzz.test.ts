@@ -4,13 +4,14 @@ import { ConfigError, parseEnv } from '@agentq/shared';
 import { apiEnvSchema } from '@agentq/api';
 import { agentWorkerEnvSchema } from '@agentq/agent-worker';
 import { parseMcpConfig, toolWorkerEnvSchema } from '@agentq/tool-worker';
-import { startStack, type Stack } from './fixtures/services.js';
+import { startApp, type TestApp } from './fixtures/app.js';
 
-let stack: Stack;
+// The API alone, through its Hono app: bad input is the API's to refuse, no worker is involved.
+let app: TestApp;
 beforeAll(async () => {
-  stack = await startStack({ handler: () => ({ content: 'ok' }), apiKey: 'fuzz-key-123456', env: { MAX_BODY_BYTES: String(256 * 1024), MAX_INPUT_BYTES: String(64 * 1024) } });
+  app = await startApp({ apiKey: 'fuzz-key-123456', env: { MAX_BODY_BYTES: String(256 * 1024), MAX_INPUT_BYTES: String(64 * 1024) } });
 });
-afterAll(async () => stack?.close());
+afterAll(async () => app?.close());
 
 function expectErrorShape(status: number, text: string) {
   expect(status, text.slice(0, 300)).toBeLessThan(500);
@@ -42,7 +43,7 @@ describe('bad input never gets a 5xx', () => {
     await fc.assert(
       fc.asyncProperty(runBody, async (body) => {
         const text = JSON.stringify(body) ?? 'undefined';
-        const res = await stack.request('/v1/runs', { method: 'POST', body: text, headers: { 'content-type': 'application/json' } });
+        const res = await app.request('/v1/runs', { method: 'POST', body: text, headers: { 'content-type': 'application/json' } });
         expectErrorShape(res.status, await res.text());
       }),
       { numRuns: 1500 },
@@ -55,7 +56,7 @@ describe('bad input never gets a 5xx', () => {
         fc.oneof(unicode, fc.uint8Array({ maxLength: 300 }).map((b) => Buffer.from(b).toString('latin1')), fc.constant('{"input": "x"'), fc.constant('x'.repeat(300 * 1024)), fc.constant(JSON.stringify({ input: 'x'.repeat(70 * 1024) }))),
         fc.constantFrom('application/json', 'text/plain', 'application/x-www-form-urlencoded', 'application/json; charset=utf-16', ''),
         async (body, type) => {
-          const res = await stack.request('/v1/runs', { method: 'POST', body, headers: type ? { 'content-type': type } : {} });
+          const res = await app.request('/v1/runs', { method: 'POST', body, headers: type ? { 'content-type': type } : {} });
           expectErrorShape(res.status, await res.text());
         },
       ),
@@ -74,7 +75,7 @@ describe('bad input never gets a 5xx', () => {
         async (method, segs, query, headers) => {
           const qs = Object.entries(query).map(([k, v]) => `${k}=${v}`).join('&');
           const path = `/v1/runs${segs.length ? '/' + segs.join('/') : ''}${qs ? `?${qs}` : ''}`;
-          const res = await stack.request(path, { method, headers, signal: AbortSignal.timeout(2000) }).catch((e) => e as Error);
+          const res = await app.request(path, { method, headers, signal: AbortSignal.timeout(2000) }).catch((e) => e as Error);
           if (res instanceof Error) {
             // An events stream of an existing run stays open: only timeouts on SSE are fine.
             expect(path).toContain('events');
@@ -91,7 +92,7 @@ describe('bad input never gets a 5xx', () => {
   it('wrong or missing API keys', async () => {
     await fc.assert(
       fc.asyncProperty(fc.oneof(fc.constant(undefined), fc.string({ maxLength: 100 }).map((s) => s.replace(/[^\x20-\x7e]/g, ''))), async (auth) => {
-        const res = await stack.request('/v1/runs', { key: null, headers: auth === undefined ? {} : { authorization: auth } });
+        const res = await app.request('/v1/runs', { key: null, headers: auth === undefined ? {} : { authorization: auth } });
         expect(res.status).toBe(401);
         expectErrorShape(res.status, await res.text());
       }),

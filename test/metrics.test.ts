@@ -5,6 +5,7 @@ import type { ChatRequest, Handler } from '@agentq/scripted-llm';
 import { QUEUE_STATES, type RunObject } from '@agentq/shared';
 import { parsePrometheusText, select, total, type Sample } from './fixtures/prometheus-text.js';
 import { startStack, type Stack } from './fixtures/services.js';
+import { waitFor } from './fixtures/wait.js';
 
 const toolMessages = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'tool');
 const handler: Handler = (req) => {
@@ -50,8 +51,8 @@ beforeAll(async () => {
   for (const body of [{ input: 'Find Bob and update his company to EPAM' }, { input: 'Break things', webhook: { url: hookUrl, secret: 'hook-secret' } }]) {
     runs.push(await stack.waitForRun((await stack.createRun(body)).id));
   }
-  // The webhook is delivered after its run has ended.
-  for (let i = 0; i < 250 && hookCalls < 2; i++) await new Promise((r) => setTimeout(r, 20));
+  // The webhook is delivered after its run has ended (a 503 first, then the retry).
+  await waitFor(() => hookCalls >= 2, { what: 'the webhook delivery and its retry' });
 });
 afterAll(async () => {
   await stack?.close();

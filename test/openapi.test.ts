@@ -4,11 +4,11 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp, type AppDeps } from '@agentq/api';
-import { createLogger, RunStore } from '@agentq/shared';
 import type { ChatRequest, Handler, Reply } from '@agentq/scripted-llm';
+import { startApp, type TestApp } from './fixtures/app.js';
 import { startStack, type Stack } from './fixtures/services.js';
 import { readSse } from './fixtures/sse.js';
+import { waitFor } from './fixtures/wait.js';
 
 type Json = Record<string, any>;
 
@@ -24,9 +24,11 @@ const handler: Handler = (req) => scenarios.find(([p]) => firstUser(req).startsW
 const KEY = 'openapi-test-key';
 const SPEC = 'https://agentq.test/openapi.json';
 
-let stack: Stack;
-let hooks: Server;
-let hookUrl: string;
+const env = { ADMIN_API_KEYS: KEY, WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_SECRET: 'whsec_' + Buffer.from('openapi-secret').toString('base64'), MAX_INPUT_BYTES: '4096' };
+
+// The document, the routes and the error responses need only the API: its Hono app, through
+// app.request. Responses about finished runs, sub-runs and tools come from a whole stack below.
+let app: TestApp;
 let doc: Json;
 let ajv: Ajv2020;
 let strictAjv: Ajv2020;
@@ -58,14 +60,8 @@ function closed(components: Json): Json {
 }
 
 beforeAll(async () => {
-  hooks = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => res.writeHead(204).end());
-  });
-  await new Promise<void>((r) => hooks.listen(0, '127.0.0.1', r));
-  hookUrl = `http://127.0.0.1:${(hooks.address() as AddressInfo).port}/hook`;
-  stack = await startStack({ handler, apiKey: KEY, env: { ADMIN_API_KEYS: KEY, WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_SECRET: 'whsec_' + Buffer.from('openapi-secret').toString('base64'), MAX_INPUT_BYTES: '4096' } });
-  const res = await fetch(`${stack.api.url}/openapi.json`);
+  app = await startApp({ apiKey: KEY, env });
+  const res = await app.request('/openapi.json', { key: null });
   expect(res.status).toBe(200);
   doc = (await res.json()) as Json;
   ajv = newAjv();
@@ -73,10 +69,7 @@ beforeAll(async () => {
   strictAjv = newAjv();
   strictAjv.addSchema({ $id: SPEC, components: closed(doc.components) });
 });
-afterAll(async () => {
-  await stack?.close();
-  await new Promise((r) => hooks?.close(r));
-});
+afterAll(async () => app?.close());
 
 /** The schema the spec gives for this response, compiled in both the published and the closed form. */
 function validators(method: string, path: string, status: number, type: string, item = false) {
@@ -128,28 +121,18 @@ describe('the OpenAPI document', () => {
   });
 
   it('describes every route of the app', () => {
-    const app = createApp({
-      store: new RunStore({ redis: stack.redis, prefix: stack.prefix }),
-      redis: stack.redis,
-      queues: [],
-      logger: createLogger({ service: 'test', level: 'silent' }),
-      apiKeys: [],
-      webhookAllowPrivate: false,
-      limits: { maxBodyBytes: 1 << 20, maxInputBytes: 1 << 20, maxContextBytes: 1 << 20 },
-    } as unknown as AppDeps);
-    const routes = app.routes
+    const routes = app.app.routes
       .filter((r) => r.method !== 'ALL') // middleware
       .filter((r) => !r.path.startsWith('/admin/queues/')) // Bull Board's own UI and API
       .map((r) => ({ method: r.method.toLowerCase(), path: r.path.replace(/:(\w+)/g, '{$1}').replace(/(.)\/$/, '$1') }));
     expect(routes.length).toBeGreaterThan(12);
     const missing = routes.filter((r) => !doc.paths[r.path]?.[r.method]).map((r) => `${r.method.toUpperCase()} ${r.path}`);
     expect(missing).toEqual([]);
-    // And nothing is described that the app does not serve (/metrics may be served by a
-    // middleware rather than a route).
+    // And nothing is described that the app does not serve.
     const served = new Set(routes.map((r) => `${r.method} ${r.path}`));
     const extra: string[] = [];
     for (const [path, item] of Object.entries(doc.paths as Json)) {
-      for (const method of Object.keys(item)) if (!served.has(`${method} ${path}`) && path !== '/metrics') extra.push(`${method.toUpperCase()} ${path}`);
+      for (const method of Object.keys(item)) if (!served.has(`${method} ${path}`)) extra.push(`${method.toUpperCase()} ${path}`);
     }
     expect(extra).toEqual([]);
   });
@@ -163,13 +146,13 @@ describe('the OpenAPI document', () => {
     // The schema says 101 is too deep, and so does the API.
     const validate = ajv.getSchema(`${SPEC}#/components/schemas/CreateRunRequest`)!;
     expect(validate({ input: 'x', max_depth: 101 })).toBe(false);
-    expect((await stack.request('/v1/runs', { method: 'POST', json: { input: 'x', max_depth: 101 } })).status).toBe(400);
+    expect((await app.request('/v1/runs', { method: 'POST', json: { input: 'x', max_depth: 101 } })).status).toBe(400);
     expect(validate({ input: 'x', surprise: 1 })).toBe(false);
-    expect((await stack.request('/v1/runs', { method: 'POST', json: { input: 'x', surprise: 1 } })).status).toBe(400);
+    expect((await app.request('/v1/runs', { method: 'POST', json: { input: 'x', surprise: 1 } })).status).toBe(400);
   });
 
   it('is served without a key, and so is the reference page, which needs nothing from the network', async () => {
-    const res = await fetch(`${stack.api.url}/docs`);
+    const res = await app.request('/docs', { key: null });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toContain('text/html');
     const html = await res.text();
@@ -178,11 +161,28 @@ describe('the OpenAPI document', () => {
     }
     for (const id of Object.keys(doc.components.schemas)) expect(html).toContain(`id="schema-${id}"`);
     expect(html).not.toMatch(/<script|<link|src=|url\(|@import/i);
-    expect((await fetch(`${stack.api.url}/v1/tools`)).status).toBe(401);
+    expect((await app.request('/v1/tools', { key: null })).status).toBe(401);
   });
 });
 
-describe('real responses validate against the spec', () => {
+describe('real responses validate against the spec: runs that finish, with workers', () => {
+  let stack: Stack;
+  let hooks: Server;
+  let hookUrl: string;
+  beforeAll(async () => {
+    hooks = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => res.writeHead(204).end());
+    });
+    await new Promise<void>((r) => hooks.listen(0, '127.0.0.1', r));
+    hookUrl = `http://127.0.0.1:${(hooks.address() as AddressInfo).port}/hook`;
+    stack = await startStack({ handler, apiKey: KEY, env });
+  });
+  afterAll(async () => {
+    await stack?.close();
+    await new Promise((r) => hooks?.close(r));
+  });
+
   it('a finished run with tool calls and a webhook: the run, its transcript, steps, events, deliveries, the list', async () => {
     const created = await stack.request('/v1/runs', { method: 'POST', json: { input: 'Look up Alice', webhook: { url: hookUrl }, metadata: { ticket: 7 } } });
     const run = await conforms('post', '/v1/runs', created);
@@ -210,11 +210,8 @@ describe('real responses validate against the spec', () => {
       expectValid(strictEvent, e, `event ${e.event} (no undocumented fields)`);
     }
 
-    let deliveries: Json = { data: [] };
-    for (let i = 0; i < 200 && deliveries.data.length === 0; i++) {
-      await new Promise((r) => setTimeout(r, 25));
-      deliveries = (await (await stack.request(`/v1/runs/${run.id}/webhook-deliveries`)).json()) as Json;
-    }
+    // The webhook is delivered after the run has ended.
+    await waitFor(async () => (await stack.getJson(`/v1/runs/${run.id}/webhook-deliveries`)).data.length > 0, { what: "the run's webhook delivery" });
     const listed = await conforms('get', '/v1/runs/{id}/webhook-deliveries', await stack.request(`/v1/runs/${run.id}/webhook-deliveries`));
     expect(listed.data[0]).toMatchObject({ success: true, status_code: 204 });
 
@@ -243,42 +240,48 @@ describe('real responses validate against the spec', () => {
     }
   });
 
-  it('tools, health, readiness, the dashboard', async () => {
+  it('tools', async () => {
     const tools = await conforms('get', '/v1/tools', await stack.request('/v1/tools'));
     expect(tools.data.map((t: Json) => t.name)).toContain('crm__search_contacts');
-    await conforms('get', '/healthz', await fetch(`${stack.api.url}/healthz`));
-    await conforms('get', '/readyz', await fetch(`${stack.api.url}/readyz`));
-    await conforms('get', '/openapi.json', await fetch(`${stack.api.url}/openapi.json`));
-    await conforms('get', '/docs', await fetch(`${stack.api.url}/docs`));
-    await conforms('get', '/admin/queues', await stack.request('/admin/queues'));
-    // /metrics is mounted when the API has metrics (it does in a real process).
-    const metrics = await fetch(`${stack.api.url}/metrics`);
-    if (metrics.status !== 404) expect(await conforms('get', '/metrics', metrics)).toMatch(/^# (HELP|TYPE) /m);
+  });
+});
+
+describe('real responses validate against the spec: the API alone', () => {
+  it('health, readiness, the document, the reference page, the dashboard, metrics', async () => {
+    await conforms('get', '/healthz', await app.request('/healthz', { key: null }));
+    await conforms('get', '/readyz', await app.request('/readyz', { key: null }));
+    await conforms('get', '/openapi.json', await app.request('/openapi.json', { key: null }));
+    await conforms('get', '/docs', await app.request('/docs', { key: null }));
+    await conforms('get', '/admin/queues', await app.request('/admin/queues'));
+    // The API serves /metrics (no key needed), as a real process does.
+    const metrics = await app.request('/metrics', { key: null });
+    expect(metrics.status).toBe(200);
+    expect(await conforms('get', '/metrics', metrics)).toMatch(/^# (HELP|TYPE) /m);
   });
 
   it('errors: 400, 401, 404, 409, 413, 415 in the error shape', async () => {
-    const bad = await conforms('post', '/v1/runs', await stack.request('/v1/runs', { method: 'POST', json: { max_depth: 0 } }));
+    const bad = await conforms('post', '/v1/runs', await app.request('/v1/runs', { method: 'POST', json: { max_depth: 0 } }));
     expect(bad.error.code).toBe('validation_error');
     expect(bad.error.details.map((d: Json) => d.field)).toEqual(expect.arrayContaining(['max_depth', 'input']));
-    const badJson = await conforms('post', '/v1/runs', await stack.request('/v1/runs', { method: 'POST', body: '{"input":', headers: { 'content-type': 'application/json' } }));
+    const badJson = await conforms('post', '/v1/runs', await app.request('/v1/runs', { method: 'POST', body: '{"input":', headers: { 'content-type': 'application/json' } }));
     expect(badJson.error.code).toBe('invalid_json');
-    await conforms('post', '/v1/runs', await stack.request('/v1/runs', { method: 'POST', body: 'input=x', headers: { 'content-type': 'text/plain' } }));
-    const big = await conforms('post', '/v1/runs', await stack.request('/v1/runs', { method: 'POST', json: { input: 'x'.repeat(5000) } }));
+    await conforms('post', '/v1/runs', await app.request('/v1/runs', { method: 'POST', body: 'input=x', headers: { 'content-type': 'text/plain' } }));
+    const big = await conforms('post', '/v1/runs', await app.request('/v1/runs', { method: 'POST', json: { input: 'x'.repeat(5000) } }));
     expect(big.error.code).toBe('payload_too_large');
-    await conforms('get', '/v1/runs', await stack.request('/v1/runs?limit=0'));
-    await conforms('get', '/v1/runs', await stack.request('/v1/runs', { key: null }));
-    await conforms('get', '/v1/runs', await stack.request('/v1/runs', { key: 'not-the-key' }));
-    await conforms('get', '/v1/runs/{id}', await stack.request('/v1/runs/run_000000000000000000000'));
-    await conforms('get', '/v1/runs/{id}', await stack.request('/v1/runs/nonsense'));
-    await conforms('get', '/v1/runs/{id}/steps', await stack.request('/v1/runs/run_000000000000000000000/steps'));
-    await conforms('get', '/v1/runs/{id}/events', await stack.request('/v1/runs/run_000000000000000000000/events'));
-    await conforms('post', '/v1/runs/{id}/cancel', await stack.request('/v1/runs/run_000000000000000000000/cancel', { method: 'POST' }));
-    await conforms('get', '/admin/queues', await stack.request('/admin/queues', { key: null }));
+    await conforms('get', '/v1/runs', await app.request('/v1/runs?limit=0'));
+    await conforms('get', '/v1/runs', await app.request('/v1/runs', { key: null }));
+    await conforms('get', '/v1/runs', await app.request('/v1/runs', { key: 'not-the-key' }));
+    await conforms('get', '/v1/runs/{id}', await app.request('/v1/runs/run_000000000000000000000'));
+    await conforms('get', '/v1/runs/{id}', await app.request('/v1/runs/nonsense'));
+    await conforms('get', '/v1/runs/{id}/steps', await app.request('/v1/runs/run_000000000000000000000/steps'));
+    await conforms('get', '/v1/runs/{id}/events', await app.request('/v1/runs/run_000000000000000000000/events'));
+    await conforms('post', '/v1/runs/{id}/cancel', await app.request('/v1/runs/run_000000000000000000000/cancel', { method: 'POST' }));
+    await conforms('get', '/admin/queues', await app.request('/admin/queues', { key: null }));
 
     const once = { method: 'POST', json: { input: 'Idempotent' }, headers: { 'idempotency-key': `k-${Date.now()}` } };
-    await conforms('post', '/v1/runs', await stack.request('/v1/runs', once));
-    await conforms('post', '/v1/runs', await stack.request('/v1/runs', once)); // 200: the same run
-    const conflict = await conforms('post', '/v1/runs', await stack.request('/v1/runs', { ...once, json: { input: 'Something else' } }));
+    await conforms('post', '/v1/runs', await app.request('/v1/runs', once));
+    await conforms('post', '/v1/runs', await app.request('/v1/runs', once)); // 200: the same run
+    const conflict = await conforms('post', '/v1/runs', await app.request('/v1/runs', { ...once, json: { input: 'Something else' } }));
     expect(conflict.error.code).toMatch(/idempotency/);
   });
 });

@@ -2,8 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatRequest, Handler, Reply } from '@agentq/scripted-llm';
 import { startStack, type Stack } from './fixtures/services.js';
 
-// Each scenario scripts the provider's answers for one run, by call number.
-const scripts = new Map<string, Reply[]>();
+// Each scenario scripts the provider's answers for one run: by call number (a list), or from
+// the request itself (a function), for a scenario whose calls may be retried.
+const scripts = new Map<string, Reply[] | ((req: ChatRequest) => Reply)>();
 const seen = new Map<string, number>();
 const firstUser = (req: ChatRequest) => req.messages.find((m: any) => m.role === 'user')?.content as string;
 const handler: Handler = (req) => {
@@ -11,6 +12,7 @@ const handler: Handler = (req) => {
   const n = seen.get(u) ?? 0;
   seen.set(u, n + 1);
   const script = scripts.get(u) ?? [{ content: 'ok' }];
+  if (typeof script === 'function') return script(req);
   return script[Math.min(n, script.length - 1)];
 };
 const callsOf = (u: string) => stack.llm.requests.filter((r) => firstUser(r) === u);
@@ -18,7 +20,9 @@ const arrivals = new Map<string, number[]>();
 
 let stack: Stack;
 beforeAll(async () => {
-  stack = await startStack({ handler, env: { MODEL_TIMEOUT_MS: '400' } });
+  // A failed step is retried after 10–30 ms instead of 0.5–1.5 s: these tests are about what is
+  // retried, not about how long the backoff is (Retry-After, which overrides it, is tested below).
+  stack = await startStack({ handler, env: { MODEL_TIMEOUT_MS: '400', MODEL_BACKOFF_BASE_MS: '20' } });
   const h = handler;
   stack.llm.setHandler((req, ctx) => {
     const u = firstUser(req);
@@ -57,7 +61,7 @@ describe('provider faults', () => {
 
   it('a 503 with Retry-After is retried after that long', async () => {
     const u = 'unavailable, come back in two seconds';
-    // Plain backoff would retry after 0.5–1.5 s; the provider asked for 2 s.
+    // Plain backoff would retry after 10–30 ms (MODEL_BACKOFF_BASE_MS is 20); the provider asked for 2 s.
     scripts.set(u, [{ error: { status: 503, message: 'maintenance', headers: { 'retry-after': '2' } } }, { content: 'back' }]);
     const run = await stack.waitForRun((await stack.createRun({ input: u })).id);
     expect(run.output?.content).toBe('back');
@@ -101,13 +105,15 @@ describe('provider faults', () => {
 describe('limits', () => {
   it('truncates a tool output over the cap, with a marker, before it reaches Redis and the prompt', async () => {
     const u = 'huge output';
-    // The fail tool returns its message whole: 150 KB of output.
-    scripts.set(u, [{ tool_calls: [{ name: 'crm__fail', arguments: { message: 'y'.repeat(150_000) } }] }, { content: 'done' }]);
+    // The fail tool returns its message whole: 150 KB of output. Scripted by round, not by call:
+    // a first call that times out (MODEL_TIMEOUT_MS is 400) is retried and must ask for the tool again.
+    scripts.set(u, (req) => (req.messages.some((m: any) => m.role === 'tool') ? { content: 'done' } : { tool_calls: [{ name: 'crm__fail', arguments: { message: 'y'.repeat(150_000) } }] }));
     const run = await stack.waitForRun((await stack.createRun({ input: u })).id);
     expect(run.status).toBe('completed');
     // The call that carried the tool result (a slow first call may have been retried).
-    const withTool = callsOf(u).find((r) => r.messages.some((m: any) => m.role === 'tool'))!;
-    const tool = withTool.messages.find((m: any) => m.role === 'tool');
+    const withTool = callsOf(u).find((r) => r.messages.some((m: any) => m.role === 'tool'));
+    expect(withTool, 'a model call that carried the tool result').toBeDefined();
+    const tool = withTool!.messages.find((m: any) => m.role === 'tool');
     expect(Buffer.byteLength(tool.content)).toBeLessThan(102_400 + 200);
     expect(tool.content).toMatch(/\[output truncated: 150000 bytes, showing the first 102400\]$/);
   });

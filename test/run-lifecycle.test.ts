@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatRequest, Handler, Reply } from '@agentq/scripted-llm';
 import { startStack, type Stack } from './fixtures/services.js';
 import { readSse } from './fixtures/sse.js';
+import { waitFor } from './fixtures/wait.js';
 
 const scenarios = new Map<string, (req: ChatRequest, round: number) => Reply | Promise<Reply>>();
 const handler: Handler = (req) => {
@@ -12,6 +13,10 @@ const handler: Handler = (req) => {
   const round = req.messages.filter((m: any) => m.role === 'assistant').length;
   return scenarios.get(user)?.(req, round) ?? { content: `no scenario for ${user}` };
 };
+/** Job states after which a job runs no more ('unknown': removed). */
+const ENDED = ['completed', 'failed', 'unknown'];
+/** What identifies a tool-call job (its id needs only the run, depth and index). */
+const toolJob = (runId: string, depth: number, index: number) => ({ runId, depth, index, toolCallId: '', name: '', arguments: '' });
 const requestsFor = (stack: Stack, user: string) => stack.llm.requests.filter((r) => r.messages.some((m: any) => m.role === 'user' && m.content === user));
 
 let stack: Stack;
@@ -121,18 +126,21 @@ describe('cancel', () => {
     scenarios.set(user, (_req, round) => (round === 0 ? { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 5000, label: 'cancel-me' } }] } : { content: 'should never be asked' }));
     const { id } = await stack.createRun({ input: user });
     const events = readSse(await stack.request(`/v1/runs/${id}/events`));
-    // Wait until the tool call is running.
-    for (let i = 0; i < 200 && !stack.crm.calls.some((c) => c.args.label === 'cancel-me'); i++) await new Promise((r) => setTimeout(r, 10));
+    await waitFor(() => stack.crm.calls.some((c) => c.args.label === 'cancel-me'), { what: 'the tool call to be running' });
+    // The step after the tool call is queued behind it, waiting for its result.
+    expect(await stack.jobState('agentStep', { runId: id, depth: 1 })).toBe('waiting-children');
     const res = await stack.request(`/v1/runs/${id}/cancel`, { method: 'POST' });
     expect(res.status).toBe(202);
     expect(await res.json()).toMatchObject({ id, status: 'cancelled', stop_reason: 'cancelled' });
     const types = (await events).map((e) => e.event);
     expect(types.at(-1)).toBe('run.cancelled');
     // The MCP server was told to cancel the call.
-    for (let i = 0; i < 100 && !stack.crm.aborted.includes('cancel-me'); i++) await new Promise((r) => setTimeout(r, 20));
-    expect(stack.crm.aborted).toContain('cancel-me');
-    // Long after the sleep would have ended, still only the first model call happened.
-    await new Promise((r) => setTimeout(r, 300));
+    await waitFor(() => stack.crm.aborted.includes('cancel-me'), { what: 'the MCP server to be told to cancel the call' });
+    // The follow-up step would run once the tool job ends: wait until it has ended, and so has the
+    // step job that waited for it (or that job was removed), then no model call may have followed.
+    await waitFor(async () => ENDED.includes(await stack.jobState('toolCall', toolJob(id, 0, 0))) && ENDED.includes(await stack.jobState('agentStep', { runId: id, depth: 1 })), {
+      what: 'the tool job and the step after it to end',
+    });
     expect(requestsFor(stack, user)).toHaveLength(1);
     const run = await stack.getJson(`/v1/runs/${id}`);
     expect(run.status).toBe('cancelled');
@@ -153,10 +161,9 @@ describe('cancel', () => {
     });
     try {
       const { id } = await stack.createRun({ input: user });
-      for (let i = 0; i < 200 && requestsFor(stack, user).length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      await waitFor(() => requestsFor(stack, user).length > 0, { what: 'the model request to arrive' });
       await stack.request(`/v1/runs/${id}/cancel`, { method: 'POST' });
-      for (let i = 0; i < 100 && !aborted; i++) await new Promise((r) => setTimeout(r, 20));
-      expect(aborted).toBe(true);
+      await waitFor(() => aborted, { what: 'the model request to be aborted' });
       expect((await stack.waitForRun(id)).status).toBe('cancelled');
     } finally {
       stack.llm.setHandler(handler);
@@ -200,7 +207,7 @@ describe('webhooks', () => {
     received.length = 0;
     failFirst = 2;
     const { id } = await stack.createRun({ input: 'Hook me', webhook: { url, secret: 'raw-secret-123' } });
-    for (let i = 0; i < 300 && !received.some((r) => r.status === 200); i++) await new Promise((r) => setTimeout(r, 20));
+    await waitFor(() => received.some((r) => r.status === 200), { what: 'a delivery the receiver accepts' });
     expect(received.map((r) => r.status)).toEqual([503, 503, 200]);
     const ids = new Set(received.map((r) => r.headers['webhook-id']));
     expect(ids.size).toBe(1);
@@ -220,7 +227,7 @@ describe('webhooks', () => {
     received.length = 0;
     failFirst = 0;
     await stack.createRun({ input: 'Hook me by default', webhook: { url } });
-    for (let i = 0; i < 300 && received.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    await waitFor(() => received.length > 0, { what: 'the webhook' });
     expect(verify(Buffer.from('the-default-secret'), received[0].headers, received[0].body)).toBe(true);
   });
 
@@ -230,13 +237,14 @@ describe('webhooks', () => {
     try {
       scenarios.set('Hook gone', () => ({ content: 'x' }));
       const { id } = await stack.createRun({ input: 'Hook gone', webhook: { url: `http://127.0.0.1:${(gone.address() as AddressInfo).port}/`, secret: 's' } });
-      let deliveries: any[] = [];
-      for (let i = 0; i < 100 && deliveries.length === 0; i++) {
-        await new Promise((r) => setTimeout(r, 20));
-        deliveries = (await stack.getJson(`/v1/runs/${id}/webhook-deliveries`)).data;
-      }
-      await new Promise((r) => setTimeout(r, 400));
-      deliveries = (await stack.getJson(`/v1/runs/${id}/webhook-deliveries`)).data;
+      const [first] = await waitFor(async () => {
+        const d = (await stack.getJson(`/v1/runs/${id}/webhook-deliveries`)).data;
+        return d.length > 0 && d;
+      }, { what: 'the first delivery' });
+      // No attempt can follow once the delivery's job has ended: wait for that (a retry would come 50 ms on).
+      const job = { runId: id, webhookId: first.webhook_id, type: first.type };
+      await waitFor(async () => ['completed', 'failed'].includes(await stack.jobState('webhook', job)), { what: 'the webhook job to end' });
+      const deliveries = (await stack.getJson(`/v1/runs/${id}/webhook-deliveries`)).data;
       expect(deliveries).toHaveLength(1);
       expect(deliveries[0]).toMatchObject({ status_code: 410, success: false });
     } finally {
@@ -284,6 +292,7 @@ describe('budgets beyond depth', () => {
     expect(run.depth).toBe(3);
     expect(run.usage.model_calls).toBe(policy === 'final_answer' ? 4 : 3);
     if (policy === 'final_answer') expect(run.output?.content).toBe('final after 3 rounds');
+    else expect(run.output).toBeNull();
   });
 
   it.each([
@@ -297,6 +306,7 @@ describe('budgets beyond depth', () => {
     const steps = (await stack.getJson(`/v1/runs/${run.id}/steps`)).data;
     expect(steps[0].tool_calls[0].output).toMatch(/deadline/);
     if (policy === 'final_answer') expect(run.output?.content).toBe('out of time');
+    else expect(run.output).toBeNull();
   });
 
   it('timeout_ms abandons a model step in flight', async () => {

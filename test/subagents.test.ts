@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatRequest, Handler, Reply } from '@agentq/scripted-llm';
 import { startStack, type Stack } from './fixtures/services.js';
+import { waitFor } from './fixtures/wait.js';
 
 const firstUser = (req: ChatRequest) => req.messages.find((m: any) => m.role === 'user')?.content as string;
 const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
@@ -22,6 +23,8 @@ beforeAll(async () => {
 afterAll(async () => stack?.close());
 
 const json = async (path: string) => (await stack.request(path)).json();
+/** Job states after which a job runs no more ('unknown': removed). */
+const ENDED = ['completed', 'failed', 'unknown'];
 
 describe('sub-agents', () => {
   it('runs a batch of three children in parallel, isolated, results in order, usage rolled up', async () => {
@@ -58,7 +61,7 @@ describe('sub-agents', () => {
     expect(run.usage_total).toMatchObject({ prompt_tokens: 230, completion_tokens: 35, total_tokens: 265, model_calls: 5 });
 
     const steps = (await json(`/v1/runs/${id}/steps`)).data;
-    expect(steps[0].tool_calls[0].subrun_ids).toEqual(expect.arrayContaining(children.map((c: any) => c.id)));
+    expect([...steps[0].tool_calls[0].subrun_ids].sort()).toEqual(children.map((c: any) => c.id).sort());
     const events = (await (await stack.request(`/v1/runs/${id}/events`)).text()).split('\n').filter((l) => l.startsWith('event:'));
     expect(events.filter((e) => e.includes('subrun.started'))).toHaveLength(3);
     expect(events.filter((e) => e.includes('subrun.completed'))).toHaveLength(3);
@@ -108,7 +111,7 @@ describe('sub-agents', () => {
     on('Quick child', () => ({ content: 'quick answer' }));
     on('CANCEL ONE', (req) => (round(req) === 0 ? { tool_calls: [{ name: 'agent_query_batch', arguments: { prompts: ['Quick child', 'Lazy child'] } }] } : { content: toolMsgs(req)[0].content as string }));
     const { id } = await stack.createRun({ input: 'CANCEL ONE', subagents: { enabled: true } });
-    for (let i = 0; i < 300 && !stack.crm.calls.some((c) => c.args.label === 'lazy-child'); i++) await new Promise((r) => setTimeout(r, 10));
+    await waitFor(() => stack.crm.calls.some((c) => c.args.label === 'lazy-child'), { what: "the lazy child's tool call" });
     const children = (await json(`/v1/runs/${id}/children`)).data;
     const lazy = children.find((c: any) => c.status !== 'completed');
     expect((await stack.request(`/v1/runs/${lazy.id}/cancel`, { method: 'POST' })).status).toBe(202);
@@ -123,12 +126,19 @@ describe('sub-agents', () => {
     on('Slow child', () => ({ tool_calls: [{ name: 'crm__sleep', arguments: { ms: 5000, label: 'slow-child' } }] }));
     on('CANCEL TREE', (req) => (round(req) === 0 ? { tool_calls: [{ name: 'agent_query_batch', arguments: { prompts: ['Slow child A', 'Slow child B'] } }] } : { content: 'never' }));
     const { id } = await stack.createRun({ input: 'CANCEL TREE', subagents: { enabled: true } });
-    for (let i = 0; i < 300 && stack.crm.calls.filter((c) => c.args.label === 'slow-child').length < 2; i++) await new Promise((r) => setTimeout(r, 10));
-    expect((await stack.request(`/v1/runs/${id}/cancel`, { method: 'POST' })).status).toBe(202);
+    await waitFor(() => stack.crm.calls.filter((c) => c.args.label === 'slow-child').length === 2, { what: "both children's tool calls" });
     const children = (await json(`/v1/runs/${id}/children`)).data;
     expect(children).toHaveLength(2);
+    // Each run of the tree has a step queued behind its tool call, waiting for it.
+    const runIds = [id, ...children.map((c: any) => c.id as string)];
+    for (const runId of runIds) expect(await stack.jobState('agentStep', { runId, depth: 1 }), runId).toBe('waiting-children');
+    expect((await stack.request(`/v1/runs/${id}/cancel`, { method: 'POST' })).status).toBe(202);
     for (const c of children) expect((await stack.waitForRun(c.id, { timeoutMs: 3000 })).status).toBe('cancelled');
-    await new Promise((r) => setTimeout(r, 200));
+    // A model call could follow once a tool job has ended and released its step: wait until every
+    // tool job and step job of the tree has ended (or was removed).
+    const ended = async (runId: string) =>
+      ENDED.includes(await stack.jobState('toolCall', { runId, depth: 0, index: 0, toolCallId: '', name: '', arguments: '' })) && ENDED.includes(await stack.jobState('agentStep', { runId, depth: 1 }));
+    await waitFor(async () => (await Promise.all(runIds.map(ended))).every(Boolean), { what: "the tree's tool jobs and the steps after them to end" });
     // No model call of the parent or the children after the cancel.
     const parentCalls = stack.llm.requests.filter((r) => firstUser(r) === 'CANCEL TREE');
     expect(parentCalls).toHaveLength(1);

@@ -3,6 +3,7 @@ import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@o
 import { startTracing, type Tracing } from '@agentq/shared';
 import type { ChatRequest, Handler } from '@agentq/scripted-llm';
 import { startStack, type Stack } from './fixtures/services.js';
+import { waitFor } from './fixtures/wait.js';
 
 // One tracer provider for the three services started in this process, spans kept in memory.
 const exporter = new InMemorySpanExporter();
@@ -37,16 +38,6 @@ afterAll(async () => {
 const spanId = (s: ReadableSpan) => s.spanContext().spanId;
 const parentId = (s: ReadableSpan) => s.parentSpanContext?.spanId;
 
-async function until<T>(what: string, f: () => T | undefined | false, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = f();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 describe('tracing', () => {
   it('shows a three-round run as one connected trace rooted at the run', async () => {
     const { id } = await stack.createRun({ input: user });
@@ -58,11 +49,11 @@ describe('tracing', () => {
     const traceId = root.spanContext().traceId;
     const ofTrace = () => exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId);
     // Spans end a moment after the run's status is written: wait for BullMQ's last `process` spans.
-    const spans = await until('every job span of the run', () => {
+    const spans = await waitFor(() => {
       const all = ofTrace();
       const processed = all.filter((s) => s.instrumentationScope.name === 'bullmq' && s.name.startsWith('process '));
       return processed.length >= 7 && all.filter((s) => s.name === 'agent_step').length === 4 ? all : undefined;
-    });
+    }, { what: 'every job span of the run' });
 
     // Every span of the run (on every service) is in this one trace.
     const aboutRun = exporter.getFinishedSpans().filter((s) => s.attributes['agentq.run.id'] === id);
@@ -128,10 +119,10 @@ describe('tracing', () => {
     expect((await stack.waitForRun(id)).status).toBe('completed');
     const children = ((await (await stack.request(`/v1/runs/${id}/children`)).json()) as { data: Array<{ id: string }> }).data.map((c) => c.id);
     expect(children).toHaveLength(2);
-    const spans = await until('the children\'s steps', () => {
+    const spans = await waitFor(() => {
       const all = exporter.getFinishedSpans();
       return children.every((c: string) => all.some((s) => s.name === 'agent_step' && s.attributes['agentq.run.id'] === c)) ? all : undefined;
-    });
+    }, { what: "the children's steps" });
     const root = spans.find((s) => s.name === 'invoke_agent' && s.attributes['agentq.run.id'] === id)!;
     const call = spans.find((s) => s.name === 'execute_tool agent_query_batch' && s.attributes['agentq.run.id'] === id)!;
     expect(call.spanContext().traceId).toBe(root.spanContext().traceId);

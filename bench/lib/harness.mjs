@@ -9,9 +9,9 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
-import { childPids, cpuMs, firstJsonLine, freePort, machineBusyMs, memMB, sleep, spawnProc, stopProc, tmpDir } from './procs.mjs';
+import { childPids, cpuMs, firstJsonLine, machineBusyMs, memMB, sleep, spawnProc, stopProc, tmpDir } from './procs.mjs';
 import { pool } from './stats.mjs';
-import { serviceNodeOptions } from '../../scripts/lib/services.mjs';
+import { freePort, serviceNodeOptions } from '../../scripts/lib/services.mjs';
 
 export const ROOT = join(import.meta.dirname, '..', '..');
 const BENCH = join(ROOT, 'bench');
@@ -26,7 +26,7 @@ export const { QUEUES } = shared;
 export const ROUNDS = 3;
 export const FANOUT = 3;
 /** Model steps per run: the tool rounds and the final answer. */
-export const TURNS = ROUNDS + 1;
+export const STEPS = ROUNDS + 1;
 export const TOOL_CALLS = ROUNDS * FANOUT;
 const TERMINAL = new Set(['run.completed', 'run.failed', 'run.cancelled', 'run.incomplete']);
 const NODE = process.execPath;
@@ -54,8 +54,7 @@ export async function startRedis() {
   }
   const port = await freePort();
   const dir = tmpDir(mkdtempSync(join(tmpdir(), 'agentq-bench-redis-')));
-  const bin = process.env.BENCH_REDIS_SERVER || 'redis-server';
-  const proc = spawnProc('redis-server', bin, [
+  const proc = spawnProc('redis-server', 'redis-server', [
     '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes', '--appendfsync', 'everysec',
     '--maxmemory-policy', 'noeviction', '--dir', dir, '--loglevel', 'warning',
   ]);
@@ -70,7 +69,7 @@ export async function startRedis() {
     }, 10_000);
   } catch (err) {
     await stopProc(proc);
-    throw new Error(`could not start ${bin} (install redis-server, or set BENCH_REDIS_URL): ${proc.tail.join(' ')} ${err.message}`);
+    throw new Error(`could not start redis-server (install redis-server, or set BENCH_REDIS_URL): ${proc.tail.join(' ')} ${err.message}`);
   } finally {
     probe.disconnect();
   }
@@ -138,20 +137,55 @@ async function workersReady(ctl, prefix, counts) {
 }
 
 /**
+ * What scenarios use of a started stack: its processes by name (`tool`'s stdio MCP servers
+ * included), the pids of its services, and `stop()`, which stops them all and deletes its keys.
+ */
+function stackHandle(ctl, { kind, prefix, config, services, others, tool, stdioMcp, queues = QUEUES, cleanup = () => {} }) {
+  return {
+    kind,
+    prefix,
+    config,
+    /** The agent queue's completed set, whose size tells how many step jobs have finished. */
+    completedKey: `${prefix}:${queues.agent}:completed`,
+    processes() {
+      const list = [...services, ...others].filter((p) => p.running).map((p) => ({ name: p.name, pid: p.pid }));
+      if (stdioMcp) for (const pid of childPids(tool.pid)) list.push({ name: 'mcp-server (stdio)', pid });
+      return list;
+    },
+    servicePids: () => services.filter((p) => p.running).map((p) => p.pid),
+    async stop() {
+      await Promise.all(services.map((p) => stopProc(p)));
+      await Promise.all(others.map((p) => stopProc(p)));
+      cleanup();
+      await deletePrefix(ctl, prefix);
+    },
+  };
+}
+
+const probeImport = (probeDir) => (probeDir ? `--import ${pathToFileURL(join(BENCH, 'lib', 'redis-probe.mjs')).href}` : '');
+
+/** A module of the checkout at `root` (built), or of this one. */
+const importFrom = (root, file) => import(pathToFileURL(join(root, file)).href);
+
+/**
  * Starts agentq as built processes (api, agent-worker × agentWorkers, tool-worker) with the
  * scripted model and the no-op MCP server. `probeDir` loads the Redis probe into every service.
  * The services get the NODE_OPTIONS `npm start` and the Dockerfile give them (the shipped V8
  * heap sizing) unless BENCH_NODE_OPTIONS sizes the heap, or `v8Heap` asks for V8's defaults.
+ * `root` runs the services, queue names and heap flags of another built checkout of agentq.
  */
-export async function startAgentq(ctl, redisUrl, { tag = 'agentq', agentWorkers = 1, agentConcurrency = 100, toolConcurrency = 100, mcpTransport = 'stdio', probeDir, nodeOptions = '', v8Heap = false } = {}) {
+export async function startAgentq(ctl, redisUrl, { root = ROOT, tag = 'agentq', agentWorkers = 1, agentConcurrency = 100, toolConcurrency = 100, mcpTransport = 'stdio', probeDir, nodeOptions = '', v8Heap = false } = {}) {
+  const { QUEUES: queues } = root === ROOT ? shared : await importFrom(root, 'packages/shared/dist/index.js');
+  const { serviceNodeOptions: heapOptions } = root === ROOT ? { serviceNodeOptions } : await importFrom(root, 'scripts/lib/services.mjs');
   const prefix = newPrefix(tag);
   const model = await startModel();
   const mcp = await startMcp(mcpTransport);
+  const others = [model.proc, ...(mcp.proc ? [mcp.proc] : [])];
   const mcpFile = join(tmpdir(), `${prefix}-mcp.json`);
   writeFileSync(tmpDir(mcpFile), JSON.stringify({ mcpServers: { noop: mcp.config } }));
   const port = await freePort();
-  const given = [process.env.BENCH_NODE_OPTIONS ?? '', nodeOptions, probeDir ? `--import ${pathToFileURL(join(BENCH, 'lib', 'redis-probe.mjs')).href}` : ''].filter(Boolean).join(' ');
-  const options = v8Heap ? given : serviceNodeOptions(given);
+  const given = [process.env.BENCH_NODE_OPTIONS ?? '', nodeOptions, probeImport(probeDir)].filter(Boolean).join(' ');
+  const options = v8Heap ? given : heapOptions(given);
   const env = {
     PATH: process.env.PATH,
     HOME: process.env.HOME ?? '/tmp',
@@ -169,40 +203,21 @@ export async function startAgentq(ctl, redisUrl, { tag = 'agentq', agentWorkers 
     ...(options ? { NODE_OPTIONS: options } : {}),
     ...(probeDir ? { BENCH_PROBE_DIR: probeDir } : {}),
   };
-  const svc = (name, file = name.replace(/-\d+$/, '')) => spawnProc(name, NODE, [join(ROOT, 'services', file, 'dist', 'main.js')], { env });
-  const procs = [];
+  const svc = (name, file = name.replace(/-\d+$/, '')) => spawnProc(name, NODE, [join(root, 'services', file, 'dist', 'main.js')], { env });
+  const services = [];
   try {
     const tool = svc('tool-worker');
-    procs.push(tool);
+    services.push(tool);
     await until('the tool catalog', async () => JSON.parse((await ctl.get(`${prefix}:tool-catalog`)) ?? '[]').length > 0, 30_000);
-    for (let i = 1; i <= agentWorkers; i++) procs.push(svc(agentWorkers > 1 ? `agent-worker-${i}` : 'agent-worker', 'agent-worker'));
-    const api = svc('api');
-    procs.push(api);
+    for (let i = 1; i <= agentWorkers; i++) services.push(svc(agentWorkers > 1 ? `agent-worker-${i}` : 'agent-worker', 'agent-worker'));
+    services.push(svc('api'));
     const apiUrl = `http://127.0.0.1:${port}`;
     await until('the api', async () => (await fetch(`${apiUrl}/readyz`)).ok, 30_000, 100);
-    await workersReady(ctl, prefix, { [QUEUES.agent]: agentWorkers, [QUEUES.tool]: 1 });
-    return {
-      kind: 'agentq',
-      prefix,
-      apiUrl,
-      config: { agentWorkers, agentConcurrency, toolConcurrency, mcpTransport },
-      /** Every process of the stack by name, the stdio MCP server(s) included. */
-      processes() {
-        const list = [...procs, model.proc, ...(mcp.proc ? [mcp.proc] : [])].filter((p) => p.running).map((p) => ({ name: p.name, pid: p.pid }));
-        if (!mcp.proc) for (const pid of childPids(tool.pid)) list.push({ name: 'mcp-server (stdio)', pid });
-        return list;
-      },
-      servicePids: () => procs.filter((p) => p.running).map((p) => p.pid),
-      async stop() {
-        await Promise.all(procs.map((p) => stopProc(p)));
-        await stopProc(model.proc);
-        if (mcp.proc) await stopProc(mcp.proc);
-        rmSync(mcpFile, { force: true });
-        await deletePrefix(ctl, prefix);
-      },
-    };
+    await workersReady(ctl, prefix, { [queues.agent]: agentWorkers, [queues.tool]: 1 });
+    const config = { agentWorkers, agentConcurrency, toolConcurrency, mcpTransport };
+    return { ...stackHandle(ctl, { kind: 'agentq', prefix, config, services, others, tool, stdioMcp: !mcp.proc, queues, cleanup: () => rmSync(mcpFile, { force: true }) }), apiUrl };
   } catch (err) {
-    await Promise.all([...procs, model.proc, mcp.proc].filter(Boolean).map((p) => stopProc(p, 2000)));
+    await Promise.all([...services, ...others].map((p) => stopProc(p, 2000)));
     throw err;
   }
 }
@@ -225,37 +240,23 @@ export async function startBare(ctl, redisUrl, { tag, agentWorkers = 1, agentCon
     ROUNDS: String(ROUNDS),
     FANOUT: String(FANOUT),
     ...(work ? { WORK: '1', MODEL_URL: model.baseURL, MCP_JSON: JSON.stringify(mcp.config) } : {}),
-    ...(probeDir ? { NODE_OPTIONS: `--import ${pathToFileURL(join(BENCH, 'lib', 'redis-probe.mjs')).href}`, BENCH_PROBE_DIR: probeDir } : {}),
+    ...(probeDir ? { NODE_OPTIONS: probeImport(probeDir), BENCH_PROBE_DIR: probeDir } : {}),
   });
   const script = join(BENCH, 'bare-worker.mjs');
   const name = work ? 'loop' : 'bare';
-  const procs = [];
-  for (let i = 1; i <= agentWorkers; i++) procs.push(spawnProc(agentWorkers > 1 ? `${name} agent-worker-${i}` : `${name} agent-worker`, NODE, [script], { env: env('agent', agentConcurrency) }));
+  const services = [];
+  for (let i = 1; i <= agentWorkers; i++) services.push(spawnProc(agentWorkers > 1 ? `${name} agent-worker-${i}` : `${name} agent-worker`, NODE, [script], { env: env('agent', agentConcurrency) }));
   const tool = spawnProc(`${name} tool-worker`, NODE, [script], { env: env('tool', toolConcurrency) });
-  procs.push(tool);
+  services.push(tool);
   const others = [model?.proc, mcp?.proc].filter(Boolean);
   try {
     await workersReady(ctl, prefix, { [QUEUES.agent]: agentWorkers, [QUEUES.tool]: 1 });
   } catch (err) {
-    await Promise.all([...procs, ...others].map((p) => stopProc(p, 2000)));
+    await Promise.all([...services, ...others].map((p) => stopProc(p, 2000)));
     throw err;
   }
-  return {
-    kind: work ? 'loop' : 'bare',
-    prefix,
-    config: { agentWorkers, agentConcurrency, toolConcurrency, ...(work ? { mcpTransport } : {}) },
-    processes() {
-      const list = [...procs, ...others].filter((p) => p.running).map((p) => ({ name: p.name, pid: p.pid }));
-      if (work && !mcp.proc) for (const pid of childPids(tool.pid)) list.push({ name: 'mcp-server (stdio)', pid });
-      return list;
-    },
-    servicePids: () => procs.filter((p) => p.running).map((p) => p.pid),
-    async stop() {
-      await Promise.all(procs.map((p) => stopProc(p)));
-      await Promise.all(others.map((p) => stopProc(p)));
-      await deletePrefix(ctl, prefix);
-    },
-  };
+  const config = { agentWorkers, agentConcurrency, toolConcurrency, ...(work ? { mcpTransport } : {}) };
+  return stackHandle(ctl, { kind: work ? 'loop' : 'bare', prefix, config, services, others, tool, stdioMcp: work && !mcp.proc });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -309,7 +310,15 @@ export async function waitAgentqRun(waiter, stack, runId, timeoutMs = 60_000) {
   }
 }
 
-/** The bare baseline's client: adds first turns, and hears the last turn of each run finish. */
+/** Submits one agentq run and waits for its terminal event; throws unless it completed. */
+export async function agentqOnce(waiter, stack, model = 'bench') {
+  const id = await submitAgentqRun(stack, model);
+  const type = await waitAgentqRun(waiter, stack, id);
+  if (type !== 'run.completed') throw new Error(`run ${id} ended as ${type}`);
+  return id;
+}
+
+/** The bare baseline's client: adds each run's first step job, and hears its last one finish. */
 export async function bareClient(redisUrl, stack) {
   const connection = new Redis(redisUrl, { maxRetriesPerRequest: null, connectionName: 'bench-submit' });
   const queue = new Queue(QUEUES.agent, { connection, prefix: stack.prefix });
@@ -322,7 +331,7 @@ export async function bareClient(redisUrl, stack) {
     queue,
     newId: () => `b${tag}x${(seq++).toString(36)}`,
     add: (runId, model) => queue.add(jobNames.agentTurn(runId, 0), { runId, depth: 0, ...(model ? { model } : {}) }, { ...jobOptions.agentTurn, jobId: jobIds.agentTurn(runId, 0) }),
-    /** Adds one run and resolves when its last turn has completed (QueueEvents); `model` for the BullMQ loop. */
+    /** Adds one run and resolves when its last step job has completed (QueueEvents); `model` for the BullMQ loop. */
     async once(model) {
       if (!events) {
         eventsConnection = new Redis(redisUrl, { maxRetriesPerRequest: null, connectionName: 'bench-events' });
@@ -354,11 +363,11 @@ export async function bareClient(redisUrl, stack) {
 }
 
 /**
- * Waits until the agent queue has `target` completed jobs (ZCARD of its completed set: one
+ * Waits until a stack's agent queue has `target` completed jobs (ZCARD of its completed set: one
  * command per poll, whatever the number of runs). `onPoll` counts the polls.
  */
-export async function waitCompleted(ctl, prefix, target, { timeoutMs, everyMs = 25, onPoll = () => {}, stalled } = {}) {
-  const key = `${prefix}:${QUEUES.agent}:completed`;
+export async function waitCompleted(ctl, stack, target, { timeoutMs, everyMs = 25, onPoll = () => {}, stalled } = {}) {
+  const key = stack.completedKey;
   const deadline = Date.now() + timeoutMs;
   let last = -1;
   let lastChange = Date.now();
@@ -372,7 +381,7 @@ export async function waitCompleted(ctl, prefix, target, { timeoutMs, everyMs = 
     } else if (stalled && Date.now() - lastChange > 5_000 && (await stalled())) {
       return n;
     }
-    if (Date.now() > deadline) throw new Error(`only ${n} of ${target} turn jobs completed in ${timeoutMs} ms`);
+    if (Date.now() > deadline) throw new Error(`only ${n} of ${target} step jobs completed in ${timeoutMs} ms`);
     await sleep(everyMs);
   }
 }
@@ -385,7 +394,7 @@ export async function agentqRunTimes(ctl, prefix, ids) {
   return rows.map(([, [status, created, completed]]) => ({ status, created: Date.parse(created), completed: completed ? Date.parse(completed) : NaN }));
 }
 
-/** Per-run times of bare runs from their job hashes: first turn added → last turn finished. */
+/** Per-run times of bare runs from their job hashes: first step job added → last one finished. */
 export async function bareRunTimes(ctl, prefix, ids) {
   const pipe = ctl.pipeline();
   for (const id of ids) {

@@ -2,7 +2,6 @@
 // (by process group, by pid: never by name) whatever way the benchmark ends.
 import { spawn } from 'node:child_process';
 import { readFileSync, readdirSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 
 const children = new Set();
@@ -36,19 +35,6 @@ function installCleanup() {
       process.exit(130);
     });
   }
-}
-
-/** A free TCP port on 127.0.0.1. */
-export function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 /**
@@ -89,27 +75,23 @@ export function spawnProc(name, command, args, { env = process.env, onLine } = {
 
 /** Waits for the first stdout line that parses as JSON (a child announcing its address). */
 export function firstJsonLine(p, timeoutMs = 15_000) {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${p.name} did not start within ${timeoutMs} ms:\n${p.tail.join('\n')}`)), timeoutMs);
-    for (const line of p.tail) {
-      try {
-        const v = JSON.parse(line);
-        clearTimeout(timer);
-        resolve(v);
-        return;
-      } catch {
-        // not ours
-      }
+  const parse = (line) => {
+    try {
+      return JSON.parse(line);
+    } catch {
+      return undefined;
     }
+  };
+  return new Promise((resolve, reject) => {
+    const seen = p.tail.map(parse).find((v) => v !== undefined);
+    if (seen !== undefined) return resolve(seen);
+    const timer = setTimeout(() => reject(new Error(`${p.name} did not start within ${timeoutMs} ms:\n${p.tail.join('\n')}`)), timeoutMs);
     const listener = (line) => {
-      try {
-        const v = JSON.parse(line);
-        clearTimeout(timer);
-        p.listeners.delete(listener);
-        resolve(v);
-      } catch {
-        // not ours
-      }
+      const v = parse(line);
+      if (v === undefined) return;
+      clearTimeout(timer);
+      p.listeners.delete(listener);
+      resolve(v);
     };
     p.listeners.add(listener);
     p.exited.then(() => {

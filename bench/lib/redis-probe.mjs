@@ -5,17 +5,18 @@
 // scripts run inside the server, and it does not know what arrived together.
 //
 // Loaded into the services with `NODE_OPTIONS=--import <this file>` by `npm run bench` for its
-// Redis-cost scenario only; it patches ioredis (the services' client), nothing of agentq.
+// Redis-cost scenario only; it patches ioredis (the one the service's own script resolves, so
+// also another checkout's under BENCH_COMPARE), nothing of agentq.
 // `kill -USR2 <pid>` writes the counters so far (and process.memoryUsage()) to
 // $BENCH_PROBE_DIR/<pid>.json.
 import { createRequire } from 'node:module';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-const require = createRequire(join(import.meta.dirname, '..', '..', 'package.json'));
+const require = createRequire(process.argv[1] ?? join(import.meta.dirname, '..', '..', 'package.json'));
 const { Redis, Pipeline } = require('ioredis');
 
-const counters = { commands: {}, trips: 0, pipelinedCommands: 0 };
+const counters = { commands: {}, trips: 0 };
 const scriptNames = new Map();
 
 const bump = (name) => {
@@ -44,8 +45,7 @@ function commandName(command) {
 const sendCommand = Redis.prototype.sendCommand;
 Redis.prototype.sendCommand = function (command, stream) {
   bump(commandName(command));
-  if (stream && stream.isPipeline) counters.pipelinedCommands++;
-  else counters.trips++;
+  if (!stream?.isPipeline) counters.trips++;
   return sendCommand.call(this, command, stream);
 };
 
@@ -55,11 +55,6 @@ Pipeline.prototype.exec = function (...args) {
   if (this._queue?.length && !(this._transactions > 0)) counters.trips++;
   return exec.apply(this, args);
 };
-
-/** The counters so far (cumulative). */
-export function probeSnapshot() {
-  return JSON.parse(JSON.stringify(counters));
-}
 
 if (process.env.BENCH_PROBE_DIR) {
   process.on('SIGUSR2', () => {

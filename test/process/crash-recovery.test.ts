@@ -1,9 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { RunStore } from '@agentq/shared';
 import { startScriptedLlm, type ChatRequest, type Handler, type ScriptedLlm } from '@agentq/scripted-llm';
 import { startCrmMcpServer, type CrmMcpServer } from '../fixtures/crm-mcp-server.js';
 import { freePort } from '../fixtures/redis.js';
 import { startService, waitForOutput, type ServiceName, type ServiceProcess } from '../fixtures/processes.js';
+import { waitFor } from '../fixtures/wait.js';
 
 // Real processes, killed with SIGKILL in the middle of their work.
 const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
@@ -33,6 +36,8 @@ let crm: CrmMcpServer;
 let env: Record<string, string>;
 let api: ServiceProcess;
 let apiUrl: string;
+let redis: Redis;
+let store: RunStore;
 const procs: ServiceProcess[] = [];
 const start = async (name: ServiceName) => {
   const p = startService(name, env);
@@ -64,6 +69,8 @@ beforeAll(async () => {
     STALLED_INTERVAL_MS: process.env.CRASH_STALLED_MS ?? '500',
   };
   apiUrl = `http://127.0.0.1:${port}`;
+  redis = new Redis(env.REDIS_URL);
+  store = new RunStore({ redis, prefix: env.QUEUE_PREFIX });
   api = await start('api');
 }, 60_000);
 
@@ -76,6 +83,7 @@ afterAll(async () => {
   await Promise.all(procs.map((p) => p.kill()));
   await llm?.close();
   await crm?.close();
+  redis?.disconnect();
 });
 
 const post = async (input: string) => {
@@ -83,10 +91,8 @@ const post = async (input: string) => {
   expect(res.status).toBe(202);
   return (await res.json()).id as string;
 };
-/** Polls (10 ms, up to 3 s) until `seen()` holds: the moment to do damage mid-call. */
-const until = async (seen: () => boolean) => {
-  for (let i = 0; i < 300 && !seen(); i++) await new Promise((r) => setTimeout(r, 10));
-};
+/** Waits (polling every 10 ms, failing after 3 s) until `seen()` holds: the moment to do damage mid-call. */
+const until = (seen: () => boolean, what: string) => waitFor(seen, { what, timeoutMs: 3000 });
 const get = async (path: string): Promise<any> => (await fetch(`${apiUrl}${path}`)).json();
 const waitAll = async (ids: string[], timeoutMs = 40_000): Promise<any[]> => {
   const deadline = Date.now() + timeoutMs;
@@ -97,6 +103,36 @@ const waitAll = async (ids: string[], timeoutMs = 40_000): Promise<any[]> => {
     await new Promise((r) => setTimeout(r, 100));
   }
 };
+
+/**
+ * Where the runs are, from their events: model steps and tool calls begun and not finished
+ * (in flight), runs with a finished step that have not ended (mid-way), and runs ended.
+ */
+async function progress(ids: string[]): Promise<{ steps: number; tools: number; midway: number; finished: number }> {
+  const out = { steps: 0, tools: 0, midway: 0, finished: 0 };
+  for (const id of ids) {
+    const open = new Set<string>();
+    let stepsDone = 0;
+    let ended = false;
+    for (const e of await store.events.read(id)) {
+      const d = e.data as { depth: number; index: number };
+      if (e.type === 'step.started') open.add(`step ${d.depth}`);
+      else if (e.type === 'step.completed') {
+        open.delete(`step ${d.depth}`);
+        stepsDone++;
+      } else if (e.type === 'tool.started') open.add(`tool ${d.depth}.${d.index}`);
+      else if (e.type === 'tool.completed') open.delete(`tool ${d.depth}.${d.index}`);
+      else if (e.type.startsWith('run.') && !['run.queued', 'run.started'].includes(e.type)) ended = true;
+    }
+    for (const k of open) {
+      if (k.startsWith('step')) out.steps++;
+      else out.tools++;
+    }
+    if (ended) out.finished++;
+    else if (stepsDone > 0) out.midway++;
+  }
+  return out;
+}
 
 /** Every assistant tool_calls is followed by exactly its tool messages, once, in order. */
 function wellFormed(msgs: any[]): string | null {
@@ -115,11 +151,20 @@ describe('worker crashes', () => {
     let agent = await start('agent-worker');
     let tool = await start('tool-worker');
     const ids = await Promise.all(Array.from({ length: 30 }, (_, i) => post(`many ${i}`)));
-    // Let work get under way, then kill both workers mid-flight.
-    await new Promise((r) => setTimeout(r, 400));
-    await agent.kill('SIGKILL');
-    await tool.kill('SIGKILL');
+    // Tool calls of these runs that the CRM server has begun and not finished.
+    const toolsInFlight = () => crm.calls.filter((c) => String(c.args.label).startsWith('many ') && !crm.slept.some((x) => x.label === c.args.label)).length;
+    // Once several runs are past their first step and tool calls are running, kill both workers
+    // at once. The condition's last check, the count and the kill happen in one tick: nothing
+    // that changes the CRM server's calls runs in between.
+    await waitFor(async () => (await progress(ids)).midway >= 5 && toolsInFlight() > 0, { what: 'runs mid-way with tool calls in flight', timeoutMs: 15_000 });
+    const toolsAtKill = toolsInFlight();
+    await Promise.all([agent.kill('SIGKILL'), tool.kill('SIGKILL')]);
     const killedAt = Date.now();
+    // Nothing has moved since the kill (no worker is left): the runs were mid-way, not done.
+    const atKill = { ...(await progress(ids)), toolsAtKill };
+    expect(toolsAtKill).toBeGreaterThan(0);
+    expect(atKill.midway, JSON.stringify(atKill)).toBeGreaterThan(0);
+    expect(atKill.finished, JSON.stringify(atKill)).toBeLessThan(ids.length);
     agent = await start('agent-worker');
     tool = await start('tool-worker');
     const runs = await waitAll(ids);
@@ -133,7 +178,7 @@ describe('worker crashes', () => {
       expect(r.usage.model_calls).toBe(4);
       expect(r.usage.tool_calls).toBe(6);
     }
-    console.log(`recovery: all 30 runs completed ${recovery} ms after the kill`);
+    console.log(`recovery: all 30 runs completed ${recovery} ms after the kill; in flight at the kill: ${JSON.stringify(atKill)}`);
     await agent.kill('SIGTERM');
     await tool.kill('SIGTERM');
   }, 90_000);
@@ -143,7 +188,7 @@ describe('worker crashes', () => {
     let tool = await start('tool-worker');
     const before = crm.calls.filter((c) => c.tool === 'non_idempotent_write').length;
     const id = await post('unsafe write');
-    await until(() => crm.calls.filter((c) => c.tool === 'non_idempotent_write').length > before);
+    await until(() => crm.calls.filter((c) => c.tool === 'non_idempotent_write').length > before, 'the write to be running');
     await tool.kill('SIGKILL');
     tool = await start('tool-worker');
     const [run] = await waitAll([id]);
@@ -161,7 +206,7 @@ describe('worker crashes', () => {
     const agent = await start('agent-worker');
     let tool = await start('tool-worker');
     const id = await post('safe read');
-    await until(() => crm.calls.some((c) => c.args.label === 'safe-read'));
+    await until(() => crm.calls.some((c) => c.args.label === 'safe-read'), 'the read to be running');
     await tool.kill('SIGKILL');
     tool = await start('tool-worker');
     const [run] = await waitAll([id]);
@@ -178,12 +223,15 @@ describe('worker crashes', () => {
       const agent = await start('agent-worker');
       const tool = await start('tool-worker');
       const id = await post('many sigterm');
-      await until(() => llm.requests.some((r) => firstUser(r) === 'many sigterm'));
+      await until(() => llm.requests.some((r) => firstUser(r) === 'many sigterm'), 'the model request to be under way');
       const exit = await agent.kill('SIGTERM');
       expect(exit.code).toBe(0);
-      // The step in flight was finished (its assistant message is stored) before the exit.
+      // The step in flight was finished (its assistant message and its tool calls are stored)
+      // before the exit, and no step was begun after the signal.
       const steps = (await get(`/v1/runs/${id}/steps`)).data;
-      expect(steps.length, agent.output.join('\n')).toBeGreaterThanOrEqual(1);
+      expect(steps, agent.output.join('\n')).toHaveLength(1);
+      expect(steps[0]).toMatchObject({ depth: 0, status: 'completed' });
+      expect(steps[0].tool_calls).toHaveLength(2);
       const next = await start('agent-worker');
       const [run] = await waitAll([id]);
       expect(run.status).toBe('completed');

@@ -7,6 +7,7 @@ import { startToolWorker, loadToolWorkerConfig, type ToolWorkerHandle } from '@a
 import { startScriptedLlm, type ScriptedLlm } from '@agentq/scripted-llm';
 import { startService, waitForOutput, type ServiceProcess } from '../fixtures/processes.js';
 import { freePort } from '../fixtures/redis.js';
+import { waitFor } from '../fixtures/wait.js';
 
 // An API process killed (SIGKILL) between writing a run and enqueueing its first step: the
 // 202 never left, but the run is in Redis. It must still run, found by the next API process's
@@ -66,13 +67,13 @@ async function postToDyingApi(input: string, headers: Record<string, string> = {
 }
 
 async function waitForStatus(url: string, id: string, status: string, ms = 15_000) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const run = (await (await fetch(`${url}/v1/runs/${id}`)).json()) as { status: string; output?: { content: string } };
-    if (run.status === status) return run;
-    if (Date.now() > deadline) throw new Error(`run ${id} still ${run.status}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  return waitFor(
+    async () => {
+      const run = (await (await fetch(`${url}/v1/runs/${id}`)).json()) as { status: string; output?: { content: string } };
+      return run.status === status ? run : undefined;
+    },
+    { what: `run ${id} to be ${status}`, timeoutMs: ms, intervalMs: 50 },
+  );
 }
 
 describe('an API killed between writing a run and enqueueing it', () => {

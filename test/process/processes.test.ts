@@ -1,6 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -81,6 +82,41 @@ const lines = (s: string) => s.split('\n').filter((l) => l.trim() !== '');
 const saysStarted = (p: Proc) => lines(p.out()).some((l) => /"msg":"[^"]*\bstarted\b/.test(l));
 // Logged by main.ts once its signal handlers are in place, before it connects to anything.
 const saysStarting = (p: Proc) => lines(p.out()).some((l) => /"msg":"starting"/.test(l));
+
+/**
+ * A TCP server on loopback that reads a client's handshake (ioredis sends it whole without
+ * waiting for replies) and hangs up, counting the attempts of each connection by the name it
+ * gives (`CLIENT SETNAME`): a Redis that never answers.
+ */
+async function hangingUpRedis() {
+  const attempts = new Map<string, number>();
+  const sockets = new Set<Socket>();
+  const server = createTcpServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => {});
+    let handshake = '';
+    const hangUp = (name: string) => {
+      attempts.set(name, (attempts.get(name) ?? 0) + 1);
+      socket.destroy();
+    };
+    socket.on('data', (d) => {
+      handshake += d.toString('latin1');
+      const named = /setname\r\n\$\d+\r\n([^\r]*)\r\n/i.exec(handshake);
+      if (named) hangUp(named[1]);
+      else if (/LIB-NAME/i.test(handshake)) hangUp('(unnamed)');
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    port: (server.address() as AddressInfo).port,
+    attempts,
+    close: () => {
+      for (const s of sockets) s.destroy();
+      return new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
 
 let redisUrl: string;
 const tmp = mkdtempSync(join(tmpdir(), 'agentq-proc-'));
@@ -210,17 +246,22 @@ describe('starting and stopping on SIGTERM', () => {
   });
 
   it.each(SERVICES)('%s: a SIGTERM while it still waits for Redis exits 0 at once', async (service) => {
-    // Nothing listens on port 1: the service keeps trying to connect when the signal comes.
-    const p = start(service, { REDIS_URL: 'redis://127.0.0.1:1', QUEUE_PREFIX: prefix(), PORT: '0', HOST: '127.0.0.1', MODEL: 'x' });
-    await until('the start-up line', async () => saysStarting(p), p);
-    // Let it fail to connect a few times (the first retries come within a few hundred ms).
-    await new Promise((r) => setTimeout(r, 500));
-    expect(p.child.exitCode).toBeNull();
-    p.child.kill('SIGTERM');
-    const { code, signal } = await exitOf(p, 5_000);
-    expect({ code, signal }, p.err()).toEqual({ code: 0, signal: null });
-    // Connection errors while waiting are not printed raw: every line is a JSON log line.
-    expect([...lines(p.out()), ...lines(p.err())].filter((l) => !l.startsWith('{'))).toEqual([]);
+    // A "Redis" that hangs up on every connection: the service keeps trying to connect when the signal comes.
+    const redis = await hangingUpRedis();
+    try {
+      const p = start(service, { REDIS_URL: `redis://127.0.0.1:${redis.port}`, QUEUE_PREFIX: prefix(), PORT: '0', HOST: '127.0.0.1', MODEL: 'x' });
+      await until('the start-up line', async () => saysStarting(p), p);
+      // Let it fail to connect and try again: a connection that comes back after being dropped.
+      await until('a connection attempt after a failed one', async () => [...redis.attempts].some(([name, n]) => name !== '(unnamed)' && n >= 2), p);
+      expect(p.child.exitCode).toBeNull();
+      p.child.kill('SIGTERM');
+      const { code, signal } = await exitOf(p, 5_000);
+      expect({ code, signal }, p.err()).toEqual({ code: 0, signal: null });
+      // Connection errors while waiting are not printed raw: every line is a JSON log line.
+      expect([...lines(p.out()), ...lines(p.err())].filter((l) => !l.startsWith('{'))).toEqual([]);
+    } finally {
+      await redis.close();
+    }
   });
 
   describe('tool-worker', () => {

@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import type { ChatRequest, Handler } from '@agentq/scripted-llm';
 import { spawnRedisServer, type SpawnedRedis } from '../fixtures/redis.js';
 import { startStack, type Stack } from '../fixtures/services.js';
+import { waitFor } from '../fixtures/wait.js';
 
 const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
 const handler: Handler = (req) =>
@@ -27,7 +28,8 @@ afterAll(async () => {
 describe('Redis restart (AOF on)', () => {
   it('answers 503 while Redis is down, reconnects by itself, and completes every run accepted before and after', async () => {
     const before = await Promise.all(Array.from({ length: 10 }, () => stack.createRun({ input: 'survive a restart' })));
-    await new Promise((r) => setTimeout(r, 150));
+    // Redis goes away once every run is under way (its first model call made).
+    await waitFor(() => stack.llm.requests.length >= before.length, { what: 'every run to have called the model' });
 
     const exited = new Promise((r) => redis.proc.once('exit', r));
     const admin = new Redis(redis.url, { maxRetriesPerRequest: 0, retryStrategy: () => null });
@@ -47,8 +49,7 @@ describe('Redis restart (AOF on)', () => {
 
     // Same port, same directory: Redis reloads its append-only file.
     restarted = await spawnRedisServer({ port: redis.port, dir: redis.dir, appendonly: true });
-    for (let i = 0; i < 100 && (await stack.request('/readyz')).status !== 200; i++) await new Promise((r) => setTimeout(r, 100));
-    expect((await stack.request('/readyz')).status).toBe(200);
+    await waitFor(async () => (await stack.request('/readyz')).status === 200, { what: '/readyz to answer 200 again', intervalMs: 100 });
 
     const after = await Promise.all(Array.from({ length: 5 }, () => stack.createRun({ input: 'after the restart' })));
     for (const r of [...before, ...after]) {

@@ -119,9 +119,8 @@ describe('scripted LLM server', () => {
     });
     const pending = client.chat.completions.create({ model: 'm', messages }).catch((e: unknown) => e);
     await expect.poll(() => llm.requests.length).toBe(1);
-    const t0 = Date.now();
+    // The handler hangs until the client goes away: a close that waited for it would never resolve.
     await llm.close();
-    expect(Date.now() - t0).toBeLessThan(500);
     expect(signal?.aborted).toBe(true);
     expect(await pending).toBeInstanceOf(OpenAI.APIConnectionError);
   });

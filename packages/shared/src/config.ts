@@ -1,12 +1,19 @@
 import { z } from 'zod';
 import { ConfigError } from './errors.js';
+import { parseRedisUrl } from './redis-url.js';
 
 const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 const redisUrl = z
   .string()
   .default('redis://127.0.0.1:6379')
-  .refine((v) => /^rediss?:\/\//.test(v), 'must start with redis:// or rediss://');
+  .superRefine((v, ctx) => {
+    try {
+      parseRedisUrl(v);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: (err as Error).message });
+    }
+  });
 
 const boolString = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])

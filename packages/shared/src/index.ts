@@ -3,6 +3,7 @@ export * from './logger.js';
 export * from './config.js';
 export * from './ids.js';
 export * from './redis.js';
+export * from './redis-url.js';
 export * from './schemas/message.js';
 export * from './schemas/usage.js';
 export * from './schemas/run.js';

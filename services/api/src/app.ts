@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Queue } from 'bullmq';
-import type { Admission, AgentqMetrics, Logger, Redis, Resolver, Runs, RunStore, TenantTable, UsageMeter } from '@agentq/shared';
+import type { Admission, AgentqMetrics, Logger, RedisClient, Resolver, Runs, RunStore, TenantTable, UsageMeter } from '@agentq/shared';
 import { adminAuth, bearerAuth } from './auth.js';
 import { bodyBudget, drainBody } from './body-budget.js';
 import { dashboard, DASHBOARD_PATH } from './dashboard.js';
@@ -24,7 +24,7 @@ export interface AppDeps {
   /** Every key's limits (TENANTS_CONFIG). */
   tenants: TenantTable;
   /** The request-path connection (fails fast, so a Redis outage is a 503, not a hang). */
-  redis: Redis;
+  redis: RedisClient;
   hub: EventHub;
   webhookSecret?: string;
   webhookAllowPrivate: boolean;

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@agentq/shared';
 import { eventFrom, type Logger, type RunEvent } from '@agentq/shared';
 import { isStreamId } from './stream-id.js';
 
@@ -30,8 +30,8 @@ export class EventHub {
   private loopDone: Promise<void> | null = null;
 
   constructor(
-    private readonly reader: Redis,
-    private readonly control: Redis,
+    private readonly reader: RedisClient,
+    private readonly control: RedisClient,
     private readonly logger: Logger,
   ) {}
 

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@agentq/shared';
 import { HttpError } from './http-error.js';
 
 const TTL_SECONDS = 24 * 3600;
@@ -21,7 +21,7 @@ const DELETE_IF_SAME = `if redis.call('GET', KEYS[1]) == ARGV[1] then return red
  * another body a 409. Keys are remembered 24 h. A replay whose reserved run never appeared can
  * take the claim over (`takeOver`): the request that made it died before writing its run.
  */
-export async function claimIdempotencyKey(redis: Redis, keyName: (owner: string, key: string) => string, owner: string, key: string, body: unknown, runId: string): Promise<IdempotencyClaim> {
+export async function claimIdempotencyKey(redis: RedisClient, keyName: (owner: string, key: string) => string, owner: string, key: string, body: unknown, runId: string): Promise<IdempotencyClaim> {
   if (key.length === 0 || key.length > 255) throw new HttpError(400, 'validation_error', 'Idempotency-Key must be 1-255 characters', [{ field: 'Idempotency-Key', message: '1-255 characters' }]);
   const k = keyName(owner, createHash('sha256').update(key).digest('hex'));
   const bodyHash = createHash('sha256').update(JSON.stringify(body)).digest('hex');

@@ -1,5 +1,5 @@
 import { FlowProducer, Queue, type FlowJob, type Telemetry } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.js';
 import type { Logger } from 'pino';
 import { quietConnectionErrors } from '../redis.js';
 import { JOB_KINDS, QUEUES, jobId, type JobData, type JobKind, type QueueName } from './catalog.js';
@@ -28,7 +28,7 @@ export class JobQueues {
   private readonly queues = new Map<QueueName, Queue>();
   private flowProducer?: FlowProducer;
 
-  constructor(private readonly opts: { connection: Redis; prefix: string; logger: Logger; telemetry?: Telemetry }) {}
+  constructor(private readonly opts: { connection: RedisClient; prefix: string; logger: Logger; telemetry?: Telemetry }) {}
 
   queue(name: QueueName): Queue {
     let q = this.queues.get(name);

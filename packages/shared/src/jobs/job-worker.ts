@@ -1,5 +1,5 @@
 import { UnrecoverableError, Worker, type Job, type Telemetry, type WorkerOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.js';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { AgentqError } from '../errors.js';
@@ -19,7 +19,7 @@ export type JobHandler<K extends JobKind> = (data: JobData<K>, ctx: JobContext) 
 
 export interface JobWorkerOptions {
   /** The worker's own connection; its caller closes it (BullMQ does not close a connection it is handed). */
-  connection: Redis;
+  connection: RedisClient;
   prefix: string;
   concurrency: number;
   logger: Logger;

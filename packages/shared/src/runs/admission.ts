@@ -1,4 +1,5 @@
-import type { ClientContext, Redis, Result } from 'ioredis';
+import type { ClientContext, Result } from 'ioredis';
+import type { RedisClient } from '../redis.js';
 import { globalKeys } from '../store/keys.js';
 import { limitsOf, type TenantTable } from '../tenants/limits.js';
 
@@ -89,7 +90,7 @@ export class Admission {
   private readonly g: ReturnType<typeof globalKeys>;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     prefix: string,
   ) {
     this.g = globalKeys(prefix);

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.js';
 import { globalKeys } from '../store/keys.js';
 
 /**
@@ -9,7 +9,7 @@ export class CancelListener {
   private readonly active = new Map<string, Map<string, AbortController>>();
 
   constructor(
-    private readonly sub: Redis,
+    private readonly sub: RedisClient,
     private readonly prefix: string,
   ) {}
 

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.js';
 import type { Logger } from 'pino';
 import { newId } from '../ids.js';
 import type { AgentStepJob } from '../jobs/catalog.js';
@@ -27,7 +27,7 @@ export interface RunsDeps {
   logger: Logger;
   observer?: RunObserver;
   /** A connection to publish cancels on (one not in subscriber mode). */
-  publisher?: Redis;
+  publisher?: RedisClient;
   /**
    * Called at named points of a run's creation, so that a test can kill the process exactly
    * there (the API's AGENTQ_FAILPOINT); unset in production.

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.js';
 import { runKeys } from './keys.js';
 
 /** A context document as the API receives it. */
@@ -19,7 +19,7 @@ const BLOCK_CHARS = 65_536;
 /** Stores and reads a run's context, apart from its prompt, under the run's keys. */
 export class ContextStore {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
   ) {}
 

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.js';
 import type { z } from 'zod';
 import type { Known, runEventDataSchemas } from '../schemas/api.js';
 import type { RunEvent, RunEventType } from '../schemas/events.js';
@@ -22,7 +22,7 @@ export const eventJson = <T extends RunEventType>(_type: T, runId: string, data:
 /** A run's event stream (a capped Redis Stream): what SSE clients read and resume. */
 export class RunEventLog {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
   ) {}
 

@@ -1,4 +1,5 @@
-import type { ClientContext, Redis, Result } from 'ioredis';
+import type { ClientContext, Result } from 'ioredis';
+import type { RedisClient } from '../redis.js';
 import type { AssistantMessage, ChatMessage } from '../schemas/message.js';
 import { isTerminal, type RunObject, type RunSpec, type RunStatus, type StopReason } from '../schemas/run.js';
 import { globalKeys, runKeys, RUN_FIELDS as F } from './keys.js';
@@ -71,7 +72,7 @@ declare module 'ioredis' {
 /** Run records: create, read, list, start and end a run, in its hash and the owner's index. */
 export class RunRecords {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
     readonly retentionSeconds: number,
   ) {

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.js';
 import { ContextStore } from './context-store.js';
 import { globalKeys, runKeys } from './keys.js';
 import { RunEventLog } from './run-events.js';
@@ -11,7 +11,7 @@ import { WebhookLog } from './webhook-log.js';
 
 export interface RunStoreOptions {
   /** The connection every part uses; its owner closes it, not the store. */
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   /** How long a finished run's keys are kept. @defaultValue 604800 (7 days) */
   retentionSeconds?: number;

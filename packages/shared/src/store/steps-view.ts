@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.js';
 import type { ToolCall } from '../schemas/message.js';
 import { runKeys, TOOL_CALL_FIELDS as T } from './keys.js';
 import type { ToolCallRunning, ToolResultRecord } from './tool-calls.js';
@@ -7,7 +7,7 @@ import type { StepRecord } from './transcript.js';
 /** `GET /v1/runs/:id/steps`: each model step with its tool calls and their state. */
 export class StepsView {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
   ) {}
 

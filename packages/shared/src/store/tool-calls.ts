@@ -1,4 +1,5 @@
-import type { ClientContext, Redis, Result } from 'ioredis';
+import type { ClientContext, Result } from 'ioredis';
+import type { RedisClient } from '../redis.js';
 import type { ToolOutcomeKind } from '../tool-outcome.js';
 import { runKeys, RUN_FIELDS as F, TOOL_CALL_FIELDS as T } from './keys.js';
 import { APPEND_ROUND_LUA, EVENTS_MAXLEN, lua, RUN_OVER_LUA, XADD_EVENT_LUA } from './lua.js';
@@ -107,7 +108,7 @@ export type ToolCallStart =
 /** Tool calls of a run's steps: begun once per attempt, a result stored once per call. */
 export class ToolCalls {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
   ) {
     redis.defineCommand('agentqBeginToolCall', { lua: BEGIN_TOOL_CALL });

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.js';
 import { globalKeys } from './keys.js';
 
 /** A tool as the API lists it and the model is offered it. */
@@ -13,7 +13,7 @@ export interface ToolCatalogEntry {
 /** The tool catalog that tool-workers publish and the API and agent-workers read. */
 export class ToolCatalog {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
   ) {}
 

@@ -1,4 +1,5 @@
-import type { ClientContext, Redis, Result } from 'ioredis';
+import type { ClientContext, Result } from 'ioredis';
+import type { RedisClient } from '../redis.js';
 import type { AssistantMessage, ChatMessage } from '../schemas/message.js';
 import type { BudgetName } from '../schemas/run.js';
 import { runKeys, RUN_FIELDS as F, TOOL_CALL_FIELDS } from './keys.js';
@@ -100,7 +101,7 @@ export function toolMessage(toolCallId: string, content: string): ChatMessage {
  */
 export class Transcript {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
   ) {
     redis.defineCommand('agentqCommitStep', { lua: COMMIT_STEP });

@@ -1,11 +1,11 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.js';
 import type { WebhookDelivery } from '../schemas/api.js';
 import { runKeys } from './keys.js';
 
 /** Each attempt to deliver a run's webhooks, as `GET /v1/runs/:id/webhook-deliveries` lists them. */
 export class WebhookLog {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
     private readonly retentionSeconds: number,
   ) {}

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.js';
 import { globalKeys } from '../store/keys.js';
 
 const DAY_MS = 24 * 3600 * 1000;
@@ -11,7 +11,7 @@ export class UsageMeter {
   private readonly g: ReturnType<typeof globalKeys>;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     prefix: string,
   ) {
     this.g = globalKeys(prefix);

@@ -1,19 +1,14 @@
 import { Hono } from 'hono';
-import type { Redis } from '@agentq/shared';
+import { redisWritable, type RedisClient } from '@agentq/shared';
 import { errorBody } from '../http-error.js';
 
-/** `/healthz` (the process is up) and `/readyz` (Redis answers). */
-export function healthRoutes(deps: { redis: Redis }) {
+/** `/healthz` (the process is up) and `/readyz` (Redis takes writes: every master answers and is a master). */
+export function healthRoutes(deps: { redis: RedisClient }) {
   const app = new Hono();
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   app.get('/readyz', async (c) => {
-    try {
-      const pong = await Promise.race([deps.redis.ping(), new Promise((_, rej) => setTimeout(() => rej(new Error('timeout')), 1000))]);
-      if (pong === 'PONG') return c.json({ status: 'ready' });
-    } catch {
-      // fall through
-    }
-    return c.json(errorBody('service_unavailable', 'Redis is not reachable'), 503);
+    if (await redisWritable(deps.redis)) return c.json({ status: 'ready' });
+    return c.json(errorBody('service_unavailable', 'Redis is not reachable, or not every master takes writes (a shard down, a failover)'), 503, { 'retry-after': '1' });
   });
   return app;
 }

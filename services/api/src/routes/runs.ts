@@ -1,5 +1,5 @@
 import { Hono } from 'hono';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@agentq/shared';
 import {
   buildRun,
   createRunBodySchema,
@@ -31,7 +31,7 @@ export interface RunsRouteDeps {
   admission: Admission;
   usage: UsageMeter;
   tenants: TenantTable;
-  redis: Redis;
+  redis: RedisClient;
   logger: Logger;
   limits: RunLimits;
   defaultModel?: string;
