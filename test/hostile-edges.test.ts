@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,6 +11,7 @@ import type { Handler } from '@agentq/scripted-llm';
 import { EventHub } from '../services/api/src/event-hub.js';
 import { startStack, type Stack } from './fixtures/services.js';
 import { readSse, type SseEvent } from './fixtures/sse.js';
+import { waitFor } from './fixtures/wait.js';
 
 // Issue 16, findings 10, 11 and 13: what one caller must not reach or break. Each part starts
 // its own stack (its own QUEUE_PREFIX) on the suite's Redis; everything stays on loopback.
@@ -222,7 +223,8 @@ describe('the event hub: one stream Redis refuses to read (finding 10)', () => {
     const ids: string[] = [];
     for (let i = 0; i < 20; i++) ids.push((await control.xadd(a, '*', 'type', 'message.delta', 'data', JSON.stringify({ text: `${i}` })))!);
     // Bounded only so that the test ends: before the fix the shared read failed forever and A got nothing.
-    await vi.waitFor(() => expect(got).toEqual(ids), { timeout: 10_000, interval: 20 });
+    await waitFor(() => got.length >= ids.length, { what: "stream A's 20 events", timeoutMs: 10_000 });
+    expect(got).toEqual(ids);
     expect(failed).toMatch(/WRONGTYPE/);
     expect(hub.watchedStreams).toBe(1);
     unsubscribe();
@@ -245,17 +247,15 @@ describe('a webhook whose name rebinds to loopback (finding 11)', () => {
   });
   afterAll(async () => new Promise<void>((r) => receiver.close(() => r())));
 
-  /** Deliveries of a run's webhook, once there are `n`; bounded only so that the test ends. */
-  async function deliveries(stack: Stack, runId: string, n: number) {
-    let data: any[] = [];
-    await vi.waitFor(
+  /** Deliveries of a run's webhook, once there are `n`. */
+  async function deliveries(stack: Stack, runId: string, n: number): Promise<any[]> {
+    return waitFor(
       async () => {
-        data = (await stack.getJson(`/v1/runs/${runId}/webhook-deliveries`)).data;
-        expect(data.length).toBeGreaterThanOrEqual(n);
+        const { data } = await stack.getJson(`/v1/runs/${runId}/webhook-deliveries`);
+        return data.length >= n ? data : null;
       },
-      { timeout: 15_000, interval: 50 },
+      { what: `${n} webhook attempt(s) of ${runId}`, timeoutMs: 15_000, intervalMs: 50 },
     );
-    return data;
   }
 
   it('is refused at the connection although the name was public at submission; the attempt is recorded as refused', async () => {
