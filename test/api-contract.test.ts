@@ -15,11 +15,14 @@ const KEY_A = 'key-a-0123456789';
 const KEY_B = 'key-b-0123456789';
 /** Only the listing tests create runs with this key, so its listing is exactly theirs. */
 const KEY_LIST = 'key-list-0123456789';
+/** Opens the dashboard, which no API key does (it shows every tenant's jobs). */
+const KEY_ADMIN = 'key-admin-0123456789';
 const MAX_BODY = 64 * 1024;
 const MAX_INPUT = 16 * 1024;
 const MAX_CONTEXT = 32 * 1024;
 const env = {
   API_KEYS: [KEY_A, KEY_B, KEY_LIST].join(','),
+  ADMIN_API_KEYS: KEY_ADMIN,
   MAX_BODY_BYTES: String(MAX_BODY),
   MAX_INPUT_BYTES: String(MAX_INPUT),
   MAX_CONTEXT_BYTES: String(MAX_CONTEXT),
@@ -298,19 +301,19 @@ describe('health, the dashboard and unknown routes', () => {
   });
 
   it.each(['/admin/queues/', '/admin/queues'])('serves the Bull Board dashboard HTML at %s (following redirects)', async (path) => {
-    const r = await call(path);
+    const r = await call(path, { key: KEY_ADMIN });
     expect(r.status).toBe(200);
     expect(r.res.headers.get('content-type')).toMatch(/text\/html/);
     expect(r.text).toMatch(/<html/i);
   });
 
   it('serves the scripts and styles the dashboard page loads', async () => {
-    const page = await call('/admin/queues/queue/agent');
+    const page = await call('/admin/queues/queue/agent', { key: KEY_ADMIN });
     expect(page.status).toBe(200);
     const assets = [...page.text.matchAll(/(?:src|href)="(static\/[^"]+\.(?:js|css))"/g)].map((m) => m[1]);
     expect(assets.length).toBeGreaterThan(0);
     for (const asset of assets) {
-      const r = await app.request(`/admin/queues/${asset}`);
+      const r = await app.request(`/admin/queues/${asset}`, { key: KEY_ADMIN });
       expect(r.status, asset).toBe(200);
       await r.arrayBuffer();
     }
@@ -407,9 +410,10 @@ describe('dashboard keys (ADMIN_API_KEYS)', () => {
   });
   afterAll(async () => admin?.close());
 
-  it('opens the dashboard to admin keys only; an admin key is not an API key', async () => {
-    expect((await admin.request('/admin/queues/', { key: TENANT })).status).toBe(401);
-    expect((await admin.request('/admin/queues/api/queues', { key: TENANT })).status).toBe(401);
+  it('opens the dashboard to admin keys only (an API key gets 403); an admin key is not an API key', async () => {
+    expect((await admin.request('/admin/queues/', { key: TENANT })).status).toBe(403);
+    expect((await admin.request('/admin/queues/api/queues', { key: TENANT })).status).toBe(403);
+    expect((await admin.request('/admin/queues/', { key: 'not-a-key-0123456789' })).status).toBe(401);
     expect((await admin.request('/admin/queues/', { key: ADMIN })).status).toBe(200);
     expect((await admin.request('/v1/runs', { key: ADMIN })).status).toBe(401);
     expect((await admin.request('/v1/runs', { key: TENANT })).status).toBe(200);
@@ -538,13 +542,13 @@ describe('with workers: runs that finish', () => {
       const done = await stack.waitForRun(run.id);
       expect(done.status).toBe('completed');
 
-      const r = await call('/admin/queues/api/queues', {}, stack);
+      const r = await call('/admin/queues/api/queues', { key: KEY_ADMIN }, stack);
       expect(r.status).toBe(200);
       const names = r.json.queues.map((q: any) => q.name);
       expect(names).toEqual(expect.arrayContaining(['agent', 'tool', 'webhook']));
 
       const jobsOf = async (queue: string) => {
-        const res = await call(`/admin/queues/api/queues?activeQueue=${queue}&status=completed&jobsPerPage=1000`, {}, stack);
+        const res = await call(`/admin/queues/api/queues?activeQueue=${queue}&status=completed&jobsPerPage=1000`, { key: KEY_ADMIN }, stack);
         expect(res.status).toBe(200);
         return res.json.queues.find((q: any) => q.name === queue).jobs.map((j: any) => String(j.name)) as string[];
       };

@@ -24,7 +24,7 @@ const handler: Handler = (req) => scenarios.find(([p]) => firstUser(req).startsW
 const KEY = 'openapi-test-key';
 const SPEC = 'https://agentq.test/openapi.json';
 
-const env = { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_SECRET: 'whsec_' + Buffer.from('openapi-secret').toString('base64'), MAX_INPUT_BYTES: '4096' };
+const env = { ADMIN_API_KEYS: KEY, WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_SECRET: 'whsec_' + Buffer.from('openapi-secret').toString('base64'), MAX_INPUT_BYTES: '4096' };
 
 // The document, the routes and the error responses need only the API: its Hono app, through
 // app.request. Responses about finished runs, sub-runs and tools come from a whole stack below.

@@ -1,70 +1,117 @@
-import { lookup } from 'node:dns/promises';
-import { BlockList, isIP } from 'node:net';
+import { lookup as dnsLookup } from 'node:dns/promises';
+import type { LookupAddress } from 'node:dns';
+import { isIP, type LookupFunction } from 'node:net';
+import ipaddr from 'ipaddr.js';
+import { FatalError } from './errors.js';
 
-// Addresses a webhook must not reach unless WEBHOOK_ALLOW_PRIVATE: loopback, private,
-// link-local, CGNAT, benchmarking, multicast, reserved, and their IPv6 equivalents.
-const blocked = new BlockList();
-for (const [net, bits] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.0.2.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['198.51.100.0', 24],
-  ['203.0.113.0', 24],
-  ['224.0.0.0', 4],
-  ['240.0.0.0', 4],
-] as const)
-  blocked.addSubnet(net, bits, 'ipv4');
-for (const [net, bits] of [
-  ['::', 128],
-  ['::1', 128],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['ff00::', 8],
-  ['2001:db8::', 32],
-  ['64:ff9b::', 96],
-] as const)
-  blocked.addSubnet(net, bits, 'ipv6');
+/** Resolves a host name to every address it has (`dns/promises`' `lookup`, or a test's). */
+export type Resolver = (host: string, options: { all: true; verbatim: true }) => Promise<LookupAddress[]>;
 
-/** True if `ip` is not a public unicast address. */
-export function isPrivateAddress(ip: string): boolean {
-  const family = isIP(ip);
-  if (family === 4) return blocked.check(ip, 'ipv4');
-  if (family === 6) {
-    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
-    if (mapped) return blocked.check(mapped[1], 'ipv4');
-    return blocked.check(ip, 'ipv6');
+const defaultResolver: Resolver = (host, options) => dnsLookup(host, options);
+
+// IANA's global unicast space; outside it, ipaddr.js calls many reserved blocks `unicast`
+// (`::a.b.c.d`, `4000::/2`, …).
+const GLOBAL_UNICAST_V6 = ipaddr.IPv6.parseCIDR('2000::/3');
+
+/**
+ * True only for a global unicast address: refused are IPv4's loopback, private, link-local,
+ * CGNAT, multicast, reserved, documentation and benchmarking blocks (every range ipaddr.js
+ * names), and every IPv6 address outside 2000::/3 or in a block ipaddr.js names: IPv4-mapped
+ * and -compatible forms, 6to4, NAT64, Teredo, site- and unique-local, discard, documentation.
+ * Forms that embed an IPv4 address are refused whatever it embeds: none is a global unicast
+ * address of its own, and their embedded address is where a packet may end up.
+ */
+export function isPublicAddress(ip: string): boolean {
+  if (!isIP(ip)) return false;
+  let addr: ipaddr.IPv4 | ipaddr.IPv6;
+  try {
+    addr = ipaddr.parse(ip);
+  } catch {
+    return false;
   }
-  return true;
+  if (addr.kind() === 'ipv4') return addr.range() === 'unicast';
+  const v6 = addr as ipaddr.IPv6;
+  return v6.range() === 'unicast' && v6.match(GLOBAL_UNICAST_V6);
+}
+
+/** True if `ip` is not a public unicast address (see isPublicAddress). */
+export const isPrivateAddress = (ip: string): boolean => !isPublicAddress(ip);
+
+/** A connection refused because its host resolved to an address that is not public. */
+export class NonPublicAddressError extends FatalError {
+  constructor(
+    readonly host: string,
+    readonly address: string,
+  ) {
+    super(`${host === address ? 'the address' : `host "${host}" resolves to`} ${address}, which is not a public address; set WEBHOOK_ALLOW_PRIVATE=true to allow it`, 'non_public_address');
+  }
+}
+
+/** The URL's host without IPv6 brackets, or null if it is no URL. */
+function hostOf(url: string): string | null {
+  try {
+    return new URL(url).hostname.replace(/^\[|\]$/g, '');
+  } catch {
+    return null;
+  }
+}
+
+const LOCALHOST = /^localhost\.?$|\.localhost\.?$/i;
+
+/**
+ * Why a URL may not be called, as far as its text tells (a name of loopback, an address that
+ * is not public), or null: what is left to check is what its name resolves to.
+ */
+export function refuseNonPublicHost(url: string): string | null {
+  const host = hostOf(url);
+  if (host === null) return 'is not a valid URL';
+  if (LOCALHOST.test(host)) return `names a loopback host (${host})`;
+  if (isIP(host) && !isPublicAddress(host)) return `is a non-public address (${host}); set WEBHOOK_ALLOW_PRIVATE=true to allow it`;
+  return null;
 }
 
 /**
  * Resolves a URL's host and says why it may not be called, or null if every address it
- * resolves to is public. DNS can change, so webhook delivery checks again before each attempt.
+ * resolves to is public. This is the check at submission; a connection is checked again where
+ * it is made (connectLookup), since DNS may answer differently then.
  */
-export async function refuseNonPublicUrl(url: string, resolve: typeof lookup = lookup): Promise<string | null> {
-  let host: string;
-  try {
-    host = new URL(url).hostname.replace(/^\[|\]$/g, '');
-  } catch {
-    return 'is not a valid URL';
-  }
-  if (/^localhost$|\.localhost$/i.test(host)) return `resolves to a loopback address (${host})`;
+export async function refuseNonPublicUrl(url: string, resolve: Resolver = defaultResolver): Promise<string | null> {
+  const why = refuseNonPublicHost(url);
+  if (why) return why;
+  const host = hostOf(url)!;
+  if (isIP(host)) return null;
   let addresses: string[];
-  if (isIP(host)) addresses = [host];
-  else {
-    try {
-      addresses = (await resolve(host, { all: true, verbatim: true })).map((a) => a.address);
-    } catch (err) {
-      return `host "${host}" does not resolve (${(err as NodeJS.ErrnoException).code ?? 'DNS error'})`;
-    }
+  try {
+    addresses = (await resolve(host, { all: true, verbatim: true })).map((a) => a.address);
+  } catch (err) {
+    return `host "${host}" does not resolve (${(err as NodeJS.ErrnoException).code ?? 'DNS error'})`;
   }
+  if (addresses.length === 0) return `host "${host}" does not resolve`;
   const bad = addresses.find(isPrivateAddress);
   return bad ? `resolves to a non-public address (${bad}); set WEBHOOK_ALLOW_PRIVATE=true to allow it` : null;
+}
+
+/**
+ * A `lookup` for `net.connect` (and so for `http.request`): resolves with `resolve` and, unless
+ * `allowPrivate`, fails with NonPublicAddressError when any address of the host is not public.
+ * The socket then connects to an address this very lookup checked, so a name that answers
+ * differently from one lookup to the next (DNS rebinding) cannot lead it elsewhere.
+ * (`net.connect` does not look up a host that is an IP address: check those with refuseNonPublicHost.)
+ */
+export function connectLookup(opts: { resolve?: Resolver; allowPrivate?: boolean } = {}): LookupFunction {
+  const resolve = opts.resolve ?? defaultResolver;
+  return (hostname, options, callback) => {
+    const answer = async (): Promise<LookupAddress[]> => {
+      const family = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : options.family;
+      const all = (await resolve(hostname, { all: true, verbatim: true })).filter((a) => !family || a.family === family);
+      if (all.length === 0) throw Object.assign(new Error(`host "${hostname}" has no address${family ? ` of IPv${family}` : ''}`), { code: 'ENOTFOUND', hostname });
+      const bad = opts.allowPrivate ? undefined : all.find((a) => !isPublicAddress(a.address));
+      if (bad) throw new NonPublicAddressError(hostname, bad.address);
+      return all;
+    };
+    answer().then(
+      (all) => (options.all ? callback(null, all) : callback(null, all[0].address, all[0].family)),
+      (err: NodeJS.ErrnoException) => callback(err, ''),
+    );
+  };
 }

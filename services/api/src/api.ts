@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
-import { Admission, createMetrics, JobQueues, RedisConnections, Runs, RunStore, runMetricsObserver, UsageMeter, waitForReady, type Logger, type TenantTable, type Tracing } from '@agentq/shared';
+import { Admission, createMetrics, JobQueues, RedisConnections, Runs, RunStore, runMetricsObserver, UsageMeter, waitForReady, type Logger, type Resolver, type TenantTable, type Tracing } from '@agentq/shared';
 import { loadTenants } from './tenants-config.js';
 import { createApp, type AppDeps } from './app.js';
 import { EventHub } from './event-hub.js';
@@ -19,13 +19,16 @@ export interface ApiContext {
   close(): Promise<void>;
 }
 
-/** Connects what the API needs (Redis, queues, the event hub) for `createApp`; tests use it without a server. */
+/** What the API takes besides its configuration. */
 export interface ApiOptions {
   tracing?: Tracing;
   /** Per-key limits; by default from TENANTS_CONFIG. */
   tenants?: TenantTable;
+  /** How webhook hosts are resolved at submission (a test's DNS). @defaultValue `dns.lookup` */
+  resolve?: Resolver;
 }
 
+/** Connects what the API needs (Redis, queues, the event hub) for `createApp`; tests use it without a server. */
 export async function createApiContext(cfg: ApiConfig, logger: Logger, opts: ApiOptions = {}): Promise<ApiContext> {
   if (cfg.API_KEYS.length === 0) logger.warn('API_KEYS is not set: the API is open to anyone who can reach it');
   const redis = new RedisConnections(cfg.REDIS_URL);
@@ -72,6 +75,7 @@ export async function createApiContext(cfg: ApiConfig, logger: Logger, opts: Api
     hub,
     webhookSecret: cfg.WEBHOOK_SECRET,
     webhookAllowPrivate: cfg.WEBHOOK_ALLOW_PRIVATE,
+    webhookResolve: opts.resolve,
     queues,
     metrics,
     logger,

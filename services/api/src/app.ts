@@ -1,8 +1,8 @@
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Queue } from 'bullmq';
-import type { Admission, AgentqMetrics, Logger, RedisClient, Runs, RunStore, TenantTable, UsageMeter } from '@agentq/shared';
-import { bearerAuth } from './auth.js';
+import type { Admission, AgentqMetrics, Logger, RedisClient, Resolver, Runs, RunStore, TenantTable, UsageMeter } from '@agentq/shared';
+import { adminAuth, bearerAuth } from './auth.js';
 import { bodyBudget, drainBody } from './body-budget.js';
 import { dashboard, DASHBOARD_PATH } from './dashboard.js';
 import { errorBody, HttpError, onError } from './http-error.js';
@@ -28,13 +28,15 @@ export interface AppDeps {
   hub: EventHub;
   webhookSecret?: string;
   webhookAllowPrivate: boolean;
+  /** How a webhook's host is resolved for the check at submission. @defaultValue `dns.lookup` */
+  webhookResolve?: Resolver;
   /** Every queue, for the dashboard. */
   queues: Queue[];
   /** Served at `/metrics` (no key needed, like `/healthz`). */
   metrics?: AgentqMetrics;
   logger: Logger;
   apiKeys: string[];
-  /** When set, only these keys open the dashboard (it shows every tenant's jobs). */
+  /** Keys that open the dashboard (it shows every tenant's jobs), beside API keys marked admin in `tenants`; no API key opens it otherwise. */
   adminKeys?: string[];
   defaultModel?: string;
   limits: { maxBodyBytes: number; maxInputBytes: number; maxContextBytes: number; maxBodiesInFlightBytes: number };
@@ -52,11 +54,11 @@ export function createApp(deps: AppDeps) {
   app.route('/', docsRoutes());
 
   const auth = bearerAuth(deps.apiKeys);
-  const adminAuth = deps.adminKeys?.length ? bearerAuth(deps.adminKeys) : auth;
+  const admin = adminAuth(deps.apiKeys, deps.adminKeys ?? [], (owner) => deps.tenants.byOwner.get(owner)?.admin === true);
   app.use('/v1/*', auth);
   app.use('/v1/*', requestLimit(deps));
-  app.use(`${DASHBOARD_PATH}/*`, adminAuth);
-  app.use(`${DASHBOARD_PATH}`, adminAuth);
+  app.use(`${DASHBOARD_PATH}/*`, admin);
+  app.use(`${DASHBOARD_PATH}`, admin);
   app.use('/v1/*', bodyBudget({ maxInFlightBytes: deps.limits.maxBodiesInFlightBytes, maxBodyBytes: deps.limits.maxBodyBytes }));
   app.use(
     '/v1/*',
@@ -70,7 +72,7 @@ export function createApp(deps: AppDeps) {
     }),
   );
 
-  app.route('/v1/runs', eventsRoutes({ store: deps.store, hub: deps.hub, ownRun: (owner, id) => ownRun(deps.store, owner, id) }));
+  app.route('/v1/runs', eventsRoutes({ store: deps.store, hub: deps.hub, logger: deps.logger, ownRun: (owner, id) => ownRun(deps.store, owner, id) }));
   app.route('/v1/runs', runsRoutes(deps));
   app.route('/v1/tools', toolsRoutes({ store: deps.store }));
   app.route('/v1/usage', usageRoutes(deps));

@@ -9,6 +9,18 @@ export function ownerOf(key: string | null): string {
   return key ? digest(key).toString('hex').slice(0, 24) : 'open';
 }
 
+/** The bearer key of a request if it is one of `hashes` (compared in constant time), else null. */
+function matchKey(hashes: Buffer[], header: string): string | null {
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  if (!m) return null;
+  const given = digest(m[1]);
+  let ok = false;
+  for (const h of hashes) if (timingSafeEqual(h, given)) ok = true;
+  return ok ? m[1] : null;
+}
+
+const unauthorized = (header: string) => new HttpError(401, 'unauthorized', header ? 'the API key is not valid' : 'missing "Authorization: Bearer <key>" header');
+
 /**
  * Bearer auth over `API_KEYS`: constant-time comparison (of hashes, so lengths leak nothing);
  * sets `owner` for tenant scoping. With no keys configured every request is the `open` owner.
@@ -21,14 +33,37 @@ export function bearerAuth(keys: string[]): MiddlewareHandler<{ Variables: { own
       return next();
     }
     const header = c.req.header('authorization') ?? '';
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    const given = m ? digest(m[1]) : null;
-    let ok = false;
-    for (const h of hashes) if (given && timingSafeEqual(h, given)) ok = true;
-    if (!ok || !m) {
-      throw new HttpError(401, 'unauthorized', header ? 'the API key is not valid' : 'missing "Authorization: Bearer <key>" header', undefined);
+    const key = matchKey(hashes, header);
+    if (key === null) throw unauthorized(header);
+    c.set('owner', ownerOf(key));
+    return next();
+  };
+}
+
+/**
+ * Who opens `/admin/*` (the dashboard shows every tenant's jobs, inputs and outputs): an
+ * `ADMIN_API_KEYS` key, or an API key that TENANTS_CONFIG marks `"admin": true` (`isAdmin` of
+ * its owner). Any other API key gets a 403 (a tenant's key is not an operator's), a missing or
+ * unknown key a 401 as on `/v1`. With neither list set the service is open, the dashboard too.
+ */
+export function adminAuth(apiKeys: string[], adminKeys: string[], isAdmin: (owner: string) => boolean = () => false): MiddlewareHandler<{ Variables: { owner: string } }> {
+  if (apiKeys.length === 0 && adminKeys.length === 0) return bearerAuth([]);
+  const admins = adminKeys.map(digest);
+  const tenants = apiKeys.map(digest);
+  return async (c, next) => {
+    const header = c.req.header('authorization') ?? '';
+    const admin = matchKey(admins, header);
+    const tenant = admin === null ? matchKey(tenants, header) : null;
+    const key = admin ?? tenant;
+    if (key === null) throw unauthorized(header);
+    if (admin === null && !isAdmin(ownerOf(key))) {
+      throw new HttpError(
+        403,
+        'forbidden',
+        "the dashboard shows every tenant's jobs, so API keys do not open it: use a key of ADMIN_API_KEYS (set it on the server), or mark the key \"admin\": true in TENANTS_CONFIG",
+      );
     }
-    c.set('owner', ownerOf(m[1]));
+    c.set('owner', ownerOf(key));
     return next();
   };
 }

@@ -14,7 +14,7 @@ export const apiEnvSchema = baseEnvSchema.extend({
   HOST: z.string().default('0.0.0.0'),
   MODEL: z.string().min(1).optional(),
   API_KEYS: keyList,
-  /** Keys for the dashboard only; unset = any API key opens it. */
+  /** Keys for the dashboard only; unset = closed when API_KEYS is set, open when the API is. */
   ADMIN_API_KEYS: keyList,
   WEBHOOK_SECRET: z.string().min(1).optional(),
   WEBHOOK_ALLOW_PRIVATE: boolString.default(false),

@@ -1,22 +1,28 @@
 import type { RedisClient } from '@agentq/shared';
 import { eventFrom, type Logger, type RunEvent } from '@agentq/shared';
+import { isStreamId } from './stream-id.js';
 
+/** Takes a stream's new events, oldest first. */
 type Listener = (events: RunEvent[]) => void;
 
-/** Compares two stream ids (`<ms>-<seq>`). */
-export function compareIds(a: string, b: string): number {
-  const [am, as = '0'] = a.split('-');
-  const [bm, bs = '0'] = b.split('-');
-  return Number(am) - Number(bm) || Number(as) - Number(bs);
+/** One subscriber: its listener, and what to do if the hub stops following its stream (Redis refused to read it). */
+interface Subscriber {
+  listener: Listener;
+  onFailed?: (reason: string) => void;
 }
 
 /**
  * Follows the event streams of every run that some SSE client of this process watches, on
  * ONE blocking connection: a single XREAD over all watched streams. Adding a stream wakes
  * the blocked read (CLIENT UNBLOCK) so that the new stream is read at once.
+ *
+ * Since one read serves every stream, no stream may break it for the others: a position is
+ * checked before it joins the read, and if Redis still refuses the read (an error about one
+ * of its streams, not a lost connection), each stream is read once on its own, the ones Redis
+ * refuses are dropped and their subscribers told, and the shared read goes on at once.
  */
 export class EventHub {
-  private readonly listeners = new Map<string, Set<Listener>>();
+  private readonly subscribers = new Map<string, Set<Subscriber>>();
   private readonly positions = new Map<string, string>();
   private clientId: number | null = null;
   private running = false;
@@ -34,28 +40,33 @@ export class EventHub {
     this.loopDone = this.loop();
   }
 
-  /** Watches `key` from `fromId` (exclusive); returns the unsubscribe. */
-  subscribe(key: string, fromId: string, listener: Listener): () => void {
-    let set = this.listeners.get(key);
+  /**
+   * Watches `key` from `fromId` (exclusive; a stream id Redis takes, else a RangeError); returns
+   * the unsubscribe. `onFailed` is called, and no event follows, if Redis refuses to read the stream.
+   */
+  subscribe(key: string, fromId: string, listener: Listener, onFailed?: (reason: string) => void): () => void {
+    const subscriber: Subscriber = { listener, onFailed };
+    if (!isStreamId(fromId)) throw new RangeError(`not a stream id: "${fromId.slice(0, 60)}"`);
+    let set = this.subscribers.get(key);
     if (!set) {
-      this.listeners.set(key, (set = new Set()));
+      this.subscribers.set(key, (set = new Set()));
       this.positions.set(key, fromId);
     }
     // A stream already watched keeps its position; a subscriber from further back reads what
     // it missed itself (XRANGE) before it takes events from the hub.
-    set.add(listener);
+    set.add(subscriber);
     this.poke();
     return () => {
-      set.delete(listener);
-      if (set.size === 0 && this.listeners.get(key) === set) {
-        this.listeners.delete(key);
+      set.delete(subscriber);
+      if (set.size === 0 && this.subscribers.get(key) === set) {
+        this.subscribers.delete(key);
         this.positions.delete(key);
       }
     };
   }
 
   get watchedStreams(): number {
-    return this.listeners.size;
+    return this.subscribers.size;
   }
 
   private poke(): void {
@@ -70,7 +81,7 @@ export class EventHub {
 
   private async loop(): Promise<void> {
     while (this.running) {
-      if (this.listeners.size === 0) {
+      if (this.subscribers.size === 0) {
         await new Promise<void>((r) => (this.wake = r));
         continue;
       }
@@ -83,16 +94,46 @@ export class EventHub {
           if (!entries.length || !this.positions.has(key)) continue;
           this.positions.set(key, entries[entries.length - 1][0]);
           const events = entries.map(([id, f]) => eventFrom(id, f));
-          for (const l of this.listeners.get(key) ?? []) l(events);
+          for (const s of this.subscribers.get(key) ?? []) s.listener(events);
         }
       } catch (err) {
         if (!this.running) break;
+        // Redis answered, with an error about the command: find the stream it is about.
+        if ((err as Error).name === 'ReplyError' && (await this.dropRefusedStreams())) continue;
         // A new connection gets a new id; Redis may also be restarting: back off a little.
         this.clientId = null;
         this.logger.warn({ err: (err as Error).message }, 'event hub read failed; retrying');
         await new Promise((r) => setTimeout(r, 500));
       }
     }
+  }
+
+  /**
+   * Reads each watched stream once on its own (one pipelined round trip, no blocking) and drops
+   * those Redis refuses, telling their subscribers; true if any was dropped.
+   */
+  private async dropRefusedStreams(): Promise<boolean> {
+    const keys = [...this.positions.keys()];
+    const pipeline = this.control.pipeline();
+    for (const k of keys) pipeline.xread('COUNT', 1, 'STREAMS', k, this.positions.get(k)!);
+    let results: [Error | null, unknown][] | null;
+    try {
+      results = await pipeline.exec();
+    } catch {
+      return false;
+    }
+    let dropped = false;
+    (results ?? []).forEach(([err], i) => {
+      if (!err) return;
+      const key = keys[i];
+      const set = this.subscribers.get(key);
+      this.subscribers.delete(key);
+      this.positions.delete(key);
+      dropped = true;
+      this.logger.warn({ stream: key, err: err.message, subscribers: set?.size ?? 0 }, 'Redis refused to read an event stream; its subscribers are ended, the others go on');
+      for (const s of set ?? []) s.onFailed?.(err.message);
+    });
+    return dropped;
   }
 
   /** Stops following: wakes the blocked read and waits for the loop to end (the connections are their owner's). */

@@ -69,6 +69,7 @@ const errorResponse = (description: string) => ({ description, content: { 'appli
 const ERRORS = {
   400: errorResponse('Bad JSON or failed validation; `details` names each bad field.'),
   401: errorResponse('No or an unknown API key (only when API_KEYS is set).'),
+  403: errorResponse('The dashboard refuses API keys (it shows every tenant\'s jobs): only ADMIN_API_KEYS, and API keys TENANTS_CONFIG marks admin, open it.'),
   404: errorResponse('No such run, or a run of another API key.'),
   409: errorResponse('The Idempotency-Key was used before with a different body, or its first request is still being processed.'),
   413: errorResponse('The body, or one of its fields, is larger than the limit; the message names the field.'),
@@ -172,8 +173,8 @@ export function buildOpenApiDocument(): Json {
             'Each event, parsed, is a RunEvent.',
           parameters: [
             runIdParam,
-            { name: 'Last-Event-ID', in: 'header', required: false, description: 'Resume after this event id.', schema: { type: 'string', pattern: '^\\d+-\\d+$' } },
-            { name: 'last_event_id', in: 'query', required: false, description: 'The same, for clients that cannot set headers.', schema: { type: 'string', pattern: '^\\d+-\\d+$' } },
+            { name: 'Last-Event-ID', in: 'header', required: false, description: 'Resume after this event id: `<ms>-<seq>`, each part below 2^64, not after the run\'s last event (else 400 naming the header).', schema: { type: 'string', pattern: '^\\d{1,20}-\\d{1,20}$' } },
+            { name: 'last_event_id', in: 'query', required: false, description: 'The same, for clients that cannot set headers (the header wins).', schema: { type: 'string', pattern: '^\\d{1,20}-\\d{1,20}$' } },
           ],
           responses: {
             200: {
@@ -238,8 +239,9 @@ export function buildOpenApiDocument(): Json {
           tags: ['service'],
           operationId: 'dashboard',
           summary: 'Bull Board dashboard',
-          description: 'The queues (agent, tool, webhook) and their jobs; job names carry the run id, step and tool.',
-          responses: { 200: { description: 'The dashboard.', content: { 'text/html': { schema: { type: 'string' } } } }, ...errors(401) },
+          description:
+            'The queues (agent, tool, webhook) and their jobs; job names carry the run id, step and tool. It shows every tenant\'s jobs: with API_KEYS set, only the ADMIN_API_KEYS and the API keys TENANTS_CONFIG marks admin open it.',
+          responses: { 200: { description: 'The dashboard.', content: { 'text/html': { schema: { type: 'string' } } } }, ...errors(401, 403) },
         },
       },
     },

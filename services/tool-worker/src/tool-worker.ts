@@ -18,6 +18,7 @@ import {
   workerLockOptions,
   type Logger,
   type MetricsServer,
+  type Resolver,
   type ToolCatalogEntry,
   type Tracing,
 } from '@agentq/shared';
@@ -46,7 +47,11 @@ function catalogOf(tools: ToolDescriptor[]): ToolCatalogEntry[] {
  * to Redis (where the API lists them and agent-workers offer them), runs tool-call jobs and
  * delivers webhooks.
  */
-export async function startToolWorker(cfg: ToolWorkerConfig, logger: Logger, opts: { mcpConfig: McpConfig; tracing?: Tracing }): Promise<ToolWorkerHandle> {
+export async function startToolWorker(
+  cfg: ToolWorkerConfig,
+  logger: Logger,
+  opts: { mcpConfig: McpConfig; tracing?: Tracing; /** How webhook hosts are resolved (a test's DNS); default `dns.lookup`. */ resolve?: Resolver },
+): Promise<ToolWorkerHandle> {
   const metrics = createMetrics({ service: 'tool-worker' });
   const telemetry = opts.tracing?.bullmq;
   const registry = new McpRegistry({ config: opts.mcpConfig, logger, maxMessageBytes: cfg.MCP_MESSAGE_MAX_BYTES });
@@ -88,7 +93,7 @@ export async function startToolWorker(cfg: ToolWorkerConfig, logger: Logger, opt
     }),
   );
   for (const w of workers) observeWorkerJobs(w, metrics);
-  const webhookOptions = { store, logger, defaultSecret: cfg.WEBHOOK_SECRET, allowPrivate: cfg.WEBHOOK_ALLOW_PRIVATE, timeoutMs: cfg.WEBHOOK_TIMEOUT_MS };
+  const webhookOptions = { store, logger, defaultSecret: cfg.WEBHOOK_SECRET, allowPrivate: cfg.WEBHOOK_ALLOW_PRIVATE, timeoutMs: cfg.WEBHOOK_TIMEOUT_MS, resolve: opts.resolve };
   const webhookRedis = redis.connect('agentq-webhook-worker', { blocking: true });
   const webhooks = cells.map((cell) =>
     createJobWorker('webhook', (data, ctx) => deliverWebhook(data, ctx, webhookOptions), {

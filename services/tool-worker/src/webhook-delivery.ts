@@ -1,4 +1,18 @@
-import { FatalError, refuseNonPublicUrl, type JobContext, type Logger, type RunStore, type WebhookDelivery, type WebhookJob } from '@agentq/shared';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { LookupFunction } from 'node:net';
+import {
+  connectLookup,
+  FatalError,
+  NonPublicAddressError,
+  refuseNonPublicHost,
+  type JobContext,
+  type Logger,
+  type Resolver,
+  type RunStore,
+  type WebhookDelivery,
+  type WebhookJob,
+} from '@agentq/shared';
 import { signWebhook } from './webhook-signature.js';
 
 export interface WebhookDeliveryOptions {
@@ -7,6 +21,25 @@ export interface WebhookDeliveryOptions {
   defaultSecret?: string;
   allowPrivate: boolean;
   timeoutMs: number;
+  /** How the receiver's name is resolved when connecting. @defaultValue `dns.lookup` */
+  resolve?: Resolver;
+}
+
+/**
+ * POSTs once to `url`, connecting through `lookup` (so to the address it checked), following no
+ * redirect; resolves with the status without reading the body.
+ */
+function post(url: URL, o: { headers: Record<string, string>; body: string; lookup: LookupFunction; signal: AbortSignal }): Promise<number> {
+  const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+  return new Promise((resolve, reject) => {
+    // A fresh connection per attempt (no pool): a socket another lookup opened is never reused.
+    const req = send(url, { method: 'POST', headers: { ...o.headers, 'content-length': String(Buffer.byteLength(o.body)) }, lookup: o.lookup, agent: false, signal: o.signal }, (res) => {
+      resolve(res.statusCode ?? 0);
+      res.destroy();
+    });
+    req.on('error', reject);
+    req.end(o.body);
+  });
 }
 
 /** Delivers one webhook attempt; throws to retry, FatalError to stop. */
@@ -30,9 +63,10 @@ export async function deliverWebhook(data: WebhookJob, ctx: JobContext, o: Webho
     await record(null, 'no signing secret (webhook.secret or WEBHOOK_SECRET)');
     throw new FatalError('no webhook secret', 'webhook_no_secret');
   }
-  // DNS can change between submission and delivery: check the address again.
+  // DNS can change between submission and delivery, and between two lookups: the address is
+  // checked where the connection is made (connectLookup), and an address in the URL here.
   if (!o.allowPrivate) {
-    const why = await refuseNonPublicUrl(url);
+    const why = refuseNonPublicHost(url);
     if (why) {
       await record(null, `refused: the URL ${why}`);
       throw new FatalError(`webhook URL refused: ${why}`, 'webhook_refused');
@@ -40,12 +74,12 @@ export async function deliverWebhook(data: WebhookJob, ctx: JobContext, o: Webho
   }
   const body = JSON.stringify({ type, timestamp: run.completed_at ?? new Date().toISOString(), data: run });
   const ts = Math.floor(Date.now() / 1000);
+  const signal = AbortSignal.timeout(o.timeoutMs);
   let status: number;
   try {
-    const res = await fetch(url, {
-      method: 'POST',
-      redirect: 'manual',
-      signal: AbortSignal.timeout(o.timeoutMs),
+    status = await post(new URL(url), {
+      lookup: connectLookup({ resolve: o.resolve, allowPrivate: o.allowPrivate }),
+      signal,
       headers: {
         'content-type': 'application/json',
         'user-agent': 'agentq-webhooks/1',
@@ -55,11 +89,13 @@ export async function deliverWebhook(data: WebhookJob, ctx: JobContext, o: Webho
       },
       body,
     });
-    status = res.status;
-    await res.body?.cancel().catch(() => {});
   } catch (err) {
-    const e = err as Error & { cause?: { code?: string } };
-    const msg = e.name === 'TimeoutError' ? `timed out after ${o.timeoutMs} ms` : `${e.message}${e.cause?.code ? ` (${e.cause.code})` : ''}`;
+    if (err instanceof NonPublicAddressError) {
+      await record(null, `refused: ${err.message}`);
+      throw new FatalError(`webhook URL refused: ${err.message}`, 'webhook_refused');
+    }
+    const e = err as NodeJS.ErrnoException;
+    const msg = signal.aborted ? `timed out after ${o.timeoutMs} ms` : `${e.message}${e.code && !e.message.includes(e.code) ? ` (${e.code})` : ''}`;
     await record(null, msg);
     throw new Error(`webhook delivery failed: ${msg}`);
   }

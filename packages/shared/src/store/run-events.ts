@@ -35,6 +35,12 @@ export class RunEventLog {
     return (await this.redis.xadd(this.key(runId), 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'type', type, 'data', eventJson(type, runId, data))) as string;
   }
 
+  /** The id of the run's latest event, or null when its stream is empty or gone. */
+  async lastId(runId: string): Promise<string | null> {
+    const rows = await this.redis.xrevrange(this.key(runId), '+', '-', 'COUNT', 1);
+    return rows[0]?.[0] ?? null;
+  }
+
   /** Events after `afterId` (exclusive; '0' for all), oldest first. */
   async read(runId: string, afterId = '0', count = 1000): Promise<RunEvent[]> {
     const start = afterId === '0' ? '-' : `(${afterId}`;

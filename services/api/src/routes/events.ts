@@ -1,24 +1,46 @@
 import { Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
-import { isTerminal, TERMINAL_EVENT_TYPES, type RunEvent, type RunStore } from '@agentq/shared';
-import { compareIds, type EventHub } from '../event-hub.js';
+import { isTerminal, TERMINAL_EVENT_TYPES, type Logger, type RunEvent, type RunStore } from '@agentq/shared';
+import type { EventHub } from '../event-hub.js';
 import { HttpError } from '../http-error.js';
+import { compareIds, isStreamId } from '../stream-id.js';
 
 type Env = { Variables: { owner: string } };
 
 const KEEPALIVE_MS = 15_000;
 
+/** A resume point given as `field` (the header or the query parameter), or a 400 naming it. */
+function resumePoint(field: string, value: string): string {
+  if (isStreamId(value)) return value;
+  const message = `${field} must be an event id this stream sent: "<ms>-<seq>", each part a whole number below 2^64 (like "1700000000000-0")`;
+  throw new HttpError(400, 'validation_error', message, [{ field, message }]);
+}
+
 /**
  * `GET /v1/runs/:id/events`: the run's history, then its live events, as SSE; resumable with
  * `Last-Event-ID` (no duplicates, no gaps); closes after the terminal event.
  */
-export function eventsRoutes(deps: { store: RunStore; hub: EventHub; ownRun: (owner: string, id: string) => Promise<unknown> }) {
+export function eventsRoutes(deps: { store: RunStore; hub: EventHub; logger: Logger; ownRun: (owner: string, id: string) => Promise<unknown> }) {
   const app = new Hono<Env>();
   app.get('/:id/events', async (c) => {
     const id = c.req.param('id');
+    // Checked before it reaches Redis: an id Redis refuses would fail the read (every
+    // subscriber's, as the hub reads all streams at once). The header wins over the query form.
+    const header = c.req.header('last-event-id');
+    const query = c.req.query('last_event_id');
+    const fromQuery = query === undefined ? undefined : resumePoint('last_event_id', query);
+    const from = header === undefined ? (fromQuery ?? '0') : resumePoint('Last-Event-ID', header);
     await deps.ownRun(c.get('owner'), id);
-    const from = c.req.header('last-event-id') ?? c.req.query('last_event_id') ?? '0';
-    if (from !== '0' && !/^\d+-\d+$/.test(from)) throw new HttpError(400, 'validation_error', 'Last-Event-ID must be an event id this stream sent (like "1700000000000-0")');
+    if (from !== '0') {
+      // An id past the stream's last event is none this stream sent; followed, it would also
+      // set the hub's position for this run past the events its other subscribers wait for.
+      const top = await deps.store.events.lastId(id);
+      if (top !== null && compareIds(from, top) > 0) {
+        const field = header === undefined ? 'last_event_id' : 'Last-Event-ID';
+        const message = `${field} "${from}" is after this run's last event (${top}): give an event id this stream sent`;
+        throw new HttpError(400, 'validation_error', message, [{ field, message }]);
+      }
+    }
     const key = deps.store.events.key(id);
 
     return streamSSE(c, async (stream) => {
@@ -27,10 +49,19 @@ export function eventsRoutes(deps: { store: RunStore; hub: EventHub; ownRun: (ow
       let wake: (() => void) | null = null;
       const pending: RunEvent[] = [];
       // Subscribe before reading the history so that nothing falls between the two.
-      const unsubscribe = deps.hub.subscribe(key, from, (events) => {
-        pending.push(...events);
-        wake?.();
-      });
+      const unsubscribe = deps.hub.subscribe(
+        key,
+        from,
+        (events) => {
+          pending.push(...events);
+          wake?.();
+        },
+        // Redis refused to read this stream: end the response; the client may resume.
+        () => {
+          finished = true;
+          wake?.();
+        },
+      );
       stream.onAbort(() => {
         finished = true;
         wake?.();
@@ -80,6 +111,9 @@ export function eventsRoutes(deps: { store: RunStore; hub: EventHub; ownRun: (ow
           }
           await send(pending.splice(0));
         }
+      } catch (err) {
+        // The status line is long gone: log it (no stack for the client) and end the stream.
+        deps.logger.warn({ run_id: id, err: (err as Error).message }, 'event stream ended by an error');
       } finally {
         unsubscribe();
       }

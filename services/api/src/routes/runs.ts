@@ -11,6 +11,7 @@ import {
   refuseNonPublicUrl,
   type Admission,
   type Logger,
+  type Resolver,
   type RunObject,
   type Runs,
   type RunStore,
@@ -36,6 +37,7 @@ export interface RunsRouteDeps {
   defaultModel?: string;
   webhookSecret?: string;
   webhookAllowPrivate: boolean;
+  webhookResolve?: Resolver;
 }
 
 /** A run of `owner`, or a 404: a run of another owner is never revealed (no 403). */
@@ -128,7 +130,7 @@ export function runsRoutes(deps: RunsRouteDeps) {
       ]);
     }
     if (deps.webhookAllowPrivate) return;
-    const why = await refuseNonPublicUrl(webhook.url);
+    const why = await refuseNonPublicUrl(webhook.url, deps.webhookResolve);
     if (why) throw new HttpError(400, 'validation_error', `webhook.url ${why}`, [{ field: 'webhook.url', message: why }]);
   }
 
