@@ -27,11 +27,22 @@ export default defineConfig({
     //   servers, a real browser.
     // - process: `test/process/*.test.ts`: tests that start and kill processes of their own:
     //   the built services (`npm run build` first) or a Redis server.
-    // Only integration and process get the Redis of test/global-setup.ts (`inject('redisUrl')`).
+    // - cluster: the core of the loop's end-to-end tests again, on a local Redis Cluster of three
+    //   masters (test/global-setup-cluster.ts), and `test/cluster/*.test.ts` (cells, failover,
+    //   Sentinel), which start the topologies they need.
+    // Only integration, process and cluster get a Redis (`inject('redisUrl')`).
     projects: [
       { extends: true, test: { name: 'unit', include: ['packages/*/src/**/*.test.ts', 'services/*/src/**/*.test.ts'] } },
       { extends: true, test: { name: 'integration', include: ['test/*.test.ts'], globalSetup: ['./test/global-setup.ts'] } },
       { extends: true, test: { name: 'process', include: ['test/process/*.test.ts'], globalSetup: ['./test/global-setup.ts'] } },
+      {
+        extends: true,
+        test: {
+          name: 'cluster',
+          include: ['test/agent-loop.test.ts', 'test/subagents.test.ts', 'test/run-lifecycle.test.ts', 'test/events.test.ts', 'test/tree-cancel.test.ts', 'test/cluster/*.test.ts'],
+          globalSetup: ['./test/global-setup-cluster.ts'],
+        },
+      },
     ],
   },
 });

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatRequest, Handler, Reply } from '@agentq/scripted-llm';
-import { Redis } from 'ioredis';
-import { cellPrefix, jobId, runKeys, RunStore } from '@agentq/shared';
+import { RunStore } from '@agentq/shared';
 import { startStack, type Stack } from './fixtures/services.js';
 
 // Each scenario is keyed by the user's text, so one scripted model serves every test here.
@@ -121,35 +120,6 @@ describe('the durable agent loop', () => {
         expect(done, `round ${depth - 1} of ${id}`).toHaveLength(3);
         expect(Math.max(...done)).toBeLessThan(next);
       }
-    }
-  });
-
-  it("writes a tool's result before its job completes, on the same connection, without waiting in between", async () => {
-    // Redis runs one connection's commands in the order sent: what lets the tool-worker send the
-    // job's completion (which may release the next turn) without waiting for the result's reply.
-    const user = 'Two quick calls, watched';
-    scenarios.set(user, (req, round) =>
-      round === 0 ? { tool_calls: [0, 1].map((i) => ({ name: 'crm__sleep', arguments: { ms: 1, label: `w${i}` } })) } : { content: toolMessages(req).map((m: any) => m.content).join(' | ') },
-    );
-    const monitor = await new Redis(stack.redisUrl).monitor();
-    const seen: Array<{ args: string[]; source: string }> = [];
-    monitor.on('monitor', (_time: string, args: string[], source: string) => {
-      if (args.some((a) => a.includes(`${stack.prefix}:`))) seen.push({ args, source });
-    });
-    try {
-      const { id } = await stack.createRun({ input: user });
-      expect((await stack.waitForRun(id)).output?.content).toBe('slept 1 ms w0 | slept 1 ms w1');
-      for (const index of [0, 1]) {
-        const stored = seen.findIndex((c) => c.source !== 'lua' && c.args[1]?.includes("'tool.completed'") && c.args.includes(runKeys(stack.prefix, id).toolCalls(0)) && c.args.includes(String(index)));
-        const jobKey = `${cellPrefix(stack.prefix, 0)}:tool:${jobId('toolCall', { runId: id, depth: 0, index, toolCallId: '', name: '', arguments: '' })}`;
-        // BullMQ's moveToFinished: sent by a client (not run inside a script), with the job's key and its return value.
-        const completed = seen.findIndex((c) => c.source !== 'lua' && c.args.includes(jobKey) && c.args.includes('returnvalue') && c.args.includes('completed'));
-        expect(stored, `the result of call ${index}`).toBeGreaterThanOrEqual(0);
-        expect(completed, `the completion of call ${index}'s job`).toBeGreaterThan(stored);
-        expect(seen[completed].source).toBe(seen[stored].source);
-      }
-    } finally {
-      monitor.disconnect();
     }
   });
 

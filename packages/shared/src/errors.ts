@@ -54,3 +54,10 @@ export class RateLimitedError extends AgentqError {
     super(message, 'rate_limited', true);
   }
 }
+
+/** Too few replicas confirmed a write in time (REDIS_WAIT_REPLICAS): the API answers 503. */
+export class ReplicationError extends AgentqError {
+  constructor(message: string) {
+    super(message, 'replication_timeout', true);
+  }
+}

@@ -39,3 +39,4 @@ export * from './run-tracing.js';
 export * from './runs/admission.js';
 export * from './tenants/limits.js';
 export * from './tenants/usage-meter.js';
+export * from './redis-wait.js';

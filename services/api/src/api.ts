@@ -51,6 +51,7 @@ export async function createApiContext(cfg: ApiConfig, logger: Logger, opts: Api
     logger,
     observer: runMetricsObserver(metrics),
     publisher: requests,
+    durability: { replicas: cfg.REDIS_WAIT_REPLICAS, timeoutMs: cfg.REDIS_WAIT_TIMEOUT_MS, connections: [requests, queueConnection] },
     ...(failpoint ? { failpoint: (point: string) => point === failpoint && process.kill(process.pid, 'SIGKILL') } : {}),
   });
   const stopSweep = startPendingSweep(runs, logger, {

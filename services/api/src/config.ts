@@ -31,6 +31,10 @@ export const apiEnvSchema = baseEnvSchema.extend({
   PENDING_SWEEP_GRACE_MS: z.coerce.number().int().min(0).default(1_000),
   /** Path to the per-key limits and weights (see "Limits and fairness"); unset: the defaults for every key. */
   TENANTS_CONFIG: z.string().min(1).optional(),
+  /** Replicas that must hold a new run (its writes) before its 202; 0: no wait (asynchronous replication). */
+  REDIS_WAIT_REPLICAS: z.coerce.number().int().min(0).max(16).default(0),
+  /** How long a new run waits for those replicas; past it, 503 replication_timeout. */
+  REDIS_WAIT_TIMEOUT_MS: z.coerce.number().int().min(1).default(1_000),
   /** For tests only: the process kills itself (SIGKILL) at this point of a run's creation. */
   AGENTQ_FAILPOINT: z.enum(['run_written']).optional(),
 });

@@ -1,9 +1,11 @@
-import type { RedisClient } from '@agentq/shared';
-import { eventFrom, type Logger, type RunEvent } from '@agentq/shared';
+import { eventFrom, isCluster, type Logger, type RedisClient, type RunEvent } from '@agentq/shared';
 import { isStreamId } from './stream-id.js';
 
 /** Takes a stream's new events, oldest first. */
 type Listener = (events: RunEvent[]) => void;
+
+// How long the Cluster's way waits between reads that found nothing.
+const POLL_MS = 50;
 
 /** One subscriber: its listener, and what to do if the hub stops following its stream (Redis refused to read it). */
 interface Subscriber {
@@ -15,6 +17,10 @@ interface Subscriber {
  * Follows the event streams of every run that some SSE client of this process watches, on
  * ONE blocking connection: a single XREAD over all watched streams. Adding a stream wakes
  * the blocked read (CLIENT UNBLOCK) so that the new stream is read at once.
+ *
+ * On a Redis Cluster the streams of different runs live on different slots, which one XREAD
+ * cannot span: there the hub reads each watched stream without blocking, all at once, and
+ * waits POLL_MS (or a new subscriber) when none had news.
  *
  * Since one read serves every stream, no stream may break it for the others: a position is
  * checked before it joins the read, and if Redis still refuses the read (an error about one
@@ -85,6 +91,10 @@ export class EventHub {
         await new Promise<void>((r) => (this.wake = r));
         continue;
       }
+      if (isCluster(this.reader)) {
+        await this.poll();
+        continue;
+      }
       try {
         if (this.clientId === null) this.clientId = Number(await this.reader.client('ID'));
         const keys = [...this.positions.keys()];
@@ -108,6 +118,45 @@ export class EventHub {
     }
   }
 
+  /** One round of the Cluster's way: every watched stream read at once, without blocking. */
+  private async poll(): Promise<void> {
+    const keys = [...this.positions.keys()];
+    const reads = await Promise.all(
+      keys.map((key) =>
+        this.reader.xread('COUNT', 500, 'STREAMS', key, this.positions.get(key)!).then(
+          (res) => ({ key, res: res as [string, [string, string[]][]][] | null, err: null }),
+          (err: Error) => ({ key, res: null, err }),
+        ),
+      ),
+    );
+    let news = false;
+    let down = false;
+    for (const { key, res, err } of reads) {
+      if (err) {
+        if (err.name === 'ReplyError') this.drop(key, err.message);
+        else down = true;
+        continue;
+      }
+      const entries = res?.[0]?.[1] ?? [];
+      if (!entries.length || !this.positions.has(key)) continue;
+      news = true;
+      this.positions.set(key, entries[entries.length - 1][0]);
+      const events = entries.map(([id, f]) => eventFrom(id, f));
+      for (const s of this.subscribers.get(key) ?? []) s.listener(events);
+    }
+    if (down) this.logger.warn('event hub read failed; retrying');
+    if (!news) await new Promise<void>((r) => setTimeout((this.wake = r), down ? 500 : POLL_MS));
+    this.wake = null;
+  }
+
+  private drop(key: string, reason: string): void {
+    const set = this.subscribers.get(key);
+    this.subscribers.delete(key);
+    this.positions.delete(key);
+    this.logger.warn({ stream: key, err: reason, subscribers: set?.size ?? 0 }, 'Redis refused to read an event stream; its subscribers are ended, the others go on');
+    for (const s of set ?? []) s.onFailed?.(reason);
+  }
+
   /**
    * Reads each watched stream once on its own (one pipelined round trip, no blocking) and drops
    * those Redis refuses, telling their subscribers; true if any was dropped.
@@ -125,13 +174,8 @@ export class EventHub {
     let dropped = false;
     (results ?? []).forEach(([err], i) => {
       if (!err) return;
-      const key = keys[i];
-      const set = this.subscribers.get(key);
-      this.subscribers.delete(key);
-      this.positions.delete(key);
+      this.drop(keys[i], err.message);
       dropped = true;
-      this.logger.warn({ stream: key, err: err.message, subscribers: set?.size ?? 0 }, 'Redis refused to read an event stream; its subscribers are ended, the others go on');
-      for (const s of set ?? []) s.onFailed?.(err.message);
     });
     return dropped;
   }

@@ -1,6 +1,6 @@
 import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { InvalidRequestError, RateLimitedError, type Logger } from '@agentq/shared';
+import { InvalidRequestError, RateLimitedError, ReplicationError, type Logger } from '@agentq/shared';
 
 /** An error with the status and code the client gets, in the contract's error shape. */
 export class HttpError extends Error {
@@ -39,6 +39,7 @@ export function onError(logger: Logger) {
     // reuse a socket the server is about to drop.
     if (err instanceof HttpError) return c.json(errorBody(err.code, err.message, err.details), err.status, { ...err.headers, ...(err.status === 413 ? { connection: 'close' } : {}) });
     if (err instanceof InvalidRequestError) return c.json(errorBody(err.code, err.message, err.details), 400);
+    if (err instanceof ReplicationError) return c.json(errorBody(err.code, err.message), 503, { 'retry-after': '1' });
     if (err instanceof RateLimitedError) return c.json(errorBody(err.code, err.message), 429, { 'retry-after': String(Math.max(1, Math.ceil(err.retryAfterMs / 1000))) });
     if (isRedisOutOfMemory(err)) {
       logger.error({ err: err.message }, 'redis is out of memory');

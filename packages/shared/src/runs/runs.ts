@@ -1,6 +1,8 @@
 import type { RedisClient } from '../redis.js';
 import type { Logger } from 'pino';
-import { RateLimitedError } from '../errors.js';
+import { RateLimitedError, ReplicationError } from '../errors.js';
+import { cellOf, cellPrefix } from '../jobs/cells.js';
+import { waitForReplicas } from '../redis-wait.js';
 import { newId } from '../ids.js';
 import type { AgentStepJob } from '../jobs/catalog.js';
 import type { JobQueues, ParentJob } from '../jobs/job-queues.js';
@@ -29,6 +31,11 @@ export interface RunsDeps {
   observer?: RunObserver;
   /** A connection to publish cancels on (one not in subscriber mode). */
   publisher?: RedisClient;
+  /**
+   * REDIS_WAIT_REPLICAS: before a new run is accepted, this many replicas must hold its writes
+   * (the run, its place in line, its first job), waited for up to `timeoutMs` on `connections`.
+   */
+  durability?: { replicas: number; timeoutMs: number; connections: RedisClient[] };
   /**
    * Called at named points of a run's creation, so that a test can kill the process exactly
    * there (the API's AGENTQ_FAILPOINT); unset in production.
@@ -83,9 +90,22 @@ export class Runs {
     // Not awaited: a run left pending is settled again by the sweep, at no harm.
     void store.runs.settle(id).catch(() => {});
     await this.enqueueAdmitted(admitted.filter((a) => a !== id));
+    await this.awaitReplicas(id);
     this.deps.observer?.runCreated?.(plan.spec);
     this.deps.logger.info({ run_id: id, model: plan.spec.model, queued: !admitted.includes(id) }, 'run accepted');
     return created;
+  }
+
+  /** REDIS_WAIT_REPLICAS: the run is accepted only once that many replicas hold what made it. */
+  private async awaitReplicas(runId: string): Promise<void> {
+    const d = this.deps.durability;
+    if (!d || d.replicas <= 0) return;
+    const g = this.deps.store.global;
+    const keys = [this.deps.store.keys(runId).run, g.pendingRuns, `${cellPrefix(this.deps.store.prefix, cellOf(runId, this.deps.jobs.cells))}:agent`];
+    const acked = await waitForReplicas(d.connections, keys, d.replicas, d.timeoutMs);
+    if (acked < d.replicas) {
+      throw new ReplicationError(`only ${acked} of ${d.replicas} replicas confirmed the run ${runId} within ${d.timeoutMs} ms (REDIS_WAIT_REPLICAS); it may still run: retry with the same Idempotency-Key to get it`);
+    }
   }
 
   /**

@@ -1,0 +1,113 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { cellOf, cellPrefix, type RunObject } from '@agentq/shared';
+import type { ChatRequest, Handler } from '@agentq/scripted-llm';
+import { startCluster, startSentinel, type TestCluster, type TestSentinel } from '../fixtures/redis-topologies.js';
+import { startStack, type Stack } from '../fixtures/services.js';
+import { waitFor } from '../fixtures/wait.js';
+
+// agentq past one Redis: cells spread over a Cluster's shards, a shard down is a 503 at /readyz,
+// and a master killed under load (Cluster replica or Sentinel promotion) loses no accepted run.
+
+const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
+// Three rounds of one short tool call each, then the answer: runs that are mid-way for a while.
+const handler: Handler = (req) => (round(req) < 3 ? { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 100, label: 'r' } }] } : { content: 'done' });
+
+const stacks: Stack[] = [];
+const topologies: Array<TestCluster | TestSentinel> = [];
+afterAll(async () => {
+  for (const s of stacks.splice(0)) await s.close().catch(() => {});
+  for (const t of topologies.splice(0)) await t.stop();
+});
+
+async function stackOn(redisUrl: string, env: Record<string, string> = {}) {
+  const stack = await startStack({ handler, redisUrl, env: { JOB_LOCK_MS: '2000', STALLED_INTERVAL_MS: '1000', ...env } });
+  stacks.push(stack);
+  return stack;
+}
+
+async function runMany(stack: Stack, n: number): Promise<RunObject[]> {
+  return Promise.all(Array.from({ length: n }, (_, i) => stack.createRun({ input: `run ${i}` })));
+}
+
+describe('cells on a Redis Cluster', () => {
+  it("spread a tree's runs by its tag over the cells, each cell served, every run completes", async () => {
+    const cluster = await startCluster({ masters: 3 });
+    topologies.push(cluster);
+    const stack = await stackOn(cluster.url, { CELLS: '3' });
+    expect(stack.agent.workers.map((w) => w.name).sort()).toEqual(['agent-c0', 'agent-c1', 'agent-c2']);
+    const runs = await runMany(stack, 24);
+    const cells = new Set(runs.map((r) => cellOf(r.id, 3)));
+    expect(cells.size).toBeGreaterThan(1);
+    for (const r of runs) expect((await stack.waitForRun(r.id, { timeoutMs: 30_000 })).status).toBe('completed');
+    // Each run's steps went through its own cell's queue.
+    for (const r of runs) expect(await stack.jobState('agentStep', { runId: r.id, depth: 3 })).toBe('completed');
+    // The cells' queues sit on the slots of their own tags ({c0}, {c1}, {c2}: slots 10282, 14347
+    // and 2152), which a Cluster of three masters with even slot ranges holds on three masters.
+    const owners = new Set(await Promise.all([0, 1, 2].map(async (c) => (await cluster.masterOf(`${cellPrefix(stack.prefix, c)}:agent`)).port)));
+    expect(owners.size).toBe(3);
+  });
+
+  it('answers /readyz 503 while a master is down, and 200 once it is back', async () => {
+    const cluster = await startCluster({ masters: 3 });
+    topologies.push(cluster);
+    const stack = await stackOn(cluster.url);
+    expect((await stack.request('/readyz')).status).toBe(200);
+    const victim = cluster.nodes[1];
+    await victim.kill();
+    await waitFor(async () => (await stack.request('/readyz')).status === 503, { what: '/readyz to say 503', timeoutMs: 15_000 });
+    await victim.restart();
+    await waitFor(async () => (await stack.request('/readyz')).status === 200, { what: '/readyz to say 200 again', timeoutMs: 30_000, intervalMs: 200 });
+  });
+
+  it("loses no accepted run when the master of a cell's queues is killed and its replica takes over", async () => {
+    const cluster = await startCluster({ masters: 3, replicasEach: 1 });
+    topologies.push(cluster);
+    const stack = await stackOn(cluster.url);
+    const runs = await runMany(stack, 12);
+    // Some are mid-way (a tool call done), none finished yet, when the queues' master dies.
+    await waitFor(async () => (await Promise.all(runs.map((r) => stack.getJson(`/v1/runs/${r.id}`)))).some((r) => r.depth >= 1), { what: 'runs mid-way' });
+    const master = await cluster.masterOf(`${cellPrefix(stack.prefix, 0)}:agent`);
+    await master.kill();
+    for (const r of runs) expect((await stack.waitForRun(r.id, { timeoutMs: 60_000 })).status).toBe('completed');
+    // And new runs are accepted and run on the promoted replica.
+    const after = await stack.createRun({ input: 'after the failover' });
+    expect((await stack.waitForRun(after.id, { timeoutMs: 30_000 })).status).toBe('completed');
+  }, 120_000);
+});
+
+describe('Sentinel', () => {
+  it('a master killed under load: the replica is promoted, every process follows it, no accepted run is lost; the old master back as a replica changes nothing', async () => {
+    const sentinel = await startSentinel();
+    topologies.push(sentinel);
+    const stack = await stackOn(sentinel.url);
+    const runs = await runMany(stack, 10);
+    await waitFor(async () => (await Promise.all(runs.map((r) => stack.getJson(`/v1/runs/${r.id}`)))).some((r) => r.depth >= 1), { what: 'runs mid-way' });
+    const oldMaster = sentinel.master.port;
+    await sentinel.master.kill();
+    await waitFor(async () => (await sentinel.masterPort()) === sentinel.replica.port, { what: 'Sentinel to promote the replica', timeoutMs: 30_000, intervalMs: 200 });
+    for (const r of runs) expect((await stack.waitForRun(r.id, { timeoutMs: 60_000 })).status).toBe('completed');
+    // The old master comes back: Sentinel makes it a replica; writes still go to the new master.
+    await sentinel.master.restart();
+    const after = await stack.createRun({ input: 'after the old master came back' });
+    expect((await stack.waitForRun(after.id, { timeoutMs: 30_000 })).status).toBe('completed');
+    expect(await sentinel.masterPort()).not.toBe(oldMaster);
+  }, 120_000);
+
+  it('REDIS_WAIT_REPLICAS=1: a run is accepted once a replica holds it; with the replica gone, 503 replication_timeout', async () => {
+    const sentinel = await startSentinel();
+    topologies.push(sentinel);
+    const stack = await stackOn(sentinel.url, { REDIS_WAIT_REPLICAS: '1', REDIS_WAIT_TIMEOUT_MS: '500' });
+    const timed = async () => {
+      const t0 = performance.now();
+      const res = await stack.request('/v1/runs', { method: 'POST', json: { input: 'durable' } });
+      return { res, ms: performance.now() - t0 };
+    };
+    const ok = await timed();
+    expect(ok.res.status).toBe(202);
+    console.info(`POST /v1/runs with REDIS_WAIT_REPLICAS=1: ${ok.ms.toFixed(1)} ms`);
+    await sentinel.replica.kill();
+    const refused = await timed();
+    expect(refused.res.status).toBe(503);
+    expect(((await refused.res.json()) as { error: { code: string } }).error.code).toBe('replication_timeout');
+  }, 60_000);
+});

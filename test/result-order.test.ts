@@ -1,0 +1,49 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import type { ChatRequest, Handler } from '@agentq/scripted-llm';
+import { cellPrefix, jobId, runKeys } from '@agentq/shared';
+import { startStack, type Stack } from './fixtures/services.js';
+
+// On one Redis the tool-worker completes a tool job without waiting for its result's write: the
+// two share a connection, whose commands Redis runs in the order sent. (On a Cluster they do not
+// share one, and the write is awaited; the Cluster suite runs the loop's tests there.)
+
+const toolMessages = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'tool');
+const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
+const handler: Handler = (req) =>
+  round(req) === 0 ? { tool_calls: [0, 1].map((i) => ({ name: 'crm__sleep', arguments: { ms: 1, label: `w${i}` } })) } : { content: toolMessages(req).map((m: any) => m.content).join(' | ') };
+
+let stack: Stack;
+beforeAll(async () => {
+  stack = await startStack({ handler });
+});
+afterAll(async () => stack?.close());
+
+describe('a tool result and its job', () => {
+  it("writes a tool's result before its job completes, on the same connection, without waiting in between", async () => {
+    // Redis runs one connection's commands in the order sent: what lets the tool-worker send the
+    // job's completion (which may release the next turn) without waiting for the result's reply.
+    const user = 'Two quick calls, watched';
+    const monitor = await new Redis(stack.redisUrl).monitor();
+    const seen: Array<{ args: string[]; source: string }> = [];
+    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      if (args.some((a) => a.includes(`${stack.prefix}:`))) seen.push({ args, source });
+    });
+    try {
+      const { id } = await stack.createRun({ input: user });
+      expect((await stack.waitForRun(id)).output?.content).toBe('slept 1 ms w0 | slept 1 ms w1');
+      for (const index of [0, 1]) {
+        const stored = seen.findIndex((c) => c.source !== 'lua' && c.args[1]?.includes("'tool.completed'") && c.args.includes(runKeys(stack.prefix, id).toolCalls(0)) && c.args.includes(String(index)));
+        const jobKey = `${cellPrefix(stack.prefix, 0)}:tool:${jobId('toolCall', { runId: id, depth: 0, index, toolCallId: '', name: '', arguments: '' })}`;
+        // BullMQ's moveToFinished: sent by a client (not run inside a script), with the job's key and its return value.
+        const completed = seen.findIndex((c) => c.source !== 'lua' && c.args.includes(jobKey) && c.args.includes('returnvalue') && c.args.includes('completed'));
+        expect(stored, `the result of call ${index}`).toBeGreaterThanOrEqual(0);
+        expect(completed, `the completion of call ${index}'s job`).toBeGreaterThan(stored);
+        expect(seen[completed].source).toBe(seen[stored].source);
+      }
+    } finally {
+      monitor.disconnect();
+    }
+  });
+
+});
