@@ -94,6 +94,12 @@ function retryAfterMs(headers: Headers | undefined): number | undefined {
   return Number.isFinite(at) ? Math.max(0, at - Date.now()) : undefined;
 }
 
+// A provider's error message can be long (some echo the request back), and it ends up in the
+// run's error and under the patterns below, which are quadratic in it (320 KB of "maximum "
+// took 19 s): only its head is kept.
+const MAX_DETAIL_CHARS = 2_000;
+const headOf = (message: string) => (message.length > MAX_DETAIL_CHARS ? `${message.slice(0, MAX_DETAIL_CHARS)}… (${message.length} characters)` : message);
+
 /** Maps an `openai` SDK error to a retryable or fatal agentq error. */
 export function classifyProviderError(err: unknown): Error {
   // Already classified (a malformed or unfinished stream), whatever its message says.
@@ -103,7 +109,7 @@ export function classifyProviderError(err: unknown): Error {
   if (err instanceof OpenAI.APIConnectionError) return new RetryableError(`model endpoint unreachable: ${err.message}`, 'model_unreachable', { cause: err });
   if (err instanceof OpenAI.APIError) {
     const status = err.status;
-    const detail = err.message;
+    const detail = headOf(err.message);
     if (status === 429) return new RetryableError(`model rate limited (429): ${detail}`, 'model_rate_limited', { cause: err, retryAfterMs: retryAfterMs(err.headers) });
     if (status === 408 || status === 409 || (status !== undefined && status >= 500))
       return new RetryableError(`model endpoint error (${status}): ${detail}`, 'model_unavailable', { cause: err, retryAfterMs: retryAfterMs(err.headers) });
@@ -112,7 +118,7 @@ export function classifyProviderError(err: unknown): Error {
     const code = err.code === 'context_length_exceeded' || /context|maximum.*tokens|too long|exceed.*limit/i.test(detail) ? 'context_length_exceeded' : 'model_bad_request';
     return new FatalError(`the model endpoint rejected the request (${status}): ${detail}`, code, { cause: err });
   }
-  if (err instanceof Error && /terminated|socket|ECONNRESET|premature|aborted/i.test(err.message))
-    return new RetryableError(`model stream broke off: ${err.message}`, 'model_stream_interrupted', { cause: err });
+  if (err instanceof Error && /terminated|socket|ECONNRESET|premature|aborted/i.test(headOf(err.message)))
+    return new RetryableError(`model stream broke off: ${headOf(err.message)}`, 'model_stream_interrupted', { cause: err });
   return err instanceof Error ? err : new Error(String(err));
 }
