@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatRequest, Handler, Reply } from '@agentq/scripted-llm';
 import { startCrmMcpServer, type CrmMcpServer } from './fixtures/crm-mcp-server.js';
 import { startStack, type Stack } from './fixtures/services.js';
+import { waitFor } from './fixtures/wait.js';
 
 // Issue 16, finding 1: a caller's `tools` glob must not stall the process that matches it.
 // The attack review's glob: 28 characters, thirteen stars, against tool names made long by a
@@ -44,11 +45,13 @@ beforeAll(async () => {
   longCrm = await startCrmMcpServer();
   stack = await startStack({ handler, env: { API_KEYS: `${KEY_A},${KEY_B}` }, mcpServers: { [LONG_SERVER]: { url: longCrm.url } } });
   // The hostile glob only bites once the long names are in the catalog the offer is built from.
-  for (;;) {
-    const names = ((await stack.getJson('/v1/tools', KEY_A)).data as Array<{ name: string }>).map((t) => t.name);
-    if (names.includes(`${LONG_SERVER}__get_contact`) && names.includes('crm__get_contact')) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await waitFor(
+    async () => {
+      const names = ((await stack.getJson('/v1/tools', KEY_A)).data as Array<{ name: string }>).map((t) => t.name);
+      return names.includes(`${LONG_SERVER}__get_contact`) && names.includes('crm__get_contact');
+    },
+    { what: 'the long-named tools in the catalog', intervalMs: 50 },
+  );
 });
 afterAll(async () => {
   await stack?.close();
