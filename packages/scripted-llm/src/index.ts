@@ -4,6 +4,7 @@ export type {
   ErrorReply,
   Handler,
   HangReply,
+  RawStreamReply,
   Reply,
   ScriptedLlm,
   TextReply,

@@ -79,6 +79,13 @@ export async function startScriptedLlm(opts: {
       res.socket?.destroy();
       return;
     }
+    if ('rawChunks' in reply) {
+      if (!stream) return sendError(res, 400, { message: 'A scripted raw stream needs "stream": true.', code: 'raw_needs_stream' });
+      res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+      for (const c of reply.rawChunks) if (!(await writeEvent(res, JSON.stringify(c), signal))) return;
+      if (await writeEvent(res, '[DONE]', signal)) res.end();
+      return;
+    }
     const answer = toAnswer(body, reply, `chatcmpl-${++completions}`, nextCallId);
     if (!stream) return sendJson(res, 200, completionBody(answer));
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });

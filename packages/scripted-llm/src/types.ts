@@ -47,13 +47,22 @@ export interface DropReply {
   afterChunks?: number;
 }
 
+/**
+ * Stream these chunks exactly as given, one `data:` event each, then `[DONE]`: what a provider
+ * may send, the malformed included (tests of a client's parsing). Needs `stream: true`.
+ */
+export interface RawStreamReply {
+  rawChunks: unknown[];
+  delayMs?: number;
+}
+
 /** Never answer, until the client aborts or the server closes. */
 export interface HangReply {
   hang: true;
 }
 
 /** What a handler tells the server to do with one request. */
-export type Reply = TextReply | ToolCallReply | ErrorReply | DropReply | HangReply;
+export type Reply = TextReply | ToolCallReply | ErrorReply | DropReply | HangReply | RawStreamReply;
 
 /** Decides the reply to each request; `callIndex` counts requests from 0 and `signal` aborts when the client goes away. */
 export type Handler = (req: ChatRequest, ctx: { callIndex: number; signal: AbortSignal }) => Reply | Promise<Reply>;

@@ -1,6 +1,10 @@
+import { compileGlob } from './glob-match.js';
+
 /** A compiled tool allowlist: exact names and `*`/`?` globs; no list allows every tool. */
 export function compileAllowlist(globs: string[] | undefined): (name: string) => boolean {
   if (!globs) return () => true;
-  const res = globs.map((g) => new RegExp(`^${g.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`));
-  return (name) => res.some((r) => r.test(name));
+  // Exact names are one set lookup; each glob is a bounded scan (see compileGlob), never a regex.
+  const exact = new Set(globs.filter((g) => !g.includes('*') && !g.includes('?')));
+  const patterns = [...new Set(globs.filter((g) => !exact.has(g)))].map(compileGlob);
+  return (name) => exact.has(name) || patterns.some((match) => match(name));
 }

@@ -29,6 +29,7 @@ export * from './runs/cancel-listener.js';
 export * from './tool-outcome.js';
 export * from './shutdown.js';
 export * from './allowlist.js';
+export * from './re2-regexp.js';
 export * from './net-guard.js';
 export * from './builtin-tools.js';
 export * from './metrics.js';

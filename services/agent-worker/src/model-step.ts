@@ -1,7 +1,8 @@
 import OpenAI from 'openai';
 import type { AssistantMessage, ChatMessage, ResponseFormat, ToolCall } from '@agentq/shared';
-import { FatalError, RetryableError } from '@agentq/shared';
+import { AgentqError, FatalError, RetryableError } from '@agentq/shared';
 import { StreamBounds } from './stream-bounds.js';
+import { StreamedMessage } from './streamed-message.js';
 
 /** One model request: the transcript, and how tools are offered. */
 export interface ModelRequest {
@@ -27,7 +28,8 @@ export interface ModelResponse {
 
 /**
  * Makes one streamed chat-completions call and assembles the assistant message from its
- * deltas (text and tool calls, whose arguments arrive in pieces keyed by `index`).
+ * deltas (text and tool calls, whose arguments arrive in pieces keyed by `index`; see
+ * StreamedMessage for what a malformed stream is).
  * Provider faults become RetryableError (429, 5xx, timeouts, dropped connections) or
  * FatalError (a request no retry can fix).
  */
@@ -44,38 +46,20 @@ export async function callModel(client: OpenAI, req: ModelRequest): Promise<Mode
   }
   if (req.responseFormat) params.response_format = req.responseFormat;
 
-  let content = '';
-  let refusal: string | null = null;
-  const calls: Array<{ id: string; name: string; arguments: string }> = [];
-  let usage: ModelResponse['usage'] | null = null;
-  let finishReason: string | null = null;
+  const assembled = new StreamedMessage();
   const bounds = new StreamBounds({ totalMs: req.timeoutMs, idleMs: req.idleTimeoutMs, signal: req.signal });
   try {
-    const stream = (await client.chat.completions.create(params as any, { signal: bounds.signal, timeout: req.timeoutMs })) as unknown as AsyncIterable<OpenAI.Chat.Completions.ChatCompletionChunk>;
+    const stream = (await client.chat.completions.create(params as any, { signal: bounds.signal, timeout: req.timeoutMs })) as unknown as AsyncIterable<unknown>;
     bounds.touch();
     for await (const chunk of stream) {
       bounds.touch();
-      if (chunk.usage) usage = { prompt_tokens: chunk.usage.prompt_tokens, completion_tokens: chunk.usage.completion_tokens, total_tokens: chunk.usage.total_tokens };
-      const choice = chunk.choices?.[0];
-      if (!choice) continue;
-      const d = choice.delta ?? {};
-      if (d.content) {
-        content += d.content;
-        req.onDelta?.(d.content);
-      }
-      if (d.refusal) refusal = (refusal ?? '') + d.refusal;
-      for (const tc of d.tool_calls ?? []) {
-        const slot = (calls[tc.index] ??= { id: '', name: '', arguments: '' });
-        if (tc.id) slot.id = tc.id;
-        if (tc.function?.name) slot.name += tc.function.name;
-        if (tc.function?.arguments) slot.arguments += tc.function.arguments;
-      }
-      if (choice.finish_reason) finishReason = choice.finish_reason;
+      const text = assembled.add(chunk);
+      if (text) req.onDelta?.(text);
     }
     // A stream cut short is never an answer: an abort may end the iteration without an error.
     if (req.signal?.aborted) throw req.signal.reason;
     if (bounds.expired) throw bounds.expired;
-    if (!finishReason) throw new RetryableError('the model stream ended before its finish_reason', 'model_stream_interrupted');
+    if (!assembled.finishReason) throw new RetryableError('the model stream ended before its finish_reason', 'model_stream_interrupted');
   } catch (err) {
     if (req.signal?.aborted) throw req.signal.reason ?? err;
     if (bounds.expired) throw bounds.expired;
@@ -84,17 +68,12 @@ export async function callModel(client: OpenAI, req: ModelRequest): Promise<Mode
     bounds.dispose();
   }
 
-  const toolCalls: ToolCall[] = calls
-    .filter((c) => c && c.name)
-    .map((c, i) => ({ id: c.id || `call_${i}`, type: 'function' as const, function: { name: c.name, arguments: c.arguments } }));
   // Every tool call the model made is returned: whether they are run is the step decision's.
-  const message: AssistantMessage = { role: 'assistant', content: content === '' && toolCalls.length ? null : content };
-  if (toolCalls.length) message.tool_calls = toolCalls;
-  if (refusal) message.refusal = refusal;
+  const message = assembled.message();
   return {
     message,
-    usage: usage ?? estimateUsage(req.messages, content, toolCalls),
-    finishReason,
+    usage: assembled.usage ?? estimateUsage(req.messages, assembled.content, message.tool_calls ?? []),
+    finishReason: assembled.finishReason,
   };
 }
 
@@ -115,14 +94,22 @@ function retryAfterMs(headers: Headers | undefined): number | undefined {
   return Number.isFinite(at) ? Math.max(0, at - Date.now()) : undefined;
 }
 
+// A provider's error message can be long (some echo the request back), and it ends up in the
+// run's error and under the patterns below, which are quadratic in it (320 KB of "maximum "
+// took 19 s): only its head is kept.
+const MAX_DETAIL_CHARS = 2_000;
+const headOf = (message: string) => (message.length > MAX_DETAIL_CHARS ? `${message.slice(0, MAX_DETAIL_CHARS)}… (${message.length} characters)` : message);
+
 /** Maps an `openai` SDK error to a retryable or fatal agentq error. */
 export function classifyProviderError(err: unknown): Error {
+  // Already classified (a malformed or unfinished stream), whatever its message says.
+  if (err instanceof AgentqError) return err;
   if (err instanceof OpenAI.APIUserAbortError) return err;
   if (err instanceof OpenAI.APIConnectionTimeoutError) return new RetryableError(`model request timed out`, 'model_timeout', { cause: err });
   if (err instanceof OpenAI.APIConnectionError) return new RetryableError(`model endpoint unreachable: ${err.message}`, 'model_unreachable', { cause: err });
   if (err instanceof OpenAI.APIError) {
     const status = err.status;
-    const detail = err.message;
+    const detail = headOf(err.message);
     if (status === 429) return new RetryableError(`model rate limited (429): ${detail}`, 'model_rate_limited', { cause: err, retryAfterMs: retryAfterMs(err.headers) });
     if (status === 408 || status === 409 || (status !== undefined && status >= 500))
       return new RetryableError(`model endpoint error (${status}): ${detail}`, 'model_unavailable', { cause: err, retryAfterMs: retryAfterMs(err.headers) });
@@ -131,7 +118,7 @@ export function classifyProviderError(err: unknown): Error {
     const code = err.code === 'context_length_exceeded' || /context|maximum.*tokens|too long|exceed.*limit/i.test(detail) ? 'context_length_exceeded' : 'model_bad_request';
     return new FatalError(`the model endpoint rejected the request (${status}): ${detail}`, code, { cause: err });
   }
-  if (err instanceof Error && /terminated|socket|ECONNRESET|premature|aborted/i.test(err.message))
-    return new RetryableError(`model stream broke off: ${err.message}`, 'model_stream_interrupted', { cause: err });
+  if (err instanceof Error && /terminated|socket|ECONNRESET|premature|aborted/i.test(headOf(err.message)))
+    return new RetryableError(`model stream broke off: ${headOf(err.message)}`, 'model_stream_interrupted', { cause: err });
   return err instanceof Error ? err : new Error(String(err));
 }

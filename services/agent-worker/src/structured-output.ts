@@ -1,8 +1,10 @@
 import { Ajv } from 'ajv';
 import type { ResponseFormat } from '@agentq/shared';
-import { FatalError } from '@agentq/shared';
+import { FatalError, re2RegExp } from '@agentq/shared';
 
-const ajv = new Ajv({ allErrors: true, strict: false });
+// The schema is the caller's and the answer the model's: its patterns run on RE2, never on a
+// backtracking engine (see re2RegExp).
+const ajv = new Ajv({ allErrors: true, strict: false, code: { regExp: re2RegExp } });
 const compiled = new WeakMap<object, ReturnType<typeof ajv.compile>>();
 
 /**

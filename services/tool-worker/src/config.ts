@@ -9,6 +9,10 @@ export const toolWorkerEnvSchema = workerEnvSchema.extend({
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
   /** The most one message from an MCP server may hold; a bigger answer fails its own call (10 MiB). */
   MCP_MESSAGE_MAX_BYTES: z.coerce.number().int().min(64 * 1024).default(10 * 1024 * 1024),
+  /** Threads that run context_search patterns, at most; more searches at once wait for one. */
+  CONTEXT_SEARCH_THREADS: z.coerce.number().int().min(1).max(64).default(2),
+  /** The longest one context_search may take, its wait for a thread included (TOOL_TIMEOUT_MS and the run's deadline may cut it shorter). */
+  CONTEXT_SEARCH_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
 }).superRefine(checkWorkerCells);
 
 /** The tool-worker's configuration, from the environment; throws ConfigError. */

@@ -1,6 +1,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { Ajv2019 } from 'ajv/dist/2019.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import { re2RegExp } from '@agentq/shared';
 import type { Logger } from 'pino';
 
 const MAX_SCHEMA_ERRORS = 10;
@@ -62,7 +63,9 @@ export class SchemaValidators {
   }
 
   #compile(tool: ToolSchema): ValidateFunction | null {
-    const options = { allErrors: true, strict: false, validateFormats: false, logger: false as const };
+    // The arguments are the model's (a caller can steer them): a schema's patterns run on RE2,
+    // never on a backtracking engine (see re2RegExp).
+    const options = { allErrors: true, strict: false, validateFormats: false, logger: false as const, code: { regExp: re2RegExp } };
     this.#ajv ??= { draft7: new Ajv(options), draft2019: new Ajv2019(options), draft2020: new Ajv2020(options) };
     const { $schema, ...schema } = tool.input_schema;
     const dialect = String($schema ?? '');

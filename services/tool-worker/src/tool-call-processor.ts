@@ -19,6 +19,7 @@ import {
 import type { ToolDescriptor } from './mcp-tools.js';
 import { runAgentQuery } from './builtin/agent-query.js';
 import { runContextTool } from './builtin/context-tools.js';
+import type { SearchThreads } from './builtin/search-threads.js';
 import { maySendAgain, unknownOutcome } from './rerun-rule.js';
 import { parseArguments } from './tool-arguments.js';
 import { capToolOutput } from './tool-output.js';
@@ -50,6 +51,8 @@ export interface ToolCallDeps {
   logger: Logger;
   toolTimeoutMs: number;
   outputMaxBytes: number;
+  /** Where context_search runs callers' patterns: off the event loop, with a deadline. */
+  searchThreads: SearchThreads;
 }
 
 /** What a tool-call job ends with; `record` is for the worker's telemetry, not for BullMQ. */
@@ -96,7 +99,11 @@ export async function processToolCall(data: ToolCallJob, ctx: JobContext, deps: 
     // Built-in tools are safe to run again: their effects (sub-runs) have ids fixed by the job.
     const args = parseArguments(data.arguments);
     if (typeof args === 'string') outcome = toolFailed('invalid_arguments', args);
-    else if (name.startsWith('context_')) outcome = await runContextTool(name, args, runId, deps.store.contexts);
+    else if (name.startsWith('context_')) {
+      // A search gets the time any tool call gets, and no more than the run has left.
+      const timeoutMs = Math.max(1, Math.min(deps.toolTimeoutMs, deadline !== undefined ? deadline - Date.now() : Infinity));
+      outcome = await runContextTool(name, args, runId, deps.store.contexts, { threads: deps.searchThreads, timeoutMs });
+    }
     else ({ outcome, subrunIds } = await runAgentQuery(ctx, data, args, run, deps));
   } else if (!compileAllowlist(run.spec.tools)(name)) {
     outcome = toolFailed('refused', `this tool is not allowed for this run (allowed: ${run.spec.tools?.join(', ') ?? 'all'})`);

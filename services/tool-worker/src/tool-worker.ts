@@ -23,6 +23,7 @@ import {
   type Tracing,
 } from '@agentq/shared';
 import type { ToolWorkerConfig } from './config.js';
+import { SearchThreads } from './builtin/search-threads.js';
 import type { McpConfig } from './mcp-config.js';
 import { McpRegistry, type ToolDescriptor } from './mcp-registry.js';
 import { processToolCall, type ToolCallDeps } from './tool-call-processor.js';
@@ -74,7 +75,8 @@ export async function startToolWorker(
 
   const jobs = new JobQueues({ connection: redis.connect('agentq-tool-queues', { blocking: true }), prefix: cfg.QUEUE_PREFIX, cells: cfg.CELLS, logger, telemetry });
   const runs = new Runs({ store, jobs, admission: new Admission(workerRedis, cfg.QUEUE_PREFIX), logger, observer: runMetricsObserver(metrics) });
-  const deps: ToolCallDeps = { store, awaitResultWrite: isCluster(workerRedis), runs, runner: registry, logger, toolTimeoutMs: cfg.TOOL_TIMEOUT_MS, outputMaxBytes: cfg.TOOL_OUTPUT_MAX_BYTES };
+  const searchThreads = new SearchThreads({ size: cfg.CONTEXT_SEARCH_THREADS, timeoutMs: cfg.CONTEXT_SEARCH_TIMEOUT_MS });
+  const deps: ToolCallDeps = { store, awaitResultWrite: isCluster(workerRedis), runs, runner: registry, logger, toolTimeoutMs: cfg.TOOL_TIMEOUT_MS, outputMaxBytes: cfg.TOOL_OUTPUT_MAX_BYTES, searchThreads };
   const cancels = new CancelListener(redis.connect('agentq-tool-cancel', { blocking: true }), cfg.QUEUE_PREFIX);
   await cancels.start();
   const toolTelemetry = { metrics, isKnownTool: (name: string) => BUILTIN_TOOL_NAMES.has(name) || registry.tools().some((t) => t.name === name) };
@@ -122,7 +124,7 @@ export async function startToolWorker(
     metricsUrl: metricsServer?.url,
     async close() {
       clearInterval(republish);
-      const steps = [() => Promise.all([...workers, ...webhooks].map((w) => w.close())), async () => metricsServer?.close(), () => cancels.close(), () => jobs.close(), () => registry.close(), () => redis.closeAll()];
+      const steps = [() => Promise.all([...workers, ...webhooks].map((w) => w.close())), () => searchThreads.close(), async () => metricsServer?.close(), () => cancels.close(), () => jobs.close(), () => registry.close(), () => redis.closeAll()];
       for (const s of steps) await s().catch((err: Error) => logger.warn({ err: err.message }, 'error while closing'));
     },
   };

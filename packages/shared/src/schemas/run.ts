@@ -14,11 +14,29 @@ export type BudgetName = 'max_depth' | 'max_total_tokens' | 'timeout';
 /** `metadata` is echoed with every run (lists too), so it is kept small. */
 export const METADATA_MAX_BYTES = 16 * 1024;
 
+/** How many entries `tools` may list, and how long each may be. */
+export const MAX_TOOLS_ENTRIES = 500;
+export const MAX_TOOL_ENTRY_CHARS = 200;
+/**
+ * How many characters the globs of `tools` (its entries with `*` or `?`) may hold together.
+ * Checking a tool name costs at most its length times this many character steps (exact names
+ * cost one set lookup), so a run's allowlist costs little per model step and tool call.
+ */
+export const MAX_TOOL_GLOB_CHARS = 256;
+const isGlob = (entry: string) => entry.includes('*') || entry.includes('?');
+
 const toolGlob = z
   .string()
   .min(1)
-  .max(200)
+  .max(MAX_TOOL_ENTRY_CHARS)
   .regex(/^[A-Za-z0-9_*?.-]+$/, 'a tool name or glob: letters, digits, _ - . and the wildcards * ?');
+
+const toolsSchema = z
+  .array(toolGlob)
+  .max(MAX_TOOLS_ENTRIES)
+  .refine((entries) => entries.filter(isGlob).reduce((n, g) => n + g.length, 0) <= MAX_TOOL_GLOB_CHARS, {
+    message: `the globs (entries with * or ?) may hold ${MAX_TOOL_GLOB_CHARS} characters together; list tools by exact name instead`,
+  });
 
 const responseFormatSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('text') }),
@@ -44,7 +62,7 @@ export const createRunBodySchema = z
     messages: z.array(chatMessageSchema).min(1, 'must hold at least one message').max(10_000).optional(),
     instructions: z.string().optional(),
     model: z.string().min(1).max(256).optional(),
-    tools: z.array(toolGlob).max(500).optional(),
+    tools: toolsSchema.optional(),
     max_depth: z.number().int().min(1).max(100).default(10),
     max_total_tokens: z.number().int().min(1).optional(),
     timeout_ms: z.number().int().min(1).max(7 * 24 * 3600 * 1000).optional(),

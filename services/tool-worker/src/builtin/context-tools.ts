@@ -1,11 +1,12 @@
 import { chunkDocument, toolFailed, toolOk, type Chunk, type ContextMeta, type ContextStore, type ToolOutcome } from '@agentq/shared';
 import { z } from 'zod';
+import { runContextSearch } from './context-search.js';
+import type { SearchThreads } from './search-threads.js';
 
 const MAX_CHUNKS = 10_000;
 const MAX_READ = 100_000;
 
 const readArgs = z.strictObject({ name: z.string().optional(), offset: z.number().int().min(0), length: z.number().int().min(1).max(MAX_READ) });
-const searchArgs = z.strictObject({ pattern: z.string().min(1).max(1000), max_hits: z.number().int().min(1).max(1000).default(20) });
 const chunkArgs = z.strictObject({ max_chars: z.number().int().min(1), overlap_chars: z.number().int().min(0).default(0), name: z.string().optional() });
 
 const ok = (value: unknown): ToolOutcome => toolOk(typeof value === 'string' ? value : JSON.stringify(value));
@@ -17,8 +18,14 @@ function docIndex(meta: ContextMeta, name: string | undefined): number {
   return meta.documents.findIndex((d) => d.name === name);
 }
 
+/** What context_search runs on: the tool-worker's search threads, and the call's time limit. */
+export interface ContextSearchOptions {
+  threads: SearchThreads;
+  timeoutMs: number;
+}
+
 /** Runs one of the context tools over the run's stored context. */
-export async function runContextTool(tool: string, args: unknown, runId: string, contexts: ContextStore): Promise<ToolOutcome> {
+export async function runContextTool(tool: string, args: unknown, runId: string, contexts: ContextStore, search: ContextSearchOptions): Promise<ToolOutcome> {
   const meta = await contexts.meta(runId);
   if (!meta) return refused('this run has no context');
   const names = () => meta.documents.map((d) => d.name).join(', ');
@@ -32,26 +39,8 @@ export async function runContextTool(tool: string, args: unknown, runId: string,
       if (i < 0) return invalid(`no document named "${a.data.name}" (documents: ${names()})`);
       return ok(await contexts.read(runId, meta, i, a.data.offset, a.data.length));
     }
-    case 'context_search': {
-      const a = searchArgs.safeParse(args);
-      if (!a.success) return invalid(`invalid arguments: ${z.prettifyError(a.error)}`);
-      let re: RegExp;
-      try {
-        re = new RegExp(a.data.pattern, 'gu');
-      } catch (err) {
-        return invalid(`invalid regular expression: ${(err as Error).message}`);
-      }
-      const hits: Array<{ name: string; offset: number; text: string }> = [];
-      for (let i = 0; i < meta.documents.length && hits.length < a.data.max_hits; i++) {
-        const text = await contexts.readAll(runId, meta, i);
-        for (const m of text.matchAll(re)) {
-          hits.push({ name: meta.documents[i].name, offset: m.index, text: text.slice(Math.max(0, m.index - 80), m.index + m[0].length + 80) });
-          if (hits.length >= a.data.max_hits) break;
-          if (m[0].length === 0) re.lastIndex++;
-        }
-      }
-      return ok({ hits });
-    }
+    case 'context_search':
+      return runContextSearch(args, runId, meta, contexts, search);
     case 'context_chunks': {
       const a = chunkArgs.safeParse(args);
       if (!a.success) return invalid(`invalid arguments: ${z.prettifyError(a.error)}`);
