@@ -49,11 +49,9 @@ import {
   foreignShare,
   waitQuiet,
   memory,
-  pool,
   readProbes,
   ROOT,
   ROUNDS,
-  sleep,
   startAgentq,
   startBare,
   startMcp,
@@ -65,10 +63,10 @@ import {
   waitCompleted,
 } from './lib/harness.mjs';
 import { startInProcessLoop } from './lib/inprocess-loop.mjs';
-import { stopProc, tmpDir } from './lib/procs.mjs';
+import { sleep, stopProc, tmpDir } from './lib/procs.mjs';
 import { HEAP_FLAGS } from '../scripts/lib/services.mjs';
 import { commitOf, compareText, machineInfo, report } from './lib/report.mjs';
-import { summary } from './lib/stats.mjs';
+import { pool, summary } from './lib/stats.mjs';
 
 const truthy = (v) => /^(1|true|yes|on)$/i.test(v ?? '');
 const QUICK = truthy(process.env.BENCH_QUICK);
