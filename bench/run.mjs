@@ -65,7 +65,8 @@ import {
 import { startInProcessLoop } from './lib/inprocess-loop.mjs';
 import { sleep, stopProc, tmpDir } from './lib/procs.mjs';
 import { HEAP_FLAGS } from '../scripts/lib/services.mjs';
-import { commitOf, compareText, machineInfo, report } from './lib/report.mjs';
+import { commitOf, machineInfo } from './lib/machine-info.mjs';
+import { compareText, report } from './lib/report.mjs';
 import { pool, summary } from './lib/stats.mjs';
 
 const truthy = (v) => /^(1|true|yes|on)$/i.test(v ?? '');
