@@ -53,3 +53,26 @@ export async function waitQuiet(ours = [], { threshold = 0.1, maxMs = 90_000 } =
 export function memory(processes) {
   return processes.map(({ name, pid }) => ({ name, ...memMB(pid) }));
 }
+
+/**
+ * One benchmark's watch on the others sharing the machine: `quiet(processes)` before each
+ * measurement (those processes and `redisProc` count as ours), `noteForeign` after it; `log`
+ * warns of a machine that was not quiet.
+ */
+export function noiseWatch(log, redisProc) {
+  /** The share of the machine other processes used during each measurement, to judge the numbers by. */
+  const foreign = [];
+  const noteForeign = (label, share) => {
+    foreign.push({ label, share });
+    if (share > 0.1) log(`  warning: other processes used ${(share * 100).toFixed(0)} % of the machine during "${label}"`);
+  };
+  // At most 30 s of waiting for a quiet machine before a measurement, 3 minutes in all.
+  let quietBudgetMs = 180_000;
+  const quiet = async (processes = []) => {
+    const t = Date.now();
+    const share = await waitQuiet([...processes, ...redisProc], { maxMs: Math.max(0, Math.min(30_000, quietBudgetMs)) });
+    quietBudgetMs -= Date.now() - t;
+    if (share >= 0.1) log(`  (the machine did not go quiet: other processes use ${(share * 100).toFixed(0)} % of it; measuring anyway)`);
+  };
+  return { foreign, noteForeign, quiet };
+}
