@@ -169,6 +169,20 @@ export function childPids(pid) {
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+/** Polls `fn` until it resolves truthy (a throw counts as not yet), or fails after `timeoutMs`: a child or a service coming up. */
+export const until = async (what, fn, timeoutMs = 20_000, everyMs = 50) => {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      if (await fn()) return;
+    } catch {
+      // not yet
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(everyMs);
+  }
+};
+
 /** CPU time the whole machine has been busy (all cores, not idle nor iowait), in ms. */
 export function machineBusyMs() {
   const line = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);

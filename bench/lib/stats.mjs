@@ -22,6 +22,11 @@ export function fmt(v, digits = 3) {
   return v.toFixed(Math.min(decimals, 3));
 }
 
+/** A duration, a ratio and a share (0..1) for the tables, in `fmt`'s digits. */
+export const ms = (v) => `${fmt(v)} ms`;
+export const x = (v) => `${fmt(v, 2)}×`;
+export const pct = (v) => `${fmt(v * 100, 3)} %`;
+
 /** Runs `fn(i)` for i < n with at most `concurrency` at once; resolves with the results in order. */
 export async function pool(n, concurrency, fn) {
   const out = new Array(n);

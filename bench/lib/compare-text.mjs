@@ -1,0 +1,39 @@
+// BENCH_COMPARE's table for the terminal.
+import { fmt, pct, quantile, textTable } from './stats.mjs';
+
+/** BENCH_COMPARE's table: agentq of this checkout against the other one's, with their ratio. */
+export function compareText(c) {
+  const T = c.steps;
+  const both = (f) => [f('this'), f('other')];
+  const q = (f) => ['p50', 'p90'].map((p) => both((k) => f(k, p)));
+  const row = (label, [[a50, b50], [a90, b90]]) => [label, `${fmt(a50)} / ${fmt(a90)}`, `${fmt(b50)} / ${fmt(b90)}`, `${fmt(a50 / b50)} / ${fmt(a90 / b90)}`];
+  const rows = [
+    row('run, 0 ms model, one at a time, p50 / p90 (ms)', q((k, p) => c.latency[k][p])),
+    row(`overhead per step, (run − in-process) ÷ ${T}, p50 / p90 (ms)`, q((k, p) => (c.latency[k][p] - c.latency.inproc[p]) / T)),
+  ];
+  for (const mode of ['sequential', 'batch']) {
+    const label = mode === 'sequential' ? 'one at a time' : `${c.redis.this[mode].runs} at once`;
+    const per = (k, field) => c.redis[k][mode][field] / c.redis[k][mode].steps;
+    const [a, b] = both((k) => per(k, 'serverCommands'));
+    rows.push([`Redis commands per step (incl. inside Lua), ${label}`, fmt(a), fmt(b), fmt(a / b)]);
+    const [ta, tb] = both((k) => per(k, 'trips'));
+    rows.push([`round trips per step, ${label}`, fmt(ta), fmt(tb), fmt(ta / tb)]);
+  }
+  const { inproc } = c.latency;
+  // The ratio of this's and other's p50 block by block: its spread is the noise of the table's ratios.
+  const blockRatios = Array.from({ length: c.blocks }, (_, b) => {
+    const p50 = (k) => quantile(c.times[k].slice(b * c.perBlock, (b + 1) * c.perBlock), 0.5);
+    return p50('this') / p50('other');
+  }).filter(Number.isFinite);
+  const spread = [0.25, 0.5, 0.75].map((p) => fmt(quantile(blockRatios, p)));
+  return [
+    `this:  ${c.commits.this} (${c.roots.this})`,
+    `other: ${c.commits.other} (${c.roots.other})`,
+    `${c.latency.this.n} runs each, interleaved in ${c.blocks} blocks with the in-process loop (p50 / p90 ${fmt(inproc.p50)} / ${fmt(inproc.p90)} ms); MCP over ${c.mcpTransport}`,
+    ...(c.foreign ?? []).map((f) => `other processes used ${pct(f.share)} of the machine during "${f.label}"`),
+    '',
+    textTable(['measure', 'this', 'other', 'this ÷ other'], rows),
+    '',
+    `this ÷ other of each block's p50 run: median ${spread[1]}, middle half ${spread[0]}–${spread[2]} (${blockRatios.length} blocks)`,
+  ].join('\n');
+}

@@ -1,0 +1,58 @@
+// The figures derived from a run's raw results (overhead per step, ratios, shares), and the
+// targets judged on them.
+import { fmt, ms, pct, x } from './stats.mjs';
+
+/** Numbers derived from the raw results, and the targets judged on them. */
+export function derive(r) {
+  const d = { targets: [] };
+  const T = r.config.steps;
+  if (r.overhead) {
+    const o = r.overhead;
+    d.overheadPerStep = { agentq: (o.agentq.p50 - o.inproc.p50) / T, bare: o.bare.p50 / T };
+    d.overheadPerStep.ratio = d.overheadPerStep.agentq / d.overheadPerStep.bare;
+    d.overheadPerStepP99 = { agentq: (o.agentq.p99 - o.inproc.p99) / T, bare: o.bare.p99 / T };
+    d.slowAdded = { perStepMs: (o.slow.agentq.p50 - o.slow.inproc.p50) / T };
+    d.slowAdded.share = d.slowAdded.perStepMs / o.slow.modelMs;
+    d.slowAdded.shareFrom0ms = d.overheadPerStep.agentq / o.slow.modelMs;
+    // agentq's overhead split: the queue (bare), model and tools in worker processes, agentq's own.
+    d.loopPerStep = (o.loop.p50 - o.inproc.p50) / T;
+    d.split = { workers: (o.loop.p50 - o.bare.p50 - o.inproc.p50) / T, agentq: (o.agentq.p50 - o.loop.p50) / T };
+    d.targets.push({ name: 'per-step overhead ≤ 1.5× bare BullMQ flows', value: `${ms(d.overheadPerStep.agentq)} vs ${ms(d.overheadPerStep.bare)} = ${x(d.overheadPerStep.ratio)}`, ok: d.overheadPerStep.ratio <= 1.5 });
+    d.targets.push({
+      name: `durability adds < 2 % to a ${o.slow.modelMs} ms model step`,
+      value: `${pct(d.slowAdded.share)} measured at ${o.slow.modelMs} ms (${ms(d.slowAdded.perStepMs)} per step); ${pct(d.slowAdded.shareFrom0ms)} from the 0 ms overhead`,
+      ok: Math.max(d.slowAdded.share, d.slowAdded.shareFrom0ms) < 0.02,
+    });
+  }
+  if (r.throughput) {
+    d.throughput = r.throughput.map((t) => {
+      const ratio = t.agentq.runsPerSec / t.bare.runsPerSec;
+      // A queue that cost nothing would still use bare + in-process CPU a run: the best ratio this machine allows.
+      const ceiling = cpuPerRun(t.bare) / (cpuPerRun(t.bare) + cpuPerRun(t.inproc));
+      d.targets.push({
+        name: `throughput ≥ 0.5× bare BullMQ (aim 0.7×), ${t.workers} agent-worker${t.workers > 1 ? 's' : ''}`,
+        value: `${fmt(t.agentq.runsPerSec)} vs ${fmt(t.bare.runsPerSec)} runs/s = ${x(ratio)}${ratio >= 0.7 ? ' (aim met)' : ratio >= 0.5 ? ' (aim 0.7× not met)' : ''}; a queue that cost nothing could reach ${x(ceiling)} on this machine`,
+        ok: ratio >= 0.5,
+      });
+      return { ratio, ceiling };
+    });
+  }
+  if (r.concurrency) {
+    const c = r.concurrency;
+    const big = c.agentq[c.sizes.at(-1)];
+    d.concurrencyRatio = big.wallMs / c.idealMs;
+    d.targets.push({ name: `${c.sizes.at(-1)} concurrent runs at ${c.modelMs} ms within 1.2× the ideal (${c.idealMs / 1000} s)`, value: `${fmt(big.wallMs / 1000)} s = ${x(d.concurrencyRatio)} (in-process loop: ${fmt(c.inproc[c.sizes.at(-1)].wallMs / 1000)} s)`, ok: d.concurrencyRatio <= 1.2 });
+    const agentPeak = (mem) => Math.max(...mem.filter((m) => m.name.startsWith('agent-worker')).map((m) => m.peak));
+    const peak = agentPeak(c.memory);
+    const v8Note = `; ${fmt(agentPeak(c.v8Defaults.memory))} MB with V8's default heap sizing (then ${fmt(c.v8Defaults.agentq.wallMs / 1000)} s for the ${c.sizes.at(-1)} runs)`;
+    d.targets.push({ name: 'agent-worker peak RSS < 300 MB', value: `${fmt(peak)} MB (VmHWM, ${c.sizes.at(-1)} runs in flight, shipped heap flags "${c.heapFlags}")${v8Note}`, ok: peak < 300 });
+  }
+  if (r.redis) {
+    const per = (w) => ({ commands: w.serverCommands / w.steps, trips: w.trips / w.steps, cpuUs: (w.redisCpuMs * 1000) / w.steps });
+    d.redis = Object.fromEntries(['sequential', 'batch'].map((mode) => [mode, { agentq: per(r.redis.agentq[mode]), bare: per(r.redis.bare[mode]) }]));
+  }
+  return d;
+}
+
+/** CPU ms per run, all processes of a measurement together. */
+export const cpuPerRun = (x) => Object.values(x.cpuMs).reduce((a, b) => a + b, 0) / x.n;

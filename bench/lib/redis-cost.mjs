@@ -1,0 +1,133 @@
+// What a system asks of Redis over a window of runs: the commands Redis executed (INFO
+// commandstats) and what each process sent (the client probes, bench/lib/redis-probe.mjs).
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { submitter } from './batch.mjs';
+import { cpuSnapshot } from './machine.mjs';
+import { sleep, tmpDir, until } from './procs.mjs';
+import { waitCompleted } from './runs.mjs';
+import { pool } from './stats.mjs';
+import { STEPS } from './workload.mjs';
+
+/** `INFO commandstats` as { name: { calls, usec } }. */
+export async function commandStats(redis) {
+  const text = await redis.info('commandstats');
+  const out = {};
+  for (const m of text.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) out[m[1]] = { calls: Number(m[2]), usec: Number(m[3]) };
+  return out;
+}
+
+/** Signals every probed process to write its counters; resolves with them by pid. */
+export async function readProbes(dir, pids) {
+  const since = Date.now();
+  for (const pid of pids) process.kill(pid, 'SIGUSR2');
+  const out = {};
+  await until('the Redis probes', async () => {
+    for (const pid of pids) {
+      const f = join(dir, `${pid}.json`);
+      if (!existsSync(f)) return false;
+      const v = JSON.parse(readFileSync(f, 'utf8'));
+      if (v.at < since) return false;
+      out[pid] = v;
+    }
+    return true;
+  }, 10_000, 20);
+  return out;
+}
+
+/** Commands and round trips of one window, from the server's stats and the clients' probes. */
+function redisWindow(s0, s1, names, { runs, ownCommands = {}, extraClient = null }) {
+  const server = {};
+  for (const [k, v] of Object.entries(s1.stats)) {
+    const calls = v.calls - (s0.stats[k]?.calls ?? 0) - (ownCommands[k] ?? 0);
+    const usec = v.usec - (s0.stats[k]?.usec ?? 0);
+    if (calls > 0 && !['info', 'config|resetstat'].includes(k)) server[k] = { calls, usec };
+  }
+  const byProcess = {};
+  const clientCommands = {};
+  for (const pid of Object.keys(s1.probes)) {
+    const a = s0.probes[pid] ?? { commands: {}, trips: 0 };
+    const b = s1.probes[pid];
+    const cmds = {};
+    for (const [k, v] of Object.entries(b.commands)) {
+      const d = v - (a.commands[k] ?? 0);
+      if (d > 0) {
+        cmds[k] = d;
+        clientCommands[k] = (clientCommands[k] ?? 0) + d;
+      }
+    }
+    byProcess[names[pid] ?? pid] = { trips: b.trips - a.trips, commands: Object.values(cmds).reduce((x, y) => x + y, 0), byCommand: cmds };
+  }
+  if (extraClient) {
+    byProcess[extraClient.name] = extraClient;
+    for (const [k, v] of Object.entries(extraClient.byCommand)) clientCommands[k] = (clientCommands[k] ?? 0) + v;
+  }
+  return {
+    runs,
+    steps: runs * STEPS,
+    serverCommands: Object.values(server).reduce((x, y) => x + y.calls, 0),
+    server,
+    clientCommands,
+    trips: Object.values(byProcess).reduce((x, y) => x + y.trips, 0),
+    byProcess,
+    redisCpuMs: (s1.cpu['redis-server'] ?? 0) - (s0.cpu['redis-server'] ?? 0),
+  };
+}
+
+/**
+ * What a stack (started with `probeDir`) asks of Redis: N.redisSeq runs one at a time (an idle
+ * system between runs: workers fetch by blocking; completion seen by polling ZCARD), then
+ * N.redisBatch at once (a busy system).
+ */
+export async function redisCost(ctx, stack, probeDir) {
+  const { ctl, quiet, redisProc, N, HTTP_CONCURRENCY } = ctx;
+  const { submit, close } = await submitter(ctx, stack);
+  const names = Object.fromEntries(stack.processes().map((p) => [p.pid, p.name]));
+  // The bare client's submissions are not probed: one addStandardJob a run.
+  const extraClient = (runs) => (stack.kind === 'agentq' ? null : { name: 'bench (submits runs)', trips: runs, commands: runs, byCommand: { 'evalsha:addStandardJob': runs } });
+  const completed = () => ctl.zcard(stack.completedKey);
+  try {
+    // Warm up: scripts loaded, connections open, JIT warm.
+    const warm = await completed();
+    await pool(10, 5, submit);
+    await waitCompleted(ctl, stack, warm + 10 * STEPS, { timeoutMs: 60_000 });
+    await sleep(300);
+    await quiet(stack.processes());
+    const snap = async () => ({ stats: await commandStats(ctl), probes: await readProbes(probeDir, stack.servicePids()), cpu: cpuSnapshot(redisProc) });
+    const window = async (runs, concurrency, everyMs) => {
+      const s0 = await snap();
+      let polls = 1;
+      let base = await completed();
+      if (concurrency === 1) {
+        for (let i = 0; i < runs; i++) {
+          await submit();
+          base += STEPS;
+          await waitCompleted(ctl, stack, base, { timeoutMs: 60_000, everyMs, onPoll: () => polls++ });
+        }
+      } else {
+        await pool(runs, concurrency, submit);
+        await waitCompleted(ctl, stack, base + runs * STEPS, { timeoutMs: 120_000, everyMs, onPoll: () => polls++ });
+      }
+      await sleep(100);
+      return redisWindow(s0, await snap(), names, { runs, ownCommands: { zcard: polls }, extraClient: extraClient(runs) });
+    };
+    const sequential = await window(N.redisSeq, 1, 2);
+    const batchWindow = await window(N.redisBatch, HTTP_CONCURRENCY, 25);
+    return { sequential, batch: batchWindow };
+  } finally {
+    await close();
+  }
+}
+
+/** Starts a stack with the Redis probe, measures its Redis cost, stops it. */
+export async function probedRedisCost(ctx, start) {
+  const probeDir = tmpDir(mkdtempSync(join(tmpdir(), 'agentq-bench-probe-')));
+  const stack = await start(probeDir);
+  try {
+    return await redisCost(ctx, stack, probeDir);
+  } finally {
+    await stack.stop();
+    rmSync(probeDir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,55 @@
+// The benchmark's Redis: a redis-server of its own (or BENCH_REDIS_URL's), and the clean-up that
+// leaves a shared one as it was found.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { spawnProc, stopProc, tmpDir, until } from './procs.mjs';
+import { freePort } from '../../scripts/lib/services.mjs';
+
+/** Starts a redis-server of our own (AOF on, as in docker-compose.yml), or uses BENCH_REDIS_URL. */
+export async function startRedis() {
+  if (process.env.BENCH_REDIS_URL) {
+    return { url: process.env.BENCH_REDIS_URL, own: false, pid: null, stop: async () => {} };
+  }
+  const port = await freePort();
+  const dir = tmpDir(mkdtempSync(join(tmpdir(), 'agentq-bench-redis-')));
+  const proc = spawnProc('redis-server', 'redis-server', [
+    '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes', '--appendfsync', 'everysec',
+    '--maxmemory-policy', 'noeviction', '--dir', dir, '--loglevel', 'warning',
+  ]);
+  const url = `redis://127.0.0.1:${port}`;
+  const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  probe.on('error', () => {});
+  try {
+    await until('redis-server', async () => {
+      if (!proc.running) throw new Error('gone');
+      if (probe.status !== 'ready') await probe.connect();
+      return (await probe.ping()) === 'PONG';
+    }, 10_000);
+  } catch (err) {
+    await stopProc(proc);
+    throw new Error(`could not start redis-server (install redis-server, or set BENCH_REDIS_URL): ${proc.tail.join(' ')} ${err.message}`);
+  } finally {
+    probe.disconnect();
+  }
+  return {
+    url,
+    own: true,
+    pid: proc.pid,
+    async stop() {
+      await stopProc(proc);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Deletes every key under a prefix (SCAN + UNLINK), so a shared Redis is left as it was. */
+export async function deletePrefix(redis, prefix) {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length) await redis.unlink(...keys);
+  } while (cursor !== '0');
+}

@@ -1,0 +1,78 @@
+// Scenario 3, realistic latency: many concurrent runs with a 500 ms model against the ideal,
+// with each process's memory (shipped heap flags, then V8's defaults); and scale-out: capped
+// model-step slots per agent-worker, on 1 and on 2 agent-workers.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { batch, inprocBatch } from '../lib/batch.mjs';
+import { memory } from '../lib/machine.mjs';
+import { tmpDir } from '../lib/procs.mjs';
+import { readProbes } from '../lib/redis-cost.mjs';
+import { startAgentq } from '../lib/start-agentq.mjs';
+import { startInproc } from '../lib/start-inproc.mjs';
+import { STEPS } from '../lib/workload.mjs';
+import { HEAP_FLAGS } from '../../scripts/lib/services.mjs';
+
+export async function scenarioConcurrency(ctx) {
+  const { log, N, MCP, ctl, redis, redisProc, SLOW_MS, SCALE_SLOTS } = ctx;
+  const sizes = [...new Set([N.few, N.many])];
+  const slowModel = `bench-${SLOW_MS}ms`;
+  log(`3. realistic latency: ${sizes.join(' and ')} concurrent runs, ${SLOW_MS} ms model`);
+  const loop = await startInproc(MCP);
+  const inproc = {};
+  try {
+    await Promise.all(Array.from({ length: 10 }, () => loop.loop.run('benchmark', 'bench')));
+    for (const n of sizes) inproc[n] = await inprocBatch(ctx, loop, n, { model: slowModel, label: `in-process loop, ${n} at once, ${SLOW_MS} ms model`, repeat: 1 });
+  } finally {
+    await loop.stop();
+  }
+
+  // One agent-worker with a slot per concurrent run, with the heap flags the services ship with,
+  // then with V8's default heap sizing.
+  const measureStack = async (label, v8Heap, runSizes) => {
+    const probeDir = tmpDir(mkdtempSync(join(tmpdir(), 'agentq-bench-mem-')));
+    const stack = await startAgentq(ctl, redis.url, { agentConcurrency: N.many, toolConcurrency: 100, mcpTransport: MCP, probeDir, nodeOptions: '--expose-gc', v8Heap });
+    try {
+      const idle = memory(stack.processes());
+      const batches = {};
+      for (const n of runSizes) batches[n] = await batch(ctx, stack, n, { model: slowModel, label: `agentq${label}, ${n} runs at once, ${SLOW_MS} ms model` });
+      const mem = memory([...stack.processes(), ...redisProc]);
+      for (const m of mem) m.started = idle.find((i) => i.name === m.name)?.rss;
+      // What the services' V8 heaps hold at the end (RSS peaks include garbage not yet collected).
+      const probes = await readProbes(probeDir, stack.servicePids());
+      const byPid = Object.fromEntries(stack.processes().map((p) => [p.pid, p.name]));
+      for (const [pid, v] of Object.entries(probes)) {
+        const m = mem.find((x) => x.name === byPid[pid]);
+        if (m) m.heap = { usedMB: v.memory.heapUsed / 2 ** 20, totalMB: v.memory.heapTotal / 2 ** 20, liveMB: v.afterGc ? v.afterGc.heapUsed / 2 ** 20 : undefined };
+      }
+      return { batches, memory: mem, config: stack.config };
+    } finally {
+      await stack.stop();
+      rmSync(probeDir, { recursive: true, force: true });
+    }
+  };
+  // Scale-out: capped model-step slots per agent-worker, on 1 and on 2 agent-workers.
+  const scaleOut = { slots: SCALE_SLOTS, n: N.scaleOut, runs: {} };
+  for (const workers of [1, 2]) {
+    const stack = await startAgentq(ctl, redis.url, { agentWorkers: workers, agentConcurrency: SCALE_SLOTS, mcpTransport: MCP });
+    try {
+      scaleOut.runs[workers] = await batch(ctx, stack, N.scaleOut, { model: slowModel, label: `agentq, ${N.scaleOut} runs at once, ${SLOW_MS} ms model, ${workers} agent-worker${workers > 1 ? 's' : ''} × ${SCALE_SLOTS} slots` });
+    } finally {
+      await stack.stop();
+    }
+  }
+  const shipped = await measureStack('', false, sizes);
+  const v8Run = await measureStack(' (V8 default heap)', true, [N.many]);
+  return {
+    modelMs: SLOW_MS,
+    idealMs: STEPS * SLOW_MS,
+    sizes,
+    inproc,
+    agentq: shipped.batches,
+    config: shipped.config,
+    heapFlags: HEAP_FLAGS,
+    memory: shipped.memory,
+    v8Defaults: { agentq: v8Run.batches[N.many], memory: v8Run.memory },
+    scaleOut,
+  };
+}

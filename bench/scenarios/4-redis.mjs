@@ -1,0 +1,19 @@
+// Scenario 4, Redis cost: the commands and round trips of a step, by command and by process,
+// agentq beside bare BullMQ.
+import { probedRedisCost } from '../lib/redis-cost.mjs';
+import { startAgentq } from '../lib/start-agentq.mjs';
+import { startBare } from '../lib/start-bare.mjs';
+
+const perStep = (w, k) => (w[k] / w.steps).toFixed(1);
+
+export async function scenarioRedis(ctx) {
+  const { log, N, MCP, ctl, redis } = ctx;
+  log(`4. Redis cost: ${N.redisSeq} runs one at a time, then ${N.redisBatch} at once, INFO commandstats + client probes`);
+  const out = {};
+  out.bare = await probedRedisCost(ctx, (probeDir) => startBare(ctl, redis.url, { probeDir }));
+  out.agentq = await probedRedisCost(ctx, (probeDir) => startAgentq(ctl, redis.url, { probeDir, mcpTransport: MCP }));
+  for (const [kind, { sequential: s, batch: b }] of Object.entries(out)) {
+    log(`  ${kind}: ${perStep(s, 'serverCommands')} / ${perStep(b, 'serverCommands')} Redis commands per step (one at a time / at once), ${perStep(s, 'trips')} / ${perStep(b, 'trips')} round trips`);
+  }
+  return out;
+}

@@ -1,0 +1,44 @@
+// BENCH_COMPARE, the A/B of a code change: agentq of this checkout against another built one's,
+// runs one at a time interleaved with the in-process loop, then the Redis cost of each.
+import { commitOf } from '../lib/machine-info.mjs';
+import { agentqSystem, inprocSystem, interleaved } from '../lib/interleaved.mjs';
+import { probedRedisCost } from '../lib/redis-cost.mjs';
+import { startAgentq } from '../lib/start-agentq.mjs';
+import { startInproc } from '../lib/start-inproc.mjs';
+import { summary } from '../lib/stats.mjs';
+import { ROOT, STEPS } from '../lib/workload.mjs';
+
+/** BENCH_COMPARE: agentq of this checkout ("this") against another built checkout's ("other"). */
+export async function compare(ctx, other) {
+  const { log, N, MCP, ctl, redis, noteForeign, COMPARE_RUNS, T0 } = ctx;
+  const roots = { this: ROOT, other };
+  const blocks = Math.ceil(COMPARE_RUNS / 10);
+  log(`compare: ${COMPARE_RUNS} runs one at a time each (+${N.seqWarm} warm-up), 0 ms model, interleaved in ${blocks} blocks; then the Redis cost of each`);
+  const inproc = await startInproc(MCP);
+  const stacks = {};
+  let one;
+  try {
+    for (const [key, root] of Object.entries(roots)) stacks[key] = await startAgentq(ctl, redis.url, { root, tag: key, mcpTransport: MCP });
+    // Each block: the in-process loop, then this and other in turns (ABBA), so that each follows each as often.
+    const systems = [inprocSystem(ctx, inproc), agentqSystem(ctx, 'this', 'this', stacks.this), agentqSystem(ctx, 'other', 'other', stacks.other)];
+    one = await interleaved(ctx, systems, { n: COMPARE_RUNS, warm: N.seqWarm, blocks, order: (b) => (b % 2 ? [0, 2, 1] : [0, 1, 2]) });
+    noteForeign('compare, one at a time', one.foreignShare);
+  } finally {
+    for (const stack of Object.values(stacks)) await stack.stop();
+    await inproc.stop();
+  }
+  const redisCost = {};
+  for (const [key, root] of Object.entries(roots)) redisCost[key] = await probedRedisCost(ctx, (probeDir) => startAgentq(ctl, redis.url, { root, tag: key, probeDir, mcpTransport: MCP }));
+  return {
+    startedAt: new Date(T0).toISOString(),
+    roots,
+    commits: { this: commitOf(ROOT), other: commitOf(other) },
+    steps: STEPS,
+    mcpTransport: MCP,
+    blocks,
+    perBlock: one.perBlock,
+    latency: Object.fromEntries(Object.entries(one.times).map(([k, v]) => [k, summary(v)])),
+    redis: redisCost,
+    times: one.times,
+  };
+}
