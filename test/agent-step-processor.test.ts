@@ -3,7 +3,7 @@ import { afterAll, describe, expect, inject, it } from 'vitest';
 import { Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import OpenAI from 'openai';
-import { Admission, createLogger, JobQueues, newId, QUEUES, Runs, RunStore, type RunSpec, type StepRecord } from '@agentq/shared';
+import { Admission, createLogger, JobQueues, newId, QUEUES, RunActions, Runs, RunStore, type RunSpec, type StepRecord } from '@agentq/shared';
 import { startScriptedLlm, type ScriptedLlm } from '@agentq/scripted-llm';
 import { processAgentStep, toolMessagesInCallOrder } from '@agentq/agent-worker';
 
@@ -89,7 +89,18 @@ describe('a step whose previous round lacks a result', () => {
     const data = { runId: id, depth: 1 };
     const job = new Job(jobs.queue(QUEUES.agent), 'step', data, { attempts: 3 }, `${id}-1`);
     const openai = new OpenAI({ baseURL: llm.baseURL, apiKey: 'x', maxRetries: 0 });
-    const deps = { store, runs: new Runs({ store, jobs, admission: new Admission(redis, prefix), logger }), jobs, openai, logger, tools: async () => [], modelTimeoutMs: 10_000, modelIdleTimeoutMs: 10_000 };
+    const deps = {
+      store,
+      runs: new Runs({ store, jobs, admission: new Admission(redis, prefix), logger }),
+      jobs,
+      actions: new RunActions({ store, jobs, logger }),
+      actionParkMs: 60_000,
+      openai,
+      logger,
+      tools: async () => [],
+      modelTimeoutMs: 10_000,
+      modelIdleTimeoutMs: 10_000,
+    };
     expect(await processAgentStep(data, { job }, deps)).toEqual({ outcome: 'final_answer' });
     await jobs.close();
 

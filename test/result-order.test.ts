@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Redis } from 'ioredis';
 import type { ChatRequest, Handler } from '@agentq/scripted-llm';
 import { cellPrefix, jobId, runKeys } from '@agentq/shared';
+import { monitorRedis, type MonitoredCommand } from './fixtures/redis-monitor.js';
 import { startStack, type Stack } from './fixtures/services.js';
 
 // On one Redis the tool-worker completes a tool job without waiting for its result's write: the
@@ -24,10 +24,9 @@ describe('a tool result and its job', () => {
     // Redis runs one connection's commands in the order sent: what lets the tool-worker send the
     // job's completion (which may release the next turn) without waiting for the result's reply.
     const user = 'Two quick calls, watched';
-    const monitor = await new Redis(stack.redisUrl).monitor();
-    const seen: Array<{ args: string[]; source: string }> = [];
-    monitor.on('monitor', (_time: string, args: string[], source: string) => {
-      if (args.some((a) => a.includes(`${stack.prefix}:`))) seen.push({ args, source });
+    const seen: MonitoredCommand[] = [];
+    const monitor = await monitorRedis(stack.redisUrl, (c) => {
+      if (c.args.some((a) => a.includes(`${stack.prefix}:`))) seen.push(c);
     });
     try {
       const { id } = await stack.createRun({ input: user });
@@ -42,7 +41,7 @@ describe('a tool result and its job', () => {
         expect(seen[completed].source).toBe(seen[stored].source);
       }
     } finally {
-      monitor.disconnect();
+      monitor.close();
     }
   });
 

@@ -1,9 +1,9 @@
 // The wire types of the agentq HTTP API (v1). The service may add fields: objects here list
 // what the contract guarantees, and values keep whatever else the service sends.
 
-export type RunStatus = 'queued' | 'running' | 'completed' | 'failed' | 'cancelled' | 'incomplete';
+export type RunStatus = 'queued' | 'running' | 'requires_action' | 'completed' | 'failed' | 'cancelled' | 'incomplete';
 export type TerminalStatus = 'completed' | 'failed' | 'cancelled' | 'incomplete';
-export type StopReason = 'stop' | 'max_depth' | 'max_total_tokens' | 'timeout' | 'cancelled' | 'error';
+export type StopReason = 'stop' | 'max_depth' | 'max_total_tokens' | 'timeout' | 'approval_timeout' | 'cancelled' | 'error';
 
 export const TERMINAL_STATUSES: readonly TerminalStatus[] = ['completed', 'failed', 'cancelled', 'incomplete'];
 

@@ -84,9 +84,31 @@ export const CONTEXT_TOOLS: BuiltinTool[] = [
   },
 ];
 
-export const BUILTIN_TOOL_NAMES: ReadonlySet<string> = new Set([...SUBAGENT_TOOLS, ...CONTEXT_TOOLS].map((t) => t.name));
+/** The built-in tool that asks the user a question (`human_input`) and waits for the answer. */
+export const ASK_HUMAN_TOOL: BuiltinTool = {
+  name: 'ask_human',
+  description:
+    'Ask the user a question and wait for the answer (which may take a long time). Use it when only the user can tell you something; give choices when the answer is one of a few.',
+  parameters: {
+    type: 'object',
+    properties: {
+      question: { type: 'string', minLength: 1, maxLength: 4000, description: 'The question, complete in itself.' },
+      choices: { type: 'array', items: { type: 'string', maxLength: 200 }, minItems: 2, maxItems: 20, description: 'Optional answers to choose from.' },
+    },
+    required: ['question'],
+    additionalProperties: false,
+  },
+};
 
-/** The built-in tools a run is offered: sub-agents when enabled, context tools when it has a context. */
-export function builtinToolsFor(spec: Pick<RunSpec, 'subagents' | 'has_context'>): BuiltinTool[] {
-  return [...(spec.subagents?.enabled ? SUBAGENT_TOOLS : []), ...(spec.has_context ? CONTEXT_TOOLS : [])];
+/** Every built-in tool. */
+export const BUILTIN_TOOLS: readonly BuiltinTool[] = [...SUBAGENT_TOOLS, ...CONTEXT_TOOLS, ASK_HUMAN_TOOL];
+
+export const BUILTIN_TOOL_NAMES: ReadonlySet<string> = new Set(BUILTIN_TOOLS.map((t) => t.name));
+
+/**
+ * The built-in tools a run is offered: sub-agents when enabled, context tools when it has a
+ * context, ask_human when it takes questions to the user.
+ */
+export function builtinToolsFor(spec: Pick<RunSpec, 'subagents' | 'has_context' | 'human_input'>): BuiltinTool[] {
+  return [...(spec.subagents?.enabled ? SUBAGENT_TOOLS : []), ...(spec.has_context ? CONTEXT_TOOLS : []), ...(spec.human_input ? [ASK_HUMAN_TOOL] : [])];
 }

@@ -60,6 +60,11 @@ export const workerEnvSchema = baseEnvSchema.extend({
   JOB_LOCK_MS: z.coerce.number().int().min(500).default(10_000),
   /** How often workers look for jobs whose lock lapsed (a dead worker's). */
   STALLED_INTERVAL_MS: z.coerce.number().int().min(100).default(3_000),
+  /**
+   * The longest a tool call waiting for an answer stays parked at once (a request without
+   * expiry); it then wakes, finds no answer and parks again. Tests set it low.
+   */
+  ACTION_PARK_MAX_MS: z.coerce.number().int().min(1000).max(365 * 24 * 3600 * 1000).default(30 * 24 * 3600 * 1000),
   /** The cells this worker serves (e.g. `0,2`); unset: all of them. */
   WORKER_CELLS: z
     .string()

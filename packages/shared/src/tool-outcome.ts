@@ -12,7 +12,9 @@
  * - `unavailable`: its server could not be reached, after the last attempt;
  * - `unknown_outcome`: an attempt may have had its effect and the tool is not idempotent, so it
  *   was not run again;
- * - `no_result`: the call's job ended without storing a result (the next step fills it in).
+ * - `no_result`: the call's job ended without storing a result (the next step fills it in);
+ * - `rejected`: a person said no to the call (approval), which never ran; the model reads
+ *   `The user rejected this call: <reason>`.
  */
 export const TOOL_OUTCOME_KINDS = [
   'ok',
@@ -25,6 +27,7 @@ export const TOOL_OUTCOME_KINDS = [
   'unavailable',
   'unknown_outcome',
   'no_result',
+  'rejected',
 ] as const;
 export type ToolOutcomeKind = (typeof TOOL_OUTCOME_KINDS)[number];
 
@@ -37,11 +40,16 @@ export interface ToolOutcome {
 export const toolOk = (text: string): ToolOutcome => ({ kind: 'ok', text });
 export const toolFailed = (kind: Exclude<ToolOutcomeKind, 'ok'>, text: string): ToolOutcome => ({ kind, text });
 
+/** A call a person rejected; `reason` is theirs. */
+export const toolRejected = (reason: string | undefined): ToolOutcome => ({ kind: 'rejected', text: reason?.trim() ? reason.trim() : 'no reason given' });
+
 /**
  * The text the model sees for an outcome, the one place it is worded: what the tool answered
- * (also an error result, in the tool's own words), else `Error executing <tool>: <why>` (the
- * seeds' wording).
+ * (also an error result, in the tool's own words), `The user rejected this call: <reason>` for a
+ * rejection, else `Error executing <tool>: <why>` (the seeds' wording).
  */
 export function modelText(tool: string, outcome: ToolOutcome): string {
-  return outcome.kind === 'ok' || outcome.kind === 'tool_error' ? outcome.text : `Error executing ${tool}: ${outcome.text}`;
+  if (outcome.kind === 'ok' || outcome.kind === 'tool_error') return outcome.text;
+  if (outcome.kind === 'rejected') return `The user rejected this call: ${outcome.text}`;
+  return `Error executing ${tool}: ${outcome.text}`;
 }

@@ -15,6 +15,7 @@ import {
   type JobLogger,
   type JobQueues,
   type Logger,
+  type RunActions,
   type Runs,
   type RunState,
   type RunStore,
@@ -34,6 +35,10 @@ export interface AgentStepDeps {
   store: RunStore;
   runs: Runs;
   jobs: JobQueues;
+  /** Requests for an answer (approvals, client tools, questions) a round's calls make. */
+  actions: RunActions;
+  /** The longest a waiting call's job stays delayed at once (ACTION_PARK_MAX_MS). */
+  actionParkMs: number;
   openai: OpenAI;
   logger: Logger;
   /** The tool catalog, cached by the caller. */
@@ -135,7 +140,8 @@ async function runStep(
   signal?: AbortSignal,
 ): Promise<StepResult> {
   const { spec } = run;
-  const tools = offeredTools(await deps.tools(), spec);
+  const catalog = await deps.tools();
+  const tools = offeredTools(catalog, spec);
   const hasTools = tools.length > 0;
   // max_total_tokens holds for the whole tree: treeTokens is the root's usage_total.
   const budget = exhaustedBudget(spec, { depth, treeTokens, createdAtMs: Date.parse(run.createdAt), deadlineAtMs: spec.deadline_at, nowMs: Date.now() });
@@ -155,7 +161,7 @@ async function runStep(
 
   switch (decision.kind) {
     case 'tool_calls':
-      await fanOut(deps.jobs, run, depth, decision.toolCalls);
+      await fanOut({ jobs: deps.jobs, actions: deps.actions, catalog, parkMs: deps.actionParkMs }, run, depth, decision.toolCalls);
       return { outcome: 'tool_calls', count: decision.toolCalls.length };
     case 'budget_exhausted':
       await deps.runs.finish(run.id, { status: 'incomplete', stopReason: decision.budget, output: decision.message ?? null });

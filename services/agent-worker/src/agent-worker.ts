@@ -9,6 +9,7 @@ import {
   JobQueues,
   observeWorkerJobs,
   RedisConnections,
+  RunActions,
   Runs,
   RunStore,
   runMetricsObserver,
@@ -54,7 +55,20 @@ export async function startAgentWorker(cfg: AgentWorkerConfig, logger: Logger, o
     return catalog.tools;
   };
 
-  const deps: AgentStepDeps = { store, runs, jobs, openai, logger, tools, tokens, modelTimeoutMs: cfg.MODEL_TIMEOUT_MS, modelIdleTimeoutMs: cfg.MODEL_IDLE_TIMEOUT_MS };
+  const actions = new RunActions({ store, jobs, logger });
+  const deps: AgentStepDeps = {
+    store,
+    runs,
+    jobs,
+    actions,
+    actionParkMs: cfg.ACTION_PARK_MAX_MS,
+    openai,
+    logger,
+    tools,
+    tokens,
+    modelTimeoutMs: cfg.MODEL_TIMEOUT_MS,
+    modelIdleTimeoutMs: cfg.MODEL_IDLE_TIMEOUT_MS,
+  };
   const cancels = new CancelListener(redis.connect('agentq-agent-cancel', { blocking: true }), cfg.QUEUE_PREFIX);
   await cancels.start();
   const workerRedis = redis.connect('agentq-agent-worker', { blocking: true });

@@ -1,34 +1,60 @@
-import { activeTrace, nextStepTrace, type JobQueues, type RunState, type ToolCall } from '@agentq/shared';
+import { activeTrace, nextStepTrace, requestsOf, type JobQueues, type RunActions, type RunState, type ToolCall, type ToolCatalogEntry } from '@agentq/shared';
+
+/** What a fan-out needs: the queues, and (for runs that may wait) the requests and the tool catalog. */
+export interface FanOutDeps {
+  jobs: JobQueues;
+  actions: RunActions;
+  catalog: ToolCatalogEntry[];
+  /** The longest a waiting job stays delayed at once (a request without expiry). */
+  parkMs: number;
+}
+
+/** True when a run's calls may have to wait for an answer (its spec asks for it). */
+const mayWait = (run: RunState) => Boolean(run.spec.approval || run.spec.client_tools || run.spec.human_input);
 
 /**
  * Adds one flow for a step's tool calls: the next step is the parent, one tool job per call
  * its children. BullMQ keeps the parent in waiting-children until the last child ends, so the
  * next model step starts only when every result is in. Ids derive from run and depth, so a
  * step that is redone adds nothing twice.
+ *
+ * A call that needs an answer (approval, a client tool, a question) has its request stored
+ * first, and its job is added delayed until the request expires: it holds nothing while it
+ * waits, and an answer promotes it. The round's other calls run at once.
  */
-export async function fanOut(jobs: JobQueues, run: RunState, depth: number, toolCalls: ToolCall[]): Promise<void> {
+export async function fanOut(deps: FanOutDeps, run: RunState, depth: number, toolCalls: ToolCall[]): Promise<void> {
+  const requests = mayWait(run) ? requestsOf(run, depth, toolCalls, deps.catalog) : [];
+  const waiting = requests.filter((r) => r !== null);
+  if (waiting.length) await deps.actions.require(run, waiting);
+  const now = Date.now();
   // Trace contexts (when tracing is on): the next step joins the run's trace, the tool calls this step's span.
   const trace = activeTrace();
-  await jobs.addFlow({
+  await deps.jobs.addFlow({
     kind: 'agentStep',
     data: { runId: run.id, depth: depth + 1, ...nextStepTrace() },
     // A sub-run's every step is a child of the tool job that started it, so that job waits
     // (holding no worker slot) through the sub-run's whole chain and resumes once, at its end.
     parent: run.spec.parent_job,
-    children: toolCalls.map((tc, index) => ({
-      kind: 'toolCall' as const,
-      data: {
-        runId: run.id,
-        depth,
-        index,
-        toolCallId: tc.id,
-        name: tc.function.name,
-        arguments: tc.function.arguments,
-        count: toolCalls.length,
-        // A sub-run's calls check its ancestors before they start (a cancel of the tree).
-        ...(run.spec.ancestors.length ? { ancestors: run.spec.ancestors } : {}),
-        ...trace,
-      },
-    })),
+    children: toolCalls.map((tc, index) => {
+      const request = requests[index];
+      const expires = request?.expires_at ? Date.parse(request.expires_at) - now : Infinity;
+      return {
+        kind: 'toolCall' as const,
+        data: {
+          runId: run.id,
+          depth,
+          index,
+          toolCallId: tc.id,
+          name: tc.function.name,
+          arguments: tc.function.arguments,
+          count: toolCalls.length,
+          // A sub-run's calls check its ancestors before they start (a cancel of the tree).
+          ...(run.spec.ancestors.length ? { ancestors: run.spec.ancestors } : {}),
+          ...(request ? { actionId: request.id } : {}),
+          ...trace,
+        },
+        ...(request ? { delay: Math.max(1, Math.min(expires, deps.parkMs)) } : {}),
+      };
+    }),
   });
 }

@@ -2,9 +2,10 @@ import { builtinToolsFor, compileAllowlist, type RunSpec, type ToolCatalogEntry 
 
 /**
  * The tools a run may use, in the OpenAI `tools` request format: the MCP tools its allowlist
- * admits, and the built-in tools its options switch on (sub-agents, context).
+ * admits, the built-in tools its options switch on (sub-agents, context, ask_human), and the
+ * caller's client tools (a root run's; the allowlist does not apply to them).
  */
-export function offeredTools(catalog: ToolCatalogEntry[], spec: Pick<RunSpec, 'tools' | 'subagents' | 'has_context'>) {
+export function offeredTools(catalog: ToolCatalogEntry[], spec: Pick<RunSpec, 'tools' | 'subagents' | 'has_context' | 'human_input' | 'client_tools'>) {
   const allowed = compileAllowlist(spec.tools);
   const mcp = catalog
     .filter((t) => allowed(t.name))
@@ -13,5 +14,9 @@ export function offeredTools(catalog: ToolCatalogEntry[], spec: Pick<RunSpec, 't
       function: { name: t.name, description: t.description.slice(0, 1024), parameters: t.input_schema },
     }));
   const builtins = builtinToolsFor(spec).map((t) => ({ type: 'function' as const, function: { name: t.name, description: t.description, parameters: t.parameters } }));
-  return [...builtins, ...mcp];
+  const client = (spec.client_tools ?? []).map((t) => ({
+    type: 'function' as const,
+    function: { name: t.function.name, description: t.function.description ?? '', parameters: t.function.parameters ?? { type: 'object', properties: {} } },
+  }));
+  return [...builtins, ...mcp, ...client];
 }

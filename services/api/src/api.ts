@@ -1,6 +1,22 @@
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
-import { Admission, createMetrics, JobQueues, RedisConnections, Runs, RunStore, runMetricsObserver, UsageMeter, waitForReady, type Logger, type Resolver, type TenantTable, type Tracing } from '@agentq/shared';
+import {
+  Admission,
+  createMetrics,
+  JobQueues,
+  RedisConnections,
+  RunActions,
+  Runs,
+  RunStore,
+  runMetricsObserver,
+  SchemaValidators,
+  UsageMeter,
+  waitForReady,
+  type Logger,
+  type Resolver,
+  type TenantTable,
+  type Tracing,
+} from '@agentq/shared';
 import { loadTenants } from './tenants-config.js';
 import { createApp, type AppDeps } from './app.js';
 import { EventHub } from './event-hub.js';
@@ -54,9 +70,12 @@ export async function createApiContext(cfg: ApiConfig, logger: Logger, opts: Api
     durability: { replicas: cfg.REDIS_WAIT_REPLICAS, timeoutMs: cfg.REDIS_WAIT_TIMEOUT_MS, connections: [requests, queueConnection] },
     ...(failpoint ? { failpoint: (point: string) => point === failpoint && process.kill(process.pid, 'SIGKILL') } : {}),
   });
+  const actions = new RunActions({ store, jobs, logger });
   const stopSweep = startPendingSweep(runs, logger, {
     intervalMs: cfg.PENDING_SWEEP_INTERVAL_MS,
     graceMs: cfg.PENDING_SWEEP_GRACE_MS,
+    // Answers whose process died before waking their job are woken.
+    answered: (graceMs) => actions.sweepAnswered(graceMs),
     // Now and then, slots held by runs whose process died are freed, and the limits published again.
     reconcile: async () => {
       await admission.publish(tenants);
@@ -69,6 +88,8 @@ export async function createApiContext(cfg: ApiConfig, logger: Logger, opts: Api
   const deps: AppDeps = {
     store,
     runs,
+    actions,
+    validators: new SchemaValidators(logger),
     admission,
     usage: new UsageMeter(requests, cfg.QUEUE_PREFIX),
     tenants,

@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Queue } from 'bullmq';
-import type { Admission, AgentqMetrics, Logger, RedisClient, Resolver, Runs, RunStore, TenantTable, UsageMeter } from '@agentq/shared';
+import type { ActionItemView, Admission, AgentqMetrics, Logger, RedisClient, Resolver, RunActions, Runs, RunStore, SchemaValidators, TenantTable, UsageMeter } from '@agentq/shared';
 import { adminAuth, bearerAuth } from './auth.js';
 import { bodyBudget, drainBody } from './body-budget.js';
 import { dashboard, DASHBOARD_PATH } from './dashboard.js';
@@ -9,6 +9,7 @@ import { errorBody, HttpError, onError } from './http-error.js';
 import { healthRoutes } from './routes/health.js';
 import { metricsRoutes } from './routes/metrics.js';
 import { docsRoutes } from './routes/docs.js';
+import { actionsRoutes } from './routes/actions.js';
 import { eventsRoutes } from './routes/events.js';
 import { ownRun, runsRoutes } from './routes/runs.js';
 import type { EventHub } from './event-hub.js';
@@ -19,6 +20,12 @@ import { requestLimit } from './rate-limit.js';
 export interface AppDeps {
   store: RunStore;
   runs: Runs;
+  /** Requests for an answer: decided here, their jobs woken. */
+  actions: RunActions;
+  /** Checks an approval's edited arguments against the tool's input schema. */
+  validators: SchemaValidators;
+  /** Adds to each request as it is shown (a signed link, with ACTION_LINK_SECRET). */
+  decorateAction?: (item: ActionItemView) => ActionItemView;
   admission: Admission;
   usage: UsageMeter;
   /** Every key's limits (TENANTS_CONFIG). */
@@ -74,6 +81,7 @@ export function createApp(deps: AppDeps) {
 
   app.route('/v1/runs', eventsRoutes({ store: deps.store, hub: deps.hub, logger: deps.logger, ownRun: (owner, id) => ownRun(deps.store, owner, id) }));
   app.route('/v1/runs', runsRoutes(deps));
+  app.route('/v1', actionsRoutes({ store: deps.store, actions: deps.actions, validators: deps.validators, decorate: deps.decorateAction }));
   app.route('/v1/tools', toolsRoutes({ store: deps.store }));
   app.route('/v1/usage', usageRoutes(deps));
   app.route(DASHBOARD_PATH, dashboard(deps.queues));

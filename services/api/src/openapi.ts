@@ -1,7 +1,10 @@
 import { z } from 'zod';
 import {
+  actionItemSchema,
   apiErrorSchema,
   chatMessageSchema,
+  listActionsQuerySchema,
+  respondBodySchema,
   createRunBodySchema,
   healthSchema,
   listRunsQuerySchema,
@@ -33,9 +36,18 @@ function componentSchemas(): Record<string, Json> {
   const requests = z.registry<Meta>();
   requests.add(createRunBodySchema, { id: 'CreateRunRequest', description: 'The body of POST /v1/runs: give "input" or "messages".' });
   requests.add(chatMessageSchema, { id: 'ChatMessageInput', description: 'An OpenAI chat message, as sent.' });
+  requests.add(respondBodySchema, { id: 'ActionResponses', description: 'Answers to requests of a run tree: approve (maybe with edited arguments) or reject an approval, a client tool\'s output, an answer to a question.' });
 
   const responses = z.registry<Meta>();
   responses.add(apiErrorSchema, { id: 'Error', description: 'Every error response: a snake_case code, a message that says how to fix it, and optional details (for a 400, one entry per bad field).' });
+  responses.add(actionItemSchema, { id: 'ActionItem', description: 'A request for an answer: an approval of a tool call, a client tool\'s call, or a question.' });
+  responses.add(
+    z.looseObject({
+      data: z.array(actionItemSchema.extend({ status: z.enum(['pending', 'resolved']), decision: z.string().optional(), resolved_at: z.string().optional() })),
+      next: z.string().nullable(),
+    }),
+    { id: 'ActionList', description: 'A page of requests, newest first; pass "next" as "after" for the next page.' },
+  );
   responses.add(runObjectSchema, { id: 'Run', description: 'A run: one agent loop, from its request to its answer.' });
   responses.add(runListSchema, { id: 'RunList', description: 'A page of runs, newest first; pass "next" as "after" for the next page.' });
   responses.add(chatMessageSchema, { id: 'ChatMessage', description: 'An OpenAI chat message of a transcript.' });
@@ -71,7 +83,7 @@ const ERRORS = {
   401: errorResponse('No or an unknown API key (only when API_KEYS is set).'),
   403: errorResponse('The dashboard refuses API keys (it shows every tenant\'s jobs): only ADMIN_API_KEYS, and API keys TENANTS_CONFIG marks admin, open it.'),
   404: errorResponse('No such run, or a run of another API key.'),
-  409: errorResponse('The Idempotency-Key was used before with a different body, or its first request is still being processed.'),
+  409: errorResponse('The Idempotency-Key was used before with a different body, or its first request is still being processed; for an answer: the request was decided before (`action_resolved`).'),
   413: errorResponse('The body, or one of its fields, is larger than the limit; the message names the field.'),
   415: errorResponse('The body is not sent as application/json.'),
   429: {
@@ -87,11 +99,11 @@ const json = (description: string, schema: Json, headers?: Json) => ({ descripti
 
 const runIdParam = { name: 'id', in: 'path', required: true, description: 'A run id (`run_…`).', schema: { type: 'string', pattern: '^run_[0-9a-z]{21}$' } };
 
-/** The query parameters of `GET /v1/runs`, from the same zod schema as the route's. */
-function listQueryParams(): Json[] {
-  const s = z.toJSONSchema(listRunsQuerySchema, { io: 'input' }) as { properties: Record<string, Json> };
+/** The query parameters of a list (`GET /v1/runs`, `GET /v1/actions`), from the same zod schema as the route's. */
+function listQueryParams(schema: z.ZodType = listRunsQuerySchema, what = 'runs'): Json[] {
+  const s = z.toJSONSchema(schema, { io: 'input' }) as { properties: Record<string, Json> };
   const doc: Record<string, string> = {
-    status: 'Only runs with this status.',
+    status: `Only ${what} with this status.`,
     limit: 'Page size.',
     after: 'The "next" of the previous page.',
   };
@@ -126,6 +138,7 @@ export function buildOpenApiDocument(): Json {
     },
     tags: [
       { name: 'runs', description: 'Create, follow, list and cancel runs.' },
+      { name: 'actions', description: 'Answer what runs wait for: approvals, client tools, questions.' },
       { name: 'tools', description: 'The tools a run can use.' },
       { name: 'usage', description: "Where a key stands against its limits (TENANTS_CONFIG)." },
       { name: 'service', description: 'Health, readiness, metrics, this document and the dashboard.' },
@@ -195,6 +208,29 @@ export function buildOpenApiDocument(): Json {
           responses: { 202: json('The run, cancelled (or as it finished).', ref('Run')), ...errors(401, 429, 404, 503) },
         },
       },
+      '/v1/runs/{id}/actions': {
+        post: {
+          tags: ['actions'],
+          operationId: 'respondToActions',
+          summary: 'Answer what a run waits for',
+          description:
+            'Answers requests of the run or of its sub-runs (`required_action.items`); partial answers are fine. Every response is checked first: an unknown request (or another key\'s) is a 404, ' +
+            'a response of the wrong kind or edited arguments that do not fit the tool\'s input schema a 400, and nothing is stored. A request is decided once: a second answer gets 409 `action_resolved`.',
+          parameters: [runIdParam],
+          requestBody: { required: true, content: { 'application/json': { schema: ref('ActionResponses') } } },
+          responses: { 200: json('The run, as it is after the answers.', ref('Run')), ...errors(400, 401, 429, 404, 409, 413, 415, 503) },
+        },
+      },
+      '/v1/actions': {
+        get: {
+          tags: ['actions'],
+          operationId: 'listActions',
+          summary: 'The inbox',
+          description: "This key's requests for an answer across all its runs, newest first.",
+          parameters: listQueryParams(listActionsQuerySchema, 'requests'),
+          responses: { 200: json('A page of requests.', ref('ActionList')), ...errors(400, 401, 429, 503) },
+        },
+      },
       '/v1/tools': {
         get: {
           tags: ['tools'],
@@ -248,7 +284,7 @@ export function buildOpenApiDocument(): Json {
     webhooks: {
       runFinished: {
         post: {
-          summary: 'A run reached a terminal status',
+          summary: 'A run reached a terminal status, or started waiting (run.requires_action)',
           description:
             'Signed per Standard Webhooks: `webhook-signature` is `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">` with the secret ' +
             '(a `whsec_` secret is base64 after the prefix). Any 2xx is success; otherwise retried with exponential backoff; 410 stops the retries.',

@@ -11,7 +11,7 @@ import { pipeStderr } from './mcp-stderr.js';
 import { describeTool, listAllTools, type ToolDescriptor } from './mcp-tools.js';
 import { renderToolResult } from './tool-result.js';
 import { maySendAgain, unknownOutcome } from './rerun-rule.js';
-import { parseArguments, SchemaValidators } from './tool-arguments.js';
+import { parseArguments, SchemaValidators } from '@agentq/shared';
 
 export type { ToolDescriptor };
 

@@ -1,15 +1,18 @@
 import {
   AgentqError,
+  ASK_HUMAN_TOOL,
   BUILTIN_TOOL_NAMES,
   compileAllowlist,
   eventOutput,
   isTerminal,
   lazyChild,
   modelText,
+  parseArguments,
   runDeadline,
   toolFailed,
   type JobContext,
   type Logger,
+  type RunActions,
   type Runs,
   type RunStore,
   type ToolCallJob,
@@ -17,11 +20,11 @@ import {
   type ToolResultRecord,
 } from '@agentq/shared';
 import type { ToolDescriptor } from './mcp-tools.js';
+import { awaitedAnswer } from './awaited-answer.js';
 import { runAgentQuery } from './builtin/agent-query.js';
 import { runContextTool } from './builtin/context-tools.js';
 import type { SearchThreads } from './builtin/search-threads.js';
 import { maySendAgain, unknownOutcome } from './rerun-rule.js';
-import { parseArguments } from './tool-arguments.js';
 import { capToolOutput } from './tool-output.js';
 
 /** The part of the MCP registry a tool call needs. */
@@ -47,6 +50,10 @@ export interface ToolCallDeps {
    */
   awaitResultWrite?: boolean;
   runs: Runs;
+  /** Decisions on requests for an answer (a call that waited acts on its decision). */
+  actions: RunActions;
+  /** The longest a waiting call's job stays parked at once (ACTION_PARK_MAX_MS). */
+  actionParkMs: number;
   runner: ToolRunner;
   logger: Logger;
   toolTimeoutMs: number;
@@ -73,12 +80,24 @@ export async function processToolCall(data: ToolCallJob, ctx: JobContext, deps: 
   const { runId, depth, index, name } = data;
   const log = lazyChild(deps.logger, { run_id: runId, job_id: job.id, depth, tool: name });
 
+  // A call that waited for an answer acts on the decision stored: it runs (with the arguments
+  // approved), or its result is the decision's (a rejection, an output, an answer, an expiry).
+  let args = data.arguments;
+  let decided: ToolOutcome | undefined;
+  let edited = false;
+  if (data.actionId) {
+    const answer = await awaitedAnswer(data.actionId, runId, ctx, { store: deps.store, runs: deps.runs, actions: deps.actions, parkMs: deps.actionParkMs });
+    if (answer.kind === 'skip') return { index, skipped: answer.why };
+    if (answer.kind === 'result') decided = answer.outcome;
+    else ({ arguments: args, edited } = answer);
+  }
+
   // attemptsStarted counts stalled restarts too (a crash is not a failed attempt for BullMQ).
   const attempt = Math.max(job.attemptsStarted ?? 0, job.attemptsMade + 1);
   const resumed = Boolean(data.subrunIds);
   const started = resumed ? (job.processedOn ?? job.timestamp) : Date.now();
   const startedAt = new Date(started).toISOString();
-  const startEvent = resumed ? undefined : { depth, index, tool_call_id: data.toolCallId, name, attempt };
+  const startEvent = resumed || decided ? undefined : { depth, index, tool_call_id: data.toolCallId, name, attempt };
   // One round trip: a finished result is never executed again (at-least-once delivery,
   // at-most-once result); a run that has ended, or whose ancestor has, runs nothing; else the
   // attempt is marked running.
@@ -95,16 +114,22 @@ export async function processToolCall(data: ToolCallJob, ctx: JobContext, deps: 
 
   let outcome: ToolOutcome;
   let subrunIds: string[] | undefined;
-  if (BUILTIN_TOOL_NAMES.has(name)) {
+  if (decided) outcome = decided;
+  else if (name === ASK_HUMAN_TOOL.name) {
+    // A readable question waits for its answer (see gate.ts); this one did not.
+    outcome = run.spec.human_input
+      ? toolFailed('invalid_arguments', 'ask_human takes {"question": string, "choices"?: [string, …]}')
+      : toolFailed('refused', 'this run does not take questions to the user (human_input is off)');
+  } else if (BUILTIN_TOOL_NAMES.has(name)) {
     // Built-in tools are safe to run again: their effects (sub-runs) have ids fixed by the job.
-    const args = parseArguments(data.arguments);
-    if (typeof args === 'string') outcome = toolFailed('invalid_arguments', args);
+    const parsed = parseArguments(args);
+    if (typeof parsed === 'string') outcome = toolFailed('invalid_arguments', parsed);
     else if (name.startsWith('context_')) {
       // A search gets the time any tool call gets, and no more than the run has left.
       const timeoutMs = Math.max(1, Math.min(deps.toolTimeoutMs, deadline !== undefined ? deadline - Date.now() : Infinity));
-      outcome = await runContextTool(name, args, runId, deps.store.contexts, { threads: deps.searchThreads, timeoutMs });
+      outcome = await runContextTool(name, parsed, runId, deps.store.contexts, { threads: deps.searchThreads, timeoutMs });
     }
-    else ({ outcome, subrunIds } = await runAgentQuery(ctx, data, args, run, deps));
+    else ({ outcome, subrunIds } = await runAgentQuery(ctx, data, parsed, run, deps));
   } else if (!compileAllowlist(run.spec.tools)(name)) {
     outcome = toolFailed('refused', `this tool is not allowed for this run (allowed: ${run.spec.tools?.join(', ') ?? 'all'})`);
   } else if (interrupted && !maySendAgain('lost', tool)) {
@@ -116,7 +141,7 @@ export async function processToolCall(data: ToolCallJob, ctx: JobContext, deps: 
     try {
       // A call in flight at the run's deadline is abandoned, not waited for (the registry takes
       // the earlier of the deadline and the call's timeout).
-      outcome = await deps.runner.call(name, data.arguments, { timeoutMs: deps.toolTimeoutMs, deadline, signal });
+      outcome = await deps.runner.call(name, args, { timeoutMs: deps.toolTimeoutMs, deadline, signal });
     } catch (err) {
       if (signal?.aborted) {
         const now = await deps.store.runs.getState(runId);
@@ -135,6 +160,8 @@ export async function processToolCall(data: ToolCallJob, ctx: JobContext, deps: 
     }
   }
 
+  // The model asked with other arguments: it is told what the call ran with.
+  if (edited && (outcome.kind === 'ok' || outcome.kind === 'tool_error')) outcome = { ...outcome, text: `(The user edited the arguments before the call ran; it ran with ${args}.)\n${outcome.text}` };
   const isError = outcome.kind !== 'ok';
   const rec: ToolResultRecord = {
     id: data.toolCallId,

@@ -11,6 +11,7 @@ import {
   observeWebhookDeliveries,
   observeWorkerJobs,
   RedisConnections,
+  RunActions,
   Runs,
   RunStore,
   runMetricsObserver,
@@ -76,7 +77,18 @@ export async function startToolWorker(
   const jobs = new JobQueues({ connection: redis.connect('agentq-tool-queues', { blocking: true }), prefix: cfg.QUEUE_PREFIX, cells: cfg.CELLS, logger, telemetry });
   const runs = new Runs({ store, jobs, admission: new Admission(workerRedis, cfg.QUEUE_PREFIX), logger, observer: runMetricsObserver(metrics) });
   const searchThreads = new SearchThreads({ size: cfg.CONTEXT_SEARCH_THREADS, timeoutMs: cfg.CONTEXT_SEARCH_TIMEOUT_MS });
-  const deps: ToolCallDeps = { store, awaitResultWrite: isCluster(workerRedis), runs, runner: registry, logger, toolTimeoutMs: cfg.TOOL_TIMEOUT_MS, outputMaxBytes: cfg.TOOL_OUTPUT_MAX_BYTES, searchThreads };
+  const deps: ToolCallDeps = {
+    store,
+    awaitResultWrite: isCluster(workerRedis),
+    runs,
+    actions: new RunActions({ store, jobs, logger }),
+    actionParkMs: cfg.ACTION_PARK_MAX_MS,
+    runner: registry,
+    logger,
+    toolTimeoutMs: cfg.TOOL_TIMEOUT_MS,
+    outputMaxBytes: cfg.TOOL_OUTPUT_MAX_BYTES,
+    searchThreads,
+  };
   const cancels = new CancelListener(redis.connect('agentq-tool-cancel', { blocking: true }), cfg.QUEUE_PREFIX);
   await cancels.start();
   const toolTelemetry = { metrics, isKnownTool: (name: string) => BUILTIN_TOOL_NAMES.has(name) || registry.tools().some((t) => t.name === name) };

@@ -10,6 +10,8 @@ import {
   type Logger,
   type Resolver,
   type RunStore,
+  withRequiredAction,
+  type ActionItemView,
   type WebhookDelivery,
   type WebhookJob,
 } from '@agentq/shared';
@@ -23,6 +25,8 @@ export interface WebhookDeliveryOptions {
   timeoutMs: number;
   /** How the receiver's name is resolved when connecting. @defaultValue `dns.lookup` */
   resolve?: Resolver;
+  /** Adds to each request for an answer in a `run.requires_action` payload (a signed link). */
+  decorateAction?: (item: ActionItemView) => ActionItemView;
 }
 
 /**
@@ -47,7 +51,9 @@ export async function deliverWebhook(data: WebhookJob, ctx: JobContext, o: Webho
   const { runId, webhookId, type } = data;
   const { job } = ctx;
   const state = await o.store.runs.getState(runId);
-  const run = await o.store.runs.get(runId);
+  const found = await o.store.runs.get(runId);
+  // `run.requires_action` carries what waits (as it is when the webhook is sent).
+  const run = found ? await withRequiredAction(o.store, found, o.decorateAction) : null;
   if (!state?.spec.webhook || !run) throw new FatalError(`run ${runId} or its webhook is gone`, 'webhook_gone');
   const { url } = state.spec.webhook;
   const secret = state.spec.webhook.secret ?? o.defaultSecret;

@@ -27,6 +27,11 @@ export const toolCallJobSchema = z.object({
   subrunIds: z.array(z.string()).optional(),
   /** The run's ancestors (a sub-run's), root first: the call does not start once one has ended. */
   ancestors: z.array(z.string()).max(16).optional(),
+  /**
+   * The request for an answer the call waits for (see actions/): the job is added delayed until
+   * the request expires and promoted when it is answered; it acts on the decision stored.
+   */
+  actionId: z.string().max(64).optional(),
 });
 
 /** One webhook to deliver for a run's event. */
@@ -99,6 +104,13 @@ export type WebhookJob = JobData<'webhook'>;
 /** The job id of a job of kind `k`. */
 export function jobId<K extends JobKind>(k: K, data: JobData<K>): string {
   return (JOB_KINDS[k].id as (d: JobData<K>) => string)(data);
+}
+
+/** The tool call of a step that a tool-call job runs: what its id derives from. */
+export interface ToolCallRef {
+  runId: string;
+  depth: number;
+  index: number;
 }
 
 /**

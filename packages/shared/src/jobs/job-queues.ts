@@ -2,7 +2,7 @@ import { FlowProducer, Queue, type FlowJob, type Telemetry } from 'bullmq';
 import type { RedisClient } from '../redis.js';
 import type { Logger } from 'pino';
 import { quietConnectionErrors } from '../redis.js';
-import { JOB_KINDS, QUEUES, jobId, type JobData, type JobKind, type QueueName } from './catalog.js';
+import { JOB_KINDS, QUEUES, jobId, type JobData, type JobKind, type QueueName, type ToolCallJob, type ToolCallRef } from './catalog.js';
 import { cellList, cellOf, cellPrefix, cellQueueName } from './cells.js';
 
 /** The job a new job reports to (BullMQ's `parent`): it waits for this one to end. */
@@ -17,6 +17,8 @@ export interface FlowNode<K extends JobKind = JobKind> {
   data: JobData<K>;
   parent?: ParentJob;
   children?: FlowNode[];
+  /** Held back this long (ms) unless promoted first; its parent waits meanwhile. */
+  delay?: number;
 }
 
 /**
@@ -77,6 +79,22 @@ export class JobQueues {
     await this.queue(JOB_KINDS[kind].queue, this.cellOf(data)).remove(jobId(kind, data), { removeChildren: true });
   }
 
+  /**
+   * Wakes a delayed tool-call job now (an answer came); false if it was not delayed (awake
+   * already: it reads the decision itself; or gone). Of two concurrent promotes one wins.
+   */
+  async promoteToolCall(ref: ToolCallRef): Promise<boolean> {
+    const job = await this.queue(QUEUES.tool, this.cellOf(ref)).getJob(jobId('toolCall', ref as ToolCallJob));
+    if (!job) return false;
+    try {
+      await job.promote();
+      return true;
+    } catch (err) {
+      if (/not in the delayed state/.test((err as Error).message)) return false;
+      throw err;
+    }
+  }
+
   private node(n: FlowNode, cell: number): FlowJob {
     const def = JOB_KINDS[n.kind];
     const data = def.schema.parse(n.data) as never;
@@ -85,7 +103,7 @@ export class JobQueues {
       queueName: cellQueueName(def.queue, cell, this.cells),
       data,
       // A child whose parent is released without it (it failed for good) must not hold it.
-      opts: { ...def.options, jobId: def.id(data), ...(n.parent ? { parent: n.parent, ignoreDependencyOnFailure: true } : {}) },
+      opts: { ...def.options, jobId: def.id(data), ...(n.parent ? { parent: n.parent, ignoreDependencyOnFailure: true } : {}), ...(n.delay ? { delay: n.delay } : {}) },
       ...(n.children ? { children: n.children.map((c) => this.node(c, cell)) } : {}),
     };
   }

@@ -35,6 +35,9 @@ export function buildRun(body: CreateRunBody, defaultModel: string | undefined, 
     ...(body.subagents ? { subagents: body.subagents } : {}),
     ...(body.response_format ? { response_format: body.response_format } : {}),
     ...(body.webhook ? { webhook: body.webhook } : {}),
+    ...(body.approval ? { approval: body.approval } : {}),
+    ...(body.client_tools ? { client_tools: body.client_tools } : {}),
+    ...(body.human_input ? { human_input: true } : {}),
     ...(body.context !== undefined ? { has_context: true } : {}),
     metadata: body.metadata ?? {},
     ancestors: [],
@@ -53,8 +56,9 @@ export function buildRun(body: CreateRunBody, defaultModel: string | undefined, 
 
 /**
  * The spec of a sub-run started by `parent`'s tool job `parentJob`: it inherits the model,
- * tools, budgets (the token budget is the tree's, the deadline the root's) and sub-agent limits,
- * nothing of the parent's messages, and reports to the tool job that waits for it.
+ * tools, budgets (the token budget is the tree's, the deadline the root's), sub-agent limits,
+ * the approval policy and questions to the user (not the caller's client tools), nothing of the
+ * parent's messages, and reports to the tool job that waits for it.
  */
 export function childSpec(parent: RunState, parentJob: ParentJob): RunSpec {
   const p = parent.spec;
@@ -66,6 +70,9 @@ export function childSpec(parent: RunState, parentJob: ParentJob): RunSpec {
     ...(p.deadline_at !== undefined ? { deadline_at: p.deadline_at } : {}),
     on_budget_exhausted: p.on_budget_exhausted,
     ...(p.subagents ? { subagents: p.subagents } : {}),
+    ...(p.approval ? { approval: p.approval } : {}),
+    ...(p.human_input ? { human_input: true } : {}),
+    ...(p.webhook || p.root_webhook ? { root_webhook: true } : {}),
     metadata: {},
     ancestors: [...p.ancestors, parent.id],
     nesting: p.nesting + 1,

@@ -225,9 +225,15 @@ export class Runs {
     return ended.run;
   }
 
-  private async afterEnd({ run, spec, owner }: EndedRun): Promise<void> {
+  private async afterEnd({ run, spec, owner, wasWaiting }: EndedRun): Promise<void> {
     this.deps.observer?.runFinished?.(run, spec);
     try {
+      // What still waited is cancelled (an answer now gets 409), and waits no more on the ancestors.
+      if (wasWaiting) {
+        await this.deps.store.actions
+          .cancelPending({ id: run.id, owner, ancestors: spec.ancestors })
+          .catch((err: Error) => this.deps.logger.warn({ run_id: run.id, err: err.message }, 'could not cancel the requests of an ended run'));
+      }
       if (spec.webhook) await this.deps.jobs.enqueue('webhook', { runId: run.id, webhookId: newId('whk'), type: `run.${run.status}` });
     } finally {
       // A slot not released here (Redis refused) is found by the API's reconciling sweep.

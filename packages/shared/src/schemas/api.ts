@@ -31,6 +31,21 @@ export const runOutputSchema = z.looseObject({
   refusal: z.string().nullable().optional(),
 });
 
+/** A request for an answer (`required_action.items`, the inbox). */
+export const actionItemSchema = z.looseObject({
+  id: z.string().regex(/^act_[0-9a-z]{21}_\d+_\d+$/),
+  type: z.enum(['approval', 'client_tool', 'input']),
+  run_id: runId,
+  tool_call_id: z.string(),
+  name: z.string(),
+  arguments: z.string(),
+  question: z.string().optional(),
+  choices: z.array(z.string()).nullable().optional(),
+  created_at: timestamp,
+  expires_at: timestamp.nullable(),
+  respond_url: z.string().optional(),
+});
+
 /** The run object (`GET /v1/runs/:id`). */
 export const runObjectSchema = z.looseObject({
   id: runId,
@@ -51,6 +66,7 @@ export const runObjectSchema = z.looseObject({
   created_at: timestamp,
   started_at: timestamp.nullable(),
   completed_at: timestamp.nullable(),
+  required_action: z.looseObject({ items: z.array(actionItemSchema) }).optional(),
 });
 
 /** `GET /v1/runs`: a page of runs, newest first; `next` is the `after` of the next page. */
@@ -71,7 +87,8 @@ export const stepToolCallSchema = z.looseObject({
   id: z.string(),
   name: z.string(),
   arguments: z.string(),
-  status: z.enum(['queued', 'running', 'completed', 'failed']),
+  /** `requires_action`: the call waits for an answer (see `approval`). */
+  status: z.enum(['queued', 'requires_action', 'running', 'completed', 'failed']),
   output: z.string().nullable(),
   is_error: z.boolean(),
   /** How the call ended, once it has (see ToolOutcomeKind). */
@@ -79,6 +96,18 @@ export const stepToolCallSchema = z.looseObject({
   attempts: z.number().int().min(0),
   duration_ms: z.number().min(0).nullable(),
   subrun_ids: z.array(runId).optional(),
+  /** For a call that waited for an answer: the decision, who made it and when. */
+  approval: z
+    .looseObject({
+      id: z.string(),
+      type: z.enum(['approval', 'client_tool', 'input']),
+      decision: z.enum(['pending', 'approved', 'rejected', 'answered', 'expired', 'cancelled']),
+      reason: z.string().optional(),
+      arguments: z.string().optional(),
+      by: z.string().optional(),
+      at: timestamp.optional(),
+    })
+    .optional(),
 });
 
 /** One model step of a run. */
@@ -175,6 +204,10 @@ export const runEventDataSchemas = {
   }),
   'subrun.started': eventData({ depth: z.number().int(), tool_call_id: z.string(), index: z.number().int() }),
   'subrun.completed': eventData({ status: z.string(), tool_call_id: z.string(), index: z.number().int() }),
+  /** Requests for an answer a round made (on the waiting run's stream and its root's). */
+  'action.required': eventData({ items: z.array(actionItemSchema) }),
+  /** A request was decided (answered, expired or cancelled). */
+  'action.resolved': eventData({ id: z.string(), decision: z.enum(['approved', 'rejected', 'answered', 'expired', 'cancelled']) }),
   'run.completed': eventData({ run: runObjectSchema }),
   'run.failed': eventData({ run: runObjectSchema }),
   'run.cancelled': eventData({ run: runObjectSchema }),
@@ -195,6 +228,8 @@ export const runEventSchema = z.discriminatedUnion('event', [
   sse('tool.completed'),
   sse('subrun.started'),
   sse('subrun.completed'),
+  sse('action.required'),
+  sse('action.resolved'),
   sse('run.completed'),
   sse('run.failed'),
   sse('run.cancelled'),
@@ -203,7 +238,8 @@ export const runEventSchema = z.discriminatedUnion('event', [
 
 /** The body of a webhook POST (signed per Standard Webhooks). */
 export const webhookPayloadSchema = z.looseObject({
-  type: z.enum(['run.completed', 'run.failed', 'run.cancelled', 'run.incomplete']),
+  /** `run.requires_action`: sent to the root's webhook each time something of its tree starts waiting. */
+  type: z.enum(['run.completed', 'run.failed', 'run.cancelled', 'run.incomplete', 'run.requires_action']),
   timestamp: timestamp,
   data: runObjectSchema,
 });

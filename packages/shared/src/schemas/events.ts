@@ -9,6 +9,8 @@ export const RUN_EVENT_TYPES = [
   'tool.completed',
   'subrun.started',
   'subrun.completed',
+  'action.required',
+  'action.resolved',
   'run.completed',
   'run.failed',
   'run.cancelled',

@@ -1,13 +1,16 @@
 import { z } from 'zod';
 import { chatMessageSchema, type AssistantMessage } from './message.js';
 import type { Usage } from './usage.js';
+import { BUILTIN_TOOL_NAMES } from '../builtin-tools.js';
 
-export const RUN_STATUSES = ['queued', 'running', 'completed', 'failed', 'cancelled', 'incomplete'] as const;
+/** `requires_action`: something of the run or of its sub-runs waits for an answer (see actions/). */
+export const RUN_STATUSES = ['queued', 'running', 'requires_action', 'completed', 'failed', 'cancelled', 'incomplete'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
 export const TERMINAL_STATUSES: ReadonlySet<RunStatus> = new Set(['completed', 'failed', 'cancelled', 'incomplete']);
 export const isTerminal = (s: RunStatus) => TERMINAL_STATUSES.has(s);
 
-export const STOP_REASONS = ['stop', 'max_depth', 'max_total_tokens', 'timeout', 'cancelled', 'error'] as const;
+/** `approval_timeout`: a request for an answer expired under `on_timeout: "stop"`. */
+export const STOP_REASONS = ['stop', 'max_depth', 'max_total_tokens', 'timeout', 'approval_timeout', 'cancelled', 'error'] as const;
 export type StopReason = (typeof STOP_REASONS)[number];
 export type BudgetName = 'max_depth' | 'max_total_tokens' | 'timeout';
 
@@ -53,6 +56,46 @@ const responseFormatSchema = z.discriminatedUnion('type', [
 ]);
 export type ResponseFormat = z.infer<typeof responseFormatSchema>;
 
+/** The longest a request for an answer may wait (`approval.timeout_ms`). */
+export const MAX_ACTION_TIMEOUT_MS = 30 * 24 * 3600 * 1000;
+/** How many client tools a run may offer. */
+export const MAX_CLIENT_TOOLS = 64;
+
+/** Which tool calls need a yes before they run, and what an unanswered request comes to. */
+const approvalSchema = z
+  .strictObject({
+    tools: toolsSchema.optional(),
+    destructive: z.boolean().default(false),
+    timeout_ms: z.number().int().min(1).max(MAX_ACTION_TIMEOUT_MS).optional(),
+    on_timeout: z.enum(['reject', 'stop']).default('reject'),
+  })
+  .refine((a) => a.destructive || (a.tools?.length ?? 0) > 0, { message: 'name the tools that need approval ("tools") or set "destructive": true' });
+export type ApprovalPolicy = z.infer<typeof approvalSchema>;
+
+/**
+ * A tool the caller runs itself, in OpenAI's function-tool format. Its name may not contain
+ * `__` (the separator of MCP tools' names) nor be a built-in tool's.
+ */
+const clientToolSchema = z.strictObject({
+  type: z.literal('function'),
+  function: z.strictObject({
+    name: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{1,64}$/, '1-64 of letters, digits, _ and -')
+      .refine((n) => !n.includes('__'), 'may not contain "__" (MCP tools are named <server>__<tool>)')
+      .refine((n) => !BUILTIN_TOOL_NAMES.has(n), 'is the name of a built-in tool'),
+    description: z.string().max(1024).optional(),
+    parameters: z.record(z.string(), z.unknown()).optional(),
+  }),
+});
+export type ClientTool = z.infer<typeof clientToolSchema>;
+
+const clientToolsSchema = z
+  .array(clientToolSchema)
+  .min(1)
+  .max(MAX_CLIENT_TOOLS)
+  .refine((tools) => new Set(tools.map((t) => t.function.name)).size === tools.length, 'two client tools have the same name');
+
 const contextDocSchema = z.object({ name: z.string().min(1).max(256), text: z.string() });
 
 /** The body of `POST /v1/runs`. */
@@ -76,6 +119,9 @@ export const createRunBodySchema = z
       .optional(),
     response_format: responseFormatSchema.optional(),
     context: z.union([z.string(), z.array(contextDocSchema).min(1).max(1000)]).optional(),
+    approval: approvalSchema.optional(),
+    client_tools: clientToolsSchema.optional(),
+    human_input: z.boolean().default(false),
     webhook: z.strictObject({ url: z.url({ protocol: /^https?$/ }), secret: z.string().min(1).optional() }).optional(),
     metadata: z
       .record(z.string(), z.unknown())
@@ -104,6 +150,14 @@ export interface RunSpec {
   subagents?: { enabled: boolean; max_nesting: number; max_batch: number };
   response_format?: ResponseFormat;
   webhook?: { url: string; secret?: string };
+  /** Which tool calls wait for a yes (inherited by sub-runs). */
+  approval?: ApprovalPolicy;
+  /** Tools the caller runs itself (a root run's only). */
+  client_tools?: ClientTool[];
+  /** Offers the built-in ask_human (inherited by sub-runs). */
+  human_input?: boolean;
+  /** On a sub-run: its root has a webhook (which `run.requires_action` goes to). */
+  root_webhook?: boolean;
   metadata: Record<string, unknown>;
   has_context?: boolean;
   /** Absolute deadline (ms since epoch) from timeout_ms; sub-runs inherit their root's. */
@@ -144,6 +198,24 @@ export interface RunObject {
   created_at: string;
   started_at: string | null;
   completed_at: string | null;
+  /** While the status is `requires_action`: every pending item of the run and its sub-runs. */
+  required_action?: { items: ActionItemView[] };
+}
+
+/** A request for an answer as the API shows it (`required_action.items`, `GET /v1/actions`). */
+export interface ActionItemView {
+  id: string;
+  type: 'approval' | 'client_tool' | 'input';
+  run_id: string;
+  tool_call_id: string;
+  name: string;
+  arguments: string;
+  question?: string;
+  choices?: string[] | null;
+  created_at: string;
+  expires_at: string | null;
+  /** With ACTION_LINK_SECRET: a link that answers this item without an API key. */
+  respond_url?: string;
 }
 
 export { responseFormatSchema, chatMessageSchema };

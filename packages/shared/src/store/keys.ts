@@ -16,6 +16,13 @@ export function runKeys(prefix: string, runId: string) {
     children: `${base}:children`,
     context: `${base}:context`,
     webhookDeliveries: `${base}:webhook-deliveries`,
+    /**
+     * The run's requests for an answer (a hash): `<action id>` holds the request (fixed when it
+     * is made), `<action id>:d` its decision, claimed once (see store/actions.ts).
+     */
+    actions: `${base}:actions`,
+    /** The requests of the run and of its sub-runs that wait (a sorted set by creation time). */
+    pendingActions: `${base}:actions-pending`,
     /** The tool calls of the step at `depth`: results, running markers, pending tool messages. */
     toolCalls: (depth: number) => `${base}:tools:${depth}`,
   };
@@ -56,6 +63,19 @@ export function globalKeys(prefix: string) {
     usage: (owner: string, day: string) => `${prefix}:usage:${owner}:${day}`,
     /** A key's `/v1` requests in one minute. */
     requests: (owner: string, minute: number) => `${prefix}:rpm:${owner}:${minute}`,
+    /**
+     * A key's requests for an answer, every one (a sorted set by creation time): the inbox. Its
+     * two sets share the key's tag, so that one pipeline writes both on a Cluster too.
+     */
+    actionInbox: (owner: string) => `${prefix}:{inbox:${owner}}:actions`,
+    /** A key's requests that wait (a sorted set by creation time): the inbox's pending view. */
+    actionInboxPending: (owner: string) => `${prefix}:{inbox:${owner}}:actions-pending`,
+    /**
+     * Requests answered whose tool job may not have been woken yet (a sorted set by time): written
+     * before the answer, removed once the job is promoted; the API's sweep promotes what a process
+     * that died in between left.
+     */
+    answeredActions: `${prefix}:actions-answered`,
     /** The pub/sub channel on which a cancel reaches every worker process. */
     cancelChannel: `${prefix}:cancel`,
   };

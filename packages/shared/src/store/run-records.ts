@@ -33,11 +33,13 @@ export interface EndedRun {
   run: RunObject;
   spec: RunSpec;
   owner: string;
+  /** It ended while something of it waited for an answer (status `requires_action`). */
+  wasWaiting: boolean;
 }
 
 /** How a run ends. */
 export interface FinishInput {
-  status: Exclude<RunStatus, 'queued' | 'running'>;
+  status: Exclude<RunStatus, 'queued' | 'running' | 'requires_action'>;
   stopReason: StopReason;
   output?: AssistantMessage | null;
   outputParsed?: unknown;
@@ -141,7 +143,7 @@ export class RunRecords {
   /** Removes a run that could not be enqueued, so that a client never sees a run nobody runs. */
   async delete(runId: string, owner: string): Promise<void> {
     const k = this.keys(runId);
-    await this.redis.del(k.run, k.messages, k.steps, k.events, k.context);
+    await this.redis.del(k.run, k.messages, k.steps, k.events, k.context, k.actions, k.pendingActions);
     await this.redis.zrem(this.index(owner), runId);
     await this.settle(runId);
   }
@@ -307,7 +309,7 @@ export class RunRecords {
     };
     const run = runObjectFrom(runId, { ...h, ...fields, [F.startedAt]: h[F.startedAt] || completedAt });
     const toolCallKeys = Array.from({ length: depth + 1 }, (_, d) => k.toolCalls(d));
-    const others = [k.messages, k.steps, k.children, k.context, k.webhookDeliveries, ...toolCallKeys];
+    const others = [k.messages, k.steps, k.children, k.context, k.webhookDeliveries, k.actions, k.pendingActions, ...toolCallKeys];
     const type = `run.${input.status}` as const;
     const done = await this.redis.agentqFinishRun(
       2 + others.length,
@@ -326,6 +328,6 @@ export class RunRecords {
       eventJson(type, runId, { run }, completedAt),
     );
     if (done !== 1) return null;
-    return { run, spec: JSON.parse(h[F.spec]) as RunSpec, owner: h[F.owner] };
+    return { run, spec: JSON.parse(h[F.spec]) as RunSpec, owner: h[F.owner], wasWaiting: h[F.status] === 'requires_action' };
   }
 }

@@ -1,4 +1,5 @@
 import type { RedisClient } from '../redis.js';
+import { ActionStore } from './actions.js';
 import { ContextStore } from './context-store.js';
 import { globalKeys, runKeys } from './keys.js';
 import { RunEventLog } from './run-events.js';
@@ -20,7 +21,7 @@ export interface RunStoreOptions {
 /**
  * Everything agentq keeps in Redis, in parts, each owning one concept and its keys and scripts:
  * run records, transcripts, tool calls, events, the tool catalog, contexts, webhook attempts,
- * and the `/steps` view over them.
+ * requests for an answer, and the `/steps` view over them.
  */
 export class RunStore {
   readonly prefix: string;
@@ -33,6 +34,7 @@ export class RunStore {
   readonly contexts: ContextStore;
   readonly webhooks: WebhookLog;
   readonly steps: StepsView;
+  readonly actions: ActionStore;
 
   constructor(opts: RunStoreOptions) {
     const { redis, prefix } = opts;
@@ -45,6 +47,7 @@ export class RunStore {
     this.catalog = new ToolCatalog(redis, prefix);
     this.contexts = new ContextStore(redis, prefix);
     this.webhooks = new WebhookLog(redis, prefix, this.retentionSeconds);
+    this.actions = new ActionStore(redis, prefix, this.retentionSeconds);
     this.steps = new StepsView(redis, prefix);
   }
 

@@ -9,6 +9,8 @@ import {
   listRunsQuerySchema,
   newId,
   refuseNonPublicUrl,
+  withRequiredAction,
+  type ActionItemView,
   type Admission,
   type Logger,
   type Resolver,
@@ -38,6 +40,8 @@ export interface RunsRouteDeps {
   webhookSecret?: string;
   webhookAllowPrivate: boolean;
   webhookResolve?: Resolver;
+  /** Adds to each request for an answer as it is shown (a signed link). */
+  decorateAction?: (item: ActionItemView) => ActionItemView;
 }
 
 /** A run of `owner`, or a 404: a run of another owner is never revealed (no 403). */
@@ -55,6 +59,8 @@ export function runsRoutes(deps: RunsRouteDeps) {
   const app = new Hono<Env>();
 
   const own = (owner: string, id: string) => ownRun(deps.store, owner, id);
+  // A run that waits shows what it waits for.
+  const shown = (run: RunObject) => withRequiredAction(deps.store, run, deps.decorateAction);
 
   app.post('/', async (c) => {
     const raw = await readJson(c.req);
@@ -138,15 +144,16 @@ export function runsRoutes(deps: RunsRouteDeps) {
     const run = await own(c.get('owner'), c.req.param('id'));
     if (isTerminal(run.status)) return c.json(run, 202);
     const ended = await deps.runs.cancel(run.id);
-    return c.json(ended ?? (await deps.store.runs.get(run.id)), 202);
+    const now = ended ?? (await deps.store.runs.get(run.id));
+    return c.json(now ? await shown(now) : now, 202);
   });
 
   app.get('/', async (c) => {
     const q = parseOr400(listRunsQuerySchema, c.req.query(), 'query');
-    return streamRunList(c, deps.store.runs.list(c.get('owner'), q));
+    return streamRunList(c, deps.store.runs.list(c.get('owner'), q), shown);
   });
 
-  app.get('/:id', async (c) => c.json(await own(c.get('owner'), c.req.param('id'))));
+  app.get('/:id', async (c) => c.json(await shown(await own(c.get('owner'), c.req.param('id')))));
 
   app.get('/:id/messages', async (c) => {
     const run = await own(c.get('owner'), c.req.param('id'));

@@ -1,7 +1,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { Ajv2019 } from 'ajv/dist/2019.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { re2RegExp } from '@agentq/shared';
+import { re2RegExp } from './re2-regexp.js';
 import type { Logger } from 'pino';
 
 const MAX_SCHEMA_ERRORS = 10;

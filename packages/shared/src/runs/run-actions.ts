@@ -1,0 +1,95 @@
+import type { Logger } from 'pino';
+import { parseActionId, type ActionDecision, type ActionRecord } from '../actions/action-record.js';
+import { newId } from '../ids.js';
+import type { JobQueues } from '../jobs/job-queues.js';
+import type { ActionRun, ResolveResult, StoredAction } from '../store/actions.js';
+import type { RunState } from '../store/run-hash.js';
+import type { RunStore } from '../store/run-store.js';
+
+/**
+ * The longest a waiting tool-call job stays delayed at once (a request without expiry): it then
+ * wakes, finds no decision and parks itself again.
+ */
+export const DEFAULT_ACTION_PARK_MS = 30 * 24 * 3600 * 1000;
+
+export interface RunActionsDeps {
+  store: RunStore;
+  jobs: JobQueues;
+  logger: Logger;
+}
+
+/** A run as the scripts of its requests need it. */
+export const actionRun = (run: Pick<RunState, 'id' | 'owner' | 'spec'>): ActionRun => ({ id: run.id, owner: run.owner, ancestors: run.spec.ancestors });
+
+/**
+ * Runs that wait for people: the one owner of a request's life. A round's requests are stored
+ * before its tool jobs are added (the jobs that wait are added delayed until their request
+ * expires: no lock, no worker slot, no process memory); an answer is stored once (the first of
+ * answer, expiry and cancel wins) and then wakes its job (BullMQ's promote); the job acts on the
+ * decision stored, never on anything it was handed, so a rejected or expired call never runs.
+ */
+export class RunActions {
+  constructor(private readonly deps: RunActionsDeps) {}
+
+  /**
+   * Stores a round's requests and, the first time, tells the root's webhook (`run.requires_action`).
+   * Before the round's jobs are added: a step that dies in between is redone and asks nothing twice.
+   */
+  async require(run: RunState, records: ActionRecord[]): Promise<void> {
+    const made = await this.deps.store.actions.require(actionRun(run), records);
+    if (made <= 0) return;
+    this.deps.logger.info({ run_id: run.id, requests: made }, 'run waits for an answer');
+    if (run.spec.webhook || run.spec.root_webhook) {
+      await this.deps.jobs.enqueue('webhook', { runId: run.rootRunId, webhookId: newId('whk'), type: 'run.requires_action' });
+    }
+  }
+
+  /**
+   * Stores a decision on a request of `run` (the waiting run) and wakes its job. The request is
+   * marked answered before the decision is stored and unmarked once its job is woken, so that a
+   * process dying in between leaves a mark the sweep (sweepAnswered) finishes.
+   */
+  async decide(run: RunState, id: string, decision: ActionDecision): Promise<ResolveResult> {
+    const { actions } = this.deps.store;
+    await actions.markAnswered(id);
+    let result: ResolveResult;
+    try {
+      result = await actions.resolve(actionRun(run), id, decision);
+    } catch (err) {
+      await actions.unmarkAnswered(id).catch(() => {});
+      throw err;
+    }
+    if (result.kind === 'ok') await this.wake(id);
+    else await actions.unmarkAnswered(id);
+    return result;
+  }
+
+  /** Wakes the job of an answered request (it may be awake already) and unmarks it. */
+  private async wake(id: string): Promise<void> {
+    const ref = parseActionId(id);
+    if (ref) await this.deps.jobs.promoteToolCall(ref);
+    await this.deps.store.actions.unmarkAnswered(id);
+  }
+
+  /** Wakes the jobs of requests answered more than `graceMs` ago whose process died before waking them. */
+  async sweepAnswered(graceMs: number): Promise<number> {
+    const ids = await this.deps.store.actions.answeredBefore(Date.now() - graceMs);
+    for (const id of ids) await this.wake(id).catch((err: Error) => this.deps.logger.warn({ action_id: id, err: err.message }, 'could not wake an answered request\'s job'));
+    return ids.length;
+  }
+
+  /**
+   * What a woken job acts on: the decision stored; else, once its request has expired, `expired`
+   * (unless an answer won the race); else null (woken early: it parks again).
+   */
+  async decisionOnWake(run: RunState, stored: StoredAction, now = Date.now()): Promise<ActionDecision | null> {
+    if (stored.decision) return stored.decision;
+    const { expires_at } = stored.record;
+    if (!expires_at || Date.parse(expires_at) > now) return null;
+    const expired: ActionDecision = { decision: 'expired', by: 'agentq', at: new Date(now).toISOString() };
+    const r = await this.deps.store.actions.resolve(actionRun(run), stored.record.id, expired);
+    if (r.kind === 'ok') return expired;
+    if (r.kind === 'resolved') return r.decision;
+    return { decision: 'cancelled', by: 'agentq', at: expired.at };
+  }
+}

@@ -1,0 +1,109 @@
+import { Hono } from 'hono';
+import {
+  actionView,
+  BUILTIN_TOOLS,
+  decisionOf,
+  listActionsQuerySchema,
+  parseArguments,
+  respondBodySchema,
+  withRequiredAction,
+  type ActionDecision,
+  type ActionItemView,
+  type RunActions,
+  type RunState,
+  type RunStore,
+  type SchemaValidators,
+} from '@agentq/shared';
+import { HttpError } from '../http-error.js';
+import { parseOr400, readJson } from '../validation.js';
+import { ownRun } from './runs.js';
+
+export interface ActionsRouteDeps {
+  store: RunStore;
+  actions: RunActions;
+  /** Checks edited arguments against the tool's input schema. */
+  validators: SchemaValidators;
+  /** Adds to each item as it is shown (a signed link, with ACTION_LINK_SECRET). */
+  decorate?: (item: ActionItemView) => ActionItemView;
+}
+
+type Env = { Variables: { owner: string } };
+
+/** A decision to store on a request of a waiting run. */
+interface Planned {
+  waiting: RunState;
+  id: string;
+  decision: ActionDecision;
+}
+
+/** `POST /v1/runs/:id/actions` (answers) and `GET /v1/actions` (a key's inbox). */
+export function actionsRoutes(deps: ActionsRouteDeps) {
+  const app = new Hono<Env>();
+  const decorate = deps.decorate ?? ((i: ActionItemView) => i);
+
+  app.post('/runs/:id/actions', async (c) => {
+    const owner = c.get('owner');
+    const run = await ownRun(deps.store, owner, c.req.param('id'));
+    const body = parseOr400(respondBodySchema, await readJson(c.req), 'responses');
+    // Every response is checked before any is stored: a request with a bad response changes nothing.
+    const planned: Planned[] = [];
+    for (const [i, r] of body.responses.entries()) {
+      const field = `responses.${i}`;
+      const stored = await deps.store.actions.get(r.id);
+      const waiting = stored ? await deps.store.runs.getState(stored.record.run_id) : null;
+      // A request of another key, or of a run outside this run's tree, is not revealed.
+      if (!stored || !waiting || waiting.owner !== owner || (waiting.id !== run.id && !waiting.spec.ancestors.includes(run.id))) {
+        throw new HttpError(404, 'not_found', `${field}.id: no request "${r.id.slice(0, 64)}" waits on run ${run.id}`, [{ field: `${field}.id`, message: 'no such request on this run' }]);
+      }
+      if (stored.decision) throw resolvedError([{ id: r.id, decision: stored.decision }]);
+      const decision = decisionOf(stored.record, r, owner);
+      if (typeof decision === 'string') throw new HttpError(400, 'validation_error', `${field}: ${decision}`, [{ field, message: decision }]);
+      if (decision.arguments !== undefined) await checkArguments(stored.record.name, decision.arguments, `${field}.arguments`);
+      planned.push({ waiting, id: r.id, decision });
+    }
+    const lost: Array<{ id: string; decision: ActionDecision | null }> = [];
+    for (const p of planned) {
+      const result = await deps.actions.decide(p.waiting, p.id, p.decision);
+      if (result.kind === 'resolved') lost.push({ id: p.id, decision: result.decision });
+      else if (result.kind !== 'ok') lost.push({ id: p.id, decision: null });
+    }
+    if (lost.length) throw resolvedError(lost, planned.length - lost.length);
+    const now = await deps.store.runs.get(run.id);
+    return c.json(now ? await withRequiredAction(deps.store, now, decorate) : run);
+  });
+
+  app.get('/actions', async (c) => {
+    const q = parseOr400(listActionsQuerySchema, c.req.query(), 'query');
+    const page = await deps.store.actions.inbox(c.get('owner'), q);
+    const data = page.data.map(({ record, decision }) => ({
+      ...(decision ? actionView(record) : decorate(actionView(record))),
+      status: decision ? ('resolved' as const) : ('pending' as const),
+      ...(decision ? { decision: decision.decision, resolved_at: decision.at } : {}),
+    }));
+    return c.json({ data, next: page.next });
+  });
+
+  /** Edited arguments must be a JSON object that fits the tool's input schema (when it is known). */
+  async function checkArguments(tool: string, raw: string, field: string): Promise<void> {
+    const args = parseArguments(raw);
+    const refuse = (message: string) => new HttpError(400, 'validation_error', `${field}: ${message}`, [{ field, message }]);
+    if (typeof args === 'string') throw refuse(args);
+    const schema = BUILTIN_TOOLS.find((t) => t.name === tool)?.parameters ?? (await deps.store.catalog.get()).find((t) => t.name === tool)?.input_schema;
+    const problem = schema ? deps.validators.check({ name: tool, input_schema: schema }, args) : undefined;
+    if (problem) throw refuse(`do not fit the input schema of ${tool}: ${problem}`);
+  }
+
+  return app;
+}
+
+/** 409 `action_resolved`: the request was decided before (by someone else, an expiry or a cancel). */
+function resolvedError(items: Array<{ id: string; decision: ActionDecision | null }>, applied = 0): HttpError {
+  const ids = items.map((i) => i.id).join(', ');
+  const note = applied ? ` (the other ${applied} response${applied === 1 ? ' was' : 's were'} stored)` : '';
+  return new HttpError(
+    409,
+    'action_resolved',
+    `already decided: ${ids}${note}`,
+    items.map((i) => ({ id: i.id, decision: i.decision?.decision ?? 'cancelled', at: i.decision?.at ?? null })),
+  );
+}
