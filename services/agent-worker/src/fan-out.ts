@@ -57,4 +57,6 @@ export async function fanOut(deps: FanOutDeps, run: RunState, depth: number, too
       };
     }),
   });
+  // The requests were visible (and answerable) before their jobs existed.
+  if (waiting.length) await deps.actions.wakeAnsweredEarly(run, waiting.map((r) => r.id));
 }

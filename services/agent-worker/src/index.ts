@@ -4,3 +4,4 @@ export * from './budgets.js';
 export * from './config.js';
 export * from './step-decision.js';
 export * from './model-step.js';
+export * from './fan-out.js';

@@ -60,6 +60,7 @@ export async function createApiContext(cfg: ApiConfig, logger: Logger, opts: Api
   const admission = new Admission(requests, cfg.QUEUE_PREFIX);
   await admission.publish(tenants).catch((err: Error) => logger.warn({ err: err.message }, 'could not publish the keys\' limits yet; the sweep will'));
   const failpoint = cfg.AGENTQ_FAILPOINT;
+  const failAt = failpoint ? (point: string) => point === failpoint && process.kill(process.pid, 'SIGKILL') : undefined;
   const runs = new Runs({
     store,
     jobs,
@@ -68,9 +69,9 @@ export async function createApiContext(cfg: ApiConfig, logger: Logger, opts: Api
     observer: runMetricsObserver(metrics),
     publisher: requests,
     durability: { replicas: cfg.REDIS_WAIT_REPLICAS, timeoutMs: cfg.REDIS_WAIT_TIMEOUT_MS, connections: [requests, queueConnection] },
-    ...(failpoint ? { failpoint: (point: string) => point === failpoint && process.kill(process.pid, 'SIGKILL') } : {}),
+    ...(failAt ? { failpoint: failAt } : {}),
   });
-  const actions = new RunActions({ store, jobs, logger });
+  const actions = new RunActions({ store, jobs, logger, ...(failAt ? { failpoint: failAt } : {}) });
   const stopSweep = startPendingSweep(runs, logger, {
     intervalMs: cfg.PENDING_SWEEP_INTERVAL_MS,
     graceMs: cfg.PENDING_SWEEP_GRACE_MS,

@@ -36,7 +36,7 @@ export const apiEnvSchema = baseEnvSchema.extend({
   /** How long a new run waits for those replicas; past it, 503 replication_timeout. */
   REDIS_WAIT_TIMEOUT_MS: z.coerce.number().int().min(1).default(1_000),
   /** For tests only: the process kills itself (SIGKILL) at this point of a run's creation. */
-  AGENTQ_FAILPOINT: z.enum(['run_written']).optional(),
+  AGENTQ_FAILPOINT: z.enum(['run_written', 'action_decided']).optional(),
 });
 
 /** The API's configuration, from the environment; throws ConfigError. */

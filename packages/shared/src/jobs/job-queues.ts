@@ -1,4 +1,4 @@
-import { FlowProducer, Queue, type FlowJob, type Telemetry } from 'bullmq';
+import { FlowProducer, Job, Queue, type FlowJob, type Telemetry } from 'bullmq';
 import type { RedisClient } from '../redis.js';
 import type { Logger } from 'pino';
 import { quietConnectionErrors } from '../redis.js';
@@ -84,13 +84,14 @@ export class JobQueues {
    * already: it reads the decision itself; or gone). Of two concurrent promotes one wins.
    */
   async promoteToolCall(ref: ToolCallRef): Promise<boolean> {
-    const job = await this.queue(QUEUES.tool, this.cellOf(ref)).getJob(jobId('toolCall', ref as ToolCallJob));
-    if (!job) return false;
+    // Promoting needs only the job's id (the script checks its state): no read of the job first.
+    const job = new Job(this.queue(QUEUES.tool, this.cellOf(ref)), JOB_KINDS.toolCall.name(ref as ToolCallJob), {}, {}, jobId('toolCall', ref as ToolCallJob));
     try {
       await job.promote();
       return true;
     } catch (err) {
-      if (/not in the delayed state/.test((err as Error).message)) return false;
+      // Awake already (it reads the decision itself), done, or not added yet (see wakeAnsweredEarly).
+      if (/not in the delayed state|does not exist|Missing key/i.test((err as Error).message)) return false;
       throw err;
     }
   }

@@ -16,6 +16,11 @@ export interface RunActionsDeps {
   store: RunStore;
   jobs: JobQueues;
   logger: Logger;
+  /**
+   * Called at named points, so that a test can kill the process exactly there (the API's
+   * AGENTQ_FAILPOINT); unset in production.
+   */
+  failpoint?: (point: 'action_decided') => void;
 }
 
 /** A run as the scripts of its requests need it. */
@@ -59,8 +64,10 @@ export class RunActions {
       await actions.unmarkAnswered(id).catch(() => {});
       throw err;
     }
-    if (result.kind === 'ok') await this.wake(id);
-    else await actions.unmarkAnswered(id);
+    if (result.kind === 'ok') {
+      this.deps.failpoint?.('action_decided');
+      await this.wake(id);
+    } else await actions.unmarkAnswered(id);
     return result;
   }
 
@@ -69,6 +76,17 @@ export class RunActions {
     const ref = parseActionId(id);
     if (ref) await this.deps.jobs.promoteToolCall(ref);
     await this.deps.store.actions.unmarkAnswered(id);
+  }
+
+  /**
+   * After a round's jobs are added: wakes those whose request was answered before its job
+   * existed (an answer may come as soon as the request is stored; its promote then found no job).
+   */
+  async wakeAnsweredEarly(run: Pick<RunState, 'id'>, ids: string[]): Promise<void> {
+    for (const id of await this.deps.store.actions.decided(run.id, ids)) {
+      const ref = parseActionId(id);
+      if (ref) await this.deps.jobs.promoteToolCall(ref);
+    }
   }
 
   /** Wakes the jobs of requests answered more than `graceMs` ago whose process died before waking them. */

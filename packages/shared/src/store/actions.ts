@@ -240,12 +240,11 @@ export class ActionStore {
     return d ? JSON.parse(d) : null;
   }
 
-  /** Every decision of a run's own requests, by id (for `/steps`). */
-  async decisions(runId: string): Promise<Map<string, ActionDecision>> {
-    const h = await this.redis.hgetall(runKeys(this.prefix, runId).actions);
-    const out = new Map<string, ActionDecision>();
-    for (const [field, value] of Object.entries(h)) if (field.endsWith(DECISION)) out.set(field.slice(0, -DECISION.length), JSON.parse(value));
-    return out;
+  /** Which of these requests of a run are decided (one round trip). */
+  async decided(runId: string, ids: string[]): Promise<string[]> {
+    if (!ids.length) return [];
+    const found = await this.redis.hmget(runKeys(this.prefix, runId).actions, ...ids.map(decisionField));
+    return ids.filter((_, i) => found[i] !== null);
   }
 
   /**
