@@ -39,7 +39,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'cluster',
-          include: ['test/agent-loop.test.ts', 'test/subagents.test.ts', 'test/run-lifecycle.test.ts', 'test/events.test.ts', 'test/tree-cancel.test.ts', 'test/cluster/*.test.ts'],
+          include: ['test/agent-loop.test.ts', 'test/subagents.test.ts', 'test/run-lifecycle.test.ts', 'test/events.test.ts', 'test/tree-cancel.test.ts', 'test/runs-that-wait.test.ts', 'test/cluster/*.test.ts'],
           globalSetup: ['./test/global-setup-cluster.ts'],
         },
       },

@@ -89,11 +89,12 @@ describe('a step whose previous round lacks a result', () => {
     const data = { runId: id, depth: 1 };
     const job = new Job(jobs.queue(QUEUES.agent), 'step', data, { attempts: 3 }, `${id}-1`);
     const openai = new OpenAI({ baseURL: llm.baseURL, apiKey: 'x', maxRetries: 0 });
+    const runs = new Runs({ store, jobs, admission: new Admission(redis, prefix), logger });
     const deps = {
       store,
-      runs: new Runs({ store, jobs, admission: new Admission(redis, prefix), logger }),
+      runs,
       jobs,
-      actions: new RunActions({ store, jobs, logger }),
+      actions: new RunActions({ store, jobs, runs, logger }),
       actionParkMs: 60_000,
       openai,
       logger,

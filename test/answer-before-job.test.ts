@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { createLogger, jobId, JobQueues, newId, QUEUES, RunActions, RunStore, type RunSpec } from '@agentq/shared';
+import { Admission, createLogger, jobId, JobQueues, newId, QUEUES, RunActions, Runs, RunStore, type RunSpec } from '@agentq/shared';
 import { fanOut } from '@agentq/agent-worker';
 
 // A round's requests are stored (and can be answered) before its jobs are added. An answer in
@@ -26,7 +26,7 @@ describe('an answer that comes before its job exists', () => {
     await store.runs.create({ id, owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
     await store.runs.start(id);
     const run = (await store.runs.getState(id))!;
-    const actions = new RunActions({ store, jobs, logger });
+    const actions = new RunActions({ store, jobs, runs: new Runs({ store, jobs, admission: new Admission(redis, prefix), logger }), logger });
     // Answers each request the moment it is stored, before fanOut goes on to add the jobs.
     const answerAtOnce = Object.assign(Object.create(actions) as RunActions, {
       require: async (r: typeof run, records: Parameters<RunActions['require']>[1]) => {

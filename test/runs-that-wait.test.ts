@@ -1,3 +1,8 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatRequest, Handler, Reply, ToolCallReply } from '@agentq/scripted-llm';
 import { startStack, type Stack } from './fixtures/services.js';
@@ -22,9 +27,30 @@ const callsThenEcho = (calls: ToolCallReply['tool_calls']) => (req: ChatRequest)
 
 let stack: Stack;
 beforeAll(async () => {
-  stack = await startStack({ handler, apiKey: 'key-a-123456', env: { API_KEYS: 'key-a-123456,key-b-123456' } });
+  receiver = await startReceiver();
+  // A waiting call's job wakes every second here (ACTION_PARK_MAX_MS), finds no answer and parks again.
+  stack = await startStack({ handler, apiKey: 'key-a-123456', env: { API_KEYS: 'key-a-123456,key-b-123456', ACTION_PARK_MAX_MS: '1000', WEBHOOK_ALLOW_PRIVATE: 'true' } });
 });
-afterAll(async () => stack?.close());
+afterAll(async () => {
+  await stack?.close();
+  await receiver?.close();
+});
+
+/** A webhook receiver on loopback that keeps what it is sent. */
+async function startReceiver() {
+  const received: Array<{ type: string; data: any }> = [];
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      received.push(JSON.parse(body));
+      res.writeHead(200).end();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, received, close: () => new Promise<void>((r) => server.close(() => r())) };
+}
+let receiver: Awaited<ReturnType<typeof startReceiver>>;
 
 const json = async (path: string, key?: string) => (await stack.request(path, { key })).json();
 const respond = (runId: string, responses: unknown[], key?: string) => stack.request(`/v1/runs/${runId}/actions`, { method: 'POST', json: { responses }, key });
@@ -214,6 +240,35 @@ describe('client tools and questions', () => {
   });
 });
 
+describe('waiting', () => {
+  it('waits past its job\'s longest park (the job wakes, finds no answer, parks again), then runs once when approved', async () => {
+    on('LONG wait', callsThenEcho([{ name: 'crm__non_idempotent_write', arguments: { key: 'long-wait' } }]));
+    const { id } = await stack.createRun({ input: 'LONG wait', approval: { tools: ['crm__non_idempotent_write'] } });
+    const [item] = (await waiting(id)).required_action.items;
+    const job = { runId: id, depth: 0, index: 0, toolCallId: '', name: '', arguments: '' };
+    // Parked for 1 s at a time: after 2.5 s it has woken twice and is parked again.
+    await new Promise((r) => setTimeout(r, 2500));
+    expect(await stack.jobState('toolCall', job)).toBe('delayed');
+    expect((await json(`/v1/runs/${id}`)).status).toBe('requires_action');
+    expect(stack.crm.calls.filter((c) => c.args?.key === 'long-wait')).toEqual([]);
+    expect((await respond(id, [{ id: item.id, approve: true }])).status).toBe(200);
+    const done = await stack.waitForRun(id);
+    expect(JSON.parse(JSON.parse(done.output!.content as string)[0])).toContain('long-wait');
+    expect(stack.crm.calls.filter((c) => c.args?.key === 'long-wait')).toHaveLength(1);
+  });
+
+  it("tells the root's webhook (run.requires_action) when a run of its tree starts waiting, with what it waits for", async () => {
+    on('HOOKED', callsThenEcho([{ name: 'ask_human', arguments: { question: 'Hooked?' } }]));
+    const { id } = await stack.createRun({ input: 'HOOKED', human_input: true, webhook: { url: receiver.url, secret: 'hook-secret' } });
+    const hook = await waitFor(() => receiver.received.find((r) => r.type === 'run.requires_action' && r.data.id === id), { what: 'the run.requires_action webhook' });
+    expect(hook.data).toMatchObject({ status: 'requires_action', required_action: { items: [expect.objectContaining({ type: 'input', question: 'Hooked?' })] } });
+    const [item] = hook.data.required_action.items;
+    expect((await respond(id, [{ id: item.id, answer: 'yes' }])).status).toBe(200);
+    await waitFor(() => receiver.received.find((r) => r.type === 'run.completed' && r.data.id === id), { what: 'the run.completed webhook' });
+    expect(receiver.received.filter((r) => r.data.id === id).map((r) => r.type)).toEqual(['run.requires_action', 'run.completed']);
+  });
+});
+
 describe('answers', () => {
   it('hides another key\'s request (404) and cancels what waits with the run', async () => {
     on('CANCEL waiting', callsThenEcho([{ name: 'crm__non_idempotent_write', arguments: { key: 'cancelled-write' } }]));
@@ -265,5 +320,37 @@ describe('answers', () => {
     expect(unknown.status).toBe(404);
     expect((await respond(id, [{ id: item.id, answer: 'because' }])).status).toBe(200);
     expect((await stack.waitForRun(id)).status).toBe('completed');
+  });
+});
+
+describe('admission while runs wait', () => {
+  let small: Stack;
+  beforeAll(async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'agentq-wait-tenants-'));
+    writeFileSync(join(dir, 'tenants.json'), JSON.stringify({ default: { max_active_runs: 2 } }));
+    small = await startStack({ handler, env: { TENANTS_CONFIG: join(dir, 'tenants.json') } });
+  });
+  afterAll(async () => small?.close());
+
+  it('a run that waits holds no slot: with max_active_runs 2 and three runs waiting, a fourth still runs', async () => {
+    on('SLOT wait', callsThenEcho([{ name: 'ask_human', arguments: { question: 'Slot?' } }]));
+    on('SLOT free', () => ({ content: 'ran while three waited' }));
+    const waitingIds: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const { id } = await small.createRun({ input: `SLOT wait ${i}`, human_input: true });
+      waitingIds.push(id);
+      await waitFor(async () => (await small.getJson(`/v1/runs/${id}`)).status === 'requires_action', { what: `run ${i} to wait` });
+    }
+    expect(await small.getJson('/v1/usage')).toMatchObject({ active_runs: 0, waiting_runs: 3, queued_runs: 0 });
+    const { id: free } = await small.createRun({ input: 'SLOT free' });
+    expect((await small.waitForRun(free)).output!.content).toBe('ran while three waited');
+    // Answered, the three go on at once (taking their slots back, even past the limit) and end.
+    for (const id of waitingIds) {
+      const [item] = (await small.getJson(`/v1/runs/${id}`)).required_action.items;
+      const res = await small.request(`/v1/runs/${id}/actions`, { method: 'POST', json: { responses: [{ id: item.id, answer: 'ok' }] } });
+      expect(res.status).toBe(200);
+    }
+    for (const id of waitingIds) expect((await small.waitForRun(id)).status).toBe('completed');
+    expect(await small.getJson('/v1/usage')).toMatchObject({ active_runs: 0, waiting_runs: 0, queued_runs: 0 });
   });
 });

@@ -129,6 +129,35 @@ describe('runs that wait, across crashes', () => {
     }
   }, 90_000);
 
+  it('1,000 runs waiting at once hold no active job; answered, all complete', async () => {
+    await start('agent-worker');
+    await start('tool-worker');
+    const n = 1000;
+    const ids: string[] = [];
+    for (let i = 0; i < n; i += 50) ids.push(...(await Promise.all(Array.from({ length: Math.min(50, n - i) }, (_, j) => post(`write many-${i + j}`)))));
+    const pending = await waitFor(
+      async () => {
+        const page = await get(`/v1/actions?status=pending&limit=100`);
+        const counts = await jobs.queue(QUEUES.tool).getJobCounts('delayed');
+        return counts.delayed >= n ? page : undefined;
+      },
+      { what: `${n} waiting calls`, timeoutMs: 60_000, intervalMs: 200 },
+    );
+    expect(pending.data).toHaveLength(100);
+    // Every call waits as a delayed job; every next step waits for its round: nothing is active.
+    expect(await jobs.queue(QUEUES.tool).getJobCounts('active', 'waiting')).toEqual({ active: 0, waiting: 0 });
+    expect(await jobs.queue(QUEUES.agent).getJobCounts('active', 'waiting')).toEqual({ active: 0, waiting: 0 });
+    for (let i = 0; i < n; i += 50) {
+      await Promise.all(ids.slice(i, i + 50).map(async (id) => {
+        const [item] = (await get(`/v1/runs/${id}`)).required_action.items;
+        expect((await respond(api(i), id, [{ id: item.id, approve: false, reason: 'bulk' }])).status).toBe(200);
+      }));
+    }
+    const runs = await ended(ids);
+    expect(runs.filter((r) => r.status === 'completed')).toHaveLength(n);
+    expect(crm.calls.filter((c) => String(c.args?.key).startsWith('many-'))).toEqual([]);
+  }, 120_000);
+
   it('two API processes answering one request at once: exactly one gets 200, the other 409', async () => {
     await start('agent-worker');
     await start('tool-worker');

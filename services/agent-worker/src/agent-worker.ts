@@ -55,7 +55,7 @@ export async function startAgentWorker(cfg: AgentWorkerConfig, logger: Logger, o
     return catalog.tools;
   };
 
-  const actions = new RunActions({ store, jobs, logger });
+  const actions = new RunActions({ store, jobs, runs, logger });
   const deps: AgentStepDeps = {
     store,
     runs,

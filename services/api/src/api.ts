@@ -71,7 +71,7 @@ export async function createApiContext(cfg: ApiConfig, logger: Logger, opts: Api
     durability: { replicas: cfg.REDIS_WAIT_REPLICAS, timeoutMs: cfg.REDIS_WAIT_TIMEOUT_MS, connections: [requests, queueConnection] },
     ...(failAt ? { failpoint: failAt } : {}),
   });
-  const actions = new RunActions({ store, jobs, logger, ...(failAt ? { failpoint: failAt } : {}) });
+  const actions = new RunActions({ store, jobs, runs, logger, ...(failAt ? { failpoint: failAt } : {}) });
   const stopSweep = startPendingSweep(runs, logger, {
     intervalMs: cfg.PENDING_SWEEP_INTERVAL_MS,
     graceMs: cfg.PENDING_SWEEP_GRACE_MS,

@@ -81,7 +81,7 @@ export async function startToolWorker(
     store,
     awaitResultWrite: isCluster(workerRedis),
     runs,
-    actions: new RunActions({ store, jobs, logger }),
+    actions: new RunActions({ store, jobs, runs, logger }),
     actionParkMs: cfg.ACTION_PARK_MAX_MS,
     runner: registry,
     logger,

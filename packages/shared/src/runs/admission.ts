@@ -4,13 +4,17 @@ import { globalKeys } from '../store/keys.js';
 import { limitsOf, type TenantTable } from '../tenants/limits.js';
 
 /**
- * KEYS: backlog, limits, active total, vclock, pending, owners, the key's lane, the key's active set.
+ * KEYS: backlog, limits, active total, vclock, pending, owners, the key's lane, the key's active
+ * set, the key's set of runs waiting for an answer.
  * ARGV: op, owner, run id, now (ms), lane prefix, active prefix, most to admit, the most runs
  * the key's line may hold.
  * op `arrive`: a queued root run joins its key's line (once; a run admitted before is returned
  * again, for its first step to be enqueued), unless the line is full (then `{'!full'}`); `child`: a sub-run counts as active at once (its
  * parent holds a slot and waits for it: holding it back could deadlock the tree); `release`: a
- * run ended, its slot (or its place in line) is freed; `admit`: nothing but the admission.
+ * run ended, its slot (or its place in line) is freed; `suspend`: an active run waits for an
+ * answer (it holds no slot while it waits); `resume`: it goes on, and takes a slot back at once
+ * (an accepted run always runs; the key may be over its limit until one of its runs ends);
+ * `admit`: nothing but the admission.
  * Then, while there is room, it admits runs from the lines, fairly: the key with the smallest
  * virtual time goes first and moves on by 1/weight per run (start-time fair queueing), a key
  * at its max_active_runs waits until a run of it ends, and all keys together stop at the
@@ -28,6 +32,10 @@ if op == 'child' then
   redis.call('SADD', KEYS[6], owner)
   return out
 end
+if op == 'resume' then
+  if redis.call('SREM', KEYS[9], runId) == 1 and redis.call('SADD', KEYS[8], runId) == 1 then redis.call('INCR', KEYS[3]) end
+  return out
+end
 if op == 'arrive' then
   redis.call('SADD', KEYS[6], owner)
   if redis.call('SISMEMBER', KEYS[8], runId) == 1 then
@@ -37,9 +45,15 @@ if op == 'arrive' then
     redis.call('ZADD', KEYS[7], now, runId)
     redis.call('ZADD', KEYS[1], 'NX', vclock, owner)
   end
-elseif op == 'release' then
-  if redis.call('SREM', KEYS[8], runId) == 1 then redis.call('DECR', KEYS[3]) end
-  redis.call('ZREM', KEYS[7], runId)
+elseif op == 'release' or op == 'suspend' then
+  if redis.call('SREM', KEYS[8], runId) == 1 then
+    redis.call('DECR', KEYS[3])
+    if op == 'suspend' then redis.call('SADD', KEYS[9], runId) end
+  end
+  if op == 'release' then
+    redis.call('SREM', KEYS[9], runId)
+    redis.call('ZREM', KEYS[7], runId)
+  end
   if redis.call('ZCARD', KEYS[7]) > 0 then redis.call('ZADD', KEYS[1], 'NX', vclock, owner) end
 end
 local function limits(o)
@@ -97,10 +111,10 @@ export class Admission {
     prefix: string,
   ) {
     this.g = globalKeys(prefix);
-    redis.defineCommand('agentqAdmission', { lua: ADMISSION, numberOfKeys: 8 });
+    redis.defineCommand('agentqAdmission', { lua: ADMISSION, numberOfKeys: 9 });
   }
 
-  private run(op: 'arrive' | 'child' | 'release' | 'admit', owner: string, runId: string, maxQueued = 0): Promise<string[]> {
+  private run(op: 'arrive' | 'child' | 'release' | 'suspend' | 'resume' | 'admit', owner: string, runId: string, maxQueued = 0): Promise<string[]> {
     const g = this.g;
     return this.redis.agentqAdmission(
       g.backlog,
@@ -111,6 +125,7 @@ export class Admission {
       g.owners,
       g.laneOf + owner,
       g.activeOf + owner,
+      g.waitingOf + owner,
       op,
       owner,
       runId,
@@ -141,6 +156,27 @@ export class Admission {
     return this.run('release', owner, runId);
   }
 
+  /**
+   * Runs that now wait for an answer give their slots up (nothing of them runs while they wait);
+   * returns the runs admitted into the room.
+   */
+  async suspend(owner: string, runIds: string[]): Promise<string[]> {
+    const admitted: string[] = [];
+    for (const id of runIds) admitted.push(...(await this.run('suspend', owner, id)));
+    return admitted;
+  }
+
+  /**
+   * Runs that waited go on: each takes its slot back at once, whatever the key's limit (a run
+   * that was accepted always runs; the key admits no new run until it is under its limit again).
+   * A resume that overtakes its suspend (an answer within milliseconds) leaves the run counted
+   * as waiting while it runs: the key may run one more run than its limit until the reconciling
+   * sweep (Runs.reconcileAdmission) counts it again.
+   */
+  async resume(owner: string, runIds: string[]): Promise<void> {
+    for (const id of runIds) await this.run('resume', owner, id);
+  }
+
   /** Admits what there is room for (after limits changed, or from a sweep). */
   admit(): Promise<string[]> {
     return this.run('admit', '', '');
@@ -165,18 +201,22 @@ export class Admission {
     return raw ? Number((JSON.parse(raw) as { max_runs_per_tree?: number }).max_runs_per_tree ?? 1000) : 1000;
   }
 
-  /** A key's runs running and waiting in its line. */
-  async standing(owner: string): Promise<{ active: number; queued: number }> {
-    const [[, active], [, queued]] = ((await this.redis.pipeline().scard(this.g.activeOf + owner).zcard(this.g.laneOf + owner).exec()) ?? []) as Array<[unknown, number]>;
-    return { active: Number(active ?? 0), queued: Number(queued ?? 0) };
+  /** A key's runs running, waiting in its line, and waiting for an answer. */
+  async standing(owner: string): Promise<{ active: number; queued: number; waiting: number }> {
+    const res = ((await this.redis.pipeline().scard(this.g.activeOf + owner).zcard(this.g.laneOf + owner).scard(this.g.waitingOf + owner).exec()) ?? []) as Array<[unknown, number]>;
+    const [active, queued, waiting] = res.map(([, n]) => Number(n ?? 0));
+    return { active, queued, waiting };
   }
 
-  /** Every key's active runs, to find those that ended without being released (their process died). */
-  async activeByOwner(): Promise<Map<string, string[]>> {
+  /**
+   * Every key's active runs and runs waiting for an answer, to find those whose process died
+   * before releasing, suspending or resuming them.
+   */
+  async activeByOwner(): Promise<Map<string, { active: string[]; waiting: string[] }>> {
     const owners = await this.redis.smembers(this.g.owners);
     const pipe = this.redis.pipeline();
-    for (const o of owners) pipe.smembers(this.g.activeOf + o);
+    for (const o of owners) pipe.smembers(this.g.activeOf + o).smembers(this.g.waitingOf + o);
     const res = (await pipe.exec()) ?? [];
-    return new Map(owners.map((o, i) => [o, (res[i]?.[1] as string[]) ?? []]));
+    return new Map(owners.map((o, i) => [o, { active: (res[2 * i]?.[1] as string[]) ?? [], waiting: (res[2 * i + 1]?.[1] as string[]) ?? [] }]));
   }
 }

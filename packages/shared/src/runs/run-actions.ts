@@ -5,6 +5,7 @@ import type { JobQueues } from '../jobs/job-queues.js';
 import type { ActionRun, ResolveResult, StoredAction } from '../store/actions.js';
 import type { RunState } from '../store/run-hash.js';
 import type { RunStore } from '../store/run-store.js';
+import type { Runs } from './runs.js';
 
 /**
  * The longest a waiting tool-call job stays delayed at once (a request without expiry): it then
@@ -15,6 +16,8 @@ export const DEFAULT_ACTION_PARK_MS = 30 * 24 * 3600 * 1000;
 export interface RunActionsDeps {
   store: RunStore;
   jobs: JobQueues;
+  /** Runs that wait give their admission slots up, and take them back when they go on. */
+  runs: Runs;
   logger: Logger;
   /**
    * Called at named points, so that a test can kill the process exactly there (the API's
@@ -41,9 +44,10 @@ export class RunActions {
    * Before the round's jobs are added: a step that dies in between is redone and asks nothing twice.
    */
   async require(run: RunState, records: ActionRecord[]): Promise<void> {
-    const made = await this.deps.store.actions.require(actionRun(run), records);
+    const { made, waiting } = await this.deps.store.actions.require(actionRun(run), records);
     if (made <= 0) return;
     this.deps.logger.info({ run_id: run.id, requests: made }, 'run waits for an answer');
+    await this.deps.runs.suspended(run.owner, waiting);
     if (run.spec.webhook || run.spec.root_webhook) {
       await this.deps.jobs.enqueue('webhook', { runId: run.rootRunId, webhookId: newId('whk'), type: 'run.requires_action' });
     }
@@ -66,6 +70,7 @@ export class RunActions {
     }
     if (result.kind === 'ok') {
       this.deps.failpoint?.('action_decided');
+      await this.deps.runs.resumed(run.owner, result.resumed);
       await this.wake(id);
     } else await actions.unmarkAnswered(id);
     return result;
@@ -106,7 +111,10 @@ export class RunActions {
     if (!expires_at || Date.parse(expires_at) > now) return null;
     const expired: ActionDecision = { decision: 'expired', by: 'agentq', at: new Date(now).toISOString() };
     const r = await this.deps.store.actions.resolve(actionRun(run), stored.record.id, expired);
-    if (r.kind === 'ok') return expired;
+    if (r.kind === 'ok') {
+      await this.deps.runs.resumed(run.owner, r.resumed);
+      return expired;
+    }
     if (r.kind === 'resolved') return r.decision;
     return { decision: 'cancelled', by: 'agentq', at: expired.at };
   }

@@ -157,18 +157,26 @@ export class Runs {
     return ids.length;
   }
 
-  /** Releases the slots of admitted runs that have ended (or are gone) but still hold them. */
+  /**
+   * Puts admission right where a process died half-way: releases the slots of runs that have
+   * ended (or are gone), gives up those of runs that wait for an answer, takes back those of
+   * runs that wait no more. Returns how many runs it moved.
+   */
   async reconcileAdmission(): Promise<number> {
-    let released = 0;
-    for (const [owner, ids] of await this.deps.admission.activeByOwner()) {
-      const states = await Promise.all(ids.map((id) => this.deps.store.runs.getState(id)));
+    const { admission, store } = this.deps;
+    let moved = 0;
+    for (const [owner, { active, waiting }] of await admission.activeByOwner()) {
+      const states = await Promise.all([...active, ...waiting].map((id) => store.runs.getState(id)));
       for (const [i, st] of states.entries()) {
-        if (st && !isTerminal(st.status)) continue;
-        await this.enqueueAdmitted(await this.deps.admission.release(owner, ids[i]));
-        released++;
+        const id = i < active.length ? active[i] : waiting[i - active.length];
+        if (!st || isTerminal(st.status)) await this.enqueueAdmitted(await admission.release(owner, id));
+        else if (i < active.length && st.status === 'requires_action') await this.enqueueAdmitted(await admission.suspend(owner, [id]));
+        else if (i >= active.length && st.status !== 'requires_action') await admission.resume(owner, [id]);
+        else continue;
+        moved++;
       }
     }
-    return released;
+    return moved;
   }
 
   /**
@@ -205,6 +213,19 @@ export class Runs {
     void store.runs.settle(child.id).catch(() => {});
   }
 
+  /**
+   * Runs that began to wait for an answer give their slots up (they hold nothing while they
+   * wait), and runs waiting for room are admitted into it.
+   */
+  async suspended(owner: string, runIds: string[]): Promise<void> {
+    if (runIds.length) await this.enqueueAdmitted(await this.deps.admission.suspend(owner, runIds));
+  }
+
+  /** Runs that waited for an answer go on, taking their slots back (see Admission.resume). */
+  async resumed(owner: string, runIds: string[]): Promise<void> {
+    if (runIds.length) await this.deps.admission.resume(owner, runIds);
+  }
+
   /** Moves a queued run to running (and emits `run.started`); true the first time only. */
   async start(runId: string): Promise<boolean> {
     const started = await this.deps.store.runs.start(runId);
@@ -232,6 +253,7 @@ export class Runs {
       if (wasWaiting) {
         await this.deps.store.actions
           .cancelPending({ id: run.id, owner, ancestors: spec.ancestors })
+          .then(({ resumed }) => this.resumed(owner, resumed))
           .catch((err: Error) => this.deps.logger.warn({ run_id: run.id, err: err.message }, 'could not cancel the requests of an ended run'));
       }
       if (spec.webhook) await this.deps.jobs.enqueue('webhook', { runId: run.id, webhookId: newId('whk'), type: `run.${run.status}` });

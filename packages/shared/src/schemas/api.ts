@@ -160,6 +160,8 @@ export const toolListSchema = z.looseObject({ data: z.array(toolInfoSchema) });
 export const keyUsageSchema = z.looseObject({
   active_runs: z.number().int().min(0),
   queued_runs: z.number().int().min(0),
+  /** Runs that wait for an answer (approvals, client tools, questions): they hold no slot. */
+  waiting_runs: z.number().int().min(0),
   tokens_today: z.number().int().min(0),
   cost_usd_today: z.number().min(0),
   limits: tenantLimitsSchema.loose(),

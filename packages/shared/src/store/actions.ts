@@ -12,14 +12,16 @@ export const decisionField = (id: string) => id + DECISION;
 
 /**
  * `unpend(id, runKey, pendingKey)`: the request no longer waits in this run's view; a run left
- * with nothing waiting goes from `requires_action` back to `running`.
+ * with nothing waiting goes from `requires_action` back to `running` (then it returns true).
  */
 const UNPEND_LUA = `
 local function unpend(id, runKey, pendingKey)
   redis.call('ZREM', pendingKey, id)
   if redis.call('ZCARD', pendingKey) == 0 and redis.call('HGET', runKey, ${lua(F.status)}) == 'requires_action' then
     redis.call('HSET', runKey, ${lua(F.status)}, 'running')
+    return true
   end
+  return false
 end
 `;
 
@@ -31,10 +33,11 @@ end
  * then per request: id, JSON, creation time (ms). Stores each request not stored before (a
  * redelivered step asks nothing twice), lists it as waiting on the run and every ancestor, moves
  * those that are running to `requires_action` and appends `action.required` to the run's and the
- * root's streams. Returns how many requests are new; -1 if the run has ended.
+ * root's streams. Returns {how many requests are new (-1 if the run has ended), then the runs
+ * it moved to requires_action: 0 the run, i its i-th ancestor}.
  */
 const REQUIRE = `${RUN_OVER_LUA}${XADD_EVENT_LUA}
-if runOver(redis.call('HGET', KEYS[1], ${lua(F.status)})) then return -1 end
+if runOver(redis.call('HGET', KEYS[1], ${lua(F.status)})) then return { -1 } end
 local n = tonumber(ARGV[3])
 local made = 0
 for i = 5, #ARGV, 3 do
@@ -44,22 +47,27 @@ for i = 5, #ARGV, 3 do
     for a = 0, n - 1 do redis.call('ZADD', KEYS[7 + 2 * a], ARGV[i + 2], ARGV[i]) end
   end
 end
-if made == 0 then return 0 end
+if made == 0 then return { 0 } end
 local runs = { KEYS[1] }
 for a = 0, n - 1 do runs[#runs + 1] = KEYS[6 + 2 * a] end
-for _, key in ipairs(runs) do
-  if redis.call('HGET', key, ${lua(F.status)}) == 'running' then redis.call('HSET', key, ${lua(F.status)}, 'requires_action') end
+local out = { made }
+for i, key in ipairs(runs) do
+  if redis.call('HGET', key, ${lua(F.status)}) == 'running' then
+    redis.call('HSET', key, ${lua(F.status)}, 'requires_action')
+    out[#out + 1] = i - 1
+  end
 end
 xadd(KEYS[4], ARGV[1], 'action.required', ARGV[2])
 if ARGV[4] == '0' then xadd(KEYS[5], ARGV[1], 'action.required', ARGV[2]) end
-return made
+return out
 `;
 
 /**
  * ARGV: maxlen, id, decision JSON, `action.resolved` event data, number of ancestors, root is the
  * run. Stores the request's decision unless it has one: the first of answer, expiry and cancel
- * wins, whichever process makes it. Returns {'ok'}, {'missing'}, {'ended'} (the run is over) or
- * {'resolved', the decision stored before}.
+ * wins, whichever process makes it. Returns {'ok', the runs it moved back to running (0 the run, i
+ * its i-th ancestor)…}, {'missing'}, {'ended'} (the run is over) or {'resolved', the decision
+ * stored before}.
  */
 const RESOLVE = `${RUN_OVER_LUA}${XADD_EVENT_LUA}${UNPEND_LUA}
 if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 0 then return { 'missing' } end
@@ -67,39 +75,45 @@ local prev = redis.call('HGET', KEYS[2], ARGV[2] .. '${DECISION}')
 if prev then return { 'resolved', prev } end
 if runOver(redis.call('HGET', KEYS[1], ${lua(F.status)})) then return { 'ended' } end
 redis.call('HSET', KEYS[2], ARGV[2] .. '${DECISION}', ARGV[3])
-unpend(ARGV[2], KEYS[1], KEYS[3])
-for a = 0, tonumber(ARGV[5]) - 1 do unpend(ARGV[2], KEYS[6 + 2 * a], KEYS[7 + 2 * a]) end
+local out = { 'ok' }
+if unpend(ARGV[2], KEYS[1], KEYS[3]) then out[#out + 1] = '0' end
+for a = 0, tonumber(ARGV[5]) - 1 do
+  if unpend(ARGV[2], KEYS[6 + 2 * a], KEYS[7 + 2 * a]) then out[#out + 1] = tostring(a + 1) end
+end
 xadd(KEYS[4], ARGV[1], 'action.resolved', ARGV[4])
 if ARGV[6] == '0' then xadd(KEYS[5], ARGV[1], 'action.resolved', ARGV[4]) end
-return { 'ok' }
+return out
 `;
 
 /**
  * ARGV: maxlen, decision JSON, its time, number of ancestors, root is the run, run id. For a run that
  * has ended: every request of its own still waiting is decided `cancelled` (an answer that won
- * the race stands) and no longer waits on its ancestors. Returns the ids cancelled.
+ * the race stands) and no longer waits on its ancestors. Returns {the ids cancelled, the
+ * ancestors it moved back to running (i: the i-th)}.
  */
 const CANCEL_PENDING = `${XADD_EVENT_LUA}${UNPEND_LUA}
 local n = tonumber(ARGV[4])
-local cancelled = {}
+local cancelled, resumed = {}, {}
 for _, id in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
   if redis.call('HEXISTS', KEYS[2], id) == 1 and redis.call('HSETNX', KEYS[2], id .. '${DECISION}', ARGV[2]) == 1 then
     cancelled[#cancelled + 1] = id
     redis.call('ZREM', KEYS[3], id)
-    for a = 0, n - 1 do unpend(id, KEYS[6 + 2 * a], KEYS[7 + 2 * a]) end
+    for a = 0, n - 1 do
+      if unpend(id, KEYS[6 + 2 * a], KEYS[7 + 2 * a]) then resumed[#resumed + 1] = tostring(a + 1) end
+    end
     if ARGV[5] == '0' then
       xadd(KEYS[5], ARGV[1], 'action.resolved', cjson.encode({ run_id = ARGV[6], id = id, decision = 'cancelled', at = ARGV[3] }))
     end
   end
 end
-return cancelled
+return { cancelled, resumed }
 `;
 
 declare module 'ioredis' {
   interface RedisCommander<Context extends ClientContext = { type: 'default' }> {
-    agentqRequireActions(numKeys: number, ...keysAndArgs: Array<string | number>): Result<number, Context>;
+    agentqRequireActions(numKeys: number, ...keysAndArgs: Array<string | number>): Result<number[], Context>;
     agentqResolveAction(numKeys: number, ...keysAndArgs: Array<string | number>): Result<string[], Context>;
-    agentqCancelActions(numKeys: number, ...keysAndArgs: Array<string | number>): Result<string[], Context>;
+    agentqCancelActions(numKeys: number, ...keysAndArgs: Array<string | number>): Result<[string[], string[]], Context>;
   }
 }
 
@@ -113,7 +127,8 @@ export interface ActionRun {
 
 /** How answering a request went. */
 export type ResolveResult =
-  | { kind: 'ok' }
+  /** Decided now; `resumed`: the runs (of the run and its ancestors) that wait for nothing any more. */
+  | { kind: 'ok'; resumed: string[] }
   | { kind: 'missing' }
   /** The run has ended: nothing waits any more. */
   | { kind: 'ended' }
@@ -151,14 +166,20 @@ export class ActionStore {
     return [k.run, k.actions, k.pendingActions, k.events, runKeys(this.prefix, root).events, ...run.ancestors.flatMap((a) => [runKeys(this.prefix, a).run, runKeys(this.prefix, a).pendingActions])];
   }
 
+  /** The run (index 0) or its ancestor (index i: the i-th) a script names by its place. */
+  private static runAt(run: ActionRun, index: number | string): string {
+    const i = Number(index);
+    return i === 0 ? run.id : run.ancestors[i - 1];
+  }
+
   /**
    * Stores a round's requests (those not stored before), lists them in the key's inbox and on
    * the run and its ancestors, whose status becomes `requires_action`; returns how many are new
-   * (-1: the run has ended). The inbox is written first: an entry whose request never got
-   * written is shed when the inbox is read.
+   * (-1: the run has ended) and the runs that began to wait. The inbox is written first: an
+   * entry whose request never got written is shed when the inbox is read.
    */
-  async require(run: ActionRun, records: ActionRecord[]): Promise<number> {
-    if (!records.length) return 0;
+  async require(run: ActionRun, records: ActionRecord[]): Promise<{ made: number; waiting: string[] }> {
+    if (!records.length) return { made: 0, waiting: [] };
     const g = globalKeys(this.prefix);
     const scores = records.map((r) => Date.parse(r.created_at));
     const pipe = this.redis.pipeline();
@@ -169,7 +190,7 @@ export class ActionStore {
     await execOrThrow(pipe);
     const keys = this.treeKeys(run);
     const items = records.map((r) => ({ id: r.id, type: r.type, run_id: r.run_id, tool_call_id: r.tool_call_id, name: r.name, arguments: r.arguments, ...(r.type === 'input' ? { question: r.question, choices: r.choices ?? null } : {}), created_at: r.created_at, expires_at: r.expires_at }));
-    return this.redis.agentqRequireActions(
+    const [made, ...flipped] = await this.redis.agentqRequireActions(
       keys.length,
       ...keys,
       EVENTS_MAXLEN,
@@ -178,6 +199,7 @@ export class ActionStore {
       run.ancestors.length ? '0' : '1',
       ...records.flatMap((r, i) => [r.id, JSON.stringify(r), scores[i]]),
     );
+    return { made, waiting: flipped.map((i) => ActionStore.runAt(run, i)) };
   }
 
   /**
@@ -197,19 +219,25 @@ export class ActionStore {
       run.ancestors.length,
       run.ancestors.length ? '0' : '1',
     );
-    if (r[0] === 'ok') await this.redis.zrem(globalKeys(this.prefix).actionInboxPending(run.owner), id);
+    if (r[0] === 'ok') {
+      await this.redis.zrem(globalKeys(this.prefix).actionInboxPending(run.owner), id);
+      return { kind: 'ok', resumed: r.slice(1).map((i) => ActionStore.runAt(run, i)) };
+    }
     if (r[0] === 'resolved') return { kind: 'resolved', decision: JSON.parse(r[1]) };
-    return { kind: r[0] as 'ok' | 'missing' | 'ended' };
+    return { kind: r[0] as 'missing' | 'ended' };
   }
 
-  /** For a run that has ended: its requests still waiting are cancelled; returns their ids. */
-  async cancelPending(run: ActionRun): Promise<string[]> {
+  /**
+   * For a run that has ended: its requests still waiting are cancelled; returns their ids and
+   * the ancestors that wait for nothing any more.
+   */
+  async cancelPending(run: ActionRun): Promise<{ cancelled: string[]; resumed: string[] }> {
     const keys = this.treeKeys(run);
     const at = new Date().toISOString();
     const decision: ActionDecision = { decision: 'cancelled', by: 'agentq', at };
-    const ids = await this.redis.agentqCancelActions(keys.length, ...keys, EVENTS_MAXLEN, JSON.stringify(decision), at, run.ancestors.length, run.ancestors.length ? '0' : '1', run.id);
+    const [ids, resumed] = await this.redis.agentqCancelActions(keys.length, ...keys, EVENTS_MAXLEN, JSON.stringify(decision), at, run.ancestors.length, run.ancestors.length ? '0' : '1', run.id);
     if (ids.length) await this.redis.zrem(globalKeys(this.prefix).actionInboxPending(run.owner), ...ids);
-    return ids;
+    return { cancelled: ids, resumed: resumed.map((i) => ActionStore.runAt(run, i)) };
   }
 
   /** Marks a request answered, until its job is woken (see RunActions.decide). */

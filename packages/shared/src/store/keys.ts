@@ -49,6 +49,8 @@ export function globalKeys(prefix: string) {
     laneOf: `${adm}:lane:`,
     /** Admission: the runs of a key that are admitted and not ended (a set). */
     activeOf: `${adm}:active:`,
+    /** Admission: the runs of a key that wait for an answer (a set): they hold no slot meanwhile. */
+    waitingOf: `${adm}:waiting:`,
     /** Admission: keys with runs in their line, by virtual time (a sorted set). */
     backlog: `${adm}:backlog`,
     /** Admission: each key's limits as the API published them (a hash: owner, `*` default, `#total`). */

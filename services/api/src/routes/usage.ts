@@ -9,6 +9,7 @@ export function usageRoutes(deps: { admission: Admission; usage: UsageMeter; ten
     const [standing, tokens] = await Promise.all([deps.admission.standing(owner), deps.usage.tokensToday(owner)]);
     return c.json({
       active_runs: standing.active,
+      waiting_runs: standing.waiting,
       queued_runs: standing.queued,
       tokens_today: tokens,
       // No model prices are configured yet, so nothing is costed.
