@@ -257,6 +257,21 @@ describe('waiting', () => {
     expect(stack.crm.calls.filter((c) => c.args?.key === 'long-wait')).toHaveLength(1);
   });
 
+  it("counts the wait against the run's timeout_ms: at the deadline the call is not run and the run ends on its budget", async () => {
+    on('DEADLINE wait', callsThenEcho([{ name: 'crm__non_idempotent_write', arguments: { key: 'deadline-write' } }]));
+    const { id } = await stack.createRun({ input: 'DEADLINE wait', timeout_ms: 600, on_budget_exhausted: 'stop', approval: { tools: ['crm__non_idempotent_write'] } });
+    const run = await waiting(id);
+    const [item] = run.required_action.items;
+    // With no timeout of its own, the request expires with the run (its deadline is fixed as the
+    // request is read, a moment before the run is stored).
+    const ahead = Date.parse(run.created_at) + 600 - Date.parse(item.expires_at);
+    expect(ahead).toBeGreaterThanOrEqual(0);
+    expect(ahead).toBeLessThan(50);
+    const done = await stack.waitForRun(id);
+    expect(done).toMatchObject({ status: 'incomplete', stop_reason: 'timeout' });
+    expect(stack.crm.calls.filter((c) => c.args?.key === 'deadline-write')).toEqual([]);
+  });
+
   it("tells the root's webhook (run.requires_action) when a run of its tree starts waiting, with what it waits for", async () => {
     on('HOOKED', callsThenEcho([{ name: 'ask_human', arguments: { question: 'Hooked?' } }]));
     const { id } = await stack.createRun({ input: 'HOOKED', human_input: true, webhook: { url: receiver.url, secret: 'hook-secret' } });
