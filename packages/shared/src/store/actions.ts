@@ -71,10 +71,10 @@ return out
  */
 const RESOLVE = `${RUN_OVER_LUA}${XADD_EVENT_LUA}${UNPEND_LUA}
 if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 0 then return { 'missing' } end
-local prev = redis.call('HGET', KEYS[2], ARGV[2] .. '${DECISION}')
+local prev = redis.call('HGET', KEYS[2], ARGV[2] .. ${lua(DECISION)})
 if prev then return { 'resolved', prev } end
 if runOver(redis.call('HGET', KEYS[1], ${lua(F.status)})) then return { 'ended' } end
-redis.call('HSET', KEYS[2], ARGV[2] .. '${DECISION}', ARGV[3])
+redis.call('HSET', KEYS[2], ARGV[2] .. ${lua(DECISION)}, ARGV[3])
 local out = { 'ok' }
 if unpend(ARGV[2], KEYS[1], KEYS[3]) then out[#out + 1] = '0' end
 for a = 0, tonumber(ARGV[5]) - 1 do
@@ -95,7 +95,7 @@ const CANCEL_PENDING = `${XADD_EVENT_LUA}${UNPEND_LUA}
 local n = tonumber(ARGV[4])
 local cancelled, resumed = {}, {}
 for _, id in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
-  if redis.call('HEXISTS', KEYS[2], id) == 1 and redis.call('HSETNX', KEYS[2], id .. '${DECISION}', ARGV[2]) == 1 then
+  if redis.call('HEXISTS', KEYS[2], id) == 1 and redis.call('HSETNX', KEYS[2], id .. ${lua(DECISION)}, ARGV[2]) == 1 then
     cancelled[#cancelled + 1] = id
     redis.call('ZREM', KEYS[3], id)
     for a = 0, n - 1 do
@@ -258,13 +258,13 @@ export class ActionStore {
   async get(id: string): Promise<StoredAction | null> {
     const at = parseActionId(id);
     if (!at) return null;
-    const [record, decision] = await this.redis.hmget(runKeys(this.prefix, at.runId).actions, id, id + DECISION);
+    const [record, decision] = await this.redis.hmget(runKeys(this.prefix, at.runId).actions, id, decisionField(id));
     return record ? { record: JSON.parse(record), decision: decision ? JSON.parse(decision) : null } : null;
   }
 
   /** The decision on a request, or null while it waits. */
   async decision(runId: string, id: string): Promise<ActionDecision | null> {
-    const d = await this.redis.hget(runKeys(this.prefix, runId).actions, id + DECISION);
+    const d = await this.redis.hget(runKeys(this.prefix, runId).actions, decisionField(id));
     return d ? JSON.parse(d) : null;
   }
 
@@ -283,7 +283,7 @@ export class ActionStore {
     const ids = await this.redis.zrange(runKeys(this.prefix, runId).pendingActions, '0', '-1');
     if (!ids.length) return [];
     const pipe = this.redis.pipeline();
-    for (const id of ids) pipe.hmget(runKeys(this.prefix, parseActionId(id)?.runId ?? runId).actions, id, id + DECISION);
+    for (const id of ids) pipe.hmget(runKeys(this.prefix, parseActionId(id)?.runId ?? runId).actions, id, decisionField(id));
     const rows = (await pipe.exec()) ?? [];
     const out: ActionRecord[] = [];
     for (const [err, row] of rows) {
