@@ -18,13 +18,14 @@ const scenarios: Array<[string, (req: ChatRequest) => Reply]> = [
   ['Look up Alice', (req) => (round(req) === 0 ? { tool_calls: [{ name: 'crm__search_contacts', arguments: { query: 'Alice' } }] } : { content: 'Alice Jones works at Globex.' })],
   ['PARENT', (req) => (round(req) === 0 ? { tool_calls: [{ name: 'agent_query', arguments: { prompt: 'CHILD say hi' } }] } : { content: 'the child said hi' })],
   ['CHILD', () => ({ content: 'hi' })],
+  ['WAIT for a yes', (req) => (round(req) === 0 ? { tool_calls: [{ name: 'crm__update_contact', arguments: { id: 'c1', company: 'Spec Co' } }] } : { content: 'updated' })],
 ];
 const handler: Handler = (req) => scenarios.find(([p]) => firstUser(req).startsWith(p))?.[1](req) ?? { content: 'ok' };
 
 const KEY = 'openapi-test-key';
 const SPEC = 'https://agentq.test/openapi.json';
 
-const env = { ADMIN_API_KEYS: KEY, WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_SECRET: 'whsec_' + Buffer.from('openapi-secret').toString('base64'), MAX_INPUT_BYTES: '4096' };
+const env = { ADMIN_API_KEYS: KEY, ACTION_LINK_SECRET: 'an-action-link-secret-for-the-openapi-test', WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_SECRET: 'whsec_' + Buffer.from('openapi-secret').toString('base64'), MAX_INPUT_BYTES: '4096' };
 
 // The document, the routes and the error responses need only the API: its Hono app, through
 // app.request. Responses about finished runs, sub-runs and tools come from a whole stack below.
@@ -238,6 +239,29 @@ describe('real responses validate against the spec: runs that finish, with worke
       expectValid(published, e, `event ${e.event}`);
       expectValid(strict, e, `event ${e.event}`);
     }
+  });
+
+  it('a run that waits, answered by a signed link: the run and the inbox with links, the page, the answer, a refusal', async () => {
+    const { id } = await stack.createRun({ input: 'WAIT for a yes', approval: { tools: ['crm__update_contact'] } });
+    const waiting = await waitFor(async () => {
+      const r = await stack.getJson(`/v1/runs/${id}`);
+      return r.status === 'requires_action' ? r : undefined;
+    }, { what: 'the run to wait' });
+    await conforms('get', '/v1/runs/{id}', await stack.request(`/v1/runs/${id}`));
+    const inbox = await conforms('get', '/v1/actions', await stack.request('/v1/actions?status=pending'));
+    const [item] = waiting.required_action.items;
+    expect(inbox.data.find((a: Json) => a.id === item.id).respond_url).toBe(item.respond_url);
+    await conforms('get', '/v1/actions/{id}/respond', await stack.request(item.respond_url, { key: null }));
+    const refused = await conforms('post', '/v1/actions/{id}/respond', await stack.request(item.respond_url.replace(/.$/, (c: string) => (c === 'A' ? 'B' : 'A')), { key: null, method: 'POST', json: { approve: true } }));
+    expect(refused.error.code).toBe('forbidden');
+    const bad = await conforms('post', '/v1/actions/{id}/respond', await stack.request(item.respond_url, { key: null, method: 'POST', json: { output: 'x' } }));
+    expect(bad.error.details).toEqual([{ field: 'approve', message: expect.any(String) }]);
+    const answered = await conforms('post', '/v1/actions/{id}/respond', await stack.request(item.respond_url, { key: null, method: 'POST', json: { approve: true } }));
+    expect(answered).toMatchObject({ id: item.id, status: 'resolved', decision: 'approved' });
+    const used = await conforms('post', '/v1/actions/{id}/respond', await stack.request(item.respond_url, { key: null, method: 'POST', json: { approve: true } }));
+    expect(used.error.code).toBe('action_resolved');
+    await conforms('get', '/v1/actions/{id}/respond', await stack.request(item.respond_url, { key: null }));
+    expect((await stack.waitForRun(id)).status).toBe('completed');
   });
 
   it('tools', async () => {

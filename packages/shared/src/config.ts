@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MIN_ACTION_LINK_SECRET_CHARS } from './actions/action-links.js';
 import { ConfigError } from './errors.js';
 import { parseRedisUrl } from './redis-url.js';
 
@@ -38,6 +39,27 @@ export const baseEnvSchema = z.object({
 export const metricsServerEnv = {
   METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   HOST: z.string().min(1).default('0.0.0.0'),
+};
+
+/**
+ * Signed links that answer a request without an API key (the API serves them, the API and the
+ * tool-worker's webhooks show them): `ACTION_LINK_SECRET` turns them on and must be the same in
+ * every process; `PUBLIC_URL` makes them absolute.
+ */
+export const actionLinkEnv = {
+  ACTION_LINK_SECRET: z
+    .string()
+    .min(MIN_ACTION_LINK_SECRET_CHARS, `must be at least ${MIN_ACTION_LINK_SECRET_CHARS} characters (e.g. the output of "openssl rand -base64 32")`)
+    .optional(),
+  /** Where clients reach the API, e.g. `https://agentq.example.com` (a path prefix is kept). */
+  PUBLIC_URL: z
+    .url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' })
+    // zod runs this refinement on a value that failed the URL check too: parse defensively.
+    .refine((v) => {
+      const u = URL.canParse(v) ? new URL(v) : null;
+      return !u || (!u.search && !u.hash && !u.username && !u.password);
+    }, 'must be a base URL: no query, fragment or credentials')
+    .optional(),
 };
 
 /** Variables of the workers that talk to the model and the tools. */

@@ -28,6 +28,7 @@ export * from './actions/action-record.js';
 export * from './actions/gate.js';
 export * from './actions/action-response.js';
 export * from './actions/required-action.js';
+export * from './actions/action-links.js';
 export * from './schemas/actions.js';
 export * from './runs/run-actions.js';
 export * from './runs/run-spec.js';

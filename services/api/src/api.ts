@@ -1,6 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import {
+  ActionLinks,
   Admission,
   createMetrics,
   JobQueues,
@@ -86,10 +87,13 @@ export async function createApiContext(cfg: ApiConfig, logger: Logger, opts: Api
   // One blocking connection follows the event streams of every SSE client of this process.
   const hub = new EventHub(redis.connect('agentq-api-events', { blocking: true }), requests, logger);
   hub.start();
+  const actionLinks = cfg.ACTION_LINK_SECRET ? new ActionLinks({ secret: cfg.ACTION_LINK_SECRET, publicUrl: cfg.PUBLIC_URL }) : undefined;
   const deps: AppDeps = {
     store,
     runs,
     actions,
+    actionLinks,
+    decorateAction: actionLinks?.decorate,
     validators: new SchemaValidators(logger),
     admission,
     usage: new UsageMeter(requests, cfg.QUEUE_PREFIX),

@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Queue } from 'bullmq';
-import type { ActionItemView, Admission, AgentqMetrics, Logger, RedisClient, Resolver, RunActions, Runs, RunStore, SchemaValidators, TenantTable, UsageMeter } from '@agentq/shared';
+import type { ActionItemView, ActionLinks, Admission, AgentqMetrics, Logger, RedisClient, Resolver, RunActions, Runs, RunStore, SchemaValidators, TenantTable, UsageMeter } from '@agentq/shared';
 import { adminAuth, bearerAuth } from './auth.js';
 import { bodyBudget, drainBody } from './body-budget.js';
 import { dashboard, DASHBOARD_PATH } from './dashboard.js';
@@ -9,6 +9,7 @@ import { errorBody, HttpError, onError } from './http-error.js';
 import { healthRoutes } from './routes/health.js';
 import { metricsRoutes } from './routes/metrics.js';
 import { docsRoutes } from './routes/docs.js';
+import { actionLinkRoutes } from './routes/action-links.js';
 import { actionsRoutes } from './routes/actions.js';
 import { eventsRoutes } from './routes/events.js';
 import { ownRun, runsRoutes } from './routes/runs.js';
@@ -26,6 +27,8 @@ export interface AppDeps {
   validators: SchemaValidators;
   /** Adds to each request as it is shown (a signed link, with ACTION_LINK_SECRET). */
   decorateAction?: (item: ActionItemView) => ActionItemView;
+  /** With ACTION_LINK_SECRET: checks the signed links that answer a request without a key. */
+  actionLinks?: ActionLinks;
   admission: Admission;
   usage: UsageMeter;
   /** Every key's limits (TENANTS_CONFIG). */
@@ -60,13 +63,19 @@ export function createApp(deps: AppDeps) {
   if (deps.metrics) app.route('/', metricsRoutes(deps.metrics.registry));
   app.route('/', docsRoutes());
 
+  const budget = bodyBudget({ maxInFlightBytes: deps.limits.maxBodiesInFlightBytes, maxBodyBytes: deps.limits.maxBodyBytes });
+  // A signed link is its own key: its two routes are mounted before the key check and the per-key
+  // rate limit of /v1/*, which therefore never run for them (a handler that answers ends the
+  // chain); they bound their bodies themselves. Any other method on that path still meets the key check.
+  app.route('/', actionLinkRoutes({ store: deps.store, actions: deps.actions, validators: deps.validators, links: deps.actionLinks, budget, maxBodyBytes: deps.limits.maxBodyBytes }));
+
   const auth = bearerAuth(deps.apiKeys);
   const admin = adminAuth(deps.apiKeys, deps.adminKeys ?? [], (owner) => deps.tenants.byOwner.get(owner)?.admin === true);
   app.use('/v1/*', auth);
   app.use('/v1/*', requestLimit(deps));
   app.use(`${DASHBOARD_PATH}/*`, admin);
   app.use(`${DASHBOARD_PATH}`, admin);
-  app.use('/v1/*', bodyBudget({ maxInFlightBytes: deps.limits.maxBodiesInFlightBytes, maxBodyBytes: deps.limits.maxBodyBytes }));
+  app.use('/v1/*', budget);
   app.use(
     '/v1/*',
     bodyLimit({

@@ -64,6 +64,9 @@ describe('loadApiConfig', () => {
     ['LOG_LEVEL', 'verbose'],
     ['MAX_BODY_BYTES', 'big'],
     ['WEBHOOK_ALLOW_PRIVATE', 'sure'],
+    ['PUBLIC_URL', 'agentq.example.com'],
+    ['PUBLIC_URL', 'ftp://agentq.example.com'],
+    ['PUBLIC_URL', 'https://agentq.example.com/?x=1'],
   ])('refuses %s=%s with one line naming it and the bad value', (name, value) => {
     const p = problems({ [name]: value });
     expect(p).toHaveLength(1);
@@ -89,5 +92,16 @@ describe('loadApiConfig', () => {
     // WEBHOOK_SECRET cannot be invalid once set; a bad neighbour must not drag it into the message.
     const p = problems({ WEBHOOK_SECRET: 'whsec_topsecretvalue', PORT: 'abc' });
     expect(p.join('\n')).not.toContain('topsecretvalue');
+  });
+
+  it('takes ACTION_LINK_SECRET of 32 characters or more, and PUBLIC_URL', () => {
+    const cfg = loadApiConfig({ ACTION_LINK_SECRET: 'x'.repeat(32), PUBLIC_URL: 'https://agentq.example.com/base' });
+    expect(cfg).toMatchObject({ ACTION_LINK_SECRET: 'x'.repeat(32), PUBLIC_URL: 'https://agentq.example.com/base' });
+    expect(loadApiConfig({}).ACTION_LINK_SECRET).toBeUndefined();
+  });
+
+  it('refuses a short ACTION_LINK_SECRET, naming it without echoing it', () => {
+    const p = problems({ ACTION_LINK_SECRET: 'short-but-secret-value' });
+    expect(p).toEqual(['ACTION_LINK_SECRET: must be at least 32 characters (e.g. the output of "openssl rand -base64 32") (value hidden)']);
   });
 });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { baseEnvSchema, boolString, ConfigError, parseEnv, type TenantTable } from '@agentq/shared';
+import { actionLinkEnv, baseEnvSchema, boolString, ConfigError, parseEnv, type TenantTable } from '@agentq/shared';
 import { loadTenants } from './tenants-config.js';
 
 /** A comma-separated list of bearer keys. */
@@ -10,6 +10,7 @@ const keyList = z
   .refine((keys) => keys.every((k) => k.length >= 8), 'every key must be at least 8 characters');
 
 export const apiEnvSchema = baseEnvSchema.extend({
+  ...actionLinkEnv,
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   HOST: z.string().default('0.0.0.0'),
   MODEL: z.string().min(1).optional(),

@@ -3,6 +3,7 @@ import {
   actionItemSchema,
   apiErrorSchema,
   chatMessageSchema,
+  linkAnswerSchema,
   listActionsQuerySchema,
   respondBodySchema,
   createRunBodySchema,
@@ -36,14 +37,17 @@ function componentSchemas(): Record<string, Json> {
   const requests = z.registry<Meta>();
   requests.add(createRunBodySchema, { id: 'CreateRunRequest', description: 'The body of POST /v1/runs: give "input" or "messages".' });
   requests.add(chatMessageSchema, { id: 'ChatMessageInput', description: 'An OpenAI chat message, as sent.' });
+  requests.add(linkAnswerSchema, { id: 'LinkAnswer', description: 'One answer sent to a signed link: as a response of ActionResponses, its request named by the link ("id" optional, and then that request\'s).' });
   requests.add(respondBodySchema, { id: 'ActionResponses', description: 'Answers to requests of a run tree: approve (maybe with edited arguments) or reject an approval, a client tool\'s output, an answer to a question.' });
 
   const responses = z.registry<Meta>();
   responses.add(apiErrorSchema, { id: 'Error', description: 'Every error response: a snake_case code, a message that says how to fix it, and optional details (for a 400, one entry per bad field).' });
   responses.add(actionItemSchema, { id: 'ActionItem', description: 'A request for an answer: an approval of a tool call, a client tool\'s call, or a question.' });
+  const actionState = actionItemSchema.extend({ status: z.enum(['pending', 'resolved']), decision: z.string().optional(), resolved_at: z.string().optional() });
+  responses.add(actionState, { id: 'ActionState', description: 'A request with where it stands: pending, or resolved with its decision and when.' });
   responses.add(
     z.looseObject({
-      data: z.array(actionItemSchema.extend({ status: z.enum(['pending', 'resolved']), decision: z.string().optional(), resolved_at: z.string().optional() })),
+      data: z.array(actionState),
       next: z.string().nullable(),
     }),
     { id: 'ActionList', description: 'A page of requests, newest first; pass "next" as "after" for the next page.' },
@@ -121,6 +125,18 @@ const runGet = (operationId: string, summary: string, description: string, schem
   },
 });
 
+/** An error of a signed link: a page for a browser (a GET, a form), the error shape for JSON. */
+const linkError = (description: string) => ({ description, content: { 'application/json': { schema: ref('Error') }, 'text/html': { schema: { type: 'string' } } } });
+const linkParams = [
+  { name: 'id', in: 'path', required: true, description: 'A request id (`act_…`).', schema: { type: 'string', pattern: '^act_[0-9a-z]{21}_\\d+_\\d+$' } },
+  { name: 'token', in: 'query', required: true, description: 'The token of the link (`<expiry ms or n>.<signature>`), as `respond_url` gives it.', schema: { type: 'string' } },
+];
+const linkErrors = {
+  403: linkError('The token does not open this request (tampered, truncated, another request\'s): one answer for all, revealing nothing.'),
+  404: linkError('Answering by link is off (ACTION_LINK_SECRET is not set).'),
+  410: linkError('The request no longer waits: answered (the link was used), expired, cancelled or gone (`action_resolved` with the decision, or `link_gone`).'),
+};
+
 /** Builds the OpenAPI 3.1 document of the HTTP API. */
 export function buildOpenApiDocument(): Json {
   return {
@@ -133,7 +149,7 @@ export function buildOpenApiDocument(): Json {
       description:
         'Version 1 of the HTTP API. JSON everywhere, timestamps ISO 8601 UTC, ids opaque strings with a prefix (`run_…`). ' +
         'Responses may gain fields: clients must ignore fields they do not know. ' +
-        'When the server has API_KEYS set, every /v1/* and /admin/* request needs `Authorization: Bearer <key>`, and a run is visible only to the key that created it.',
+        'When the server has API_KEYS set, every /v1/* and /admin/* request needs `Authorization: Bearer <key>` (but a signed link, /v1/actions/{id}/respond, whose token is its key), and a run is visible only to the key that created it.',
       license: { name: 'MIT', identifier: 'MIT' },
     },
     tags: [
@@ -229,6 +245,46 @@ export function buildOpenApiDocument(): Json {
           description: "This key's requests for an answer across all its runs, newest first.",
           parameters: listQueryParams(listActionsQuerySchema, 'requests'),
           responses: { 200: json('A page of requests.', ref('ActionList')), ...errors(400, 401, 429, 503) },
+        },
+      },
+      '/v1/actions/{id}/respond': {
+        get: {
+          tags: ['actions'],
+          operationId: 'showActionLink',
+          summary: 'A signed link\'s page',
+          description:
+            'With ACTION_LINK_SECRET set, every pending request carries a `respond_url`: this path with a `token` that opens that one request, until it is answered or expires. ' +
+            'No API key: the token is the key, and it opens nothing else. The page (HTML, no script, no external resources) shows the tool call or the question with its choices, and forms that answer it.',
+          security: [],
+          parameters: linkParams,
+          responses: {
+            200: { description: 'The page.', content: { 'text/html': { schema: { type: 'string' } } } },
+            ...linkErrors,
+          },
+        },
+        post: {
+          tags: ['actions'],
+          operationId: 'answerActionLink',
+          summary: 'Answer by a signed link',
+          description:
+            'Answers the one request of the link, as a response of POST /v1/runs/{id}/actions does (checked the same way; recorded as decided `by: "link"`). ' +
+            'A form (what the page sends: `approve` = `true`/`false`, `reason`, `arguments`, `output`, `answer`) is answered with a page, JSON with JSON. At most 2 MiB.',
+          security: [],
+          parameters: linkParams,
+          requestBody: {
+            required: true,
+            content: {
+              'application/x-www-form-urlencoded': { schema: { type: 'object', properties: { approve: { type: 'string', enum: ['true', 'false'] }, reason: { type: 'string' }, arguments: { type: 'string' }, output: { type: 'string' }, answer: { type: 'string' } }, additionalProperties: false } },
+              'application/json': { schema: ref('LinkAnswer') },
+            },
+          },
+          responses: {
+            200: { description: 'Recorded: the request as it now stands (JSON), or a page saying so (form).', content: { 'application/json': { schema: ref('ActionState') }, 'text/html': { schema: { type: 'string' } } } },
+            400: linkError('The answer does not fit the request (wrong kind, edited arguments that fail the tool\'s input schema, an unknown field); `details` names the field.'),
+            413: linkError('The body is larger than 2 MiB (or MAX_BODY_BYTES).'),
+            415: errorResponse('The body is neither a form (application/x-www-form-urlencoded) nor JSON.'),
+            ...linkErrors,
+          },
         },
       },
       '/v1/tools': {

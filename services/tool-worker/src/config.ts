@@ -1,9 +1,10 @@
 import { z } from 'zod';
-import { checkWorkerCells, ConfigError, metricsServerEnv, parseEnv, workerEnvSchema } from '@agentq/shared';
+import { actionLinkEnv, checkWorkerCells, ConfigError, metricsServerEnv, parseEnv, workerEnvSchema } from '@agentq/shared';
 import { loadMcpConfig, type McpConfig } from './mcp-config.js';
 
 export const toolWorkerEnvSchema = workerEnvSchema.extend({
   ...metricsServerEnv,
+  ...actionLinkEnv,
   /** First webhook retry delay; doubles per attempt (10 attempts span about 85 minutes). */
   WEBHOOK_BACKOFF_BASE_MS: z.coerce.number().int().min(1).default(10_000),
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),

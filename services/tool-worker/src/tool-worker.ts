@@ -1,5 +1,6 @@
 import type { Worker } from 'bullmq';
 import {
+  ActionLinks,
   Admission,
   BUILTIN_TOOL_NAMES,
   cellList,
@@ -107,7 +108,17 @@ export async function startToolWorker(
     }),
   );
   for (const w of workers) observeWorkerJobs(w, metrics);
-  const webhookOptions = { store, logger, defaultSecret: cfg.WEBHOOK_SECRET, allowPrivate: cfg.WEBHOOK_ALLOW_PRIVATE, timeoutMs: cfg.WEBHOOK_TIMEOUT_MS, resolve: opts.resolve };
+  // `run.requires_action` payloads carry each item's signed link, made as the API makes it.
+  const links = cfg.ACTION_LINK_SECRET ? new ActionLinks({ secret: cfg.ACTION_LINK_SECRET, publicUrl: cfg.PUBLIC_URL }) : undefined;
+  const webhookOptions = {
+    store,
+    logger,
+    defaultSecret: cfg.WEBHOOK_SECRET,
+    allowPrivate: cfg.WEBHOOK_ALLOW_PRIVATE,
+    timeoutMs: cfg.WEBHOOK_TIMEOUT_MS,
+    resolve: opts.resolve,
+    decorateAction: links?.decorate,
+  };
   const webhookRedis = redis.connect('agentq-webhook-worker', { blocking: true });
   const webhooks = cells.map((cell) =>
     createJobWorker('webhook', (data, ctx) => deliverWebhook(data, ctx, webhookOptions), {

@@ -1,10 +1,7 @@
 import { Hono } from 'hono';
 import {
   actionView,
-  BUILTIN_TOOLS,
-  decisionOf,
   listActionsQuerySchema,
-  parseArguments,
   respondBodySchema,
   withRequiredAction,
   type ActionDecision,
@@ -14,6 +11,7 @@ import {
   type RunStore,
   type SchemaValidators,
 } from '@agentq/shared';
+import { checkedDecision } from '../action-answer.js';
 import { HttpError } from '../http-error.js';
 import { parseOr400, readJson } from '../validation.js';
 import { ownRun } from './runs.js';
@@ -56,9 +54,7 @@ export function actionsRoutes(deps: ActionsRouteDeps) {
         throw new HttpError(404, 'not_found', `${field}.id: no request "${r.id.slice(0, 64)}" waits on run ${run.id}`, [{ field: `${field}.id`, message: 'no such request on this run' }]);
       }
       if (stored.decision) throw resolvedError([{ id: r.id, decision: stored.decision }]);
-      const decision = decisionOf(stored.record, r, owner);
-      if (typeof decision === 'string') throw new HttpError(400, 'validation_error', `${field}: ${decision}`, [{ field, message: decision }]);
-      if (decision.arguments !== undefined) await checkArguments(stored.record.name, decision.arguments, `${field}.arguments`);
+      const decision = await checkedDecision(deps, stored.record, r, owner, field);
       planned.push({ waiting, id: r.id, decision });
     }
     const lost: Array<{ id: string; decision: ActionDecision | null }> = [];
@@ -82,16 +78,6 @@ export function actionsRoutes(deps: ActionsRouteDeps) {
     }));
     return c.json({ data, next: page.next });
   });
-
-  /** Edited arguments must be a JSON object that fits the tool's input schema (when it is known). */
-  async function checkArguments(tool: string, raw: string, field: string): Promise<void> {
-    const args = parseArguments(raw);
-    const refuse = (message: string) => new HttpError(400, 'validation_error', `${field}: ${message}`, [{ field, message }]);
-    if (typeof args === 'string') throw refuse(args);
-    const schema = BUILTIN_TOOLS.find((t) => t.name === tool)?.parameters ?? (await deps.store.catalog.get()).find((t) => t.name === tool)?.input_schema;
-    const problem = schema ? deps.validators.check({ name: tool, input_schema: schema }, args) : undefined;
-    if (problem) throw refuse(`do not fit the input schema of ${tool}: ${problem}`);
-  }
 
   return app;
 }
