@@ -1,10 +1,11 @@
 import { parseArgs } from 'node:util';
+import type { Prompter } from './action-prompt.js';
 import { isTerminalStatus, type Run, type RunStatus } from './types.js';
 
 // What the CLI's command groups share: exit codes, the streams they write to, the options
 // they parse and small helpers.
 
-export const EXIT = { completed: 0, failed: 1, incomplete: 2, cancelled: 3, apiError: 4, usage: 64, interrupted: 130 } as const;
+export const EXIT = { completed: 0, failed: 1, incomplete: 2, cancelled: 3, apiError: 4, alreadyDecided: 5, usage: 64, interrupted: 130 } as const;
 
 export const exitFor = (status: RunStatus): number => (isTerminalStatus(status) ? EXIT[status] : EXIT.apiError);
 
@@ -14,6 +15,8 @@ export interface Io {
   /** Registers a Ctrl-C handler; returns its removal. */
   onInterrupt?: (handler: () => void) => () => void;
   readStdin?: () => string;
+  /** A prompter on the terminal to ask for answers in, or null when there is none (stdin or stderr not a TTY). */
+  openPrompter?: () => Prompter | null;
 }
 
 /** A bad command line: exit 64 with the message. */
@@ -33,6 +36,15 @@ export const OPTIONS = {
   subagents: { type: 'boolean' },
   metadata: { type: 'string' },
   'idempotency-key': { type: 'string' },
+  'approve-tools': { type: 'string' },
+  'approve-destructive': { type: 'boolean' },
+  'approval-timeout-ms': { type: 'string' },
+  'on-approval-timeout': { type: 'string' },
+  'human-input': { type: 'boolean' },
+  'client-tools': { type: 'string' },
+  arguments: { type: 'string' },
+  reason: { type: 'string' },
+  run: { type: 'string' },
   detach: { type: 'boolean' },
   status: { type: 'string' },
   limit: { type: 'string' },

@@ -2,9 +2,10 @@ import { parseArgs } from 'node:util';
 import { AgentqClient } from './client.js';
 import { EXIT, OPTIONS, table, UsageError, type Io } from './cli-common.js';
 import { apiKeyProblem, urlProblem, type CliConfig } from './cli-config.js';
+import { cmdActions } from './cli-actions.js';
 import { cmdRun } from './cli-run.js';
 import { cmdRuns } from './cli-runs.js';
-import { AgentqApiError, AgentqTimeoutError } from './errors.js';
+import { ActionResolvedError, AgentqApiError, AgentqTimeoutError } from './errors.js';
 import { styleFor } from './progress.js';
 
 export { EXIT, type Io } from './cli-common.js';
@@ -18,6 +19,11 @@ Usage:
   agentq runs cancel <id>           cancel a run and its sub-runs
   agentq runs events <id>           follow a run's events until it ends (--outputs: with tool outputs)
   agentq tools                      the tools runs can use
+  agentq actions ls [--status pending|resolved] [--limit n] [--after id] [--all]
+                                    requests for an answer across your runs, newest first
+  agentq actions approve <action-id> [--arguments <json>]   let a tool call run
+  agentq actions reject <action-id> [--reason <text>]       refuse it: it never runs
+  agentq actions answer <action-id> <text…>   answer a question, or give a client tool's output
 
 Options of run:
   -f, --follow              show progress as it happens: steps, tool calls, tokens, sub-runs
@@ -34,6 +40,25 @@ Options of run:
       --metadata <json>     echoed back on the run
       --idempotency-key <k> retrying with the same key returns the same run
       --detach              print the run id and exit without waiting
+      --approve-tools <a,b> calls of these tools (names or globs) wait for a yes
+      --approve-destructive calls of MCP tools not marked read-only wait for a yes
+      --approval-timeout-ms <n>  how long one request may wait
+      --on-approval-timeout <reject|stop>  then: tell the model no (default), or end the run
+      --human-input         let the model ask you questions (ask_human)
+      --client-tools <json|@file>  tools you run yourself: you type each call's output
+
+While the run waits for an answer, run asks in the terminal: approve, reject (with a reason)
+or edit the arguments of a call; a client tool's output; the answer to a question (a number
+picks a choice). When stdin or stderr is not a terminal it asks nothing: it prints the
+requests and the agentq actions commands that answer them, and goes on waiting.
+
+Options of actions approve | reject | answer:
+      --arguments <json>    approve: run the call with these arguments (the API checks them
+                            against the tool's input schema)
+      --reason <text>       reject: why; the model reads it
+      --run <run-id>        the run to answer on (default: the run named in the action id;
+                            for a sub-run's request its root works too)
+  answer's text "-" reads it from stdin.
 
 Other options:
       --json                machine-readable output (events: one JSON object per line)
@@ -42,8 +67,8 @@ Other options:
   -h, --help                this help
 
 Exit codes: 0 completed, 1 failed, 2 incomplete, 3 cancelled (for run, runs events);
-4 the API answered an error or could not be reached; 64 bad command line or environment;
-130 interrupted.
+4 the API answered an error or could not be reached; 5 the request was decided already
+(actions approve|reject|answer); 64 bad command line or environment; 130 interrupted.
 Ctrl-C while waiting cancels the run; a second Ctrl-C quits at once.
 `;
 
@@ -75,6 +100,8 @@ export async function main(argv: string[], config: CliConfig, io: Io): Promise<n
         return await cmdRun(client, args, v, io, styleFor(io.stderr, config.color));
       case 'runs':
         return await cmdRuns(client, args, v, io, style);
+      case 'actions':
+        return await cmdActions(client, args, v, io, style);
       case 'tools': {
         const tools = await client.listTools();
         if (v.json) io.stdout.write(`${JSON.stringify(tools, null, 2)}\n`);
@@ -88,6 +115,11 @@ export async function main(argv: string[], config: CliConfig, io: Io): Promise<n
     if (err instanceof UsageError) {
       io.stderr.write(`agentq: ${err.message}\n`);
       return EXIT.usage;
+    }
+    if (err instanceof ActionResolvedError) {
+      for (const r of err.resolved) io.stderr.write(`agentq: ${r.id} was decided already: ${r.decision}${r.at ? ` at ${r.at}` : ''}\n`);
+      if (!err.resolved.length) io.stderr.write(`agentq: ${err.message}\n`);
+      return EXIT.alreadyDecided;
     }
     if (err instanceof AgentqApiError) {
       io.stderr.write(`agentq: ${err.status} ${err.code}: ${err.message}\n`);

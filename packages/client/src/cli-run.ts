@@ -1,8 +1,56 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import type { AgentqClient } from './client.js';
 import { answerOf, EXIT, exitFor, int, UsageError, type Io, type Values } from './cli-common.js';
+import { AgentqTimeoutError } from './errors.js';
+import { poll } from './poll.js';
 import { progressPrinter, summary, type Style } from './progress.js';
-import type { CreateRunRequest, Run } from './types.js';
+import { isTerminalStatus, type ApprovalPolicy, type ClientTool, type CreateRunRequest, type Run } from './types.js';
+import { waitingRunHandler } from './waiting-run.js';
+
+/** The largest --client-tools file read (the API takes far less). */
+const MAX_CLIENT_TOOLS_FILE = 1024 * 1024;
+
+/** `--client-tools`: a JSON array of function tools, or `@path` to a file holding one. */
+function clientTools(arg: string): ClientTool[] {
+  let text = arg;
+  if (arg.startsWith('@')) {
+    const path = arg.slice(1);
+    let size: number;
+    try {
+      size = statSync(path).size;
+    } catch (err) {
+      throw new UsageError(`--client-tools: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    }
+    if (size > MAX_CLIENT_TOOLS_FILE) throw new UsageError(`--client-tools: ${path} is over ${MAX_CLIENT_TOOLS_FILE} bytes`);
+    text = readFileSync(path, 'utf8');
+  }
+  let tools: unknown;
+  try {
+    tools = JSON.parse(text);
+  } catch {
+    throw new UsageError('--client-tools must be a JSON array of {"type": "function", "function": {"name", …}} (or @file holding one)');
+  }
+  if (!Array.isArray(tools)) throw new UsageError('--client-tools must be a JSON array of {"type": "function", "function": {"name", …}}');
+  return tools as ClientTool[]; // the API checks each tool and names the bad field
+}
+
+/** `--approve-tools`, `--approve-destructive` and their timeout: the run's approval policy, if any. */
+function approvalPolicy(v: Values): ApprovalPolicy | undefined {
+  const tools = v['approve-tools']?.split(',').map((t) => t.trim()).filter(Boolean);
+  const timeout = int(v['approval-timeout-ms'], 'approval-timeout-ms');
+  const onTimeout = v['on-approval-timeout'];
+  if (onTimeout !== undefined && onTimeout !== 'reject' && onTimeout !== 'stop') throw new UsageError('--on-approval-timeout is reject or stop');
+  if (!tools?.length && !v['approve-destructive']) {
+    if (timeout !== undefined || onTimeout !== undefined) throw new UsageError('--approval-timeout-ms and --on-approval-timeout go with --approve-tools or --approve-destructive');
+    return undefined;
+  }
+  return {
+    ...(tools?.length ? { tools } : {}),
+    ...(v['approve-destructive'] ? { destructive: true } : {}),
+    ...(timeout !== undefined ? { timeout_ms: timeout } : {}),
+    ...(onTimeout !== undefined ? { on_timeout: onTimeout } : {}),
+  };
+}
 
 function runRequest(input: string, v: Values): CreateRunRequest {
   let metadata: Record<string, unknown> | undefined;
@@ -26,11 +74,18 @@ function runRequest(input: string, v: Values): CreateRunRequest {
     body.on_budget_exhausted = policy;
   }
   if (v.subagents) body.subagents = { enabled: true };
+  const approval = approvalPolicy(v);
+  if (approval) body.approval = approval;
+  if (v['human-input']) body.human_input = true;
+  if (v['client-tools'] !== undefined) body.client_tools = clientTools(v['client-tools']);
   if (metadata) body.metadata = metadata;
   return body;
 }
 
-/** Waits for a run, following its events when asked; Ctrl-C cancels it (twice: quits). */
+/**
+ * Waits for a run, following its events when asked; while it waits for answers, asks for them
+ * in the terminal (or says how to give them). Ctrl-C cancels it (twice: quits).
+ */
 async function finish(client: AgentqClient, run: Run, v: Values, io: Io, style: Style, progress: (line: string) => void): Promise<Run | 'interrupted'> {
   const quit = new AbortController();
   let interrupts = 0;
@@ -39,12 +94,24 @@ async function finish(client: AgentqClient, run: Run, v: Values, io: Io, style: 
     progress(style.bad(`cancelling ${run.id}… (Ctrl-C again to quit without waiting)`));
     client.cancelRun(run.id).catch((err) => progress(style.bad(`cancel failed: ${(err as Error).message}`)));
   });
+  // Without --follow no progress line has described a request, so its hint does.
+  const waiting = waitingRunHandler(client, run.id, { openPrompter: io.openPrompter, write: progress, style, describe: !v.follow });
   try {
-    if (!v.follow) return await client.waitForRun(run.id, { signal: quit.signal, timeoutMs: Number.MAX_SAFE_INTEGER });
+    if (!v.follow) {
+      // Polled as waitForRun does, looking at each state for requests to answer.
+      const finished = async () => {
+        const now = await client.getRun(run.id, { signal: quit.signal });
+        if (now.status === 'requires_action' && now.required_action) await waiting(now.required_action.items);
+        return isTerminalStatus(now.status) ? now : undefined;
+      };
+      const poller = { timeoutMs: Number.MAX_SAFE_INTEGER, intervalMs: 200, maxIntervalMs: 2000, signal: quit.signal };
+      return await poll(finished, poller, () => new AgentqTimeoutError(`run ${run.id} did not finish`, undefined));
+    }
     const toolOutputs = Boolean(v.outputs);
     const print = progressPrinter(progress, { style, toolOutputs });
     for await (const e of client.streamEvents(run.id, { signal: quit.signal })) {
       print(e);
+      if (e.event === 'action.required') await waiting(e.data.items);
       if ('run' in e.data) return e.data.run; // the terminal event
     }
     return await client.getRun(run.id);

@@ -1,7 +1,8 @@
 import type { AgentqClient } from './client.js';
 import { answerOf, EXIT, exitFor, int, table, UsageError, type Io, type Values } from './cli-common.js';
-import { progressPrinter, summary, type Style } from './progress.js';
+import { describeAction, progressPrinter, summary, type Style } from './progress.js';
 import { isTerminalStatus, type Run, type RunStatus } from './types.js';
+import { howToAnswer } from './waiting-run.js';
 
 /** `agentq runs ls|get|cancel|events`. */
 export async function cmdRuns(client: AgentqClient, [sub, id, ...rest]: string[], v: Values, io: Io, style: Style): Promise<number> {
@@ -32,6 +33,7 @@ export async function cmdRuns(client: AgentqClient, [sub, id, ...rest]: string[]
       if (v.json) return out(JSON.stringify(run, null, 2)), 0;
       out(`${style.bold(run.id)} · ${run.model}${run.parent_run_id ? ` · sub-run of ${run.parent_run_id}` : ''}`);
       out(isTerminalStatus(run.status) ? summary(run, style) : `${run.status} · depth ${run.depth}/${run.max_depth}`);
+      for (const item of run.required_action?.items ?? []) out(`  ⏸ ${describeAction(item)} ${style.dim(`· ${item.id}`)}\n    ${howToAnswer(item)}`);
       const answer = answerOf(run);
       if (answer) out(`\n${answer}`);
       return 0;
