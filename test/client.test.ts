@@ -1,13 +1,11 @@
-import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { createServer as createTcpServer, connect, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentqApiError, AgentqClient, AgentqTimeoutError, verifyWebhook, WebhookVerificationError, type Run, type RunEvent } from '@agentq/client';
 import type { RunObject } from '@agentq/shared';
 import type { ChatRequest, Handler, Reply } from '@agentq/scripted-llm';
+import { buildCliIfStale, startCli, type CliOptions } from './fixtures/cli.js';
 import { startStack, type Stack } from './fixtures/services.js';
 import { waitFor } from './fixtures/wait.js';
 import { readSse } from './fixtures/sse.js';
@@ -31,8 +29,6 @@ const handler: Handler = (req) => scenarios.find(([p]) => firstUser(req).startsW
 
 const KEY = 'client-test-key';
 const SECRET = 'whsec_' + Buffer.from('client-test-secret-0123456789').toString('base64');
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const CLI = fileURLToPath(new URL('../packages/client/dist/cli.js', import.meta.url));
 
 let stack: Stack;
 let client: AgentqClient;
@@ -81,24 +77,16 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-function cli(args: string[], o: { env?: Record<string, string>; cwd?: string; command?: string[]; onStderr?: (all: string, kill: (sig: NodeJS.Signals) => void) => void } = {}) {
-  const [cmd, ...pre] = o.command ?? [process.execPath, CLI];
-  const child = spawn(cmd, [...pre, ...args], { cwd: o.cwd ?? ROOT, env: { ...process.env, AGENTQ_URL: stack.api.url, AGENTQ_API_KEY: KEY, NO_COLOR: '1', ...o.env } });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => {
-    stderr += d;
-    o.onStderr?.(stderr, (sig) => child.kill(sig));
-  });
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+/** The CLI against the stack, to its end; `onStderr` sees all of stderr so far after each chunk. */
+function cli(args: string[], o: Omit<CliOptions, 'url'> & { onStderr?: (all: string, kill: (sig: NodeJS.Signals) => void) => void } = {}) {
+  const p = startCli(args, { url: stack.api.url, apiKey: KEY, stdin: '', ...o });
+  if (o.onStderr) p.child.stderr.on('data', () => o.onStderr!(p.stderr, (sig) => p.child.kill(sig)));
+  return p.exited;
 }
 
 beforeAll(async () => {
   // The CLI runs from its build: rebuild it when a source is newer than the build.
-  const dir = fileURLToPath(new URL('../packages/client/src/', import.meta.url));
-  const newest = Math.max(...readdirSync(dir).map((f) => statSync(dir + f).mtimeMs));
-  if (!existsSync(CLI) || statSync(CLI).mtimeMs < newest) execFileSync('npm', ['run', 'build', '-w', '@agentq/client'], { cwd: ROOT, stdio: 'ignore' });
+  await buildCliIfStale();
 
   hooks = createHttpServer((req, res) => {
     let body = '';

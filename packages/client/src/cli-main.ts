@@ -1,10 +1,14 @@
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { AgentqClient } from './client.js';
+import { EXIT, OPTIONS, table, UsageError, type Io } from './cli-common.js';
 import { apiKeyProblem, urlProblem, type CliConfig } from './cli-config.js';
-import { AgentqApiError, AgentqTimeoutError } from './errors.js';
-import { progressPrinter, styleFor, summary, type Style } from './progress.js';
-import { isTerminalStatus, type CreateRunRequest, type Run, type RunStatus } from './types.js';
+import { cmdActions } from './cli-actions.js';
+import { cmdRun } from './cli-run.js';
+import { cmdRuns } from './cli-runs.js';
+import { ActionResolvedError, AgentqApiError, AgentqTimeoutError } from './errors.js';
+import { styleFor } from './progress.js';
+
+export { EXIT, type Io } from './cli-common.js';
 
 export const HELP = `agentq: run and inspect agentq runs
 
@@ -15,6 +19,11 @@ Usage:
   agentq runs cancel <id>           cancel a run and its sub-runs
   agentq runs events <id>           follow a run's events until it ends (--outputs: with tool outputs)
   agentq tools                      the tools runs can use
+  agentq actions ls [--status pending|resolved] [--limit n] [--after id] [--all]
+                                    requests for an answer across your runs, newest first
+  agentq actions approve <action-id> [--arguments <json>]   let a tool call run
+  agentq actions reject <action-id> [--reason <text>]       refuse it: it never runs
+  agentq actions answer <action-id> <text…>   answer a question, or give a client tool's output
 
 Options of run:
   -f, --follow              show progress as it happens: steps, tool calls, tokens, sub-runs
@@ -31,6 +40,25 @@ Options of run:
       --metadata <json>     echoed back on the run
       --idempotency-key <k> retrying with the same key returns the same run
       --detach              print the run id and exit without waiting
+      --approve-tools <a,b> calls of these tools (names or globs) wait for a yes
+      --approve-destructive calls of MCP tools not marked read-only wait for a yes
+      --approval-timeout-ms <n>  how long one request may wait
+      --on-approval-timeout <reject|stop>  then: tell the model no (default), or end the run
+      --human-input         let the model ask you questions (ask_human)
+      --client-tools <json|@file>  tools you run yourself: you type each call's output
+
+While the run waits for an answer, run asks in the terminal: approve, reject (with a reason)
+or edit the arguments of a call; a client tool's output; the answer to a question (a number
+picks a choice). When stdin or stderr is not a terminal it asks nothing: it prints the
+requests and the agentq actions commands that answer them, and goes on waiting.
+
+Options of actions approve | reject | answer:
+      --arguments <json>    approve: run the call with these arguments (the API checks them
+                            against the tool's input schema)
+      --reason <text>       reject: why; the model reads it
+      --run <run-id>        the run to answer on (default: the run named in the action id;
+                            for a sub-run's request its root works too)
+  answer's text "-" reads it from stdin.
 
 Other options:
       --json                machine-readable output (events: one JSON object per line)
@@ -39,191 +67,10 @@ Other options:
   -h, --help                this help
 
 Exit codes: 0 completed, 1 failed, 2 incomplete, 3 cancelled (for run, runs events);
-4 the API answered an error or could not be reached; 64 bad command line or environment;
-130 interrupted.
+4 the API answered an error or could not be reached; 5 the request was decided already
+(actions approve|reject|answer); 64 bad command line or environment; 130 interrupted.
 Ctrl-C while waiting cancels the run; a second Ctrl-C quits at once.
 `;
-
-export const EXIT = { completed: 0, failed: 1, incomplete: 2, cancelled: 3, apiError: 4, usage: 64, interrupted: 130 } as const;
-
-const exitFor = (status: RunStatus): number => (isTerminalStatus(status) ? EXIT[status] : EXIT.apiError);
-
-export interface Io {
-  stdout: { write(s: string): unknown; isTTY?: boolean };
-  stderr: { write(s: string): unknown; isTTY?: boolean };
-  /** Registers a Ctrl-C handler; returns its removal. */
-  onInterrupt?: (handler: () => void) => () => void;
-  readStdin?: () => string;
-}
-
-class UsageError extends Error {}
-
-const OPTIONS = {
-  follow: { type: 'boolean', short: 'f' },
-  outputs: { type: 'boolean' },
-  json: { type: 'boolean' },
-  model: { type: 'string', short: 'm' },
-  tools: { type: 'string', short: 't' },
-  'max-depth': { type: 'string', short: 'd' },
-  instructions: { type: 'string', short: 'i' },
-  'max-total-tokens': { type: 'string' },
-  'timeout-ms': { type: 'string' },
-  'on-budget-exhausted': { type: 'string' },
-  subagents: { type: 'boolean' },
-  metadata: { type: 'string' },
-  'idempotency-key': { type: 'string' },
-  detach: { type: 'boolean' },
-  status: { type: 'string' },
-  limit: { type: 'string' },
-  after: { type: 'string' },
-  all: { type: 'boolean' },
-  url: { type: 'string' },
-  'api-key': { type: 'string' },
-  help: { type: 'boolean', short: 'h' },
-} as const;
-
-type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
-
-const int = (v: string | undefined, name: string): number | undefined => {
-  if (v === undefined) return undefined;
-  if (!/^\d+$/.test(v)) throw new UsageError(`--${name} must be a whole number (got "${v}")`);
-  return Number(v);
-};
-
-function runRequest(input: string, v: Values): CreateRunRequest {
-  let metadata: Record<string, unknown> | undefined;
-  if (v.metadata !== undefined) {
-    try {
-      metadata = JSON.parse(v.metadata);
-    } catch {
-      throw new UsageError('--metadata must be a JSON object');
-    }
-  }
-  const body: CreateRunRequest = { input };
-  if (v.model) body.model = v.model;
-  if (v.tools) body.tools = v.tools.split(',').map((t) => t.trim()).filter(Boolean);
-  if (v.instructions) body.instructions = v.instructions;
-  if (v['max-depth'] !== undefined) body.max_depth = int(v['max-depth'], 'max-depth');
-  if (v['max-total-tokens'] !== undefined) body.max_total_tokens = int(v['max-total-tokens'], 'max-total-tokens');
-  if (v['timeout-ms'] !== undefined) body.timeout_ms = int(v['timeout-ms'], 'timeout-ms');
-  const policy = v['on-budget-exhausted'];
-  if (policy !== undefined) {
-    if (policy !== 'final_answer' && policy !== 'stop') throw new UsageError('--on-budget-exhausted is final_answer or stop');
-    body.on_budget_exhausted = policy;
-  }
-  if (v.subagents) body.subagents = { enabled: true };
-  if (metadata) body.metadata = metadata;
-  return body;
-}
-
-const answerOf = (run: Run) => (typeof run.output?.content === 'string' ? run.output.content : run.output ? JSON.stringify(run.output.content) : '');
-
-/** Waits for a run, following its events when asked; Ctrl-C cancels it (twice: quits). */
-async function finish(client: AgentqClient, run: Run, v: Values, io: Io, style: Style, progress: (line: string) => void): Promise<Run | 'interrupted'> {
-  const quit = new AbortController();
-  let interrupts = 0;
-  const off = io.onInterrupt?.(() => {
-    if (++interrupts > 1) return quit.abort();
-    progress(style.bad(`cancelling ${run.id}… (Ctrl-C again to quit without waiting)`));
-    client.cancelRun(run.id).catch((err) => progress(style.bad(`cancel failed: ${(err as Error).message}`)));
-  });
-  try {
-    if (!v.follow) return await client.waitForRun(run.id, { signal: quit.signal, timeoutMs: Number.MAX_SAFE_INTEGER });
-    const toolOutputs = Boolean(v.outputs);
-    const print = progressPrinter(progress, { style, toolOutputs });
-    for await (const e of client.streamEvents(run.id, { signal: quit.signal })) {
-      print(e);
-      if ('run' in e.data) return e.data.run; // the terminal event
-    }
-    return await client.getRun(run.id);
-  } catch (err) {
-    if (quit.signal.aborted) return 'interrupted';
-    throw err;
-  } finally {
-    off?.();
-  }
-}
-
-async function cmdRun(client: AgentqClient, positionals: string[], v: Values, io: Io, errStyle: Style): Promise<number> {
-  let input = positionals.join(' ');
-  if (input === '-') input = (io.readStdin ?? (() => readFileSync(0, 'utf8')))().trim();
-  if (!input) throw new UsageError('agentq run needs the input: agentq run "What is 2+2?"');
-  const created = await client.createRun(runRequest(input, v), { idempotencyKey: v['idempotency-key'] });
-  if (v.detach) {
-    io.stdout.write(v.json ? `${JSON.stringify(created, null, 2)}\n` : `${created.id}\n`);
-    return 0;
-  }
-  // Progress is for people: on stderr, so stdout holds only the answer (or the JSON).
-  const progress = (line: string) => io.stderr.write(`${line}\n`);
-  if (v.follow) progress(errStyle.dim(`${created.id} · ${created.model} · max depth ${created.max_depth}`));
-  const run = await finish(client, created, v, io, errStyle, progress);
-  if (run === 'interrupted') return EXIT.interrupted;
-  if (v.json) io.stdout.write(`${JSON.stringify(run, null, 2)}\n`);
-  else {
-    if (!v.follow) progress(summary(run, errStyle));
-    const answer = answerOf(run);
-    if (answer) io.stdout.write(`${answer}\n`);
-  }
-  return exitFor(run.status);
-}
-
-function table(rows: string[][]): string {
-  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
-  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  ')).join('\n');
-}
-
-async function cmdRuns(client: AgentqClient, [sub, id, ...rest]: string[], v: Values, io: Io, style: Style): Promise<number> {
-  const out = (s: string) => io.stdout.write(`${s}\n`);
-  const needId = () => {
-    if (!id || rest.length) throw new UsageError(`agentq runs ${sub} takes one run id`);
-    return id;
-  };
-  switch (sub) {
-    case 'ls':
-    case 'list': {
-      const status = v.status as RunStatus | undefined;
-      const limit = int(v.limit, 'limit');
-      let runs: Run[];
-      let next: string | null = null;
-      if (v.all) {
-        runs = [];
-        for await (const r of client.listAllRuns({ status, limit })) runs.push(r);
-      } else ({ data: runs, next } = await client.listRuns({ status, limit, after: v.after }));
-      if (v.json) return out(JSON.stringify(v.all ? { data: runs, next: null } : { data: runs, next }, null, 2)), 0;
-      const rows = runs.map((r) => [r.id, r.status, r.stop_reason ?? '-', `${r.depth}`, `${r.usage_total.total_tokens}`, r.model, r.created_at]);
-      out(rows.length ? table([['ID', 'STATUS', 'STOP', 'DEPTH', 'TOKENS', 'MODEL', 'CREATED'], ...rows]) : style.dim('no runs'));
-      if (next) out(style.dim(`more: agentq runs ls --after ${next}`));
-      return 0;
-    }
-    case 'get': {
-      const run = await client.getRun(needId());
-      if (v.json) return out(JSON.stringify(run, null, 2)), 0;
-      out(`${style.bold(run.id)} · ${run.model}${run.parent_run_id ? ` · sub-run of ${run.parent_run_id}` : ''}`);
-      out(isTerminalStatus(run.status) ? summary(run, style) : `${run.status} · depth ${run.depth}/${run.max_depth}`);
-      const answer = answerOf(run);
-      if (answer) out(`\n${answer}`);
-      return 0;
-    }
-    case 'cancel': {
-      const run = await client.cancelRun(needId());
-      out(v.json ? JSON.stringify(run, null, 2) : `${run.id} ${run.status}`);
-      return 0;
-    }
-    case 'events': {
-      const toolOutputs = Boolean(v.outputs);
-      const print = progressPrinter(out, { style, toolOutputs });
-      let status: RunStatus | undefined;
-      for await (const e of client.streamEvents(needId())) {
-        if (v.json) out(JSON.stringify(e));
-        else print(e);
-        if ('run' in e.data) status = e.data.run.status;
-      }
-      return status ? exitFor(status) : EXIT.apiError;
-    }
-    default:
-      throw new UsageError(sub ? `unknown command "runs ${sub}": use ls, get, cancel or events` : 'agentq runs needs a command: ls, get, cancel or events');
-  }
-}
 
 /** The CLI: returns the exit code. `config` comes from loadCliConfig; flags override it. */
 export async function main(argv: string[], config: CliConfig, io: Io): Promise<number> {
@@ -253,6 +100,8 @@ export async function main(argv: string[], config: CliConfig, io: Io): Promise<n
         return await cmdRun(client, args, v, io, styleFor(io.stderr, config.color));
       case 'runs':
         return await cmdRuns(client, args, v, io, style);
+      case 'actions':
+        return await cmdActions(client, args, v, io, style);
       case 'tools': {
         const tools = await client.listTools();
         if (v.json) io.stdout.write(`${JSON.stringify(tools, null, 2)}\n`);
@@ -266,6 +115,11 @@ export async function main(argv: string[], config: CliConfig, io: Io): Promise<n
     if (err instanceof UsageError) {
       io.stderr.write(`agentq: ${err.message}\n`);
       return EXIT.usage;
+    }
+    if (err instanceof ActionResolvedError) {
+      for (const r of err.resolved) io.stderr.write(`agentq: ${r.id} was decided already: ${r.decision}${r.at ? ` at ${r.at}` : ''}\n`);
+      if (!err.resolved.length) io.stderr.write(`agentq: ${err.message}\n`);
+      return EXIT.alreadyDecided;
     }
     if (err instanceof AgentqApiError) {
       io.stderr.write(`agentq: ${err.status} ${err.code}: ${err.message}\n`);

@@ -1,3 +1,4 @@
+import { linePrompter } from './action-prompt.js';
 import { CliConfigError, loadCliConfig, type CliConfig } from './cli-config.js';
 import { EXIT, main } from './cli-main.js';
 
@@ -18,5 +19,10 @@ if (config) {
       process.on('SIGINT', handler);
       return () => process.off('SIGINT', handler);
     },
+    // Asked only when a person can see the question and type the answer.
+    openPrompter: () =>
+      process.stdin.isTTY && process.stderr.isTTY
+        ? linePrompter(process.stdin, process.stderr, { terminal: true, onInterrupt: () => process.kill(process.pid, 'SIGINT') })
+        : null,
   });
 }

@@ -4,8 +4,12 @@ import { parseSse } from './sse.js';
 import {
   isTerminalStatus,
   TERMINAL_EVENTS,
+  type ActionList,
+  type ActionResponse,
   type ChatMessage,
   type CreateRunRequest,
+  type InboxItem,
+  type ListActionsParams,
   type ListRunsParams,
   type Run,
   type RunEvent,
@@ -148,9 +152,58 @@ export class AgentqClient {
     return this.request('POST', this.runPath(id, '/cancel'), opts);
   }
 
+  /** One page of the key's requests for an answer across all its runs, newest first. */
+  listActions(params: ListActionsParams = {}, opts: RequestOptions = {}): Promise<ActionList> {
+    return this.request('GET', '/v1/actions', { ...opts, query: { status: params.status, limit: params.limit, after: params.after } });
+  }
+
+  /** Every request (of a status), newest first, page after page as the iteration goes. */
+  async *listAllActions(params: Omit<ListActionsParams, 'after'> = {}, opts: RequestOptions = {}): AsyncGenerator<InboxItem> {
+    let after: string | undefined;
+    do {
+      const page = await this.listActions({ ...params, after }, opts);
+      yield* page.data;
+      after = page.next ?? undefined;
+    } while (after);
+  }
+
+  /**
+   * Answers requests a run waits for (`runId`: the waiting run or its root) and returns the run.
+   * All or none are checked first (a bad one: 400, nothing stored); a request decided before
+   * (a lost race, an expiry, a cancel) throws ActionResolvedError, and the others were stored.
+   */
+  respond(runId: string, responses: ActionResponse[], opts: RequestOptions = {}): Promise<Run> {
+    return this.request('POST', this.runPath(runId, '/actions'), { ...opts, body: { responses } });
+  }
+
+  /**
+   * Approves a tool call; with `arguments` (JSON text, or an object to serialise) it runs with
+   * those instead, once they pass the tool's input schema (else a 400 naming the problem).
+   */
+  approve(runId: string, actionId: string, o: { arguments?: string | Record<string, unknown> } = {}, opts: RequestOptions = {}): Promise<Run> {
+    const edited = o.arguments === undefined ? {} : { arguments: typeof o.arguments === 'string' ? o.arguments : JSON.stringify(o.arguments) };
+    return this.respond(runId, [{ id: actionId, approve: true, ...edited }], opts);
+  }
+
+  /** Rejects a tool call: it never runs, and the model reads the reason. */
+  reject(runId: string, actionId: string, reason?: string, opts: RequestOptions = {}): Promise<Run> {
+    return this.respond(runId, [{ id: actionId, approve: false, ...(reason === undefined ? {} : { reason }) }], opts);
+  }
+
+  /** Answers a question the model asked (`ask_human`). */
+  answer(runId: string, actionId: string, text: string, opts: RequestOptions = {}): Promise<Run> {
+    return this.respond(runId, [{ id: actionId, answer: text }], opts);
+  }
+
+  /** Gives the output of a client tool's call, which the model reads as the tool's result. */
+  submitToolOutput(runId: string, actionId: string, output: string, opts: RequestOptions = {}): Promise<Run> {
+    return this.respond(runId, [{ id: actionId, output }], opts);
+  }
+
   /**
    * Polls until the run is finished, pausing longer each time (see the options); rides out
    * 429/5xx and network errors until the deadline. Throws AgentqTimeoutError at the deadline.
+   * A run in `requires_action` is not finished: it waits until someone answers (`respond`).
    */
   async waitForRun(id: string, opts: WaitForRunOptions = {}): Promise<Run> {
     const timeoutMs = opts.timeoutMs ?? 600_000;

@@ -10,16 +10,48 @@ export class AgentqApiError extends Error {
     this.name = new.target.name;
   }
 
-  /** Builds the error from a failed response, whatever its body. */
+  /** Builds the error from a failed response, whatever its body (a lost race on a request: ActionResolvedError). */
   static async from(res: Response): Promise<AgentqApiError> {
     const text = await res.text().catch(() => '');
     try {
       const { error } = JSON.parse(text) as { error?: { code?: unknown; message?: unknown; details?: unknown } };
-      if (error && typeof error.code === 'string') return new AgentqApiError(res.status, error.code, String(error.message ?? error.code), error.details);
+      if (error && typeof error.code === 'string') {
+        const message = String(error.message ?? error.code);
+        if (res.status === 409 && error.code === ActionResolvedError.CODE) return new ActionResolvedError(message, error.details);
+        return new AgentqApiError(res.status, error.code, message, error.details);
+      }
     } catch {
       // not the contract's shape: fall through
     }
     return new AgentqApiError(res.status, `http_${res.status}`, `${res.status} ${res.statusText}${text ? `: ${text.slice(0, 200)}` : ''}`);
+  }
+}
+
+/** How a request had been decided when an answer to it came too late. */
+export interface ResolvedAction {
+  id: string;
+  /** `approved`, `rejected`, `answered`, `expired` or `cancelled`. */
+  decision: string;
+  /** When it was decided (null when the API does not know). */
+  at: string | null;
+}
+
+/**
+ * `409 action_resolved`: a request was decided before this answer reached it (by another
+ * answer, its expiry or a cancel). The other responses of the same call were stored.
+ */
+export class ActionResolvedError extends AgentqApiError {
+  static readonly CODE = 'action_resolved';
+  /** The requests that were already decided, and how. */
+  readonly resolved: ResolvedAction[];
+
+  constructor(message: string, details?: unknown) {
+    super(409, ActionResolvedError.CODE, message, details);
+    this.resolved = Array.isArray(details)
+      ? details
+          .filter((d): d is Record<string, unknown> => typeof d === 'object' && d !== null && typeof (d as { id?: unknown }).id === 'string')
+          .map((d) => ({ id: d.id as string, decision: String(d.decision ?? 'unknown'), at: typeof d.at === 'string' ? d.at : null }))
+      : [];
   }
 }
 

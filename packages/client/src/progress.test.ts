@@ -34,6 +34,31 @@ describe('progressPrinter', () => {
     const completed: RunEvent = { id: '2-0', event: 'step.completed', data: { depth: 0, usage, finish_reason: 'stop', content: 'hi', tool_calls: [], run_id: 'run_1', at: '2026-01-01T00:00:01.250Z' } };
     expect(lines([started, completed])).toEqual(['step 0 · m', '  answer · 59 tokens (40 + 19) · 1.3 s']);
   });
+
+  it('shows each request of action.required and how each was decided', () => {
+    const common = { run_id: 'run_1', at: '2026-01-01T00:00:00.000Z' };
+    const item = { id: 'act_1_0_0', run_id: 'run_1', tool_call_id: 'call_1', created_at: common.at, expires_at: null };
+    const required: RunEvent = {
+      id: '1-0',
+      event: 'action.required',
+      data: {
+        ...common,
+        items: [
+          { ...item, type: 'approval', name: 'crm__update_contact', arguments: '{"id":"c1"}', expires_at: '2026-01-02T00:00:00.000Z' },
+          { ...item, id: 'act_1_0_1', type: 'input', name: 'ask_human', arguments: '{}', question: 'Which\nBob?', choices: ['Sales', 'IT'] },
+          { ...item, id: 'act_1_0_2', type: 'client_tool', name: 'get_location', arguments: '{}' },
+        ],
+      },
+    };
+    const resolved = (id: string, decision: 'approved' | 'rejected'): RunEvent => ({ id: '2-0', event: 'action.resolved', data: { ...common, id, decision } });
+    expect(lines([required, resolved('act_1_0_0', 'approved'), resolved('act_1_0_1', 'rejected')])).toEqual([
+      '  ⏸ approve crm__update_contact {"id":"c1"} · act_1_0_0 · expires 2026-01-02T00:00:00.000Z',
+      '  ⏸ question: Which Bob? (Sales | IT) · act_1_0_1',
+      '  ⏸ client tool get_location {} · act_1_0_2',
+      '  ✓ act_1_0_0 approved',
+      '  ✗ act_1_0_1 rejected',
+    ]);
+  });
 });
 
 describe('summary', () => {

@@ -1,4 +1,4 @@
-import type { Run, RunEvent } from './types.js';
+import type { ActionItem, Run, RunEvent } from './types.js';
 
 export interface Style {
   dim(s: string): string;
@@ -37,6 +37,18 @@ export function summary(run: Run, style: Style = plain): string {
   return `${parts.join(' · ')}${took}${error}`;
 }
 
+/** One line saying what a request waits for: a yes to a call, a client tool's output, or an answer. */
+export function describeAction(item: ActionItem): string {
+  switch (item.type) {
+    case 'approval':
+      return `approve ${item.name} ${clip(item.arguments)}`;
+    case 'client_tool':
+      return `client tool ${item.name} ${clip(item.arguments)}`;
+    default:
+      return `question: ${clip(oneLine(item.question ?? ''))}${item.choices?.length ? ` (${clip(item.choices.join(' | '), 80)})` : ''}`;
+  }
+}
+
 export interface ProgressOptions {
   /** Colours, or none. @defaultValue no colours (see styleFor) */
   style?: Style;
@@ -46,7 +58,8 @@ export interface ProgressOptions {
 
 /**
  * Renders a run's events as progress lines: each step (one model call) with its tokens and
- * time, each tool call of its round with its arguments and duration, each sub-run, and the end.
+ * time, each tool call of its round with its arguments and duration, each sub-run, each
+ * request for an answer and its decision, and the end.
  */
 export function progressPrinter(write: (line: string) => void, opts: ProgressOptions = {}) {
   const style = opts.style ?? plain;
@@ -90,6 +103,14 @@ export function progressPrinter(write: (line: string) => void, opts: ProgressOpt
       case 'subrun.completed':
         write(`  ↳ sub-run ${e.data.run_id} ${e.data.status === 'completed' ? style.ok(e.data.status) : style.bad(e.data.status)}`);
         break;
+      case 'action.required':
+        for (const item of e.data.items) write(`  ⏸ ${describeAction(item)} ${style.dim(`· ${item.id}${item.expires_at ? ` · expires ${item.expires_at}` : ''}`)}`);
+        break;
+      case 'action.resolved': {
+        const yes = e.data.decision === 'approved' || e.data.decision === 'answered';
+        write(`  ${yes ? style.ok('✓') : style.bad('✗')} ${e.data.id} ${yes ? style.ok(e.data.decision) : style.bad(e.data.decision)}`);
+        break;
+      }
       case 'run.completed':
       case 'run.failed':
       case 'run.cancelled':

@@ -57,6 +57,96 @@ export interface Run {
   created_at: string;
   started_at: string | null;
   completed_at: string | null;
+  /** While the status is `requires_action`: every pending request of the run and of its sub-runs. */
+  required_action?: { items: ActionItem[] };
+}
+
+/** What a request waits for: a yes to a tool call, a client tool's output, an answer to a question. */
+export type ActionType = 'approval' | 'client_tool' | 'input';
+
+/** A request for an answer (`required_action.items`, `action.required`, the inbox). */
+export interface ActionItem {
+  /** `act_<run id without "run_">_<depth>_<index>`: one tool call of one step of one run. */
+  id: string;
+  type: ActionType;
+  /** The run that waits (a sub-run's items show on its root too). */
+  run_id: string;
+  tool_call_id: string;
+  /** The tool called (`ask_human` for a question). */
+  name: string;
+  /** The call's arguments as JSON text: the ones an approval runs unless edited. */
+  arguments: string;
+  /** For `input`: what the model asks. */
+  question?: string;
+  /** For `input`: the answers it offers, or null for free text. */
+  choices?: string[] | null;
+  created_at: string;
+  /** When an unanswered request expires, or null for never (but the run's own deadline). */
+  expires_at: string | null;
+  /** With the server's ACTION_LINK_SECRET: a signed link that answers this one item without an API key. */
+  respond_url?: string;
+}
+
+/** Yes to a call, with the arguments it was requested with. */
+export interface ApproveResponse {
+  id: string;
+  approve: true;
+}
+/** Yes to a call, run with other arguments (JSON text; the API checks them against the tool's input schema). */
+export interface ApproveEditedResponse {
+  id: string;
+  approve: true;
+  arguments: string;
+}
+/** No to a call: it never runs; the model is told `The user rejected this call: <reason>`. */
+export interface RejectResponse {
+  id: string;
+  approve: false;
+  reason?: string;
+}
+/** A client tool's output, given to the model as the tool message. */
+export interface ToolOutputResponse {
+  id: string;
+  output: string;
+}
+/** The answer to a question (`ask_human`). */
+export interface AnswerResponse {
+  id: string;
+  answer: string;
+}
+/** One response of `POST /v1/runs/:id/actions`: an approval takes `approve`, a client tool `output`, a question `answer`. */
+export type ActionResponse = ApproveResponse | ApproveEditedResponse | RejectResponse | ToolOutputResponse | AnswerResponse;
+
+/** The longest output, answer or edited arguments one response may carry (characters). */
+export const MAX_RESPONSE_CHARS = 1_000_000;
+/** The longest reason of a rejection (characters). */
+export const MAX_REASON_CHARS = 4000;
+
+/** How a request was settled. */
+export type ActionDecision = 'approved' | 'rejected' | 'answered' | 'expired' | 'cancelled';
+
+/** A request as the inbox lists it: pending, or resolved with its decision. */
+export interface InboxItem extends ActionItem {
+  status: 'pending' | 'resolved';
+  /** Once resolved. */
+  decision?: ActionDecision;
+  resolved_at?: string;
+}
+
+/** `GET /v1/actions`: a page of a key's requests across its runs, newest first. */
+export interface ActionList {
+  data: InboxItem[];
+  /** The `after` of the next page, or null on the last. */
+  next: string | null;
+}
+
+export interface ListActionsParams {
+  /** Only pending or only resolved requests; omit for both. */
+  status?: 'pending' | 'resolved';
+  /** Page size, 1..100. @defaultValue 20 */
+  limit?: number;
+  /** A request id: the `next` of the previous page. */
+  after?: string;
 }
 
 /** The body of `POST /v1/runs`: give `input` or `messages`. */
@@ -77,7 +167,31 @@ export interface CreateRunRequest {
   response_format?: { type: 'text' } | { type: 'json_object' } | { type: 'json_schema'; json_schema: { name: string; schema?: Record<string, unknown>; strict?: boolean | null; description?: string } };
   context?: string | Array<{ name: string; text: string }>;
   webhook?: { url: string; secret?: string };
+  /** Which tool calls wait for a yes before they run (sub-runs inherit it). */
+  approval?: ApprovalPolicy;
+  /** Tools the caller runs itself (OpenAI function-tool format); offered to the root run only. */
+  client_tools?: ClientTool[];
+  /** Offers the model the built-in `ask_human {question, choices?}`. */
+  human_input?: boolean;
   metadata?: Record<string, unknown>;
+}
+
+/** Which tool calls need a yes, and what an unanswered request comes to. Give `tools`, `destructive: true` or both. */
+export interface ApprovalPolicy {
+  /** Tool names or globs (`crm__update_*`). */
+  tools?: string[];
+  /** Every MCP tool not annotated `readOnlyHint: true`. @defaultValue false */
+  destructive?: boolean;
+  /** How long one request may wait; omit for no limit but the run's deadline. */
+  timeout_ms?: number;
+  /** At expiry: tell the model no one approved (`reject`) or end the run incomplete (`stop`). @defaultValue "reject" */
+  on_timeout?: 'reject' | 'stop';
+}
+
+/** A tool the caller runs itself: each call waits for its output (`submitToolOutput`). */
+export interface ClientTool {
+  type: 'function';
+  function: { name: string; description?: string; parameters?: Record<string, unknown> };
 }
 
 export interface RunList {
@@ -97,7 +211,8 @@ export interface StepToolCall {
   id: string;
   name: string;
   arguments: string;
-  status: 'queued' | 'running' | 'completed' | 'failed';
+  /** `requires_action`: the call waits for an answer (see `approval`). */
+  status: 'queued' | 'requires_action' | 'running' | 'completed' | 'failed';
   output: string | null;
   is_error: boolean;
   /** How the call ended once it has: `ok`, `tool_error`, `timeout`, `refused`, `unknown_outcome`, … */
@@ -105,6 +220,17 @@ export interface StepToolCall {
   attempts: number;
   duration_ms: number | null;
   subrun_ids?: string[];
+  /** For a call that waited for an answer: the decision, who made it (a key's hash, `link` or `agentq`) and when. */
+  approval?: {
+    id: string;
+    type: ActionType;
+    decision: 'pending' | ActionDecision;
+    reason?: string;
+    /** Edited arguments the call ran with. */
+    arguments?: string;
+    by?: string;
+    at?: string;
+  };
 }
 
 /** One model step and its tool calls. */
@@ -167,6 +293,10 @@ export interface RunEventData {
   };
   'subrun.started': { run_id: string; depth: number; tool_call_id: string; index: number };
   'subrun.completed': { run_id: string; status: string; tool_call_id: string; index: number };
+  /** Requests a round made: the run waits for them (also on its root's stream). */
+  'action.required': { items: ActionItem[] };
+  /** A request was decided: answered, or expired or cancelled. */
+  'action.resolved': { id: string; decision: ActionDecision };
   'run.completed': { run: Run };
   'run.failed': { run: Run };
   'run.cancelled': { run: Run };
@@ -188,9 +318,9 @@ export type RunEvent = { [T in RunEventType]: { id: string; event: T; data: RunE
 
 export const TERMINAL_EVENTS: readonly RunEventType[] = ['run.completed', 'run.failed', 'run.cancelled', 'run.incomplete'];
 
-/** The body of a webhook POST. */
+/** The body of a webhook POST: a run ended, or (`run.requires_action`) something of its tree started waiting. */
 export interface WebhookPayload {
-  type: 'run.completed' | 'run.failed' | 'run.cancelled' | 'run.incomplete';
+  type: 'run.completed' | 'run.failed' | 'run.cancelled' | 'run.incomplete' | 'run.requires_action';
   timestamp: string;
   data: Run;
 }
