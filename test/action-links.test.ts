@@ -2,27 +2,14 @@ import { createHash, createHmac } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ChatRequest, Handler, Reply, ToolCallReply } from '@agentq/scripted-llm';
 import type { TestRequestInit } from './fixtures/api-client.js';
 import { startApp } from './fixtures/app.js';
+import { callsThenEcho, scenarioModel } from './fixtures/scenarios.js';
 import { startStack, type Stack } from './fixtures/services.js';
 import { waitFor } from './fixtures/wait.js';
 
-const firstUser = (req: ChatRequest) => req.messages.find((m: any) => m.role === 'user')?.content as string;
-const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
-const toolMsgs = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'tool');
-
-// Scenarios match on the start of the first user message.
-const scenarios: Array<[string, (req: ChatRequest) => Reply | Promise<Reply>]> = [];
-const handler: Handler = (req) => {
-  const u = firstUser(req) ?? '';
-  for (const [prefix, s] of scenarios) if (u.startsWith(prefix)) return s(req);
-  return { content: `no scenario for ${u.slice(0, 50)}` };
-};
-const on = (prefix: string, s: (req: ChatRequest) => Reply | Promise<Reply>) => scenarios.unshift([prefix, s]);
-/** A model that makes `calls` in its first step and then answers with the tool messages it got. */
-const callsThenEcho = (calls: ToolCallReply['tool_calls']) => (req: ChatRequest): Reply =>
-  round(req) === 0 ? { tool_calls: calls } : { content: JSON.stringify(toolMsgs(req).map((m: any) => m.content)) };
+// Scenarios match on the start of the first user message (a sub-run's is its prompt).
+const { handler, on } = scenarioModel();
 
 const KEY = 'key-links-123456';
 const SECRET = 'an-action-link-secret-of-forty-characters';

@@ -1,20 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ChatRequest, Handler, Reply } from '@agentq/scripted-llm';
+import { firstUser, round, scenarioModel, toolMsgs } from './fixtures/scenarios.js';
 import { startStack, type Stack } from './fixtures/services.js';
 import { waitFor } from './fixtures/wait.js';
 
-const firstUser = (req: ChatRequest) => req.messages.find((m: any) => m.role === 'user')?.content as string;
-const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
-const toolMsgs = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'tool');
-
-// Scenarios match on the start of the first user message (children get their prompt only).
-const scenarios: Array<[string, (req: ChatRequest) => Reply | Promise<Reply>]> = [];
-const handler: Handler = (req) => {
-  const u = firstUser(req) ?? '';
-  for (const [prefix, s] of scenarios) if (u.startsWith(prefix)) return s(req);
-  return { content: `no scenario for ${u.slice(0, 50)}` };
-};
-const on = (prefix: string, s: (req: ChatRequest) => Reply | Promise<Reply>) => scenarios.unshift([prefix, s]);
+// Scenarios match on the start of the first user message (a sub-run's is its prompt).
+const { handler, on } = scenarioModel();
 
 let stack: Stack;
 beforeAll(async () => {

@@ -4,22 +4,13 @@ import type { ActionItemView } from '../schemas/run.js';
 export type ActionType = ActionItemView['type'];
 
 /**
- * A request for an answer as stored, fixed when it is made: one tool call of one step (the
- * arguments recorded here are the ones an approval runs), with what to do if nobody answers.
+ * A request for an answer as stored, fixed when it is made: what the API shows of it, plus the
+ * one tool call of one step it is about (the arguments recorded are the ones an approval runs)
+ * and what to do if nobody answers.
  */
-export interface ActionRecord {
-  id: string;
-  type: ActionType;
-  run_id: string;
+export interface ActionRecord extends Omit<ActionItemView, 'respond_url'> {
   depth: number;
   index: number;
-  tool_call_id: string;
-  name: string;
-  arguments: string;
-  question?: string;
-  choices?: string[] | null;
-  created_at: string;
-  expires_at: string | null;
   /** What an expired request comes to: the model is told (`reject`) or the run ends (`stop`). */
   on_timeout: 'reject' | 'stop';
 }
