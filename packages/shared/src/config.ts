@@ -125,6 +125,24 @@ export function parseEnv<S extends z.ZodType>(schema: S, env: Record<string, str
   throw new ConfigError(problems);
 }
 
+/**
+ * Gathers the problems of several config loaders (`collect(loader)` returns what the loader
+ * returned, or undefined if it threw a ConfigError), so that one start reports every bad setting.
+ */
+export function configProblems(): { collect: <T>(load: () => T) => T | undefined; problems: string[] } {
+  const problems: string[] = [];
+  const collect = <T>(load: () => T): T | undefined => {
+    try {
+      return load();
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      problems.push(...err.problems);
+      return undefined;
+    }
+  };
+  return { collect, problems };
+}
+
 /** Prints a ConfigError as one line per problem and exits; anything else is rethrown. */
 export function exitOnConfigError(err: unknown, service: string): never {
   if (err instanceof ConfigError) {

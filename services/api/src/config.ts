@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { actionLinkEnv, baseEnvSchema, boolString, ConfigError, parseEnv, type TenantTable } from '@agentq/shared';
+import { actionLinkEnv, baseEnvSchema, boolString, ConfigError, configProblems, parseEnv, type TenantTable } from '@agentq/shared';
 import { loadTenants } from './tenants-config.js';
 
 /** A comma-separated list of bearer keys. */
@@ -51,16 +51,7 @@ export type ApiConfig = ReturnType<typeof loadApiConfig>;
  * every bad setting; throws one ConfigError.
  */
 export function loadApiSetup(env: Record<string, string | undefined> = process.env): { cfg: ApiConfig; tenants: TenantTable } {
-  const problems: string[] = [];
-  const collect = <T>(f: () => T): T | undefined => {
-    try {
-      return f();
-    } catch (err) {
-      if (!(err instanceof ConfigError)) throw err;
-      problems.push(...err.problems);
-      return undefined;
-    }
-  };
+  const { collect, problems } = configProblems();
   const cfg = collect(() => loadApiConfig(env));
   const tenants = collect(() => loadTenants(cfg ? cfg.TENANTS_CONFIG : env.TENANTS_CONFIG || undefined));
   if (problems.length || !cfg || !tenants) throw new ConfigError(problems);

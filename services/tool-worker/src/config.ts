@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { actionLinkEnv, checkWorkerCells, ConfigError, metricsServerEnv, parseEnv, workerEnvSchema } from '@agentq/shared';
+import { actionLinkEnv, checkWorkerCells, ConfigError, configProblems, metricsServerEnv, parseEnv, workerEnvSchema } from '@agentq/shared';
 import { loadMcpConfig, type McpConfig } from './mcp-config.js';
 
 export const toolWorkerEnvSchema = workerEnvSchema.extend({
@@ -27,16 +27,7 @@ export type ToolWorkerConfig = ReturnType<typeof loadToolWorkerConfig>;
  * bad setting (a bad variable does not hide a bad mcp.json); throws one ConfigError.
  */
 export function loadToolWorkerSetup(env: Record<string, string | undefined> = process.env): { cfg: ToolWorkerConfig; mcpConfig: McpConfig } {
-  const problems: string[] = [];
-  const collect = <T>(f: () => T): T | undefined => {
-    try {
-      return f();
-    } catch (err) {
-      if (!(err instanceof ConfigError)) throw err;
-      problems.push(...err.problems);
-      return undefined;
-    }
-  };
+  const { collect, problems } = configProblems();
   const cfg = collect(() => loadToolWorkerConfig(env));
   const mcpPath = cfg ? cfg.MCP_CONFIG : env.MCP_CONFIG || undefined;
   const mcpConfig = mcpPath ? collect(() => loadMcpConfig(mcpPath)) : { mcpServers: {} };
