@@ -91,6 +91,7 @@ describe('a key that floods', () => {
     const flood = await Promise.all(floods.map((id) => getRun(KEYS.flood, id)));
     const startedMeanwhile = flood.filter((r) => r.started_at && r.started_at > calm.created_at && r.started_at < calm.started_at!);
     expect(startedMeanwhile.length).toBeLessThanOrEqual(4);
+    console.info(`calm key's run started ${Date.parse(calm.started_at!) - Date.parse(calm.created_at)} ms after its POST, behind ${flood.length} flood runs (${usage.queued_runs} in line)`);
     // Most of the flood is still waiting in its line, and it never ran more than 3 at once.
     expect(flood.filter((r) => r.status === 'queued').length).toBeGreaterThan(100);
     expect(maxOverlap(flood.filter((r) => r.status === 'completed'))).toBeLessThanOrEqual(3);
