@@ -46,7 +46,7 @@ export async function workersReady(ctl, prefix, counts) {
  * What scenarios use of a started stack: its processes by name (`tool`'s stdio MCP servers
  * included), the pids of its services, and `stop()`, which stops them all and deletes its keys.
  */
-export function stackHandle(ctl, { kind, prefix, queuePrefix = prefix, config, services, others, tool, stdioMcp, queues = QUEUES, cleanup = () => {} }) {
+export function stackHandle(ctl, { kind, prefix, queuePrefix = prefix, config, services, others, tool, stdioMcp, queues = QUEUES, deleteKeys = true, cleanup = () => {} }) {
   return {
     kind,
     prefix,
@@ -64,7 +64,7 @@ export function stackHandle(ctl, { kind, prefix, queuePrefix = prefix, config, s
       await Promise.all(services.map((p) => stopProc(p)));
       await Promise.all(others.map((p) => stopProc(p)));
       cleanup();
-      await deletePrefix(ctl, prefix);
+      if (deleteKeys) await deletePrefix(ctl, prefix);
     },
   };
 }

@@ -18,8 +18,15 @@ const importFrom = (root, file) => import(pathToFileURL(join(root, file)).href);
  * The services get the NODE_OPTIONS `npm start` and the Dockerfile give them (the shipped V8
  * heap sizing) unless BENCH_NODE_OPTIONS sizes the heap, or `v8Heap` asks for V8's defaults.
  * `root` runs the services, queue names and heap flags of another built checkout of agentq.
+ * `cells` sets CELLS (a Redis Cluster spreads the cells' queues over its shards); `env` adds to
+ * the services' environment; `deleteKeys: false` leaves the keys at stop (a Redis of the
+ * benchmark's own, which is thrown away whole).
  */
-export async function startAgentq(ctl, redisUrl, { root = ROOT, tag = 'agentq', agentWorkers = 1, agentConcurrency = 100, toolConcurrency = 100, mcpTransport = 'stdio', probeDir, nodeOptions = '', v8Heap = false } = {}) {
+export async function startAgentq(
+  ctl,
+  redisUrl,
+  { root = ROOT, tag = 'agentq', agentWorkers = 1, agentConcurrency = 100, toolConcurrency = 100, mcpTransport = 'stdio', probeDir, nodeOptions = '', v8Heap = false, cells = 1, env: extraEnv = {}, deleteKeys = true } = {},
+) {
   const agentqShared = root === ROOT ? shared : await importFrom(root, 'packages/shared/dist/index.js');
   const { QUEUES: queues } = agentqShared;
   const { serviceNodeOptions: heapOptions } = root === ROOT ? { serviceNodeOptions } : await importFrom(root, 'scripts/lib/services.mjs');
@@ -52,6 +59,8 @@ export async function startAgentq(ctl, redisUrl, { root = ROOT, tag = 'agentq', 
     TOOL_CONCURRENCY: String(toolConcurrency),
     ...(options ? { NODE_OPTIONS: options } : {}),
     ...(probeDir ? { BENCH_PROBE_DIR: probeDir } : {}),
+    ...(cells > 1 ? { CELLS: String(cells) } : {}),
+    ...extraEnv,
   };
   const svc = (name, file = name.replace(/-\d+$/, '')) => spawnProc(name, NODE, [join(root, 'services', file, 'dist', 'main.js')], { env });
   const services = [];
@@ -65,9 +74,12 @@ export async function startAgentq(ctl, redisUrl, { root = ROOT, tag = 'agentq', 
     await until('the api', async () => (await fetch(`${apiUrl}/readyz`)).ok, 30_000, 100);
     // The checkout's own key layout: its queues' prefix (a cell's, where it has cells) and its run keys.
     const queuePrefix = agentqShared.cellPrefix ? agentqShared.cellPrefix(prefix, 0) : prefix;
-    await workersReady(ctl, queuePrefix, { [queues.agent]: agentWorkers, [queues.tool]: 1 });
-    const config = { agentWorkers, agentConcurrency, toolConcurrency, mcpTransport };
-    const handle = stackHandle(ctl, { kind: 'agentq', prefix, queuePrefix, config, services, others, tool, stdioMcp: !mcp.proc, queues, cleanup: () => [mcpFile, tenantsFile].forEach((f) => rmSync(f, { force: true })) });
+    for (let cell = 0; cell < cells; cell++) {
+      const name = (q) => (agentqShared.cellQueueName ? agentqShared.cellQueueName(q, cell, cells) : q);
+      await workersReady(ctl, agentqShared.cellPrefix ? agentqShared.cellPrefix(prefix, cell) : prefix, { [name(queues.agent)]: agentWorkers, [name(queues.tool)]: 1 });
+    }
+    const config = { agentWorkers, agentConcurrency, toolConcurrency, mcpTransport, cells };
+    const handle = stackHandle(ctl, { kind: 'agentq', prefix, queuePrefix, config, services, others, tool, stdioMcp: !mcp.proc, queues, deleteKeys, cleanup: () => [mcpFile, tenantsFile].forEach((f) => rmSync(f, { force: true })) });
     return { ...handle, apiUrl, runKeys: (id) => agentqShared.runKeys(prefix, id) };
   } catch (err) {
     await Promise.all([...services, ...others].map((p) => stopProc(p, 2000)));
