@@ -5,7 +5,7 @@ import { RunStore } from '@agentq/shared';
 import { startScriptedLlm, type ChatRequest, type Handler, type ScriptedLlm } from '@agentq/scripted-llm';
 import { startCrmMcpServer, type CrmMcpServer } from '../fixtures/crm-mcp-server.js';
 import { freePort } from '../fixtures/redis.js';
-import { startService, waitForOutput, type ServiceName, type ServiceProcess } from '../fixtures/processes.js';
+import { serviceGroup, type ServiceProcess } from '../fixtures/processes.js';
 import { waitFor } from '../fixtures/wait.js';
 
 // Real processes, killed with SIGKILL in the middle of their work.
@@ -38,13 +38,8 @@ let api: ServiceProcess;
 let apiUrl: string;
 let redis: Redis;
 let store: RunStore;
-const procs: ServiceProcess[] = [];
-const start = async (name: ServiceName) => {
-  const p = startService(name, env);
-  procs.push(p);
-  await waitForOutput(p, name === 'api' ? /api listening/ : /worker started/);
-  return p;
-};
+const services = serviceGroup(() => env);
+const start = services.start;
 
 beforeAll(async () => {
   llm = await startScriptedLlm({ handler });
@@ -74,13 +69,10 @@ beforeAll(async () => {
   api = await start('api');
 }, 60_000);
 
-// Workers of a test never outlive it, even when it fails half-way.
-afterEach(async () => {
-  await Promise.all(procs.filter((p) => p.name !== 'api').map((p) => p.kill('SIGKILL')));
-});
+afterEach(() => services.killWorkers());
 
 afterAll(async () => {
-  await Promise.all(procs.map((p) => p.kill()));
+  await services.stopAll();
   await llm?.close();
   await crm?.close();
   redis?.disconnect();

@@ -6,7 +6,7 @@ import { createLogger, JobQueues, QUEUES } from '@agentq/shared';
 import { startScriptedLlm, type ChatRequest, type Handler, type ScriptedLlm } from '@agentq/scripted-llm';
 import { startCrmMcpServer, type CrmMcpServer } from '../fixtures/crm-mcp-server.js';
 import { freePort } from '../fixtures/redis.js';
-import { startService, waitForOutput, type ServiceName, type ServiceProcess } from '../fixtures/processes.js';
+import { serviceGroup } from '../fixtures/processes.js';
 import { waitFor } from '../fixtures/wait.js';
 
 // Runs that wait for people, with real processes: nothing is held while they wait, so every
@@ -25,13 +25,8 @@ let env: Record<string, string>;
 let redis: Redis;
 let jobs: JobQueues;
 const apiUrls: string[] = [];
-const procs: ServiceProcess[] = [];
-const start = async (name: ServiceName, extra: Record<string, string> = {}) => {
-  const p = startService(name, { ...env, ...extra });
-  procs.push(p);
-  await waitForOutput(p, name === 'api' ? /api listening/ : /worker started/);
-  return p;
-};
+const services = serviceGroup(() => env);
+const start = services.start;
 const startApi = async (extra: Record<string, string> = {}) => {
   const port = String(await freePort());
   const p = await start('api', { PORT: port, ...extra });
@@ -64,12 +59,10 @@ beforeAll(async () => {
   for (let i = 0; i < 2; i++) apiUrls.push((await startApi()).url);
 }, 60_000);
 
-afterEach(async () => {
-  await Promise.all(procs.filter((p) => p.name !== 'api').map((p) => p.kill('SIGKILL')));
-});
+afterEach(() => services.killWorkers());
 
 afterAll(async () => {
-  await Promise.all(procs.map((p) => p.kill()));
+  await services.stopAll();
   await jobs?.close();
   await llm?.close();
   await crm?.close();
