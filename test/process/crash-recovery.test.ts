@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { Redis } from 'ioredis';
-import { RunStore } from '@agentq/shared';
+import { createRedis, RunStore, type RedisClient } from '@agentq/shared';
 import { startScriptedLlm, type ChatRequest, type Handler, type ScriptedLlm } from '@agentq/scripted-llm';
 import { startCrmMcpServer, type CrmMcpServer } from '../fixtures/crm-mcp-server.js';
 import { freePort } from '../fixtures/redis.js';
@@ -36,7 +35,7 @@ let crm: CrmMcpServer;
 let env: Record<string, string>;
 let api: ServiceProcess;
 let apiUrl: string;
-let redis: Redis;
+let redis: RedisClient;
 let store: RunStore;
 const services = serviceGroup(() => env);
 const start = services.start;
@@ -62,9 +61,13 @@ beforeAll(async () => {
     // Short locks keep the suite quick; CRASH_JOB_LOCK_MS / CRASH_STALLED_MS measure the defaults.
     JOB_LOCK_MS: process.env.CRASH_JOB_LOCK_MS ?? '1000',
     STALLED_INTERVAL_MS: process.env.CRASH_STALLED_MS ?? '500',
+    // On a Redis Cluster, three cells (a set of queues on each shard): the killed workers' jobs
+    // are picked up again in every cell.
+    ...(inject('redisUrl').startsWith('redis+cluster:') ? { CELLS: '3' } : {}),
   };
   apiUrl = `http://127.0.0.1:${port}`;
-  redis = new Redis(env.REDIS_URL);
+  // A Redis Cluster too: the cluster project runs this file again on one.
+  redis = createRedis(env.REDIS_URL);
   store = new RunStore({ redis, prefix: env.QUEUE_PREFIX });
   api = await start('api');
 }, 60_000);
