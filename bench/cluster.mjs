@@ -5,6 +5,8 @@
 //   1. 1 cell vs 3 cells: RUNS runs of the benchmark's workload (3 rounds × 3 tool calls, 0 ms
 //      model) submitted at once: throughput, and per shard the Redis CPU (INFO cpu) and the
 //      commands (INFO commandstats) of each model step: how evenly the cells spread the work;
+//      round trips per step: sent by the processes (the Redis probe) and reaching each shard
+//      (its read system calls, /proc/<pid>/io);
 //   2. CONCURRENT runs at once with a 2 s model step, on 3 cells: finish time against the ideal
 //      (the submission, then 4 steps × 2 s), Redis memory per run in flight and kept after;
 //   3. a projection from the measured per-step cost: steps/s one shard serves, shards for
@@ -13,8 +15,11 @@
 // Two cores cannot show shards scaling (every process shares them), hence the projection.
 // Prints a table and writes bench/results/cluster.json. Env: BENCH_RUNS (1000),
 // BENCH_CONCURRENT (10000), BENCH_QUICK=1 (200 and 1000).
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { syscalls } from './lib/machine.mjs';
+import { readProbes } from './lib/redis-cost.mjs';
 import { startRedisCluster } from './lib/redis-cluster.mjs';
 import { startAgentq } from './lib/start-agentq.mjs';
 import { sleep, until } from './lib/procs.mjs';
@@ -36,11 +41,19 @@ async function nodeStats(cluster) {
       const num = (k) => Number(new RegExp(`^${k}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 0);
       let calls = 0;
       for (const m of info.matchAll(/^cmdstat_[^:]+:calls=(\d+)/gm)) calls += Number(m[1]);
-      return { port: n.port, cpuUs: (num('used_cpu_sys') + num('used_cpu_user')) * 1e6, calls, memory: num('used_memory') };
+      // Its read system calls: the round trips that reached it (one read takes all that arrived together).
+      const io = syscalls(n.pid) ?? { reads: 0, writes: 0 };
+      return { port: n.port, cpuUs: (num('used_cpu_sys') + num('used_cpu_user')) * 1e6, calls, memory: num('used_memory'), reads: io.reads, writes: io.writes };
     }),
   );
 }
-const delta = (a, b) => a.map((x, i) => ({ port: x.port, cpuUs: b[i].cpuUs - x.cpuUs, calls: b[i].calls - x.calls, memory: b[i].memory - x.memory }));
+const delta = (a, b) => a.map((x, i) => ({ port: x.port, cpuUs: b[i].cpuUs - x.cpuUs, calls: b[i].calls - x.calls, memory: b[i].memory - x.memory, reads: b[i].reads - x.reads, writes: b[i].writes - x.writes }));
+
+/** Round trips the stack's processes sent (their Redis probes), all processes together. */
+async function clientTrips(stack, probeDir) {
+  const probes = await readProbes(probeDir, stack.servicePids());
+  return Object.values(probes).reduce((a, p) => a + p.trips, 0);
+}
 
 /** Waits until the key has nothing running or in line (every submitted run has ended). */
 async function drained(stack, timeoutMs, onPoll = () => {}) {
@@ -70,16 +83,19 @@ const out = { runs: RUNS, concurrent: CONCURRENT, shards: cluster.nodes.length, 
 try {
   for (const cells of [1, 3]) {
     log(`1. ${cells} cell${cells > 1 ? 's' : ''} on ${cluster.nodes.length} shards: ${RUNS} runs at once, 0 ms model`);
-    const stack = await startAgentq(ctl, cluster.url, { tag: `c${cells}`, cells, deleteKeys: false });
+    const probeDir = mkdtempSync(join(tmpdir(), 'agentq-bench-probe-'));
+    const stack = await startAgentq(ctl, cluster.url, { tag: `c${cells}`, cells, deleteKeys: false, probeDir });
     try {
       await pool(20, 10, () => submitAgentqRun(stack, 'bench'));
       await drained(stack, 60_000);
       const s0 = await nodeStats(cluster);
+      const trips0 = await clientTrips(stack, probeDir);
       const t0 = Date.now();
       await pool(RUNS, 50, () => submitAgentqRun(stack, 'bench'));
       await drained(stack, 300_000);
       const wallMs = Date.now() - t0;
       const d = delta(s0, await nodeStats(cluster));
+      const trips = (await clientTrips(stack, probeDir)) - trips0;
       const steps = RUNS * STEPS;
       const cpuTotal = d.reduce((a, x) => a + x.cpuUs, 0);
       out.throughput[cells] = {
@@ -87,12 +103,14 @@ try {
         runsPerSec: (RUNS / wallMs) * 1000,
         redisCpuUsPerStep: cpuTotal / steps,
         commandsPerStep: d.reduce((a, x) => a + x.calls, 0) / steps,
-        shards: d.map((x) => ({ port: x.port, cpuShare: x.cpuUs / cpuTotal, cpuUsPerStep: x.cpuUs / steps, commandsPerStep: x.calls / steps })),
+        clientTripsPerStep: trips / steps,
+        shards: d.map((x) => ({ port: x.port, cpuShare: x.cpuUs / cpuTotal, cpuUsPerStep: x.cpuUs / steps, commandsPerStep: x.calls / steps, readsPerStep: x.reads / steps, writesPerStep: x.writes / steps })),
       };
       const t = out.throughput[cells];
       log(`   ${t.runsPerSec.toFixed(1)} runs/s; Redis CPU ${t.redisCpuUsPerStep.toFixed(0)} µs per step, shares ${t.shards.map((s) => `${(s.cpuShare * 100).toFixed(0)} %`).join(' / ')}`);
     } finally {
       await stack.stop();
+      rmSync(probeDir, { recursive: true, force: true });
     }
   }
 
@@ -165,6 +183,7 @@ const t1 = out.throughput[1];
 const t3 = out.throughput[3];
 const c = out.concurrent;
 const p = out.projection;
+const perShard = (t, k) => t.shards.map((s) => s[k].toFixed(1)).join(' / ');
 const shares = (t) => t.shards.map((s) => `${(s.cpuShare * 100).toFixed(0)} %`).join(' / ');
 process.stdout.write(
   `\n${textTable(
@@ -175,6 +194,9 @@ process.stdout.write(
       ['  share of each shard', shares(t1), shares(t3)],
       ['Redis commands per step (incl. inside Lua)', t1.commandsPerStep.toFixed(0), t3.commandsPerStep.toFixed(0)],
       ['  per shard', t1.shards.map((s) => s.commandsPerStep.toFixed(0)).join(' / '), t3.shards.map((s) => s.commandsPerStep.toFixed(0)).join(' / ')],
+      ['round trips per step, sent by all processes', t1.clientTripsPerStep.toFixed(1), t3.clientTripsPerStep.toFixed(1)],
+      ['  reaching each shard (its read system calls)', perShard(t1, 'readsPerStep'), perShard(t3, 'readsPerStep')],
+      ['  replies written by each shard (write system calls)', perShard(t1, 'writesPerStep'), perShard(t3, 'writesPerStep')],
     ],
   )}\n\n${textTable(
     ['measure', 'value'],

@@ -1,5 +1,6 @@
 // What the benchmark's processes use of the machine (CPU, memory), and how much of it other
 // processes take: the numbers are judged by that on a shared machine.
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { cpuMs, machineBusyMs, memMB, sleep } from './procs.mjs';
 
@@ -75,4 +76,14 @@ export function noiseWatch(log, redisProc) {
     if (share >= 0.1) log(`  (the machine did not go quiet: other processes use ${(share * 100).toFixed(0)} % of it; measuring anyway)`);
   };
   return { foreign, noteForeign, quiet };
+}
+
+/** A process's read and write system calls so far (/proc/<pid>/io), or null where unreadable. */
+export function syscalls(pid) {
+  try {
+    const io = readFileSync(`/proc/${pid}/io`, 'utf8');
+    return { reads: Number(/^syscr: (\d+)/m.exec(io)[1]), writes: Number(/^syscw: (\d+)/m.exec(io)[1]) };
+  } catch {
+    return null;
+  }
 }

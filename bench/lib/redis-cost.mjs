@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { submitter } from './batch.mjs';
-import { cpuSnapshot } from './machine.mjs';
+import { cpuSnapshot, syscalls } from './machine.mjs';
 import { sleep, tmpDir, until } from './procs.mjs';
 import { waitCompleted } from './runs.mjs';
 import { pool } from './stats.mjs';
@@ -72,6 +72,9 @@ function redisWindow(s0, s1, names, { runs, ownCommands = {}, extraClient = null
     trips: Object.values(byProcess).reduce((x, y) => x + y.trips, 0),
     byProcess,
     redisCpuMs: (s1.cpu['redis-server'] ?? 0) - (s0.cpu['redis-server'] ?? 0),
+    // Redis's read and write system calls (what each round trip costs it besides the commands).
+    redisReads: s1.io && s0.io ? s1.io.reads - s0.io.reads : null,
+    redisWrites: s1.io && s0.io ? s1.io.writes - s0.io.writes : null,
   };
 }
 
@@ -94,7 +97,7 @@ export async function redisCost(ctx, stack, probeDir) {
     await waitCompleted(ctl, stack, warm + 10 * STEPS, { timeoutMs: 60_000 });
     await sleep(300);
     await quiet(stack.processes());
-    const snap = async () => ({ stats: await commandStats(ctl), probes: await readProbes(probeDir, stack.servicePids()), cpu: cpuSnapshot(redisProc) });
+    const snap = async () => ({ stats: await commandStats(ctl), probes: await readProbes(probeDir, stack.servicePids()), cpu: cpuSnapshot(redisProc), io: syscalls(redisProc[0]?.pid) });
     const window = async (runs, concurrency, everyMs) => {
       const s0 = await snap();
       let polls = 1;
@@ -114,10 +117,47 @@ export async function redisCost(ctx, stack, probeDir) {
     };
     const sequential = await window(N.redisSeq, 1, 2);
     const batchWindow = await window(N.redisBatch, HTTP_CONCURRENCY, 25);
-    return { sequential, batch: batchWindow };
+    // The same batch again with every command in the slow log: what each script costs. A window
+    // of its own, since logging every command costs Redis CPU the windows above must not carry.
+    const probes = await readProbes(probeDir, stack.servicePids());
+    const slow = await slowLogged(ctl, () => window(N.redisBatch, HTTP_CONCURRENCY, 25));
+    return { sequential, batch: batchWindow, scripts: scriptCosts(slow.entries, probes, slow.result.steps) };
   } finally {
     await close();
   }
+}
+
+/** Runs `fn` with every command Redis executes in its slow log; returns fn's result and the entries. */
+async function slowLogged(ctl, fn) {
+  const before = await ctl.config('GET', 'slowlog-*');
+  await ctl.config('SET', 'slowlog-log-slower-than', '0', 'slowlog-max-len', '1000000');
+  await ctl.slowlog('RESET');
+  try {
+    const result = await fn();
+    return { result, entries: await ctl.slowlog('GET', '-1') };
+  } finally {
+    await ctl.config('SET', ...before);
+    await ctl.slowlog('RESET');
+  }
+}
+
+/** Redis time per step by top-level command, scripts by their registered name (from the probes). */
+function scriptCosts(entries, probes, steps) {
+  const names = new Map();
+  for (const p of Object.values(probes)) for (const [sha, name] of Object.entries(p.scripts ?? {})) names.set(sha, name);
+  const own = new Set(['zcard', 'info', 'config', 'slowlog', 'client']);
+  const byName = new Map();
+  for (const [, , usec, args] of entries) {
+    const cmd = String(args[0]).toLowerCase();
+    if (own.has(cmd)) continue;
+    const name = cmd === 'evalsha' ? `evalsha:${names.get(String(args[1])) ?? String(args[1]).slice(0, 8)}` : cmd === 'eval' ? 'eval:script' : cmd;
+    const c = byName.get(name) ?? { calls: 0, usec: 0 };
+    c.calls += 1;
+    c.usec += Number(usec);
+    byName.set(name, c);
+  }
+  const rows = [...byName].map(([name, c]) => ({ name, callsPerStep: c.calls / steps, usecPerStep: c.usec / steps, usecPerCall: c.usec / c.calls }));
+  return rows.sort((a, b) => b.usecPerStep - a.usecPerStep);
 }
 
 /** Starts a stack with the Redis probe, measures its Redis cost, stops it. */

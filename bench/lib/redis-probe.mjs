@@ -65,6 +65,6 @@ if (process.env.BENCH_PROBE_DIR) {
       globalThis.gc();
       afterGc = process.memoryUsage();
     }
-    writeFileSync(join(process.env.BENCH_PROBE_DIR, `${process.pid}.json`), JSON.stringify({ pid: process.pid, at: Date.now(), memory, afterGc, ...counters }));
+    writeFileSync(join(process.env.BENCH_PROBE_DIR, `${process.pid}.json`), JSON.stringify({ pid: process.pid, at: Date.now(), memory, afterGc, ...counters, scripts: Object.fromEntries(scriptNames) }));
   });
 }
