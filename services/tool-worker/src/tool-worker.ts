@@ -4,6 +4,7 @@ import {
   Admission,
   BUILTIN_TOOL_NAMES,
   cellList,
+  batchWritesThisTick,
   isCluster,
   CancelListener,
   createJobWorker,
@@ -81,6 +82,7 @@ export async function startToolWorker(
   const deps: ToolCallDeps = {
     store,
     awaitResultWrite: isCluster(workerRedis),
+    batchResultWrite: () => batchWritesThisTick(workerRedis),
     runs,
     actions: new RunActions({ store, jobs, runs, logger }),
     actionParkMs: cfg.ACTION_PARK_MAX_MS,
