@@ -11,13 +11,22 @@ export function compareText(c) {
     row('run, 0 ms model, one at a time, p50 / p90 (ms)', q((k, p) => c.latency[k][p])),
     row(`overhead per step, (run − in-process) ÷ ${T}, p50 / p90 (ms)`, q((k, p) => (c.latency[k][p] - c.latency.inproc[p]) / T)),
   ];
+  // Each checkout's Redis cost was measured twice (this, other, other, this): the mean of the two,
+  // and each measurement in brackets.
+  const windows = (k) => [c.redis[k]].flat();
   for (const mode of ['sequential', 'batch']) {
-    const label = mode === 'sequential' ? 'one at a time' : `${c.redis.this[mode].runs} at once`;
-    const per = (k, field) => c.redis[k][mode][field] / c.redis[k][mode].steps;
-    const [a, b] = both((k) => per(k, 'serverCommands'));
-    rows.push([`Redis commands per step (incl. inside Lua), ${label}`, fmt(a), fmt(b), fmt(a / b)]);
-    const [ta, tb] = both((k) => per(k, 'trips'));
-    rows.push([`round trips per step, ${label}`, fmt(ta), fmt(tb), fmt(ta / tb)]);
+    const label = mode === 'sequential' ? 'one at a time' : `${windows('this')[0][mode].runs} at once`;
+    const each = (k, f) => windows(k).map((w) => f(w[mode]) / w[mode].steps);
+    const mean = (xs) => xs.reduce((x, y) => x + y, 0) / xs.length;
+    const measure = (name, f) => {
+      const [a, b] = both((k) => each(k, f));
+      const cell = (xs) => `${fmt(mean(xs))}${xs.length > 1 ? ` (${xs.map(fmt).join(', ')})` : ''}`;
+      rows.push([`${name}, ${label}`, cell(a), cell(b), fmt(mean(a) / mean(b))]);
+    };
+    measure('Redis commands per step (incl. inside Lua)', (w) => w.serverCommands);
+    measure('round trips per step', (w) => w.trips);
+    measure('Redis CPU per step (µs)', (w) => w.redisCpuMs * 1000);
+    measure("Redis's read + write system calls per step", (w) => (w.redisReads ?? NaN) + (w.redisWrites ?? NaN));
   }
   const { inproc } = c.latency;
   // The ratio of this's and other's p50 block by block: its spread is the noise of the table's ratios.

@@ -49,7 +49,7 @@ export function derive(r) {
   }
   if (r.redis) {
     const per = (w) => ({ commands: w.serverCommands / w.steps, trips: w.trips / w.steps, cpuUs: (w.redisCpuMs * 1000) / w.steps });
-    d.redis = Object.fromEntries(['sequential', 'batch'].map((mode) => [mode, { agentq: per(r.redis.agentq[mode]), bare: per(r.redis.bare[mode]) }]));
+    d.redis = Object.fromEntries(['sequential', 'batch'].map((mode) => [mode, { agentq: per(r.redis.agentq[mode]), bare: per(r.redis.bare[mode]), ...(r.redis.loop ? { loop: per(r.redis.loop[mode]) } : {}) }]));
   }
   return d;
 }

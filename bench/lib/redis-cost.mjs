@@ -120,7 +120,7 @@ export async function redisCost(ctx, stack, probeDir) {
     // The same batch again with every command in the slow log: what each script costs. A window
     // of its own, since logging every command costs Redis CPU the windows above must not carry.
     const probes = await readProbes(probeDir, stack.servicePids());
-    const slow = await slowLogged(ctl, () => window(N.redisBatch, HTTP_CONCURRENCY, 25));
+    const slow = await slowLogged(ctl, () => (process.env.SLOW_SEQ ? window(N.redisSeq, 1, 2) : window(N.redisBatch, HTTP_CONCURRENCY, 25)));
     return { sequential, batch: batchWindow, scripts: scriptCosts(slow.entries, probes, slow.result.steps) };
   } finally {
     await close();
@@ -158,6 +158,18 @@ function scriptCosts(entries, probes, steps) {
   }
   const rows = [...byName].map(([name, c]) => ({ name, callsPerStep: c.calls / steps, usecPerStep: c.usec / steps, usecPerCall: c.usec / c.calls }));
   return rows.sort((a, b) => b.usecPerStep - a.usecPerStep);
+}
+
+/**
+ * Empties the benchmark's own Redis (never BENCH_REDIS_URL's) and rewrites its AOF, before a
+ * system's window: a Redis holding the previous systems' keys and a longer AOF is slower per
+ * command, which would be charged to whichever system is measured last.
+ */
+export async function emptyRedis({ redis, ctl }) {
+  if (!redis.own) return;
+  await ctl.flushall();
+  await ctl.bgrewriteaof();
+  await until('the AOF rewrite', async () => /aof_rewrite_in_progress:0/.test(await ctl.info('persistence')), 30_000, 50);
 }
 
 /** Starts a stack with the Redis probe, measures its Redis cost, stops it. */

@@ -1,5 +1,6 @@
 // The benchmark's Redis: a redis-server of its own (or BENCH_REDIS_URL's), and the clean-up that
 // leaves a shared one as it was found.
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,6 +19,9 @@ export async function startRedis() {
     '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes', '--appendfsync', 'everysec',
     '--maxmemory-policy', 'noeviction', '--dir', dir, '--loglevel', 'warning',
   ]);
+  // BENCH_REDIS_CPU=1 (with the bench itself under `taskset -c 0`): Redis on a core of its own,
+  // so that what a step costs it is not also what the other processes do to its caches.
+  if (process.env.BENCH_REDIS_CPU) execFileSync('taskset', ['-pc', process.env.BENCH_REDIS_CPU, String(proc.pid)], { stdio: 'ignore' });
   const url = `redis://127.0.0.1:${port}`;
   const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
   probe.on('error', () => {});

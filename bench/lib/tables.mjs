@@ -48,11 +48,12 @@ export function summaryRows(r, d) {
   }
   if (r.redis) {
     for (const mode of ['sequential', 'batch']) {
-      const { agentq: a, bare: b } = d.redis[mode];
+      const { agentq: a, bare: b, loop: l } = d.redis[mode];
       const label = mode === 'sequential' ? 'one at a time' : `${r.redis.agentq[mode].runs} at once`;
-      rows.push(['4', `Redis commands per step (incl. inside Lua), ${label}`, fmt(a.commands), `bare BullMQ ${fmt(b.commands)}`, x(a.commands / b.commands)]);
-      rows.push(['4', `  round trips per step, ${label}`, fmt(a.trips), `bare BullMQ ${fmt(b.trips)}`, x(a.trips / b.trips)]);
-      rows.push(['4', `  Redis CPU per step, ${label}`, `${fmt(a.cpuUs)} µs`, `bare BullMQ ${fmt(b.cpuUs)} µs`, '']);
+      const andLoop = (k, unit = '') => (l ? `; BullMQ loop ${fmt(l[k])}${unit}` : '');
+      rows.push(['4', `Redis commands per step (incl. inside Lua), ${label}`, fmt(a.commands), `bare BullMQ ${fmt(b.commands)}${andLoop('commands')}`, x(a.commands / b.commands)]);
+      rows.push(['4', `  round trips per step, ${label}`, fmt(a.trips), `bare BullMQ ${fmt(b.trips)}${andLoop('trips')}`, x(a.trips / b.trips)]);
+      rows.push(['4', `  Redis CPU per step, ${label}`, `${fmt(a.cpuUs)} µs`, `bare BullMQ ${fmt(b.cpuUs)} µs${andLoop('cpuUs', ' µs')}`, x(a.cpuUs / b.cpuUs)]);
     }
   }
   return rows;

@@ -1,6 +1,6 @@
 // Scenario 4, Redis cost: the commands and round trips of a step, by command and by process,
 // agentq beside bare BullMQ.
-import { probedRedisCost } from '../lib/redis-cost.mjs';
+import { emptyRedis, probedRedisCost } from '../lib/redis-cost.mjs';
 import { startAgentq } from '../lib/start-agentq.mjs';
 import { startBare } from '../lib/start-bare.mjs';
 
@@ -12,7 +12,12 @@ export async function scenarioRedis(ctx) {
   const { log, N, MCP, ctl, redis } = ctx;
   log(`4. Redis cost: ${N.redisSeq} runs one at a time, then ${N.redisBatch} at once, INFO commandstats + client probes`);
   const out = {};
+  await emptyRedis(ctx);
   out.bare = await probedRedisCost(ctx, (probeDir) => startBare(ctl, redis.url, { probeDir }));
+  // The same flows making the same model and MCP calls, no store: what real work does to a queue's cost.
+  await emptyRedis(ctx);
+  out.loop = await probedRedisCost(ctx, (probeDir) => startBare(ctl, redis.url, { probeDir, work: true, mcpTransport: MCP }));
+  await emptyRedis(ctx);
   out.agentq = await probedRedisCost(ctx, (probeDir) => startAgentq(ctl, redis.url, { probeDir, mcpTransport: MCP }));
   for (const [kind, { sequential: s, batch: b }] of Object.entries(out)) {
     log(`  ${kind}: Redis time per step by command (slow log, ${b.runs} at once): ${scriptsLine(out[kind].scripts)}`);

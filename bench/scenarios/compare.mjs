@@ -2,7 +2,7 @@
 // runs one at a time interleaved with the in-process loop, then the Redis cost of each.
 import { commitOf } from '../lib/machine-info.mjs';
 import { agentqSystem, inprocSystem, interleaved } from '../lib/interleaved.mjs';
-import { probedRedisCost } from '../lib/redis-cost.mjs';
+import { emptyRedis, probedRedisCost } from '../lib/redis-cost.mjs';
 import { startAgentq } from '../lib/start-agentq.mjs';
 import { startInproc } from '../lib/start-inproc.mjs';
 import { summary } from '../lib/stats.mjs';
@@ -27,8 +27,13 @@ export async function compare(ctx, other) {
     for (const stack of Object.values(stacks)) await stack.stop();
     await inproc.stop();
   }
-  const redisCost = {};
-  for (const [key, root] of Object.entries(roots)) redisCost[key] = await probedRedisCost(ctx, (probeDir) => startAgentq(ctl, redis.url, { root, tag: key, probeDir, mcpTransport: MCP }));
+  // The Redis cost of each, twice, in the order this, other, other, this (each on an emptied Redis),
+  // both measurements of a checkout kept: Redis's speed drifts from one window to the next.
+  const redisCost = { this: [], other: [] };
+  for (const key of ['this', 'other', 'other', 'this']) {
+    await emptyRedis(ctx);
+    redisCost[key].push(await probedRedisCost(ctx, (probeDir) => startAgentq(ctl, redis.url, { root: roots[key], tag: key, probeDir, mcpTransport: MCP })));
+  }
   return {
     startedAt: new Date(T0).toISOString(),
     roots,
