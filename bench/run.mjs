@@ -11,7 +11,8 @@
 //   3. realistic latency: 1,000 (and 100) concurrent runs with a 500 ms model: wall time
 //      against the ideal, peak RSS of each process; scale-out: 200 such runs with 50 model-step
 //      slots per agent-worker, on 1 and on 2 agent-workers
-//   4. Redis cost: commands and round trips per step, by command, beside bare BullMQ
+//   4. Redis cost: commands, round trips, Redis CPU and Redis's system calls per step, by command
+//      and by script (the slow log), beside bare BullMQ and the BullMQ loop, each on an emptied Redis
 //
 // Prints a table and writes BENCHMARKS.md, bench/results/latest.json and
 // bench/results/chart.svg. Needs `npm run build` first (npm run bench does it) and
@@ -30,9 +31,11 @@
 // bench/results/latest.json, e.g. after editing bench/findings.md),
 // BENCH_COMPARE=<path of another built checkout of agentq> (A/B of a code change: only
 // scenario 1's one-at-a-time 0 ms runs, this checkout's agentq and the other's interleaved in
-// blocks of 10 runs with the in-process loop, then scenario 4's Redis commands and round trips of
-// each, on one Redis; prints a table with the ratios and the spread of the blocks' ratios, writes
-// bench/results/compare.json, not BENCHMARKS.md; BENCH_QUICK=1 makes it shorter).
+// blocks of 10 runs with the in-process loop, then scenario 4's Redis cost of each, twice (this,
+// other, other, this, on an emptied Redis each time); prints a table with the ratios and the spread of the blocks' ratios, writes
+// bench/results/compare.json, not BENCHMARKS.md; BENCH_QUICK=1 makes it shorter),
+// BENCH_REDIS_CPU=1 (pins the bench's own Redis to that CPU; run the bench itself under
+// `taskset -c 0` to give Redis a core of its own, so that the other processes do not slow it).
 //
 // Each scenario is a file of bench/scenarios/ (BENCH_COMPARE's is compare.mjs); what they run on
 // is bench/lib/ (harness.mjs lists it), and the outputs are bench/lib/report.mjs.
