@@ -167,3 +167,45 @@ describe('a tool result', () => {
     expect(step.tool_calls[0]).toMatchObject({ id: 'call_0', status: 'failed', is_error: true, outcome: 'unknown_outcome', output });
   });
 });
+
+describe('a step reading a transcript whose start it holds', () => {
+  async function runWithRound() {
+    const store = new RunStore({ redis, prefix: `rs${randomBytes(3).toString('hex')}` });
+    const id = newId('run');
+    await store.runs.create({ id, owner: 'o', spec, messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'hi' }] });
+    const first = (await store.transcript.loadStep(id, 0))!;
+    const now = new Date().toISOString();
+    const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };
+    const tool_calls = [{ id: 'call_0', type: 'function' as const, function: { name: 'crm__search', arguments: '{}' } }];
+    await store.transcript.commitStep(first.run, { depth: 0, status: 'completed', model: 'm', usage, started_at: now, completed_at: now, message: { role: 'assistant', content: null, tool_calls } }, stepEvent(0));
+    await store.toolCalls.complete(id, 0, 0, results('call_0', 'found ü'), toolEvent(0), { run: first.run, count: 1 });
+    return { store, id, first };
+  }
+
+  it('reads only what was added after it, and gets what a whole read gets', async () => {
+    const { store, id, first } = await runWithRound();
+    expect(first.size).toBe(first.messages.reduce((n, m) => n + JSON.stringify(m).length, 0));
+    const whole = (await store.transcript.loadStep(id, 1))!;
+    expect(whole.messages).toHaveLength(4);
+    const known = { createdAt: first.run.createdAt, messages: first.messages, size: first.size };
+    const tail = (await store.transcript.loadStep(id, 1, known))!;
+    expect(tail.messages).toEqual(whole.messages);
+    expect(tail.size).toBe(whole.size);
+    expect(tail.roundAppended).toBe(true);
+  });
+
+  it('reads the whole transcript when what it holds is not that transcript’s start', async () => {
+    const { store, id, first } = await runWithRound();
+    const whole = (await store.transcript.loadStep(id, 1))!;
+    const bogus = (n: number) => Array.from({ length: n }, () => ({ role: 'user' as const, content: 'not this run’s' }));
+    // Another run that had this id (deleted, created again): its creation time differs.
+    const recreated = { createdAt: new Date(0).toISOString(), messages: bogus(2), size: 1 };
+    // Longer than the transcript: cannot be its start.
+    const longer = { createdAt: first.run.createdAt, messages: bogus(5), size: 1 };
+    for (const known of [recreated, longer]) {
+      const read = (await store.transcript.loadStep(id, 1, known))!;
+      expect(read.messages).toEqual(whole.messages);
+      expect(read.size).toBe(whole.size);
+    }
+  });
+});

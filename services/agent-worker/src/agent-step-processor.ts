@@ -25,6 +25,7 @@ import {
 } from '@agentq/shared';
 import { exhaustedBudget } from './budgets.js';
 import { DeltaBuffer } from './delta-buffer.js';
+import type { TranscriptCache } from './transcript-cache.js';
 import { fanOut } from './fan-out.js';
 import { callModel } from './model-step.js';
 import { decideStep, planOfStoredStep, planStep, type CallPlan, type ModelAnswer, type StepOutcome } from './step-decision.js';
@@ -49,6 +50,8 @@ export interface AgentStepDeps {
   modelIdleTimeoutMs: number;
   /** Pauses the agent queue; set by the worker so a 429 slows the queue instead of burning attempts. */
   rateLimit?: (ms: number) => Promise<void>;
+  /** Transcripts of this worker's last steps: a run's next step here reads only what was added since. */
+  transcripts?: TranscriptCache;
 }
 
 /** What a step job returns (shown by Bull Board; also the step span's outcome). */
@@ -66,7 +69,9 @@ export async function processAgentStep(data: AgentStepJob, ctx: JobContext, deps
   const { runId, depth } = data;
   const { job, signal } = ctx;
   const log = lazyChild(deps.logger, { run_id: runId, job_id: job.id, depth });
-  const input = await deps.store.transcript.loadStep(runId, depth);
+  const cache = deps.transcripts;
+  const input = await deps.store.transcript.loadStep(runId, depth, cache?.get(runId));
+  if (!input || isTerminal(input.run.status)) cache?.delete(runId);
   if (!input) {
     log.warn('run not found (expired or deleted); dropping the step');
     return { skipped: 'missing' };
@@ -77,31 +82,40 @@ export async function processAgentStep(data: AgentStepJob, ctx: JobContext, deps
   // ended (a cancel marks only the run it names; the tree below stops on seeing it).
   const tree = run.spec.ancestors.length ? await deps.store.runs.ancestry(run.spec.ancestors) : { treeTokens: run.usageTotal.total_tokens, ancestorOver: false };
   if (tree.ancestorOver) {
+    cache?.delete(runId);
     await deps.runs.finish(runId, { status: 'cancelled', stopReason: 'cancelled' });
     return { skipped: 'ancestor ended' };
   }
-  let messages = input.messages;
+  let { messages, size } = input;
 
   // Normally the round's last tool result has appended the tool messages; if a result is
   // missing (a tool job that failed for good), this step appends them, with an error text there.
   const round = depth > 0 && !input.roundAppended ? await deps.store.transcript.loadRound(runId, depth - 1) : null;
   if (round?.step) {
     const toolMessages = toolMessagesInCallOrder(round.step, round.results);
-    if (await deps.store.transcript.appendRound(run, depth - 1, toolMessages)) messages.push(...toolMessages);
-    else {
+    if (await deps.store.transcript.appendRound(run, depth - 1, toolMessages)) {
+      messages.push(...toolMessages);
+      size += toolMessages.reduce((n, m) => n + JSON.stringify(m).length, 0);
+    } else {
       // Another delivery of this step appended them first, or the run ended: read again.
       const again = await deps.store.transcript.loadStep(runId, depth);
       if (!again || isTerminal(again.run.status)) return { skipped: again?.run.status ?? 'missing' };
-      messages = again.messages;
+      ({ messages, size } = again);
     }
   }
+  // What the transcript holds now, in this order: the next step here reads only what follows.
+  cache?.set(runId, { createdAt: run.createdAt, messages: [...messages], size });
   // Not awaited: commands on one connection keep their order, so `run.started` still lands
   // before the step's events; if it fails, the next step (still seeing 'queued') tries again.
   if (run.status === 'queued') void deps.runs.start(runId).catch((err: Error) => log.warn({ err: err.message }, 'could not mark the run started'));
 
   try {
-    return await runStep(deps, run, depth, messages, input.step, tree.treeTokens, log, signal);
+    const result = await runStep(deps, run, depth, messages, input.step, tree.treeTokens, log, signal);
+    // Only a step that fanned tool calls out has a next step.
+    if (!('outcome' in result) || result.outcome !== 'tool_calls') cache?.delete(runId);
+    return result;
   } catch (err) {
+    cache?.delete(runId);
     // Fatal errors end the run now; anything else (provider faults, a Redis blip) is retried.
     const final = (err instanceof AgentqError && !err.retryable) || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
     if (signal?.aborted) {

@@ -23,6 +23,7 @@ import {
   UsageMeter,
 } from '@agentq/shared';
 import { processAgentStep, type AgentStepDeps } from './agent-step-processor.js';
+import { TranscriptCache } from './transcript-cache.js';
 import type { AgentWorkerConfig } from './config.js';
 import { observeModelCalls } from './model-telemetry.js';
 import { traceAgentStep } from './step-span.js';
@@ -68,6 +69,7 @@ export async function startAgentWorker(cfg: AgentWorkerConfig, logger: Logger, o
     tokens,
     modelTimeoutMs: cfg.MODEL_TIMEOUT_MS,
     modelIdleTimeoutMs: cfg.MODEL_IDLE_TIMEOUT_MS,
+    ...(cfg.TRANSCRIPT_CACHE_MB > 0 ? { transcripts: new TranscriptCache(cfg.TRANSCRIPT_CACHE_MB * 1024 * 1024) } : {}),
   };
   const cancels = new CancelListener(redis.connect('agentq-agent-cancel', { blocking: true }), cfg.QUEUE_PREFIX);
   await cancels.start();

@@ -80,10 +80,24 @@ declare module 'ioredis' {
   }
 }
 
+/**
+ * The start of a run's transcript that a reader already holds. A transcript only ever grows at
+ * its end, so a reader that holds its first messages reads only what came after them.
+ */
+export interface TranscriptPrefix {
+  /** The run's creation time: a run deleted and created again under its id is another transcript. */
+  createdAt: string;
+  messages: readonly ChatMessage[];
+  /** The size of those messages as stored (JSON, in UTF-16 code units): what holding them costs. */
+  size: number;
+}
+
 /** What a model step starts from: the run, its transcript, and the step stored at its depth if any. */
 export interface StepInput {
   run: RunState;
   messages: ChatMessage[];
+  /** The size of `messages` as stored (see TranscriptPrefix). */
+  size: number;
   /** The step already committed at this depth: this job is a redelivery. */
   step: StepRecord | null;
   /** Whether the previous round's tool messages are in the transcript. */
@@ -124,18 +138,27 @@ export class Transcript {
   /**
    * Everything a model step needs in one round trip: the run, its transcript, the step already
    * committed at this depth (a redelivery), and whether the previous round's tool messages are
-   * in the transcript (the round's last tool result appends them; see loadRound if not).
+   * in the transcript (the round's last tool result appends them; see loadRound if not). Given
+   * the `known` start of the transcript, it reads only the messages after it; should that start
+   * not be the transcript's any more, it reads the whole transcript again (a second round trip).
    */
-  async loadStep(runId: string, depth: number): Promise<StepInput | null> {
+  async loadStep(runId: string, depth: number, known?: TranscriptPrefix): Promise<StepInput | null> {
     const k = this.keys(runId);
-    const res = (await this.redis.pipeline().hgetall(k.run).lrange(k.messages, 0, -1).hget(k.steps, String(depth)).exec()) ?? [];
+    const from = known?.messages.length ?? 0;
+    // With a prefix held: the messages after it, and the transcript's length to check that the
+    // prefix is still its start (a read that races an append finds a length that does not add up).
+    const res = (await this.redis.pipeline().hgetall(k.run).lrange(k.messages, from, -1).hget(k.steps, String(depth)).llen(k.messages).exec()) ?? [];
     for (const [err] of res) if (err) throw err;
     const h = res[0][1] as RunHash;
     if (!isRunHash(h)) return null;
+    const run = runStateFrom(runId, h);
+    const tail = res[1][1] as string[];
+    if (known && (known.createdAt !== run.createdAt || (res[3][1] as number) !== from + tail.length)) return this.loadStep(runId, depth);
     const cur = res[2][1] as string | null;
     return {
-      run: runStateFrom(runId, h),
-      messages: (res[1][1] as string[]).map((m) => JSON.parse(m) as ChatMessage),
+      run,
+      messages: [...(known?.messages ?? []), ...tail.map((m) => JSON.parse(m) as ChatMessage)],
+      size: (known?.size ?? 0) + tail.reduce((n, m) => n + m.length, 0),
       step: cur ? (JSON.parse(cur) as StepRecord) : null,
       roundAppended: depth > 0 && h[`${F.roundMarkerPrefix}${depth - 1}`] === '1',
     };

@@ -1,0 +1,98 @@
+#!/usr/bin/env node
+// `node bench/transcript-read.mjs` (after `npm run build`): what a model step's read of its
+// transcript costs, whole (every step before TRANSCRIPT_CACHE_MB) against only the messages
+// added since the worker's previous step of the run (the transcript cache), for transcripts of
+// a few sizes. On a redis-server of its own (loopback; stops by itself), one read at a time:
+// Redis CPU per read (INFO commandstats), the worker's CPU per read (read + parse), the time of
+// one read, and the bytes Redis sends. Then what the cache holds in memory: the V8 heap that
+// parsed messages take per byte of their stored JSON. Env: BENCH_QUICK=1 (fewer reads).
+import { Redis } from 'ioredis';
+import { startRedis } from './lib/redis-server.mjs';
+import { commandStats } from './lib/redis-cost.mjs';
+import { fmt, quantile, textTable } from './lib/stats.mjs';
+import { shared } from './lib/workload.mjs';
+
+const QUICK = /^(1|true|yes)$/i.test(process.env.BENCH_QUICK ?? '');
+const { RunStore, newId } = shared;
+const spec = { model: 'm', max_depth: 100, on_budget_exhausted: 'final_answer', metadata: {}, ancestors: [], nesting: 0 };
+// What a step adds before the next one: its assistant message and the round's tool result.
+const ADDED = 2;
+const SHAPES = [
+  { name: 'the bench workload at its last step', messages: 8, bytes: 200, reads: 3000 },
+  { name: 'a long tool-using run', messages: 40, bytes: 2_000, reads: 2000 },
+  { name: 'long context (tool outputs of 4 KB)', messages: 200, bytes: 4_000, reads: 300 },
+].map((s) => ({ ...s, reads: QUICK ? Math.ceil(s.reads / 10) : s.reads }));
+
+const roles = ['user', 'assistant', 'tool'];
+const messageOf = (i, bytes) => {
+  const role = i === 0 ? 'user' : roles[1 + (i % 2)];
+  const content = `m${i} `.padEnd(bytes, 'lorem ipsum dolor sit amet ');
+  return role === 'tool' ? { role, tool_call_id: `call_${i}`, content } : { role, content };
+};
+
+const redisUsec = (a, b) => Object.entries(b).reduce((n, [k, v]) => (k === 'info' ? n : n + v.usec - (a[k]?.usec ?? 0)), 0);
+
+async function measure(store, redis, id, reads, known) {
+  const times = [];
+  const s0 = await commandStats(redis);
+  const c0 = process.cpuUsage();
+  let bytes = 0;
+  for (let i = 0; i < reads; i++) {
+    const t = process.hrtime.bigint();
+    const input = await store.transcript.loadStep(id, 1, known);
+    times.push(Number(process.hrtime.bigint() - t) / 1e6);
+    bytes += input.size - (known?.size ?? 0);
+  }
+  const c = process.cpuUsage(c0);
+  const s1 = await commandStats(redis);
+  return { redisUs: redisUsec(s0, s1) / reads, workerUs: (c.user + c.system) / reads, p50: quantile(times, 0.5), bytes: bytes / reads };
+}
+
+/** V8 heap per stored byte of parsed messages (what TRANSCRIPT_CACHE_MB's megabytes cost). */
+function heapPerStoredByte() {
+  if (!globalThis.gc) return null;
+  const raw = Array.from({ length: 4000 }, (_, i) => JSON.stringify(messageOf(i, 1_000)));
+  const stored = raw.reduce((n, m) => n + m.length, 0);
+  globalThis.gc();
+  const before = process.memoryUsage().heapUsed;
+  const held = raw.map((m) => JSON.parse(m));
+  globalThis.gc();
+  const after = process.memoryUsage().heapUsed;
+  return { ratio: (after - before) / stored, keep: held.length };
+}
+
+const server = await startRedis();
+const redis = new Redis(server.url);
+try {
+  const prefix = `tr${process.pid}`;
+  const store = new RunStore({ redis, prefix });
+  const rows = [];
+  for (const shape of SHAPES) {
+    const id = newId('run');
+    await store.runs.create({ id, owner: 'bench', spec, messages: Array.from({ length: shape.messages }, (_, i) => messageOf(i, shape.bytes)) });
+    const whole = await store.transcript.loadStep(id, 1);
+    const kept = whole.messages.slice(0, -ADDED);
+    const known = { createdAt: whole.run.createdAt, messages: kept, size: kept.reduce((n, m) => n + JSON.stringify(m).length, 0) };
+    // Warm both paths, then alternate blocks so that drift hits both alike.
+    await measure(store, redis, id, 50);
+    await measure(store, redis, id, 50, known);
+    const a = [], b = [];
+    for (let block = 0; block < 4; block++) {
+      a.push(await measure(store, redis, id, Math.ceil(shape.reads / 4)));
+      b.push(await measure(store, redis, id, Math.ceil(shape.reads / 4), known));
+    }
+    const mid = (xs, k) => quantile(xs.map((x) => x[k]), 0.5);
+    const kb = (whole.size / 1024).toFixed(1);
+    for (const [how, r] of [['whole', a], ['since the last step', b]]) {
+      rows.push([`${shape.name}: ${shape.messages} messages, ${kb} KB`, how, fmt(mid(r, 'redisUs')), fmt(mid(r, 'workerUs')), fmt(mid(r, 'p50') * 1000), fmt(mid(r, 'bytes') / 1024)]);
+    }
+    await redis.unlink(...Object.values(store.keys(id)).filter((v) => typeof v === 'string'));
+  }
+  console.log(`\nOne model step's read of its transcript (block medians of 4 blocks each; Redis ${server.own ? 'of its own' : server.url}):\n`);
+  console.log(textTable(['transcript', 'read', 'Redis µs/read', 'worker CPU µs/read', 'p50 µs/read', 'KB sent'], rows));
+  const heap = heapPerStoredByte();
+  console.log(heap ? `\nParsed messages hold ${fmt(heap.ratio)} bytes of V8 heap per byte of stored JSON (4,000 messages of 1 KB).` : '\n(run with node --expose-gc for the heap per stored byte)');
+} finally {
+  redis.disconnect();
+  await server.stop();
+}
