@@ -42,7 +42,7 @@ export class TranscriptCache {
     this.size -= entry.size;
   }
 
-  /** Runs held and their stored size, for tests and metrics. */
+  /** Runs held and their stored size. */
   stats(): { runs: number; size: number } {
     return { runs: this.entries.size, size: this.size };
   }
