@@ -12,6 +12,17 @@ import { freePort, serviceNodeOptions } from '../../scripts/lib/services.mjs';
 /** A module of the checkout at `root` (built), or of this one. */
 const importFrom = (root, file) => import(pathToFileURL(join(root, file)).href);
 
+/** BENCH_SERVICE_ENV="NAME=value NAME2=value": settings for the services under test (an A/B of a setting). */
+function serviceEnv() {
+  const out = {};
+  for (const pair of (process.env.BENCH_SERVICE_ENV ?? '').split(/\s+/).filter(Boolean)) {
+    const eq = pair.indexOf('=');
+    if (eq < 1) throw new Error(`BENCH_SERVICE_ENV: "${pair}" is not NAME=value`);
+    out[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  return out;
+}
+
 /**
  * Starts agentq as built processes (api, agent-worker × agentWorkers, tool-worker) with the
  * scripted model and the no-op MCP server. `probeDir` loads the Redis probe into every service.
@@ -60,6 +71,7 @@ export async function startAgentq(
     ...(options ? { NODE_OPTIONS: options } : {}),
     ...(probeDir ? { BENCH_PROBE_DIR: probeDir } : {}),
     ...(cells > 1 ? { CELLS: String(cells) } : {}),
+    ...serviceEnv(),
     ...extraEnv,
   };
   const svc = (name, file = name.replace(/-\d+$/, '')) => spawnProc(name, NODE, [join(root, 'services', file, 'dist', 'main.js')], { env });
