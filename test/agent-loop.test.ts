@@ -100,6 +100,26 @@ describe('the durable agent loop', () => {
     expect(stack.crm.slept.findIndex((c) => c.label === 'fast')).toBeLessThan(stack.crm.slept.findIndex((c) => c.label === 'slow'));
   });
 
+  it("runs a round's calls in one tool job: one job's cost in Redis, each call begun and stored on its own", async () => {
+    const user = 'Three calls, one job';
+    scenarios.set(user, (req, round) => {
+      if (round === 0) return { tool_calls: [0, 1, 2].map((i) => ({ name: 'crm__sleep', arguments: { ms: 200, label: `one-job-${i}` } })) };
+      return { content: toolMessages(req).map((m: any) => m.content).join(' | ') };
+    });
+    const { id } = await stack.createRun({ input: user });
+    const run = await stack.waitForRun(id);
+    expect(run.output?.content).toBe('slept 200 ms one-job-0 | slept 200 ms one-job-1 | slept 200 ms one-job-2');
+    expect(await stack.jobState('toolRound', { runId: id, depth: 0, calls: [] as never })).toBe('completed');
+    for (const index of [0, 1, 2]) expect(await stack.jobState('toolCall', { runId: id, depth: 0, index, toolCallId: '', name: '', arguments: '' })).toBe('unknown');
+    // Each call has its own record, events and timing, and the three ran at once.
+    const calls = (await stack.getJson(`/v1/runs/${id}/steps`)).data[0].tool_calls;
+    expect(calls.map((c: any) => c.outcome)).toEqual(['ok', 'ok', 'ok']);
+    const starts = stack.crm.calls.filter((c) => String(c.args.label).startsWith('one-job-')).map((c) => c.at);
+    const ends = stack.crm.slept.filter((c) => c.label.startsWith('one-job-')).map((c) => c.at);
+    expect(starts).toHaveLength(3);
+    expect(Math.max(...starts)).toBeLessThan(Math.min(...ends));
+  });
+
   it("stores every result of a round before the next turn starts, so that turn finds the round's messages in place", async () => {
     // The tool-worker completes a job without waiting for its result's write (the write goes
     // first on the same connection): every turn must still see every result of its round.

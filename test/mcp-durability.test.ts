@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatRequest, Handler } from '@agentq/scripted-llm';
 import { startCrmMcpServer, type CrmMcpServer } from './fixtures/crm-mcp-server.js';
 import { readEffects } from './fixtures/effect-mcp-server.js';
+import { freePort } from './fixtures/redis.js';
 import { startStack, type Stack } from './fixtures/services.js';
 import { waitFor } from './fixtures/wait.js';
 
@@ -31,6 +32,10 @@ const firstRound: Record<string, Array<{ name: string; arguments: Record<string,
   'big beside another': [
     { name: 'big__slow_write', arguments: { key: 'other' } },
     { name: 'big__big_output', arguments: { bytes: BIG, after_slow_write: true } },
+  ],
+  'late server beside a sleep': [
+    { name: 'late__count_calls', arguments: {} },
+    { name: 'slow__sleep', arguments: { ms: 1, label: 'beside' } },
   ],
   'past the deadline': [{ name: 'slow__sleep', arguments: { ms: 20_000, label: 'deadline' } }],
 };
@@ -58,6 +63,9 @@ async function startHttpFixture(effects: string, json: boolean): Promise<{ url: 
 let dir: string;
 let stack: Stack;
 let slowCrm: CrmMcpServer;
+/** A server that is down when the stack starts: its calls are refused until a test starts it. */
+let latePort: number;
+let lateCrm: CrmMcpServer | undefined;
 const children: ChildProcess[] = [];
 const effectsOf = (server: string) => join(dir, `${server}.effects`);
 
@@ -67,6 +75,7 @@ beforeAll(async () => {
   const json = await startHttpFixture(effectsOf('json'), true);
   children.push(sse.child, json.child);
   slowCrm = await startCrmMcpServer();
+  latePort = await freePort();
   stack = await startStack({
     handler,
     mcpServers: {
@@ -76,6 +85,7 @@ beforeAll(async () => {
       json: { url: json.url },
       // The server allows a minute per call; the runs that call it have far less.
       slow: { url: slowCrm.url, timeout_ms: 60_000 },
+      late: { url: `http://127.0.0.1:${latePort}/mcp` },
     },
     env: { TOOL_TIMEOUT_MS: '15000' },
   });
@@ -84,6 +94,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack?.close();
   await slowCrm?.close();
+  await lateCrm?.close();
   for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   await rm(dir, { recursive: true, force: true });
 });
@@ -117,6 +128,28 @@ describe('a server that dies after doing the work (finding 6)', () => {
     expect(count('eff', 'idempotent_write_then_die idem')).toBe(2);
     expect(calls[0]).toMatchObject({ outcome: 'ok', output: 'wrote idem' });
     expect(run.output?.content).toBe('wrote idem');
+  }, 60_000);
+});
+
+describe('a round whose calls share one job, one call of it retried', () => {
+  it('runs the refused call again once its server is up, and the call beside it once', async () => {
+    const { id } = await stack.createRun({ input: 'late server beside a sleep' });
+    const round = { runId: id, depth: 0, calls: [] as never };
+    // The round's job failed its first attempt (the late server refused the call) and waits to retry.
+    await waitFor(async () => (await stack.jobState('toolRound', round)) === 'delayed', { what: "the round's job to wait for its retry", timeoutMs: 20_000 });
+    expect(slowCrm.calls.filter((c) => c.args.label === 'beside')).toHaveLength(1);
+    lateCrm = await startCrmMcpServer({ port: latePort });
+    const run = await stack.waitForRun(id, { timeoutMs: 50_000 });
+    const calls = (await stack.getJson(`/v1/runs/${id}/steps`)).data[0].tool_calls;
+    expect(await stack.jobState('toolRound', round)).toBe('completed');
+    // Sent once it could be, and counted as the job's later attempt.
+    expect(lateCrm.calls.map((c) => c.tool)).toEqual(['count_calls']);
+    expect(calls[0]).toMatchObject({ outcome: 'ok', output: '1' });
+    expect(calls[0].attempts).toBeGreaterThanOrEqual(2);
+    // The call beside it had its result stored in the first attempt: it is not run again.
+    expect(slowCrm.calls.filter((c) => c.args.label === 'beside')).toHaveLength(1);
+    expect(calls[1]).toMatchObject({ outcome: 'ok', output: 'slept 1 ms beside', attempts: 1 });
+    expect(run).toMatchObject({ status: 'completed', output: { content: 'slept 1 ms beside' } });
   }, 60_000);
 });
 

@@ -132,7 +132,8 @@ describe('metrics', () => {
       expect(select(s, 'agentq_tool_calls_total', { tool: 'crm__made_up' })).toHaveLength(0);
       expect(total(s, 'agentq_tool_call_duration_seconds_count')).toBe(6);
       expect(total(s, 'agentq_tool_call_duration_seconds_sum', { tool: 'crm__sleep' })).toBeGreaterThanOrEqual(0.3);
-      expect(total(s, 'agentq_job_attempts_total', { queue: 'tool', outcome: 'completed' })).toBe(6);
+      // Jobs, not calls: the round of three calls ran in one tool-round job.
+      expect(total(s, 'agentq_job_attempts_total', { queue: 'tool', outcome: 'completed' })).toBe(4);
       expect(total(s, 'agentq_webhook_deliveries_total', { outcome: 'retrying' })).toBe(1);
       expect(total(s, 'agentq_webhook_deliveries_total', { outcome: 'delivered' })).toBe(1);
       expect(total(s, 'agentq_webhook_deliveries_total', { outcome: 'failed' })).toBe(0);

@@ -105,6 +105,9 @@ export const BUILTIN_TOOLS: readonly BuiltinTool[] = [...SUBAGENT_TOOLS, ...CONT
 
 export const BUILTIN_TOOL_NAMES: ReadonlySet<string> = new Set(BUILTIN_TOOLS.map((t) => t.name));
 
+/** The tools whose call starts sub-runs and waits for them in its own job. */
+export const SUBAGENT_TOOL_NAMES: ReadonlySet<string> = new Set(SUBAGENT_TOOLS.map((t) => t.name));
+
 /**
  * The built-in tools a run is offered: sub-agents when enabled, context tools when it has a
  * context, ask_human when it takes questions to the user.

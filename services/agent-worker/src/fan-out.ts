@@ -1,4 +1,4 @@
-import { activeTrace, nextStepTrace, requestsOf, type JobQueues, type RunActions, type RunState, type ToolCall, type ToolCatalogEntry } from '@agentq/shared';
+import { activeTrace, nextStepTrace, requestsOf, SUBAGENT_TOOL_NAMES, type FlowNode, type JobQueues, type RunActions, type RunState, type ToolCall, type ToolCatalogEntry } from '@agentq/shared';
 
 /** What a fan-out needs: the queues, and (for runs that may wait) the requests and the tool catalog. */
 export interface FanOutDeps {
@@ -13,10 +13,17 @@ export interface FanOutDeps {
 const mayWait = (run: RunState) => Boolean(run.spec.approval || run.spec.client_tools || run.spec.human_input);
 
 /**
- * Adds one flow for a step's tool calls: the next step is the parent, one tool job per call
- * its children. BullMQ keeps the parent in waiting-children until the last child ends, so the
- * next model step starts only when every result is in. Ids derive from run and depth, so a
- * step that is redone adds nothing twice.
+ * Adds one flow for a step's tool calls: the next step is the parent, the round's tool jobs its
+ * children. BullMQ keeps the parent in waiting-children until the last child ends, so the next
+ * model step starts only when every result is in. Ids derive from run and depth, so a step that
+ * is redone adds nothing twice.
+ *
+ * The calls that only run (most of them) share one tool-round job when there are two or more:
+ * a job costs Redis more than the call's own writes (adding it, taking it, completing it and
+ * releasing its parent are four scripts), so a round of three such calls costs one job instead
+ * of three. Each call is still begun, run and stored on its own, in parallel. A call that waits
+ * for an answer, and a sub-agent call (which waits for its sub-runs in its job), gets a job of
+ * its own.
  *
  * A call that needs an answer (approval, a client tool, a question) has its request stored
  * first, and its job is added delayed until the request expires: it holds nothing while it
@@ -29,33 +36,36 @@ export async function fanOut(deps: FanOutDeps, run: RunState, depth: number, too
   const now = Date.now();
   // Trace contexts (when tracing is on): the next step joins the run's trace, the tool calls this step's span.
   const trace = activeTrace();
+  const shared = {
+    runId: run.id,
+    depth,
+    count: toolCalls.length,
+    // A sub-run's calls check its ancestors before they start (a cancel of the tree).
+    ...(run.spec.ancestors.length ? { ancestors: run.spec.ancestors } : {}),
+    ...trace,
+  };
+  const call = (tc: ToolCall, index: number) => ({ index, toolCallId: tc.id, name: tc.function.name, arguments: tc.function.arguments });
+  const ownJob = (index: number) => Boolean(requests[index]) || SUBAGENT_TOOL_NAMES.has(toolCalls[index]!.function.name);
+  const together = toolCalls.map((_, index) => index).filter((index) => !ownJob(index));
+  const children: FlowNode[] = [];
+  if (together.length >= 2) children.push({ kind: 'toolRound', data: { ...shared, calls: together.map((index) => call(toolCalls[index]!, index)) } });
+  toolCalls.forEach((tc, index) => {
+    if (together.length >= 2 && !ownJob(index)) return;
+    const request = requests[index];
+    const expires = request?.expires_at ? Date.parse(request.expires_at) - now : Infinity;
+    children.push({
+      kind: 'toolCall',
+      data: { ...shared, ...call(tc, index), ...(request ? { actionId: request.id } : {}) },
+      ...(request ? { delay: Math.max(1, Math.min(expires, deps.parkMs)) } : {}),
+    });
+  });
   await deps.jobs.addFlow({
     kind: 'agentStep',
     data: { runId: run.id, depth: depth + 1, ...nextStepTrace() },
     // A sub-run's every step is a child of the tool job that started it, so that job waits
     // (holding no worker slot) through the sub-run's whole chain and resumes once, at its end.
     parent: run.spec.parent_job,
-    children: toolCalls.map((tc, index) => {
-      const request = requests[index];
-      const expires = request?.expires_at ? Date.parse(request.expires_at) - now : Infinity;
-      return {
-        kind: 'toolCall' as const,
-        data: {
-          runId: run.id,
-          depth,
-          index,
-          toolCallId: tc.id,
-          name: tc.function.name,
-          arguments: tc.function.arguments,
-          count: toolCalls.length,
-          // A sub-run's calls check its ancestors before they start (a cancel of the tree).
-          ...(run.spec.ancestors.length ? { ancestors: run.spec.ancestors } : {}),
-          ...(request ? { actionId: request.id } : {}),
-          ...trace,
-        },
-        ...(request ? { delay: Math.max(1, Math.min(expires, deps.parkMs)) } : {}),
-      };
-    }),
+    children,
   });
   // The requests were visible (and answerable) before their jobs existed.
   if (waiting.length) await deps.actions.wakeAnsweredEarly(run, waiting.map((r) => r.id));

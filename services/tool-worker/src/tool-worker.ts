@@ -8,6 +8,7 @@ import {
   isCluster,
   CancelListener,
   createJobWorker,
+  createQueueWorker,
   createMetrics,
   JobQueues,
   observeWebhookDeliveries,
@@ -19,8 +20,10 @@ import {
   runMetricsObserver,
   startMetricsServer,
   workerLockOptions,
+  type JobContext,
   type Logger,
   type MetricsServer,
+  type ToolCallJob,
   type Resolver,
   type ToolCatalogEntry,
   type Tracing,
@@ -29,7 +32,9 @@ import type { ToolWorkerConfig } from './config.js';
 import { SearchThreads } from './builtin/search-threads.js';
 import type { McpConfig } from './mcp-config.js';
 import { McpRegistry, type ToolDescriptor } from './mcp-registry.js';
+import { CallSlots } from './call-slots.js';
 import { processToolCall, type ToolCallDeps } from './tool-call-processor.js';
+import { processToolRound } from './tool-round-processor.js';
 import { traceToolCall } from './tool-telemetry.js';
 import { deliverWebhook } from './webhook-delivery.js';
 
@@ -96,8 +101,11 @@ export async function startToolWorker(
   await cancels.start();
   const toolTelemetry = { metrics, isKnownTool: (name: string) => BUILTIN_TOOL_NAMES.has(name) || registry.tools().some((t) => t.name === name) };
   const cells = cellList(cfg.CELLS, cfg.WORKER_CELLS);
+  // TOOL_CONCURRENCY bounds calls, not only jobs: a tool-round job runs several.
+  const slots = new CallSlots(cfg.TOOL_CONCURRENCY);
+  const runCall = (data: ToolCallJob, ctx: JobContext) => slots.run(() => traceToolCall(data, ctx.job, toolTelemetry, () => processToolCall(data, ctx, deps)));
   const workers = cells.map((cell) =>
-    createJobWorker('toolCall', (data, ctx) => traceToolCall(data, ctx.job, toolTelemetry, () => processToolCall(data, ctx, deps)), {
+    createQueueWorker({ toolCall: runCall, toolRound: (data, ctx) => processToolRound(data, ctx, runCall) }, {
       connection: workerRedis,
       prefix: cfg.QUEUE_PREFIX,
       cell,

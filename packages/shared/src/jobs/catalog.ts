@@ -34,6 +34,19 @@ export const toolCallJobSchema = z.object({
   actionId: z.string().max(64).optional(),
 });
 
+/** A call of a round that a tool-round job runs: what a tool-call job carries of it. */
+const roundCallSchema = z.object({ index: z.number().int().min(0), toolCallId: z.string(), name: z.string(), arguments: z.string() });
+
+/**
+ * Several calls of one round in one job (see fan-out.ts): the calls that run at once and need
+ * nothing of the job but its slot, i.e. no answer to wait for and no sub-runs to wait on. Each
+ * call is begun, run and stored as a tool-call job's would be; the job retries the calls whose
+ * result is not stored yet.
+ */
+export const toolRoundJobSchema = toolCallJobSchema
+  .pick({ runId: true, depth: true, count: true, traceparent: true, ancestors: true })
+  .extend({ calls: z.array(roundCallSchema).min(2) });
+
 /** One webhook to deliver for a run's event. */
 export const webhookJobSchema = z.object({ runId: z.string(), webhookId: z.string(), type: z.string() });
 
@@ -84,6 +97,14 @@ export const JOB_KINDS = {
     options: { attempts: 4, backoff: { type: 'exponential', delay: 500, jitter: 0.5 }, ignoreDependencyOnFailure: true, ...keep },
     logFields: (d) => ({ run_id: d.runId, depth: d.depth, tool: d.name }),
   }),
+  toolRound: kind({
+    queue: QUEUES.tool,
+    schema: toolRoundJobSchema,
+    id: (d) => `${d.runId}-t${d.depth}-r`,
+    name: (d) => `${d.runId} · step ${d.depth} · ${d.calls.map((c) => c.name).join(', ')}`.slice(0, 300),
+    options: { attempts: 4, backoff: { type: 'exponential', delay: 500, jitter: 0.5 }, ignoreDependencyOnFailure: true, ...keep },
+    logFields: (d) => ({ run_id: d.runId, depth: d.depth, tools: d.calls.map((c) => c.name).slice(0, 8) }),
+  }),
   webhook: kind({
     queue: QUEUES.webhook,
     schema: webhookJobSchema,
@@ -99,6 +120,7 @@ export type JobKind = keyof typeof JOB_KINDS;
 export type JobData<K extends JobKind> = z.infer<(typeof JOB_KINDS)[K]['schema']>;
 export type AgentStepJob = JobData<'agentStep'>;
 export type ToolCallJob = JobData<'toolCall'>;
+export type ToolRoundJob = JobData<'toolRound'>;
 export type WebhookJob = JobData<'webhook'>;
 
 /** The job id of a job of kind `k`. */

@@ -45,22 +45,45 @@ export function toBullmqError(err: unknown): unknown {
   return err;
 }
 
+/** Handlers of kinds that share one queue (tool calls and tool rounds): a job runs the one whose schema its data fits. */
+export type JobHandlers = { [K in JobKind]?: JobHandler<K> };
+
+/** A job's data parsed against the schema of the first kind of `kinds` it fits. */
+type Parsed = { kind: JobKind; data: { runId: string } } | { kind: undefined; error: string };
+
 /**
  * A BullMQ worker for one kind of the job catalog. The handler gets the job's data parsed
  * against its schema (data that does not parse fails the job for good), a signal that aborts on
  * the run's cancel, and the kind's backoff is registered.
  */
 export function createJobWorker<K extends JobKind>(kind: K, handler: JobHandler<K>, o: JobWorkerOptions): Worker {
-  const def = JOB_KINDS[kind];
-  const parse = (job: Job) => def.schema.safeParse(job.data) as z.ZodSafeParseResult<JobData<K>>;
-  const backoff = def.backoff;
+  return createQueueWorker({ [kind]: handler } as JobHandlers, o);
+}
+
+/** A BullMQ worker for the kinds of one queue, each job handled by its kind's handler (see createJobWorker). */
+export function createQueueWorker(handlers: JobHandlers, o: JobWorkerOptions): Worker {
+  const kinds = Object.keys(handlers) as JobKind[];
+  const queues = new Set(kinds.map((k) => JOB_KINDS[k].queue));
+  if (queues.size !== 1) throw new Error(`one worker serves one queue: ${kinds.join(', ')}`);
+  const label = kinds.join('/');
+  const parse = (job: Job): Parsed => {
+    let error = '';
+    for (const kind of kinds) {
+      const parsed = (JOB_KINDS[kind].schema as z.ZodType).safeParse(job.data);
+      if (parsed.success) return { kind, data: parsed.data as { runId: string } };
+      error ||= z.prettifyError(parsed.error);
+    }
+    return { kind: undefined, error };
+  };
+  const backoff = kinds.map((k) => (JOB_KINDS[k] as { backoff?: (attemptsMade: number, err: Error | undefined, baseMs: number) => number }).backoff).find(Boolean);
   const baseMs = o.backoffBaseMs ?? 1000;
   const cell = o.cell ?? 0;
   const worker = new Worker(
-    cellQueueName(def.queue, cell, o.cells ?? 1),
+    cellQueueName([...queues][0]!, cell, o.cells ?? 1),
     async (job, token, signal) => {
       const parsed = parse(job);
-      if (!parsed.success) throw new UnrecoverableError(`invalid ${kind} job data: ${z.prettifyError(parsed.error)}`);
+      if (!parsed.kind) throw new UnrecoverableError(`invalid ${label} job data: ${parsed.error}`);
+      const handler = handlers[parsed.kind] as (data: unknown, ctx: JobContext) => Promise<unknown>;
       const tracked = o.cancels?.track(parsed.data.runId, job.id!, signal);
       try {
         return await handler(parsed.data, { job, token, signal: tracked?.signal ?? signal });
@@ -80,10 +103,11 @@ export function createJobWorker<K extends JobKind>(kind: K, handler: JobHandler<
       ...(backoff ? { settings: { backoffStrategy: (attemptsMade: number, _type?: string, err?: Error) => backoff(attemptsMade, err, baseMs) } } : {}),
     },
   );
-  worker.on('error', (err) => o.logger.error({ err: err.message }, `${kind} worker error`));
+  worker.on('error', (err) => o.logger.error({ err: err.message }, `${label} worker error`));
   worker.on('failed', (job, err) => {
     const parsed = job ? parse(job) : undefined;
-    o.logger.warn({ job_id: job?.id, ...(parsed?.success ? def.logFields(parsed.data as never) : {}), attempt: job?.attemptsMade, err: err.message }, `${kind} job attempt failed`);
+    const fields = parsed?.kind ? (JOB_KINDS[parsed.kind].logFields as (d: unknown) => Record<string, unknown>)(parsed.data) : {};
+    o.logger.warn({ job_id: job?.id, ...fields, attempt: job?.attemptsMade, err: err.message }, `${parsed?.kind ?? label} job attempt failed`);
   });
   return worker;
 }
