@@ -1,8 +1,7 @@
 import type { Socket } from 'node:net';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { batchWritesThisTick, type JobContext } from '@agentq/shared';
-import { processToolRound } from '@agentq/tool-worker';
+import { batchWritesThisTick } from '@agentq/shared';
 
 const redis = new Redis(inject('redisUrl'));
 afterAll(() => redis.disconnect());
@@ -60,26 +59,5 @@ describe('batchWritesThisTick', () => {
     // Awaited inside the batch, a command is still sent and answered.
     expect(await redis.echo('inside')).toBe('inside');
     expect(redis.stream.writableCorked).toBe(0);
-  });
-
-  it("sends the begin writes of a round's calls, made as the calls start, in one write", async () => {
-    await redis.ping();
-    const key = `wr${Date.now()}`;
-    const round = { runId: 'r', depth: 0, count: 3, calls: [0, 1, 2].map((index) => ({ index, toolCallId: `c${index}`, name: 't', arguments: '{}' })) };
-    // Each call's first act is a write (the tool-worker's begin script); then it waits for its reply.
-    const runCall = async (call: { index: number }) => {
-      await redis.set(`${key}:${call.index}`, '1');
-      return { index: call.index };
-    };
-    const ctx = {} as JobContext;
-    const rec = recordWrites(redis.stream);
-    try {
-      expect(await processToolRound(round, ctx, runCall, () => batchWritesThisTick(redis))).toEqual({ calls: [{ index: 0 }, { index: 1 }, { index: 2 }] });
-      expect(await processToolRound(round, ctx, runCall)).toEqual({ calls: [{ index: 0 }, { index: 1 }, { index: 2 }] });
-    } finally {
-      rec.stop();
-      await redis.del(`${key}:0`, `${key}:1`, `${key}:2`);
-    }
-    expect(rec.writes).toEqual([['SET', 'SET', 'SET'], ['SET'], ['SET'], ['SET']]);
   });
 });

@@ -23,10 +23,7 @@ export async function processToolRound(
   data: ToolRoundJob,
   ctx: JobContext,
   runCall: (call: ToolCallJob, ctx: JobContext) => Promise<Omit<ToolCallJobResult, 'record'>>,
-  /** Holds the store connection's writes until this tick's end: the calls' begin scripts then leave in one write. */
-  batchWrites?: () => void,
 ): Promise<ToolRoundJobResult> {
-  batchWrites?.();
   const settled = await Promise.allSettled(data.calls.map((call) => runCall(callOfRound(data, call), ctx)));
   const failed = settled.find((s) => s.status === 'rejected');
   if (failed) throw failed.reason;

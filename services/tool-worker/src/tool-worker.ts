@@ -105,7 +105,7 @@ export async function startToolWorker(
   const slots = new CallSlots(cfg.TOOL_CONCURRENCY);
   const runCall = (data: ToolCallJob, ctx: JobContext) => slots.run(() => traceToolCall(data, ctx.job, toolTelemetry, () => processToolCall(data, ctx, deps)));
   const workers = cells.map((cell) =>
-    createQueueWorker({ toolCall: runCall, toolRound: (data, ctx) => processToolRound(data, ctx, runCall, deps.batchResultWrite) }, {
+    createQueueWorker({ toolCall: runCall, toolRound: (data, ctx) => processToolRound(data, ctx, runCall) }, {
       connection: workerRedis,
       prefix: cfg.QUEUE_PREFIX,
       cell,
