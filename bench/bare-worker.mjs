@@ -1,8 +1,9 @@
 #!/usr/bin/env node
-// The bare-BullMQ baseline: the same job graph as an agentq run (an agent-turn job per model
-// step; a step with tool calls adds a FlowProducer flow whose parent is the next step's job and
-// whose children are FANOUT tool jobs), with the same job ids, job options and lock settings,
-// but no-op processors: no run store, no model, no MCP. What is left is the queue's own cost.
+// The bare-BullMQ baseline: the job graph of a plain agent loop on BullMQ (an agent-turn job per
+// model step; a step with tool calls adds a FlowProducer flow whose parent is the next step's job
+// and whose children are FANOUT tool jobs, one per call: the graph agentq had before it ran a
+// round's calls in one tool-round job), with agentq's job options and lock settings, but no-op
+// processors: no run store, no model, no MCP. What is left is the queue's own cost.
 //
 // With WORK=1 (the "BullMQ loop" baseline) the processors also call the scripted model (with the
 // transcript carried in job data) and the MCP server; still no store (BENCHMARKS.md, Setup).
