@@ -150,6 +150,24 @@ describe('cancel', () => {
     expect((await again.json()).completed_at).toBe(run.completed_at);
   });
 
+  it("cancels during a round of slow calls in one job: every call is abandoned and the job ends", async () => {
+    const user = 'Cancel my round';
+    const labels = ['round-a', 'round-b', 'round-c'];
+    scenarios.set(user, (_req, round) => (round === 0 ? { tool_calls: labels.map((label) => ({ name: 'crm__sleep', arguments: { ms: 5000, label } })) } : { content: 'should never be asked' }));
+    const { id } = await stack.createRun({ input: user });
+    await waitFor(() => labels.every((l) => stack.crm.calls.some((c) => c.args.label === l)), { what: "the round's three calls to be running" });
+    expect(await stack.jobState('toolRound', { runId: id, depth: 0, calls: [] as never })).toBe('active');
+    const res = await stack.request(`/v1/runs/${id}/cancel`, { method: 'POST' });
+    expect(res.status).toBe(202);
+    // The MCP server was told to cancel each of them.
+    await waitFor(() => labels.every((l) => stack.crm.aborted.includes(l)), { what: 'the MCP server to be told to cancel every call' });
+    await waitFor(async () => ENDED.includes(await stack.jobState('toolRound', { runId: id, depth: 0, calls: [] as never })) && ENDED.includes(await stack.jobState('agentStep', { runId: id, depth: 1 })), {
+      what: "the round's job and the step after it to end",
+    });
+    expect(requestsFor(stack, user)).toHaveLength(1);
+    expect((await stack.getJson(`/v1/runs/${id}`)).status).toBe('cancelled');
+  });
+
   it('aborts an in-flight model request', async () => {
     const user = 'Cancel my thinking';
     let aborted = false;

@@ -26,6 +26,10 @@ const handler: Handler = (req) => {
     return { content: `done ${u}`, delayMs: 50 };
   }
   if (u === 'unsafe write') return r === 0 ? { tool_calls: [{ name: 'crm__non_idempotent_write', arguments: { key: 'k1', ms: 4000 } }] } : { content: String(req.messages.at(-1).content) };
+  if (u === 'unsafe write in a round')
+    return r === 0
+      ? { tool_calls: [{ name: 'crm__non_idempotent_write', arguments: { key: 'k-round', ms: 4000 } }, { name: 'crm__sleep', arguments: { ms: 1, label: 'beside-the-crash' } }] }
+      : { content: req.messages.filter((m: any) => m.role === 'tool').map((m: any) => String(m.content)).join(' | ') };
   if (u === 'safe read') return r === 0 ? { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 4000, label: 'safe-read' } }] } : { content: String(req.messages.at(-1).content) };
   return { content: 'unknown' };
 };
@@ -193,6 +197,26 @@ describe('worker crashes', () => {
     expect(crm.calls.filter((c) => c.tool === 'non_idempotent_write').length - before).toBe(1);
     const steps = (await get(`/v1/runs/${id}/steps`)).data;
     expect(steps[0].tool_calls[0], JSON.stringify(steps[0].tool_calls[0])).toMatchObject({ is_error: true, attempts: 2 });
+    await agent.kill('SIGTERM');
+    await tool.kill('SIGTERM');
+  }, 60_000);
+
+  it("a round's job killed mid-call: its non-idempotent call is not run again, nor the call beside it that had finished", async () => {
+    const agent = await start('agent-worker');
+    let tool = await start('tool-worker');
+    const writes = () => crm.calls.filter((c) => c.tool === 'non_idempotent_write' && c.args.key === 'k-round').length;
+    const id = await post('unsafe write in a round');
+    await until(() => writes() === 1 && crm.slept.some((c) => c.label === 'beside-the-crash'), 'the write to be running and the call beside it done');
+    await tool.kill('SIGKILL');
+    tool = await start('tool-worker');
+    const [run] = await waitAll([id]);
+    expect(run.status).toBe('completed');
+    expect(run.output.content).toMatch(/outcome is unknown.* \| slept 1 ms beside-the-crash$/);
+    expect(writes()).toBe(1);
+    expect(crm.calls.filter((c) => c.args.label === 'beside-the-crash')).toHaveLength(1);
+    const calls = (await get(`/v1/runs/${id}/steps`)).data[0].tool_calls;
+    expect(calls[0], JSON.stringify(calls[0])).toMatchObject({ is_error: true, outcome: 'unknown_outcome', attempts: 2 });
+    expect(calls[1], JSON.stringify(calls[1])).toMatchObject({ is_error: false, attempts: 1 });
     await agent.kill('SIGTERM');
     await tool.kill('SIGTERM');
   }, 60_000);
