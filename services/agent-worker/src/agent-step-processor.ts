@@ -40,6 +40,8 @@ export interface AgentStepDeps {
   actions: RunActions;
   /** The longest a waiting call's job stays delayed at once (ACTION_PARK_MAX_MS). */
   actionParkMs: number;
+  /** A round's calls that only run share one job (TOOL_ROUND_JOBS). @defaultValue true */
+  roundJobs?: boolean;
   openai: OpenAI;
   logger: Logger;
   /** The tool catalog, cached by the caller. */
@@ -175,7 +177,7 @@ async function runStep(
 
   switch (decision.kind) {
     case 'tool_calls':
-      await fanOut({ jobs: deps.jobs, actions: deps.actions, catalog, parkMs: deps.actionParkMs }, run, depth, decision.toolCalls);
+      await fanOut({ jobs: deps.jobs, actions: deps.actions, catalog, parkMs: deps.actionParkMs, roundJobs: deps.roundJobs ?? true }, run, depth, decision.toolCalls);
       return { outcome: 'tool_calls', count: decision.toolCalls.length };
     case 'budget_exhausted':
       await deps.runs.finish(run.id, { status: 'incomplete', stopReason: decision.budget, output: decision.message ?? null });

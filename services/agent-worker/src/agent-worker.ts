@@ -63,6 +63,7 @@ export async function startAgentWorker(cfg: AgentWorkerConfig, logger: Logger, o
     jobs,
     actions,
     actionParkMs: cfg.ACTION_PARK_MAX_MS,
+    roundJobs: cfg.TOOL_ROUND_JOBS,
     openai,
     logger,
     tools,

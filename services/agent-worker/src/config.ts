@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { checkWorkerCells, metricsServerEnv, parseEnv, workerEnvSchema } from '@agentq/shared';
+import { boolString, checkWorkerCells, metricsServerEnv, parseEnv, workerEnvSchema } from '@agentq/shared';
 
 /** `<max>/<ms>`: at most `max` model steps per `ms` milliseconds across every agent-worker. */
 const rateLimit = z
@@ -18,6 +18,11 @@ export const agentWorkerEnvSchema = workerEnvSchema.extend({
   MODEL_BACKOFF_BASE_MS: z.coerce.number().int().min(1).default(1000),
   /** Transcripts kept between a run's steps, so that the next step reads only what was added (MB of stored JSON; 0: off). */
   TRANSCRIPT_CACHE_MB: z.coerce.number().min(0).max(65_536).default(16),
+  /**
+   * A round's calls that only run share one tool-round job. Off: one job per call, as before
+   * tool-round jobs, for a rolling upgrade while tool-workers that cannot run them are still up.
+   */
+  TOOL_ROUND_JOBS: boolString.default(true),
 }).superRefine(checkWorkerCells);
 
 /** The agent-worker's configuration, from the environment; throws ConfigError. */

@@ -7,6 +7,8 @@ export interface FanOutDeps {
   catalog: ToolCatalogEntry[];
   /** The longest a waiting job stays delayed at once (a request without expiry). */
   parkMs: number;
+  /** A round's calls that only run share one tool-round job (TOOL_ROUND_JOBS); else one job each. */
+  roundJobs: boolean;
 }
 
 /** True when a run's calls may have to wait for an answer (its spec asks for it). */
@@ -46,7 +48,7 @@ export async function fanOut(deps: FanOutDeps, run: RunState, depth: number, too
   };
   const call = (tc: ToolCall, index: number) => ({ index, toolCallId: tc.id, name: tc.function.name, arguments: tc.function.arguments });
   const ownJob = (index: number) => Boolean(requests[index]) || SUBAGENT_TOOL_NAMES.has(toolCalls[index]!.function.name);
-  const together = toolCalls.map((_, index) => index).filter((index) => !ownJob(index));
+  const together = deps.roundJobs ? toolCalls.map((_, index) => index).filter((index) => !ownJob(index)) : [];
   const children: FlowNode[] = [];
   if (together.length >= 2) children.push({ kind: 'toolRound', data: { ...shared, calls: together.map((index) => call(toolCalls[index]!, index)) } });
   toolCalls.forEach((tc, index) => {
