@@ -206,7 +206,10 @@ describe('worker crashes', () => {
     let tool = await start('tool-worker');
     const writes = () => crm.calls.filter((c) => c.tool === 'non_idempotent_write' && c.args.key === 'k-round').length;
     const id = await post('unsafe write in a round');
-    await until(() => writes() === 1 && crm.slept.some((c) => c.label === 'beside-the-crash'), 'the write to be running and the call beside it done');
+    // The call beside the write has its result stored (not only sent by the server: a result
+    // the worker had not stored yet is a call interrupted, which a read-only tool may run again).
+    const besideStored = async () => Boolean((await get(`/v1/runs/${id}/steps`)).data[0]?.tool_calls?.[1]?.output);
+    await waitFor(async () => writes() === 1 && (await besideStored()), { what: 'the write to be running and the result of the call beside it stored', timeoutMs: 3000 });
     await tool.kill('SIGKILL');
     tool = await start('tool-worker');
     const [run] = await waitAll([id]);
