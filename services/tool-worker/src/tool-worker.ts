@@ -101,8 +101,9 @@ export async function startToolWorker(
   await cancels.start();
   const toolTelemetry = { metrics, isKnownTool: (name: string) => BUILTIN_TOOL_NAMES.has(name) || registry.tools().some((t) => t.name === name) };
   const cells = cellList(cfg.CELLS, cfg.WORKER_CELLS);
-  // TOOL_CONCURRENCY bounds calls, not only jobs: a tool-round job runs several.
-  const slots = new CallSlots(cfg.TOOL_CONCURRENCY);
+  // TOOL_CONCURRENCY bounds calls, not only jobs (a tool-round job runs several): per cell
+  // served, as each cell's worker runs that many jobs.
+  const slots = new CallSlots(cfg.TOOL_CONCURRENCY * cells.length);
   const runCall = (data: ToolCallJob, ctx: JobContext) => slots.run(() => traceToolCall(data, ctx.job, toolTelemetry, () => processToolCall(data, ctx, deps)));
   const workers = cells.map((cell) =>
     createQueueWorker({ toolCall: runCall, toolRound: (data, ctx) => processToolRound(data, ctx, runCall) }, {
