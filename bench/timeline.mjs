@@ -78,11 +78,13 @@ try {
       }
       add(`C  ${BARE ? 'step job starts' : 'step.completed'} → step job finished (fan-out flow + moveToFinished)`, ms(stepJob.finishedOn) - completed);
       let lastDone = 0;
-      for (let i = 0; i < FANOUT; i++) {
-        const tool = await job(QUEUES.tool, jobIds.toolCall(runId, d, i));
-        rows.push([ms(tool.processedOn), `tool ${d}.${i} starts`], [ms(tool.finishedOn), `tool ${d}.${i} finished`]);
+      // agentq runs the round's calls in one job; the baselines have a job per call.
+      const toolJobs = BARE ? Array.from({ length: FANOUT }, (_, i) => [`${d}.${i}`, jobIds.toolCall(runId, d, i)]) : [[`${d}`, jobIds.toolRound(runId, d)]];
+      for (const [label, id] of toolJobs) {
+        const tool = await job(QUEUES.tool, id);
+        rows.push([ms(tool.processedOn), `tool ${label} starts`], [ms(tool.finishedOn), `tool ${label} finished`]);
         add('D  tool job added → starts', ms(tool.processedOn) - ms(tool.timestamp));
-        add(`E  tool job starts → finished${BARE ? '' : ' (begin, MCP call, complete)'}`, ms(tool.finishedOn) - ms(tool.processedOn));
+        add(`E  tool job starts → finished${BARE ? '' : ' (the round: begin, MCP call, complete of each call)'}`, ms(tool.finishedOn) - ms(tool.processedOn));
         lastDone = Math.max(lastDone, ms(tool.finishedOn));
       }
       const next = await job(QUEUES.agent, jobIds.agentTurn(runId, d + 1));
