@@ -11,17 +11,33 @@ const scriptsLine = (rows) => rows.slice(0, 14).map((r) => `${r.name} ${r.callsP
 export async function scenarioRedis(ctx) {
   const { log, N, MCP, ctl, redis } = ctx;
   log(`4. Redis cost: ${N.redisSeq} runs one at a time, then ${N.redisBatch} at once, INFO commandstats + client probes`);
+  const starts = {
+    bare: (probeDir) => startBare(ctl, redis.url, { probeDir }),
+    // The same flows making the same model and MCP calls, no store: what real work does to a queue's cost.
+    loop: (probeDir) => startBare(ctl, redis.url, { probeDir, work: true, mcpTransport: MCP }),
+    agentq: (probeDir) => startAgentq(ctl, redis.url, { probeDir, mcpTransport: MCP }),
+  };
+  // Each system twice, in the order bare, loop, agentq, agentq, loop, bare (each on an emptied
+  // Redis): Redis's speed drifts from one window to the next, and this way each system's two
+  // windows straddle the others' alike. `again` keeps the second windows' numbers.
   const out = {};
-  await emptyRedis(ctx);
-  out.bare = await probedRedisCost(ctx, (probeDir) => startBare(ctl, redis.url, { probeDir }));
-  // The same flows making the same model and MCP calls, no store: what real work does to a queue's cost.
-  await emptyRedis(ctx);
-  out.loop = await probedRedisCost(ctx, (probeDir) => startBare(ctl, redis.url, { probeDir, work: true, mcpTransport: MCP }));
-  await emptyRedis(ctx);
-  out.agentq = await probedRedisCost(ctx, (probeDir) => startAgentq(ctl, redis.url, { probeDir, mcpTransport: MCP }));
+  const again = {};
+  for (const kind of ['bare', 'loop', 'agentq']) {
+    await emptyRedis(ctx);
+    out[kind] = await probedRedisCost(ctx, starts[kind]);
+  }
+  for (const kind of ['agentq', 'loop', 'bare']) {
+    await emptyRedis(ctx);
+    const { sequential, batch } = await probedRedisCost(ctx, starts[kind]);
+    again[kind] = { sequential, batch };
+  }
   for (const [kind, { sequential: s, batch: b }] of Object.entries(out)) {
     log(`  ${kind}: Redis time per step by command (slow log, ${b.runs} at once): ${scriptsLine(out[kind].scripts)}`);
     log(`  ${kind}: ${perStep(s, 'serverCommands')} / ${perStep(b, 'serverCommands')} Redis commands per step (one at a time / at once), ${perStep(s, 'trips')} / ${perStep(b, 'trips')} round trips; Redis's read / write system calls per step, at once: ${perStep(b, 'redisReads')} / ${perStep(b, 'redisWrites')}`);
   }
-  return out;
+  for (const kind of ['agentq', 'bare', 'loop']) {
+    const us = (w) => ((w.redisCpuMs * 1000) / w.steps).toFixed(0);
+    log(`  ${kind}: Redis CPU per step, both windows, one at a time ${us(out[kind].sequential)} / ${us(again[kind].sequential)} µs, ${out[kind].batch.runs} at once ${us(out[kind].batch)} / ${us(again[kind].batch)} µs`);
+  }
+  return { ...out, again };
 }
