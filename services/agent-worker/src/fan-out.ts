@@ -49,10 +49,11 @@ export async function fanOut(deps: FanOutDeps, run: RunState, depth: number, too
   const call = (tc: ToolCall, index: number) => ({ index, toolCallId: tc.id, name: tc.function.name, arguments: tc.function.arguments });
   const ownJob = (index: number) => Boolean(requests[index]) || SUBAGENT_TOOL_NAMES.has(toolCalls[index]!.function.name);
   const together = deps.roundJobs ? toolCalls.map((_, index) => index).filter((index) => !ownJob(index)) : [];
+  const inRound = new Set(together.length >= 2 ? together : []);
   const children: FlowNode[] = [];
-  if (together.length >= 2) children.push({ kind: 'toolRound', data: { ...shared, calls: together.map((index) => call(toolCalls[index]!, index)) } });
+  if (inRound.size) children.push({ kind: 'toolRound', data: { ...shared, calls: together.map((index) => call(toolCalls[index]!, index)) } });
   toolCalls.forEach((tc, index) => {
-    if (together.length >= 2 && !ownJob(index)) return;
+    if (inRound.has(index)) return;
     const request = requests[index];
     const expires = request?.expires_at ? Date.parse(request.expires_at) - now : Infinity;
     children.push({

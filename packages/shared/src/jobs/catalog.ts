@@ -53,6 +53,11 @@ export const webhookJobSchema = z.object({ runId: z.string(), webhookId: z.strin
 // Kept jobs, by age and count: removeOnComplete:true races with waitUntilFinished (see NOTES).
 const keep = { removeOnComplete: { age: 3600, count: 10_000 }, removeOnFail: { age: 7 * 24 * 3600 } } as const;
 
+// A tool job that still fails (stalled too often) must release the next step instead of leaving
+// it in waiting-children forever (bullmq #3362): ignoreDependencyOnFailure. The same for a job of
+// one call and a job of a round's calls.
+const toolJobOptions: JobsOptions = { attempts: 4, backoff: { type: 'exponential', delay: 500, jitter: 0.5 }, ignoreDependencyOnFailure: true, ...keep };
+
 /** What defines a kind of job: where it goes, what it carries, how it is named and retried. */
 interface JobKindDef<S extends z.ZodType> {
   queue: QueueName;
@@ -92,9 +97,7 @@ export const JOB_KINDS = {
     schema: toolCallJobSchema,
     id: (d) => `${d.runId}-t${d.depth}-c${d.index}`,
     name: (d) => `${d.runId} · step ${d.depth} · ${d.name}`,
-    // ignoreDependencyOnFailure: a tool job that still fails (stalled too often) must release
-    // the next step instead of leaving it in waiting-children forever (bullmq #3362).
-    options: { attempts: 4, backoff: { type: 'exponential', delay: 500, jitter: 0.5 }, ignoreDependencyOnFailure: true, ...keep },
+    options: toolJobOptions,
     logFields: (d) => ({ run_id: d.runId, depth: d.depth, tool: d.name }),
   }),
   toolRound: kind({
@@ -102,7 +105,7 @@ export const JOB_KINDS = {
     schema: toolRoundJobSchema,
     id: (d) => `${d.runId}-t${d.depth}-r`,
     name: (d) => `${d.runId} · step ${d.depth} · ${d.calls.map((c) => c.name).join(', ')}`.slice(0, 300),
-    options: { attempts: 4, backoff: { type: 'exponential', delay: 500, jitter: 0.5 }, ignoreDependencyOnFailure: true, ...keep },
+    options: toolJobOptions,
     logFields: (d) => ({ run_id: d.runId, depth: d.depth, tools: d.calls.map((c) => c.name).slice(0, 8) }),
   }),
   webhook: kind({

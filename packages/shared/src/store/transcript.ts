@@ -147,7 +147,8 @@ export class Transcript {
     const from = known?.messages.length ?? 0;
     // With a prefix held: the messages after it, and the transcript's length to check that the
     // prefix is still its start (a read that races an append finds a length that does not add up).
-    const res = (await this.redis.pipeline().hgetall(k.run).lrange(k.messages, from, -1).hget(k.steps, String(depth)).llen(k.messages).exec()) ?? [];
+    const read = this.redis.pipeline().hgetall(k.run).lrange(k.messages, from, -1).hget(k.steps, String(depth));
+    const res = (await (known ? read.llen(k.messages) : read).exec()) ?? [];
     for (const [err] of res) if (err) throw err;
     const h = res[0][1] as RunHash;
     if (!isRunHash(h)) return null;
