@@ -42,9 +42,19 @@ describe('a tool result and its job', () => {
         expect(completed, `the completion of the job after call ${index}'s result`).toBeGreaterThan(stored);
         expect(seen[completed].source).toBe(seen[stored].source);
       }
+      // The round's calls begin together: one script begins both (the run read once).
+      const toolCallsKey = runKeys(stack.prefix, id).toolCalls(0);
+      const begins = seen.filter((c) => c.source !== 'lua' && /^eval/i.test(c.args[0]) && c.args.includes(toolCallsKey) && c.args.some((a) => a.startsWith('{"attempts"')));
+      expect(begins.length, 'scripts that begin the round\'s calls').toBeGreaterThanOrEqual(1);
+      for (const b of begins) {
+        const numKeys = Number(b.args[2]);
+        // ARGV: maxlen, the number of calls, then index, marker, event of each.
+        const argv = b.args.slice(3 + numKeys);
+        expect(argv[1], 'calls begun by one script').toBe('2');
+        expect([argv[2], argv[5]]).toEqual(['0', '1']);
+      }
     } finally {
       monitor.close();
     }
   });
-
 });

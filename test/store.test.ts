@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { newId, RunStore, TERMINAL_STATUSES, type RunSpec } from '@agentq/shared';
+import { monitorRedis } from './fixtures/redis-monitor.js';
 
 const redis = new Redis(inject('redisUrl'));
 afterAll(() => redis.disconnect());
@@ -104,6 +105,60 @@ describe("a round's tool messages", () => {
     await store.toolCalls.complete(child.id, 0, 0, results('c', 'ok'), toolEvent(0), { run: child.run, count: 1 });
     expect((await store.runs.get(parent))!.usage_total.tool_calls).toBe(1);
     expect((await store.runs.get(child.id))!.usage.tool_calls).toBe(1);
+  });
+});
+
+describe('beginning tool calls', () => {
+  const started = (index: number) => ({ depth: 0, index, tool_call_id: `call_${index}`, name: 'crm__search', attempt: 1 });
+
+  it("begins the calls of a step begun together in one script, each as if begun alone", async () => {
+    const prefix = `rs${randomBytes(3).toString('hex')}`;
+    const store = new RunStore({ redis, prefix });
+    const id = newId('run');
+    await store.runs.create({ id, owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
+    // Call 1 finished before (a retried round): it is done, the others begin.
+    await store.toolCalls.complete(id, 0, 1, results('call_1', 'earlier'), toolEvent(1));
+    const scripts: string[][] = [];
+    const monitor = await monitorRedis(inject('redisUrl'), (c) => {
+      if (/^eval/i.test(c.args[0] ?? '') && c.args.some((a) => a.startsWith(prefix))) scripts.push(c.args);
+    });
+    try {
+      const begins = await Promise.all([0, 1, 2].map((i) => store.toolCalls.begin(id, 0, i, 1, { event: started(i) })));
+      expect(begins.map((b) => b.kind)).toEqual(['begun', 'done', 'begun']);
+      expect(begins[1]).toMatchObject({ result: { output: 'earlier' } });
+      for (const b of [begins[0], begins[2]]) expect(b).toMatchObject({ run: { id, status: 'queued', spec: { model: 'm' } }, interrupted: null });
+      // The same calls begun again (their worker died): each sees its earlier attempt's marker.
+      const again = await Promise.all([0, 2].map((i) => store.toolCalls.begin(id, 0, i, 2)));
+      expect(again.map((b) => (b.kind === 'begun' ? b.interrupted?.attempts : b.kind))).toEqual([1, 1]);
+      // Begun apart (another tick), a call has a script of its own.
+      await store.toolCalls.begin(id, 0, 3, 1, { event: started(3) });
+      await new Promise((r) => setTimeout(r, 50));
+      expect(scripts).toHaveLength(3);
+    } finally {
+      monitor.close();
+    }
+    const events = await store.events.read(id, '0');
+    expect(events.filter((e) => e.type === 'tool.started').map((e) => (e.data as { index: number }).index)).toEqual([0, 2, 3]);
+    expect(await redis.hget(store.keys(id).toolCalls(0), '1:running')).toBeNull();
+  });
+
+  it('begins none of them once the run or an ancestor has ended', async () => {
+    const store = new RunStore({ redis, prefix: `rs${randomBytes(3).toString('hex')}` });
+    const parent = newId('run');
+    await store.runs.create({ id: parent, owner: 'o', spec, messages: [] });
+    const child = newId('run');
+    await store.runs.create({ id: child, owner: 'o', spec: { ...spec, ancestors: [parent], nesting: 1 }, messages: [] });
+    await store.runs.finish(parent, { status: 'cancelled', stopReason: 'cancelled' });
+    const begins = await Promise.all([0, 1].map((i) => store.toolCalls.begin(child, 0, i, 1, { ancestors: [parent], event: started(i) })));
+    expect(begins).toEqual([0, 1].map(() => expect.objectContaining({ kind: 'ended', ancestorOver: true })));
+    await store.runs.finish(child, { status: 'cancelled', stopReason: 'cancelled' });
+    const ended = await Promise.all([0, 1].map((i) => store.toolCalls.begin(child, 0, i, 1, { event: started(i) })));
+    expect(ended.map((b) => [b.kind, 'ancestorOver' in b])).toEqual([
+      ['ended', false],
+      ['ended', false],
+    ]);
+    expect(await redis.hgetall(store.keys(child).toolCalls(0))).toEqual({});
+    expect((await store.events.read(child, '0')).filter((e) => e.type === 'tool.started')).toEqual([]);
   });
 });
 

@@ -35,33 +35,48 @@ const TOOL_CALL_RUN_FIELDS = [F.spec, F.status, F.depth, F.owner, F.parentRunId,
 
 /**
  * KEYS: the step's tool-call hash, run, events, then the run keys of the run's ancestors.
- * ARGV: index, running marker JSON, maxlen, `tool.started` event data JSON ('' for none), then
- * the run fields to read. One round trip to begin a tool call; returns {state, …}:
- * {'done', stored result} if the call finished before; {'ended', run fields…} if the run is gone
- * or over, {'ancestor_over', run fields…} if an ancestor is (a cancel of the tree); else it marks
- * the attempt running, appends `tool.started` and returns {'begun', run fields…, the marker of an
- * earlier attempt}.
+ * ARGV: maxlen, the number of calls n, then for each call its index, its running marker JSON and
+ * its `tool.started` event data JSON ('' for none), then the run fields to read.
+ * Begins calls of one step in one round trip, each exactly as if begun alone, one after
+ * another: the run and its ancestors are read once. Returns {state, run fields…, then one
+ * {outcome, value} per call}. The state is 'ended' if the run is gone or over, 'ancestor_over'
+ * if an ancestor is (a cancel of the tree), else 'begun'. A call whose result is stored is
+ * {'done', stored result} whatever the state; otherwise, when the state is 'begun', the call is
+ * marked running, `tool.started` appended, and it is {'begun', the marker of an earlier attempt};
+ * else it is {state} and nothing is written.
  */
-const BEGIN_TOOL_CALL = `${RUN_OVER_LUA}${XADD_EVENT_LUA}
-local stored = redis.call('HGET', KEYS[1], ARGV[1])
-if stored then return { 'done', stored } end
+const BEGIN_TOOL_CALLS = `${RUN_OVER_LUA}${XADD_EVENT_LUA}
+local n = tonumber(ARGV[2])
 local fields = {}
-for i = 5, #ARGV do fields[#fields + 1] = ARGV[i] end
+for i = 3 + 3 * n, #ARGV do fields[#fields + 1] = ARGV[i] end
 local run = redis.call('HMGET', KEYS[2], unpack(fields))
-local out = { 'ended' }
-for i = 1, #run do out[#out + 1] = run[i] end
-if runOver(run[2]) then return out end
-for k = 4, #KEYS do
-  if runOver(redis.call('HGET', KEYS[k], ${lua(F.status)})) then
-    out[1] = 'ancestor_over'
-    return out
+local state = 'begun'
+if runOver(run[2]) then
+  state = 'ended'
+else
+  for k = 4, #KEYS do
+    if runOver(redis.call('HGET', KEYS[k], ${lua(F.status)})) then
+      state = 'ancestor_over'
+      break
+    end
   end
 end
-out[1] = 'begun'
-local field = ARGV[1] .. ${lua(T.runningSuffix)}
-out[#out + 1] = redis.call('HGET', KEYS[1], field)
-redis.call('HSET', KEYS[1], field, ARGV[2])
-if ARGV[4] ~= '' then xadd(KEYS[3], ARGV[3], 'tool.started', ARGV[4]) end
+local out = { state }
+for i = 1, #run do out[#out + 1] = run[i] end
+for c = 0, n - 1 do
+  local index, marker, event = ARGV[3 + 3 * c], ARGV[4 + 3 * c], ARGV[5 + 3 * c]
+  local stored = redis.call('HGET', KEYS[1], index)
+  if stored then
+    out[#out + 1] = { 'done', stored }
+  elseif state ~= 'begun' then
+    out[#out + 1] = { state }
+  else
+    local field = index .. ${lua(T.runningSuffix)}
+    out[#out + 1] = { 'begun', redis.call('HGET', KEYS[1], field) }
+    redis.call('HSET', KEYS[1], field, marker)
+    if event ~= '' then xadd(KEYS[3], ARGV[1], 'tool.started', event) end
+  end
+end
 return out
 `;
 
@@ -94,7 +109,7 @@ return ARGV[2]
 
 declare module 'ioredis' {
   interface RedisCommander<Context extends ClientContext = { type: 'default' }> {
-    agentqBeginToolCall(numKeys: number, ...keysAndArgs: Array<string | number>): Result<Array<string | null>, Context>;
+    agentqBeginToolCalls(numKeys: number, ...keysAndArgs: Array<string | number>): Result<Array<string | null | Array<string | null>>, Context>;
   }
 }
 
@@ -105,13 +120,32 @@ export type ToolCallStart =
   | { kind: 'ended'; run: RunState | null; ancestorOver?: boolean }
   | { kind: 'begun'; run: RunState; interrupted: ToolCallRunning | null };
 
+/** A call waiting to be begun with the other calls of its step begun in the same tick. */
+interface BeginRequest {
+  index: number;
+  attempts: number;
+  event?: RunEventData<'tool.started'>;
+  resolve: (start: ToolCallStart) => void;
+  reject: (err: unknown) => void;
+}
+
+/** The calls of one step (and one line of ancestors) begun in the same tick. */
+interface BeginGroup {
+  runId: string;
+  depth: number;
+  ancestors: string[];
+  calls: BeginRequest[];
+}
+
 /** Tool calls of a run's steps: begun once per attempt, a result stored once per call. */
 export class ToolCalls {
+  private readonly beginning = new Map<string, BeginGroup>();
+
   constructor(
     private readonly redis: RedisClient,
     private readonly prefix: string,
   ) {
-    redis.defineCommand('agentqBeginToolCall', { lua: BEGIN_TOOL_CALL });
+    redis.defineCommand('agentqBeginToolCalls', { lua: BEGIN_TOOL_CALLS });
   }
 
   private keys(runId: string) {
@@ -123,34 +157,63 @@ export class ToolCalls {
    * `ended` if the run or one of its `ancestors` is gone or over; else the attempt is marked
    * running, `tool.started` appended (unless `event` is omitted, for a resumed job), and
    * `interrupted` holds the marker of an earlier attempt that never finished (its worker died).
+   *
+   * Calls of one step begun together (a round's calls, started at once) share the round trip:
+   * begins are gathered until the promise callbacks queued now have run, then sent as one
+   * script that begins each as if alone.
    */
-  async begin(runId: string, depth: number, index: number, attempts: number, opts: { ancestors?: string[]; event?: RunEventData<'tool.started'> } = {}): Promise<ToolCallStart> {
-    const k = this.keys(runId);
-    const { ancestors = [], event } = opts;
-    const marker: ToolCallRunning = { attempts, started_at: new Date().toISOString() };
-    const r = await this.redis.agentqBeginToolCall(
-      3 + ancestors.length,
-      k.toolCalls(depth),
-      k.run,
-      k.events,
-      ...ancestors.map((a) => this.keys(a).run),
-      T.result(index),
-      JSON.stringify(marker),
-      EVENTS_MAXLEN,
-      event ? eventJson('tool.started', runId, event) : '',
-      ...TOOL_CALL_RUN_FIELDS,
-    );
-    if (r[0] === 'done') return { kind: 'done', result: JSON.parse(r[1]!) };
-    const h: RunHash = {};
-    TOOL_CALL_RUN_FIELDS.forEach((f, i) => {
-      const v = r[1 + i];
-      if (v !== null && v !== undefined) h[f] = v;
+  begin(runId: string, depth: number, index: number, attempts: number, opts: { ancestors?: string[]; event?: RunEventData<'tool.started'> } = {}): Promise<ToolCallStart> {
+    const ancestors = opts.ancestors ?? [];
+    const key = [this.keys(runId).toolCalls(depth), ...ancestors].join('\n');
+    return new Promise((resolve, reject) => {
+      let group = this.beginning.get(key);
+      if (!group) {
+        const started = { runId, depth, ancestors, calls: [] };
+        this.beginning.set(key, started);
+        group = started;
+        queueMicrotask(() =>
+          process.nextTick(() => {
+            this.beginning.delete(key);
+            void this.beginTogether(started);
+          }),
+        );
+      }
+      group.calls.push({ index, attempts, event: opts.event, resolve, reject });
     });
-    const run = isRunHash(h) ? runStateFrom(runId, h) : null;
-    if (r[0] === 'ancestor_over') return { kind: 'ended', run, ancestorOver: true };
-    if (r[0] !== 'begun' || !run) return { kind: 'ended', run };
-    const prev = r[1 + TOOL_CALL_RUN_FIELDS.length];
-    return { kind: 'begun', run, interrupted: prev ? JSON.parse(prev) : null };
+  }
+
+  private async beginTogether({ runId, depth, ancestors, calls }: BeginGroup): Promise<void> {
+    try {
+      const k = this.keys(runId);
+      const startedAt = new Date().toISOString();
+      const r = await this.redis.agentqBeginToolCalls(
+        3 + ancestors.length,
+        k.toolCalls(depth),
+        k.run,
+        k.events,
+        ...ancestors.map((a) => this.keys(a).run),
+        EVENTS_MAXLEN,
+        calls.length,
+        ...calls.flatMap((c) => [T.result(c.index), JSON.stringify({ attempts: c.attempts, started_at: startedAt } satisfies ToolCallRunning), c.event ? eventJson('tool.started', runId, c.event) : '']),
+        ...TOOL_CALL_RUN_FIELDS,
+      );
+      const state = r[0];
+      const h: RunHash = {};
+      TOOL_CALL_RUN_FIELDS.forEach((f, i) => {
+        const v = r[1 + i];
+        if (typeof v === 'string') h[f] = v;
+      });
+      // One state for every call of the group: they do not change it.
+      const run = isRunHash(h) ? runStateFrom(runId, h) : null;
+      calls.forEach((c, i) => {
+        const [outcome, value] = r[1 + TOOL_CALL_RUN_FIELDS.length + i] as Array<string | null>;
+        if (outcome === 'done') c.resolve({ kind: 'done', result: JSON.parse(value!) });
+        else if (outcome === 'begun' && state === 'begun' && run) c.resolve({ kind: 'begun', run, interrupted: value ? JSON.parse(value) : null });
+        else c.resolve({ kind: 'ended', run, ...(state === 'ancestor_over' ? { ancestorOver: true } : {}) });
+      });
+    } catch (err) {
+      for (const c of calls) c.reject(err);
+    }
   }
 
   /** Forgets an attempt that never reached the tool, so the next one is not taken for a rerun. */
