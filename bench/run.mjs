@@ -11,8 +11,12 @@
 //   3. realistic latency: 1,000 (and 100) concurrent runs with a 500 ms model: wall time
 //      against the ideal, peak RSS of each process; scale-out: 200 such runs with 50 model-step
 //      slots per agent-worker, on 1 and on 2 agent-workers
-//   4. Redis cost: commands, round trips, Redis CPU and Redis's system calls per step, by command
-//      and by script (the slow log), beside bare BullMQ and the BullMQ loop, each on an emptied Redis
+//   4. Redis cost: commands, round trips, Redis CPU, Redis's system calls and bytes (in, and into
+//      its AOF) per step, by command and by script (the slow log), beside bare BullMQ and the BullMQ
+//      loop, each on an emptied Redis
+//   5. Redis-bound throughput: Redis capped at a share of one core (a cgroup CPU quota; skipped
+//      where none can be set), so that it limits each system: runs/s and Redis CPU per step of
+//      agentq, bare BullMQ and the BullMQ loop, as on a Redis shard that serves many worker hosts
 //
 // Prints a table and writes BENCHMARKS.md, bench/results/latest.json and
 // bench/results/chart.svg. Needs `npm run build` first (npm run bench does it) and
@@ -35,6 +39,8 @@
 // other, other, this, on an emptied Redis each time); prints a table with the ratios and the spread of the blocks' ratios, writes
 // bench/results/compare.json, not BENCHMARKS.md; BENCH_QUICK=1 makes it shorter),
 // BENCH_SERVICE_ENV="NAME=value …" (settings for agentq's services, e.g. TRANSCRIPT_CACHE_MB=0),
+// BENCH_REDIS_CAP=0.2 (scenario 5's cap, a share of one core), BENCH_REDIS_AOF=no (the bench's
+// own Redis without its AOF, to see what appending costs; does not write BENCHMARKS.md),
 // BENCH_REDIS_CPU=1 (pins the bench's own Redis to that CPU; run the bench itself under
 // `taskset -c 0` to give Redis a core of its own, so that the other processes do not slow it).
 //
@@ -52,6 +58,7 @@ import { scenarioOverhead } from './scenarios/1-overhead.mjs';
 import { scenarioThroughput } from './scenarios/2-throughput.mjs';
 import { scenarioConcurrency } from './scenarios/3-concurrency.mjs';
 import { scenarioRedis } from './scenarios/4-redis.mjs';
+import { scenarioRedisBound } from './scenarios/5-redis-bound.mjs';
 import { compare } from './scenarios/compare.mjs';
 import { HEAP_FLAGS } from '../scripts/lib/services.mjs';
 
@@ -76,7 +83,8 @@ const N = {
   few: Math.min(100, MANY),
   scaleOut: QUICK ? 100 : 200,
   redisSeq: QUICK ? 10 : 50,
-  redisBatch: QUICK ? 50 : 200,
+  redisBatch: QUICK ? 50 : 1000,
+  redisBound: QUICK ? 100 : 1000,
 };
 const HTTP_CONCURRENCY = 64;
 /** Repetitions of each many-runs measurement (the fastest is kept). */
@@ -143,6 +151,7 @@ try {
   if (want(2)) results.throughput = await scenarioThroughput(ctx);
   if (want(3)) results.concurrency = await scenarioConcurrency(ctx);
   if (want(4)) results.redis = await scenarioRedis(ctx);
+  if (want(5)) results.redisBound = await scenarioRedisBound(ctx);
 } catch (err) {
   failed = err;
   process.stderr.write(`bench: ${err.stack ?? err}\n`);
@@ -155,7 +164,7 @@ results.durationS = (Date.now() - T0) / 1000;
 results.foreign = foreign;
 if (failed) process.exit(1);
 
-const canonical = !QUICK && !ONLY && !process.env.BENCH_NODE_OPTIONS && !process.env.BENCH_RUNS;
+const canonical = !QUICK && !ONLY && !process.env.BENCH_NODE_OPTIONS && !process.env.BENCH_RUNS && !process.env.BENCH_REDIS_AOF && !process.env.BENCH_REDIS_CAP;
 const out = report(results, { write: canonical });
 say();
 say(out.text);

@@ -48,7 +48,7 @@ export function derive(r) {
     d.targets.push({ name: 'agent-worker peak RSS < 300 MB', value: `${fmt(peak)} MB (VmHWM, ${c.sizes.at(-1)} runs in flight, shipped heap flags "${c.heapFlags}")${v8Note}`, ok: peak < 300 });
   }
   if (r.redis) {
-    const per = (w) => ({ commands: w.serverCommands / w.steps, trips: w.trips / w.steps, cpuUs: (w.redisCpuMs * 1000) / w.steps });
+    const per = (w) => ({ commands: w.serverCommands / w.steps, trips: w.trips / w.steps, cpuUs: (w.redisCpuMs * 1000) / w.steps, bytesIn: w.bytesIn / w.steps, aofBytes: w.aofBytes / w.steps });
     // Measured twice (results since 2026-11-25): a system's Redis CPU is the mean of its two windows.
     const cpuUs = (kind, mode) => {
       const windows = [r.redis[kind][mode], r.redis.again?.[kind]?.[mode]].filter(Boolean).map((w) => per(w).cpuUs);
@@ -61,6 +61,24 @@ export function derive(r) {
       name: `Redis CPU per step ≤ 1.3× bare BullMQ (${r.redis.agentq.batch.runs} at once)`,
       value: `${fmt(batch.agentq.cpuUs)} vs ${fmt(batch.bare.cpuUs)} µs = ${(batch.agentq.cpuUs / batch.bare.cpuUs).toFixed(2)}×${batch.loop ? ` (BullMQ loop ${fmt(batch.loop.cpuUs)} µs: ${(batch.agentq.cpuUs / batch.loop.cpuUs).toFixed(2)}×)` : ''}`,
       ok: batch.agentq.cpuUs <= 1.3 * batch.bare.cpuUs,
+    });
+  }
+  if (r.redisBound && !r.redisBound.skipped) {
+    // Each system's windows (measured twice, interleaved): runs/s and Redis CPU per step, means.
+    const b = r.redisBound;
+    const mean = (kind, k) => b[kind].reduce((sum, w) => sum + w[k], 0) / b[kind].length;
+    d.redisBound = Object.fromEntries(['agentq', 'bare', 'loop'].map((kind) => [kind, { runsPerSec: mean(kind, 'runsPerSec'), redisUsPerStep: mean(kind, 'redisUsPerStep'), windows: b[kind] }]));
+    const { agentq: a, bare: bare, loop } = d.redisBound;
+    const cap = `Redis capped at ${Math.round(b.cap * 100)} % of a core`;
+    d.targets.push({
+      name: `Redis CPU per step ≤ 1.3× bare BullMQ, Redis-bound (${cap})`,
+      value: `${fmt(a.redisUsPerStep)} vs ${fmt(bare.redisUsPerStep)} µs = ${(a.redisUsPerStep / bare.redisUsPerStep).toFixed(2)}× (BullMQ loop ${fmt(loop.redisUsPerStep)} µs: ${(a.redisUsPerStep / loop.redisUsPerStep).toFixed(2)}×)`,
+      ok: a.redisUsPerStep <= 1.3 * bare.redisUsPerStep,
+    });
+    d.targets.push({
+      name: `throughput ≥ 1.2× the BullMQ loop, Redis-bound (${cap})`,
+      value: `${fmt(a.runsPerSec)} vs ${fmt(loop.runsPerSec)} runs/s = ${(a.runsPerSec / loop.runsPerSec).toFixed(2)}× (bare BullMQ ${fmt(bare.runsPerSec)} runs/s)`,
+      ok: a.runsPerSec >= 1.2 * loop.runsPerSec,
     });
   }
   return d;

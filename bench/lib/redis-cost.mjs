@@ -18,6 +18,13 @@ export async function commandStats(redis) {
   return out;
 }
 
+/** Bytes Redis has taken in from its clients, and the size of its append-only file (0 without one). */
+export async function redisBytes(redis) {
+  const field = (text, name) => Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(text)?.[1] ?? 0);
+  const [stats, persistence] = await Promise.all([redis.info('stats'), redis.info('persistence')]);
+  return { in: field(stats, 'total_net_input_bytes'), aof: field(persistence, 'aof_current_size') };
+}
+
 /** Signals every probed process to write its counters; resolves with them by pid. */
 export async function readProbes(dir, pids) {
   const since = Date.now();
@@ -75,6 +82,9 @@ function redisWindow(s0, s1, names, { runs, ownCommands = {}, extraClient = null
     // Redis's read and write system calls (what each round trip costs it besides the commands).
     redisReads: s1.io && s0.io ? s1.io.reads - s0.io.reads : null,
     redisWrites: s1.io && s0.io ? s1.io.writes - s0.io.writes : null,
+    // What the clients sent, and what Redis appended to its AOF (which it also writes and syncs).
+    bytesIn: s1.bytes.in - s0.bytes.in,
+    aofBytes: s1.bytes.aof - s0.bytes.aof,
   };
 }
 
@@ -97,7 +107,7 @@ export async function redisCost(ctx, stack, probeDir) {
     await waitCompleted(ctl, stack, warm + 10 * STEPS, { timeoutMs: 60_000 });
     await sleep(300);
     await quiet(stack.processes());
-    const snap = async () => ({ stats: await commandStats(ctl), probes: await readProbes(probeDir, stack.servicePids()), cpu: cpuSnapshot(redisProc), io: syscalls(redisProc[0]?.pid) });
+    const snap = async () => ({ stats: await commandStats(ctl), probes: await readProbes(probeDir, stack.servicePids()), cpu: cpuSnapshot(redisProc), io: syscalls(redisProc[0]?.pid), bytes: await redisBytes(ctl) });
     const window = async (runs, concurrency, everyMs) => {
       const s0 = await snap();
       let polls = 1;

@@ -8,7 +8,7 @@ import { Redis } from 'ioredis';
 import { spawnProc, stopProc, tmpDir, until } from './procs.mjs';
 import { freePort } from '../../scripts/lib/services.mjs';
 
-/** Starts a redis-server of our own (AOF on, as in docker-compose.yml), or uses BENCH_REDIS_URL. */
+/** Starts a redis-server of our own (AOF on, as in docker-compose.yml, unless BENCH_REDIS_AOF=no), or uses BENCH_REDIS_URL. */
 export async function startRedis() {
   if (process.env.BENCH_REDIS_URL) {
     return { url: process.env.BENCH_REDIS_URL, own: false, pid: null, stop: async () => {} };
@@ -16,7 +16,7 @@ export async function startRedis() {
   const port = await freePort();
   const dir = tmpDir(mkdtempSync(join(tmpdir(), 'agentq-bench-redis-')));
   const proc = spawnProc('redis-server', 'redis-server', [
-    '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes', '--appendfsync', 'everysec',
+    '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', process.env.BENCH_REDIS_AOF ?? 'yes', '--appendfsync', 'everysec',
     '--maxmemory-policy', 'noeviction', '--dir', dir, '--loglevel', 'warning',
   ]);
   // BENCH_REDIS_CPU=1 (with the bench itself under `taskset -c 0`): Redis on a core of its own,

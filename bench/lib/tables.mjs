@@ -56,7 +56,16 @@ export function summaryRows(r, d) {
       // Each system's two windows (mean first), when scenario 4 measured it twice.
       const cpu = (s) => `${fmt(s.cpuUs)} µs${s.cpuWindows?.length > 1 ? ` (${s.cpuWindows.map(fmt).join(', ')})` : ''}`;
       rows.push(['4', `  Redis CPU per step, ${label}`, cpu(a), `bare BullMQ ${cpu(b)}${l ? `; BullMQ loop ${cpu(l)}` : ''}`, x(a.cpuUs / b.cpuUs)]);
+      // Recorded since 2026-11-25: what the clients sent, and what Redis appended to its AOF.
+      if (Number.isFinite(a.bytesIn)) rows.push(['4', `  KB per step in from clients / into the AOF, ${label}`, `${fmt(a.bytesIn / 1024)} / ${fmt(a.aofBytes / 1024)}`, `bare BullMQ ${fmt(b.bytesIn / 1024)} / ${fmt(b.aofBytes / 1024)}${l ? `; BullMQ loop ${fmt(l.bytesIn / 1024)} / ${fmt(l.aofBytes / 1024)}` : ''}`, x(a.aofBytes / b.aofBytes)]);
     }
+  }
+  if (d.redisBound) {
+    const { agentq: a, bare: b, loop: l } = d.redisBound;
+    const label = `Redis-bound (capped at ${Math.round(r.redisBound.cap * 100)} % of a core), ${r.redisBound.runs} runs at once`;
+    const windows = (s, k) => `${fmt(s[k])}${s.windows.length > 1 ? ` (${s.windows.map((w) => fmt(w[k])).join(', ')})` : ''}`;
+    rows.push(['5', `${label}: runs/s`, windows(a, 'runsPerSec'), `bare BullMQ ${windows(b, 'runsPerSec')}; BullMQ loop ${windows(l, 'runsPerSec')}`, `${x(a.runsPerSec / l.runsPerSec)} loop`]);
+    rows.push(['5', '  Redis CPU per step (µs)', windows(a, 'redisUsPerStep'), `bare BullMQ ${windows(b, 'redisUsPerStep')}; BullMQ loop ${windows(l, 'redisUsPerStep')}`, x(a.redisUsPerStep / b.redisUsPerStep)]);
   }
   return rows;
 }

@@ -33,7 +33,7 @@ export async function scenarioRedis(ctx) {
   }
   for (const [kind, { sequential: s, batch: b }] of Object.entries(out)) {
     log(`  ${kind}: Redis time per step by command (slow log, ${b.runs} at once): ${scriptsLine(out[kind].scripts)}`);
-    log(`  ${kind}: ${perStep(s, 'serverCommands')} / ${perStep(b, 'serverCommands')} Redis commands per step (one at a time / at once), ${perStep(s, 'trips')} / ${perStep(b, 'trips')} round trips; Redis's read / write system calls per step, at once: ${perStep(b, 'redisReads')} / ${perStep(b, 'redisWrites')}`);
+    log(`  ${kind}: ${perStep(s, 'serverCommands')} / ${perStep(b, 'serverCommands')} Redis commands per step (one at a time / at once), ${perStep(s, 'trips')} / ${perStep(b, 'trips')} round trips; Redis's read / write system calls per step, at once: ${perStep(b, 'redisReads')} / ${perStep(b, 'redisWrites')}; bytes per step in from clients / into the AOF, at once: ${perStep(b, 'bytesIn')} / ${perStep(b, 'aofBytes')}`);
   }
   for (const kind of ['agentq', 'bare', 'loop']) {
     const us = (w) => ((w.redisCpuMs * 1000) / w.steps).toFixed(0);

@@ -75,6 +75,16 @@ describe('the benchmark', () => {
     };
     expect(target(withPeak(299), 'agent-worker peak RSS').ok).toBe(true);
     expect(target(withPeak(301), 'agent-worker peak RSS').ok).toBe(false);
+
+    // Scenario 5: each system's two windows are averaged.
+    const withRedisBound = (agentq: [number, number], agentqUs: number) => {
+      const w = (runsPerSec: number, redisUsPerStep: number) => ({ runsPerSec, redisUsPerStep, wallMs: 1, redisBusy: 1, statuses: {} });
+      return { ...structuredClone(base), redisBound: { cap: 0.2, runs: 1000, bare: [w(90, 500), w(110, 500)], loop: [w(40, 800), w(60, 800)], agentq: agentq.map((r) => w(r, agentqUs)) } };
+    };
+    expect(target(withRedisBound([55, 65], 650), 'throughput ≥ 1.2× the BullMQ loop, Redis-bound')).toMatchObject({ ok: true, value: expect.stringContaining('60.0 vs 50.0 runs/s = 1.20×') });
+    expect(target(withRedisBound([55, 63], 650), 'throughput ≥ 1.2× the BullMQ loop, Redis-bound').ok).toBe(false);
+    expect(target(withRedisBound([55, 65], 650), 'Redis CPU per step ≤ 1.3× bare BullMQ, Redis-bound')).toMatchObject({ ok: true, value: expect.stringContaining('650 vs 500 µs = 1.30×') });
+    expect(target(withRedisBound([55, 65], 655), 'Redis CPU per step ≤ 1.3× bare BullMQ, Redis-bound').ok).toBe(false);
   });
 
   it('compares two checkouts: this ÷ other for the overhead per step and the Redis cost', async () => {
