@@ -18,32 +18,36 @@ function cgroupKind() {
 }
 
 /**
- * Caps process `pid` at `share` of one core. Resolves with `release()`, which lifts the cap,
- * or throws with the reason it cannot be set here (no cgroup CPU controller, not root).
+ * Caps process `pid` at `share` of one core. Returns `release()`, which lifts the cap, or
+ * throws with the reason it cannot be set here (no cgroup CPU controller, not root).
  */
 export function capCpu(pid, share) {
   const kind = cgroupKind();
   if (!kind) throw new Error('no cgroup CPU controller on this machine');
   const root = kind === 'v1' ? V1 : V2;
   const dir = join(root, `agentq-bench-${pid}`);
-  mkdirSync(dir, { recursive: true });
-  const quota = Math.max(1000, Math.round(PERIOD_US * share));
-  if (kind === 'v1') {
-    writeFileSync(join(dir, 'cpu.cfs_period_us'), String(PERIOD_US));
-    writeFileSync(join(dir, 'cpu.cfs_quota_us'), String(quota));
-  } else {
-    writeFileSync(join(dir, 'cpu.max'), `${quota} ${PERIOD_US}`);
-  }
-  // Every thread of the process (Redis's background threads too): cgroup.procs moves the whole process.
-  writeFileSync(join(dir, 'cgroup.procs'), String(pid));
-  return {
-    release() {
-      try {
-        writeFileSync(join(root, 'cgroup.procs'), String(pid));
-      } catch {}
-      try {
-        rmdirSync(dir);
-      } catch {}
-    },
+  const release = () => {
+    try {
+      writeFileSync(join(root, 'cgroup.procs'), String(pid));
+    } catch {}
+    try {
+      rmdirSync(dir);
+    } catch {}
   };
+  try {
+    mkdirSync(dir, { recursive: true });
+    const quota = Math.max(1000, Math.round(PERIOD_US * share));
+    if (kind === 'v1') {
+      writeFileSync(join(dir, 'cpu.cfs_period_us'), String(PERIOD_US));
+      writeFileSync(join(dir, 'cpu.cfs_quota_us'), String(quota));
+    } else {
+      writeFileSync(join(dir, 'cpu.max'), `${quota} ${PERIOD_US}`);
+    }
+    // Every thread of the process (Redis's background threads too): cgroup.procs moves the whole process.
+    writeFileSync(join(dir, 'cgroup.procs'), String(pid));
+  } catch (err) {
+    release();
+    throw new Error(`cannot set a cgroup CPU quota here: ${err.message}`);
+  }
+  return { release };
 }
