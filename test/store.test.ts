@@ -127,13 +127,14 @@ describe('beginning tool calls', () => {
       expect(begins.map((b) => b.kind)).toEqual(['begun', 'done', 'begun']);
       expect(begins[1]).toMatchObject({ result: { output: 'earlier' } });
       for (const b of [begins[0], begins[2]]) expect(b).toMatchObject({ run: { id, status: 'queued', spec: { model: 'm' } }, interrupted: null });
-      // The same calls begun again (their worker died): each sees its earlier attempt's marker.
-      const again = await Promise.all([0, 2].map((i) => store.toolCalls.begin(id, 0, i, 2)));
-      expect(again.map((b) => (b.kind === 'begun' ? b.interrupted?.attempts : b.kind))).toEqual([1, 1]);
+      // The same calls begun again (their worker died): each sees its own earlier attempt's marker.
+      await store.toolCalls.begin(id, 0, 2, 3);
+      const again = await Promise.all([0, 2].map((i) => store.toolCalls.begin(id, 0, i, 4)));
+      expect(again.map((b) => (b.kind === 'begun' ? b.interrupted?.attempts : b.kind))).toEqual([1, 3]);
       // Begun apart (another tick), a call has a script of its own.
       await store.toolCalls.begin(id, 0, 3, 1, { event: started(3) });
       await new Promise((r) => setTimeout(r, 50));
-      expect(scripts).toHaveLength(3);
+      expect(scripts).toHaveLength(4);
     } finally {
       monitor.close();
     }
@@ -159,6 +160,46 @@ describe('beginning tool calls', () => {
     ]);
     expect(await redis.hgetall(store.keys(child).toolCalls(0))).toEqual({});
     expect((await store.events.read(child, '0')).filter((e) => e.type === 'tool.started')).toEqual([]);
+  });
+
+  it('still reports a stored result as done when the run has ended', async () => {
+    const store = new RunStore({ redis, prefix: `rs${randomBytes(3).toString('hex')}` });
+    const id = newId('run');
+    await store.runs.create({ id, owner: 'o', spec, messages: [] });
+    await store.toolCalls.complete(id, 0, 1, results('call_1', 'earlier'), toolEvent(1));
+    await store.runs.finish(id, { status: 'cancelled', stopReason: 'cancelled' });
+    const begins = await Promise.all([0, 1].map((i) => store.toolCalls.begin(id, 0, i, 1, { event: started(i) })));
+    expect(begins.map((b) => b.kind)).toEqual(['ended', 'done']);
+  });
+
+  it('keeps the calls of different steps and runs apart, begun in the same tick', async () => {
+    const store = new RunStore({ redis, prefix: `rs${randomBytes(3).toString('hex')}` });
+    const [a, b] = [newId('run'), newId('run')];
+    for (const id of [a, b]) await store.runs.create({ id, owner: 'o', spec, messages: [] });
+    await store.toolCalls.complete(b, 1, 0, results('call_0', 'b1'), toolEvent(0));
+    const begins = await Promise.all([store.toolCalls.begin(a, 0, 0, 1), store.toolCalls.begin(b, 0, 0, 1), store.toolCalls.begin(b, 1, 0, 1), store.toolCalls.begin(a, 0, 1, 1)]);
+    expect(begins.map((x) => (x.kind === 'done' ? x.result.output : x.kind === 'begun' ? x.run.id : x.kind))).toEqual([a, b, 'b1', a]);
+    expect(Object.keys(await redis.hgetall(store.keys(a).toolCalls(0))).sort()).toEqual(['0:running', '1:running']);
+    expect(Object.keys(await redis.hgetall(store.keys(b).toolCalls(0)))).toEqual(['0:running']);
+  });
+
+  it('fails only the call whose stored result cannot be read, and every call when the script fails', async () => {
+    const store = new RunStore({ redis, prefix: `rs${randomBytes(3).toString('hex')}` });
+    const id = newId('run');
+    await store.runs.create({ id, owner: 'o', spec, messages: [] });
+    await redis.hset(store.keys(id).toolCalls(0), '1', 'not json');
+    const one = await Promise.allSettled([0, 1, 2].map((i) => store.toolCalls.begin(id, 0, i, 1)));
+    expect(one.map((x) => (x.status === 'fulfilled' ? x.value.kind : 'rejected'))).toEqual(['begun', 'rejected', 'begun']);
+    // A run key of the wrong type: the script fails, and so does every call of the group.
+    const gone = newId('run');
+    await redis.set(store.keys(gone).run, 'not a hash');
+    const all = await Promise.allSettled([0, 1].map((i) => store.toolCalls.begin(gone, 0, i, 1)));
+    expect(all.map((x) => x.status)).toEqual(['rejected', 'rejected']);
+    // Nothing of the failed group is left behind: the same calls begin once the run is there.
+    await redis.del(store.keys(gone).run);
+    await store.runs.create({ id: gone, owner: 'o', spec, messages: [] });
+    const later = await Promise.all([0, 1].map((i) => store.toolCalls.begin(gone, 0, i, 1)));
+    expect(later.map((x) => x.kind)).toEqual(['begun', 'begun']);
   });
 });
 

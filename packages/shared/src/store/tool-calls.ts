@@ -162,7 +162,7 @@ export class ToolCalls {
    * begins are gathered until the promise callbacks queued now have run, then sent as one
    * script that begins each as if alone.
    */
-  begin(runId: string, depth: number, index: number, attempts: number, opts: { ancestors?: string[]; event?: RunEventData<'tool.started'> } = {}): Promise<ToolCallStart> {
+  async begin(runId: string, depth: number, index: number, attempts: number, opts: { ancestors?: string[]; event?: RunEventData<'tool.started'> } = {}): Promise<ToolCallStart> {
     const ancestors = opts.ancestors ?? [];
     const key = [this.keys(runId).toolCalls(depth), ...ancestors].join('\n');
     return new Promise((resolve, reject) => {
@@ -206,12 +206,18 @@ export class ToolCalls {
       // One state for every call of the group: they do not change it.
       const run = isRunHash(h) ? runStateFrom(runId, h) : null;
       calls.forEach((c, i) => {
-        const [outcome, value] = r[1 + TOOL_CALL_RUN_FIELDS.length + i] as Array<string | null>;
-        if (outcome === 'done') c.resolve({ kind: 'done', result: JSON.parse(value!) });
-        else if (outcome === 'begun' && state === 'begun' && run) c.resolve({ kind: 'begun', run, interrupted: value ? JSON.parse(value) : null });
-        else c.resolve({ kind: 'ended', run, ...(state === 'ancestor_over' ? { ancestorOver: true } : {}) });
+        // Each call's reply on its own: one that cannot be read fails that call alone.
+        try {
+          const [outcome, value] = r[1 + TOOL_CALL_RUN_FIELDS.length + i] as Array<string | null>;
+          if (outcome === 'done') c.resolve({ kind: 'done', result: JSON.parse(value!) });
+          else if (outcome === 'begun' && state === 'begun' && run) c.resolve({ kind: 'begun', run, interrupted: value ? JSON.parse(value) : null });
+          else c.resolve({ kind: 'ended', run, ...(state === 'ancestor_over' ? { ancestorOver: true } : {}) });
+        } catch (err) {
+          c.reject(err);
+        }
       });
     } catch (err) {
+      // The script failed, or the run it read cannot be: every call of the group fails.
       for (const c of calls) c.reject(err);
     }
   }
