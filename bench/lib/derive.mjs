@@ -68,7 +68,7 @@ export function derive(r) {
     const b = r.redisBound;
     const mean = (kind, k) => b[kind].reduce((sum, w) => sum + w[k], 0) / b[kind].length;
     d.redisBound = Object.fromEntries(['agentq', 'bare', 'loop'].map((kind) => [kind, { runsPerSec: mean(kind, 'runsPerSec'), redisUsPerStep: mean(kind, 'redisUsPerStep'), windows: b[kind] }]));
-    const { agentq: a, bare: bare, loop } = d.redisBound;
+    const { agentq: a, bare, loop } = d.redisBound;
     const cap = `Redis capped at ${Math.round(b.cap * 100)} % of a core`;
     d.targets.push({
       name: `Redis CPU per step ≤ 1.3× bare BullMQ, Redis-bound (${cap})`,

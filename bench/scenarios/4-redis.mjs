@@ -1,35 +1,24 @@
 // Scenario 4, Redis cost: the commands and round trips of a step, by command and by process,
 // agentq beside bare BullMQ.
 import { emptyRedis, probedRedisCost } from '../lib/redis-cost.mjs';
-import { startAgentq } from '../lib/start-agentq.mjs';
-import { startBare } from '../lib/start-bare.mjs';
+import { systemStarts, TWICE } from '../lib/systems.mjs';
 
 const perStep = (w, k) => (w[k] / w.steps).toFixed(1);
 
 const scriptsLine = (rows) => rows.slice(0, 14).map((r) => `${r.name} ${r.callsPerStep.toFixed(2)}×${r.usecPerCall.toFixed(0)}=${r.usecPerStep.toFixed(0)} µs`).join(', ');
 
 export async function scenarioRedis(ctx) {
-  const { log, N, MCP, ctl, redis } = ctx;
+  const { log, N } = ctx;
   log(`4. Redis cost: ${N.redisSeq} runs one at a time, then ${N.redisBatch} at once, INFO commandstats + client probes`);
-  const starts = {
-    bare: (probeDir) => startBare(ctl, redis.url, { probeDir }),
-    // The same flows making the same model and MCP calls, no store: what real work does to a queue's cost.
-    loop: (probeDir) => startBare(ctl, redis.url, { probeDir, work: true, mcpTransport: MCP }),
-    agentq: (probeDir) => startAgentq(ctl, redis.url, { probeDir, mcpTransport: MCP }),
-  };
-  // Each system twice, in the order bare, loop, agentq, agentq, loop, bare (each on an emptied
-  // Redis): Redis's speed drifts from one window to the next, and this way each system's two
-  // windows straddle the others' alike. `again` keeps the second windows' numbers.
+  const starts = systemStarts(ctx);
+  // `out` keeps each system's first window (with its slow log), `again` its second.
   const out = {};
   const again = {};
-  for (const kind of ['bare', 'loop', 'agentq']) {
+  for (const kind of TWICE) {
     await emptyRedis(ctx);
-    out[kind] = await probedRedisCost(ctx, starts[kind]);
-  }
-  for (const kind of ['agentq', 'loop', 'bare']) {
-    await emptyRedis(ctx);
-    const { sequential, batch } = await probedRedisCost(ctx, starts[kind]);
-    again[kind] = { sequential, batch };
+    const cost = await probedRedisCost(ctx, starts[kind]);
+    if (!out[kind]) out[kind] = cost;
+    else again[kind] = { sequential: cost.sequential, batch: cost.batch };
   }
   for (const [kind, { sequential: s, batch: b }] of Object.entries(out)) {
     log(`  ${kind}: Redis time per step by command (slow log, ${b.runs} at once): ${scriptsLine(out[kind].scripts)}`);

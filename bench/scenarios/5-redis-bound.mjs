@@ -5,15 +5,14 @@
 import { batch } from '../lib/batch.mjs';
 import { capCpu } from '../lib/redis-cap.mjs';
 import { emptyRedis } from '../lib/redis-cost.mjs';
-import { startAgentq } from '../lib/start-agentq.mjs';
-import { startBare } from '../lib/start-bare.mjs';
+import { systemStarts, TWICE } from '../lib/systems.mjs';
 import { STEPS } from '../lib/workload.mjs';
 
 /** Redis's share of one core (BENCH_REDIS_CAP): low enough that every system here waits on it. */
 const DEFAULT_CAP = 0.2;
 
 export async function scenarioRedisBound(ctx) {
-  const { log, N, MCP, ctl, redis } = ctx;
+  const { log, N, redis } = ctx;
   const cap = Number(process.env.BENCH_REDIS_CAP) || DEFAULT_CAP;
   if (!redis.pid) return { skipped: 'BENCH_REDIS_URL: not a Redis of the benchmark’s own, whose CPU it can cap' };
   try {
@@ -24,14 +23,9 @@ export async function scenarioRedisBound(ctx) {
   }
   const n = N.redisBound;
   log(`5. Redis-bound throughput: Redis capped at ${(cap * 100).toFixed(0)} % of a core, ${n} runs submitted at once, 0 ms model`);
-  const starts = {
-    bare: () => startBare(ctl, redis.url, {}),
-    loop: () => startBare(ctl, redis.url, { work: true, mcpTransport: MCP }),
-    agentq: () => startAgentq(ctl, redis.url, { mcpTransport: MCP }),
-  };
-  // Each system twice, bare, loop, agentq, agentq, loop, bare, each on an emptied Redis, as in scenario 4.
+  const starts = systemStarts(ctx);
   const out = { cap, runs: n, bare: [], loop: [], agentq: [] };
-  for (const kind of ['bare', 'loop', 'agentq', 'agentq', 'loop', 'bare']) {
+  for (const kind of TWICE) {
     await emptyRedis(ctx);
     const stack = await starts[kind]();
     let capped;
