@@ -4,7 +4,7 @@ export * from './config.js';
 export * from './ids.js';
 export * from './redis.js';
 export * from './redis-url.js';
-export * from './redis-write-batch.js';
+export * from './write-bursts.js';
 export * from './schemas/message.js';
 export * from './schemas/usage.js';
 export * from './schemas/run.js';

@@ -1,5 +1,6 @@
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { parseRedisUrl } from './redis-url.js';
+import { coalesceWrites } from './write-bursts.js';
 
 export type { Redis, Cluster };
 
@@ -14,7 +15,8 @@ const retryStrategy = (times: number) => Math.min(50 * 2 ** Math.min(times, 6), 
 const reconnectOnError = (err: Error) => (err.message.startsWith('READONLY') ? 2 : false);
 
 /**
- * A Redis connection for `REDIS_URL`, whatever it names (see parseRedisUrl). `blocking`
+ * A Redis connection for `REDIS_URL`, whatever it names (see parseRedisUrl), that sends its
+ * commands in bursts (see coalesceWrites). `blocking`
  * connections (BullMQ workers, SSE readers) never give up on a command
  * (`maxRetriesPerRequest: null`); request-path connections fail fast so the API can answer 503
  * instead of hanging while Redis is down.
@@ -54,7 +56,21 @@ export function createRedis(url: string, opts: { blocking?: boolean; name?: stri
   }
   // Errors surface on commands; without a listener ioredis would print each reconnect attempt.
   client.on('error', () => {});
+  coalesceClientWrites(client);
   return client;
+}
+
+/**
+ * Coalesces the writes of every socket a client opens (see coalesceWrites): each reconnect opens
+ * a new one, and a Cluster client opens one per node.
+ */
+function coalesceClientWrites(client: RedisClient): void {
+  const hook = (node: Redis) => {
+    coalesceWrites(node.stream);
+    node.on('connect', () => coalesceWrites(node.stream));
+  };
+  if (client instanceof Cluster) client.on('+node', hook);
+  else hook(client);
 }
 
 /** True when the client speaks to a Redis Cluster. */

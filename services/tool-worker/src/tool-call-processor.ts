@@ -49,12 +49,6 @@ export interface ToolCallDeps {
    * does not keep.
    */
   awaitResultWrite?: boolean;
-  /**
-   * Called just before the result's write when it is not awaited: holds the connection's writes
-   * until the promise callbacks queued have run, so that the result and the job's completion (sent next, on the same
-   * connection) leave together and Redis wakes once for both.
-   */
-  batchResultWrite?: () => void;
   runs: Runs;
   /** Decisions on requests for an answer (a call that waited acts on its decision). */
   actions: RunActions;
@@ -187,7 +181,6 @@ export async function processToolCall(data: ToolCallJob, ctx: JobContext, deps: 
   // result is stored, and the next step, which that completion may release, finds it. Not
   // waiting for the reply takes a round trip off every tool round's critical path.
   const event = { depth, index, tool_call_id: data.toolCallId, name, is_error: rec.is_error, duration_ms: rec.duration_ms, outcome: outcome.kind, ...eventOutput(rec.output) };
-  if (!deps.awaitResultWrite) deps.batchResultWrite?.();
   const stored = deps.store.toolCalls
     .complete(runId, depth, index, rec, event, data.count ? { run, count: data.count } : undefined)
     .catch((err: Error) => log.error({ err: err.message }, 'could not store the tool result; the next step records the call as failed'));

@@ -4,7 +4,6 @@ import {
   Admission,
   BUILTIN_TOOL_NAMES,
   cellList,
-  batchWritesThisTick,
   isCluster,
   CancelListener,
   createJobWorker,
@@ -87,7 +86,6 @@ export async function startToolWorker(
   const deps: ToolCallDeps = {
     store,
     awaitResultWrite: isCluster(workerRedis),
-    batchResultWrite: () => batchWritesThisTick(workerRedis),
     runs,
     actions: new RunActions({ store, jobs, runs, logger }),
     actionParkMs: cfg.ACTION_PARK_MAX_MS,
