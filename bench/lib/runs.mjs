@@ -12,9 +12,8 @@ const TERMINAL = new Set(['run.completed', 'run.failed', 'run.cancelled', 'run.i
 
 const httpAgent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 
-function postJson(url, body) {
+function postJsonOnce(url, data) {
   return new Promise((resolve, reject) => {
-    const data = JSON.stringify(body);
     const req = http.request(url, { method: 'POST', agent: httpAgent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } }, (res) => {
       let text = '';
       res.setEncoding('utf8');
@@ -27,9 +26,24 @@ function postJson(url, body) {
         }
       });
     });
-    req.on('error', reject);
+    req.on('error', (err) => reject(Object.assign(err, { reusedSocket: req.reusedSocket })));
     req.end(data);
   });
+}
+
+/**
+ * POSTs JSON; sent again (once) when the kept-alive socket it went out on turned out to have
+ * been closed by the server just before (the API drops sockets idle for 5 s, and the benchmark
+ * idles between batches while it waits for a quiet machine): the server never read it.
+ */
+async function postJson(url, body) {
+  const data = JSON.stringify(body);
+  try {
+    return await postJsonOnce(url, data);
+  } catch (err) {
+    if (!err.reusedSocket || !['ECONNRESET', 'EPIPE'].includes(err.code)) throw err;
+    return postJsonOnce(url, data);
+  }
 }
 
 /** POST /v1/runs; resolves with the run id. */
