@@ -73,6 +73,16 @@ async function openCompleted(page: Page, queue: string) {
   await page.waitForURL(/status=completed/);
 }
 
+/** Waits until the page's main area shows every pattern at once: Bull Board re-renders it while it polls, showing
+ * "Loading..." in between. On a timeout the failure names the patterns still missing. */
+async function mainTextShowing(page: Page, patterns: (string | RegExp)[]): Promise<void> {
+  const missing = async () => {
+    const text = await page.innerText('main');
+    return patterns.filter((p) => (typeof p === 'string' ? !text.includes(p) : !p.test(text))).map(String);
+  };
+  await expect.poll(missing, { timeout: 15_000 }).toEqual([]);
+}
+
 describe('the Bull Board dashboard in headless Chromium', () => {
   it('refuses a browser without the key', async () => {
     const page = await context.newPage();
@@ -98,21 +108,23 @@ describe('the Bull Board dashboard in headless Chromium', () => {
 
     await openCompleted(page, 'agent');
     for (const name of [`${runId} · step 0`, `${runId} · step 1`]) await page.getByText(name, { exact: true }).waitFor();
-    const agentText = await page.innerText('main');
-    expect(agentText).toContain(`${runId}-t0`); // job ids
-    expect(agentText).toMatch(new RegExp(`runId:\\s*"${runId}"`)); // job data, as Bull Board shows it
-    expect(agentText).toMatch(/outcome:\s*"tool_calls"/);
-    expect(agentText).toMatch(/outcome:\s*"final_answer"/);
+    await mainTextShowing(page, [
+      `${runId}-t0`, // job ids
+      new RegExp(`runId:\\s*"${runId}"`), // job data, as Bull Board shows it
+      /outcome:\s*"tool_calls"/,
+      /outcome:\s*"final_answer"/,
+    ]);
     await screenshot(page, 'agent-queue');
 
     await openCompleted(page, 'tool');
     // The round's two calls share one tool-round job, named after both.
     await page.getByText(`${runId} · step 0 · crm__search_contacts, crm__get_contact`, { exact: true }).waitFor();
-    const toolText = await page.innerText('main');
-    expect(toolText).toMatch(new RegExp(`runId:\\s*"${runId}"`));
-    expect(toolText).toContain(`${runId}-t0-r`); // the round's job id
-    // Bull Board shows a job's data two levels deep: the round's calls are listed, each folded.
-    expect(toolText).toMatch(/count:\s*2,\s*calls:\s*\[/);
+    await mainTextShowing(page, [
+      new RegExp(`runId:\\s*"${runId}"`),
+      `${runId}-t0-r`, // the round's job id
+      // Bull Board shows a job's data two levels deep: the round's calls are listed, each folded.
+      /count:\s*2,\s*calls:\s*\[/,
+    ]);
     await screenshot(page, 'tool-queue');
     await page.close();
 
