@@ -114,4 +114,36 @@ describe('a step whose previous round lacks a result', () => {
     expect(llm.requests[0].messages.filter((m) => m.role === 'tool')).toHaveLength(2);
     expect((await store.runs.get(id))!.status).toBe('completed');
   });
+
+  it('ends at once, asking the model nothing, when it comes again after its round is done', async () => {
+    // A round that is one job adds the next step itself; a step job added twice or redelivered
+    // late finds its own round's mark in the run.
+    llm ??= await startScriptedLlm({ handler: () => ({ content: 'done' }) });
+    const asked = llm.requests.length;
+    const store = new RunStore({ redis, prefix });
+    const id = newId('run');
+    const spec: RunSpec = { model: 'm', max_depth: 5, on_budget_exhausted: 'final_answer', metadata: {}, ancestors: [], nesting: 0 };
+    await store.runs.create({ id, owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
+    const { run } = (await store.transcript.loadStep(id, 0))!;
+    const now = new Date().toISOString();
+    const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };
+    await store.transcript.commitStep(run, step(['crm__t0', 'crm__t1']), { depth: 0, usage, finish_reason: 'tool_calls', content: null, tool_calls: [] });
+    const logger = createLogger({ service: 'test', level: 'silent' });
+    const jobs = new JobQueues({ connection: queueRedis, prefix, logger });
+    const runs = new Runs({ store, jobs, admission: new Admission(redis, prefix), logger });
+    const openai = new OpenAI({ baseURL: llm.baseURL, apiKey: 'x', maxRetries: 0 });
+    const tools = async () => [0, 1].map((i) => ({ name: `crm__t${i}`, description: '', input_schema: { type: 'object' }, server: 'crm' }));
+    const deps = { store, runs, jobs, actions: new RunActions({ store, jobs, runs, logger }), actionParkMs: 60_000, openai, logger, tools, modelTimeoutMs: 10_000, modelIdleTimeoutMs: 10_000 };
+    const again = () => processAgentStep({ runId: id, depth: 0 }, { job: new Job(jobs.queue(QUEUES.agent), 'step', { runId: id, depth: 0 }, { attempts: 3 }, `${id}-t0`) }, deps);
+    // Before the round is done, a redelivered step reuses its stored answer and fans it out again.
+    expect(await again()).toEqual({ outcome: 'tool_calls', count: 2 });
+    for (const index of [0, 1]) {
+      const name = `crm__t${index}`;
+      await store.toolCalls.complete(id, 0, index, { id: `call_${index}`, name, status: 'completed', output: `r${index}`, is_error: false, attempts: 1, duration_ms: 1, started_at: now, completed_at: now }, { depth: 0, index, tool_call_id: `call_${index}`, name, is_error: false, duration_ms: 1, output: `r${index}` }, { run, count: 2 });
+    }
+    expect(await again()).toEqual({ skipped: 'done before' });
+    await jobs.close();
+    expect(llm.requests.length).toBe(asked);
+    expect((await store.transcript.messages(id)).map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'tool']);
+  });
 });

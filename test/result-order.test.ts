@@ -36,11 +36,17 @@ describe('a tool result and its job', () => {
       // BullMQ's moveToFinished: sent by a client (not run inside a script), with the job's key and its return value.
       const completed = seen.findIndex((c) => c.source !== 'lua' && c.args.includes(jobKey) && c.args.includes('returnvalue') && c.args.includes('completed'));
       expect(completed, "the completion of the round's job").toBeGreaterThanOrEqual(0);
+      // The round is one job: it adds the next step itself (BullMQ's addStandardJob into the agent
+      // queue, the step's id in its packed arguments), with no flow parent to release.
+      const nextStep = seen.findIndex((c) => c.source !== 'lua' && c.args.includes(`${cellPrefix(stack.prefix, 0)}:agent:wait`) && c.args.some((a) => a.includes(`${id}-t1`)));
+      expect(nextStep, 'the round job adding the next step').toBeGreaterThanOrEqual(0);
       for (const index of [0, 1]) {
         const stored = seen.findIndex((c) => c.source !== 'lua' && c.args[1]?.includes("'tool.completed'") && c.args.includes(runKeys(stack.prefix, id).toolCalls(0)) && c.args.includes(String(index)));
         expect(stored, `the result of call ${index}`).toBeGreaterThanOrEqual(0);
         expect(completed, `the completion of the job after call ${index}'s result`).toBeGreaterThan(stored);
         expect(seen[completed].source).toBe(seen[stored].source);
+        expect(nextStep, `the next step added after call ${index}'s result, on its connection`).toBeGreaterThan(stored);
+        expect(seen[nextStep].source).toBe(seen[stored].source);
       }
       // The round's calls begin together: one script begins both (the run read once).
       const toolCallsKey = runKeys(stack.prefix, id).toolCalls(0);

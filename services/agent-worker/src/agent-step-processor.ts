@@ -80,6 +80,8 @@ export async function processAgentStep(data: AgentStepJob, ctx: JobContext, deps
   }
   const { run } = input;
   if (isTerminal(run.status)) return { skipped: run.status };
+  // Its round is done, so the next step was added already: this job came again (see next-steps.ts).
+  if (input.done) return { skipped: 'done before' };
   // A sub-run reads its tree in one round trip: the tokens used, and whether an ancestor has
   // ended (a cancel marks only the run it names; the tree below stops on seeing it).
   const tree = run.spec.ancestors.length ? await deps.store.runs.ancestry(run.spec.ancestors) : { treeTokens: run.usageTotal.total_tokens, ancestorOver: false };

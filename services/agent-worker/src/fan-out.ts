@@ -1,4 +1,4 @@
-import { activeTrace, nextStepTrace, requestsOf, SUBAGENT_TOOL_NAMES, type FlowNode, type JobQueues, type RunActions, type RunState, type ToolCall, type ToolCatalogEntry } from '@agentq/shared';
+import { activeTrace, nextStepTrace, requestsOf, SUBAGENT_TOOL_NAMES, type FlowNode, type JobData, type JobQueues, type RunActions, type RunState, type ToolCall, type ToolCatalogEntry } from '@agentq/shared';
 
 /** What a fan-out needs: the queues, and (for runs that may wait) the requests and the tool catalog. */
 export interface FanOutDeps {
@@ -15,10 +15,12 @@ export interface FanOutDeps {
 const mayWait = (run: RunState) => Boolean(run.spec.approval || run.spec.client_tools || run.spec.human_input);
 
 /**
- * Adds one flow for a step's tool calls: the next step is the parent, the round's tool jobs its
- * children. BullMQ keeps the parent in waiting-children until the last child ends, so the next
- * model step starts only when every result is in. Ids derive from run and depth, so a step that
- * is redone adds nothing twice.
+ * Adds a step's tool calls as jobs that start the next step once every result is in. A round
+ * that is one job of calls that only run (most rounds) is added alone, and that job adds the
+ * next step when its calls are stored (the tool-worker's next-steps.ts). Any other round is one
+ * flow: the next step is the parent, the round's tool jobs its children, and BullMQ keeps the
+ * parent in waiting-children until the last child ends. Ids derive from run and depth, so a step
+ * that is redone adds nothing twice.
  *
  * The calls that only run (most of them) share one tool-round job when there are two or more:
  * a job costs Redis more than the call's own writes (adding it, taking it, completing it and
@@ -62,6 +64,19 @@ export async function fanOut(deps: FanOutDeps, run: RunState, depth: number, too
       ...(request ? { delay: Math.max(1, Math.min(expires, deps.parkMs)) } : {}),
     });
   });
+  // A round that is one job of calls that only run: that job adds the next step itself once its
+  // calls are stored, with no flow to wait on (a flow's parent, its bookkeeping and its release
+  // cost Redis about a fifth of a round's queue work). Not for a call that waits for an answer or
+  // on sub-runs (its job's life is theirs), nor in a sub-run, whose steps are children of the job
+  // that started it (below); and not with TOOL_ROUND_JOBS off (tool-workers of before).
+  const lone = children.length === 1 && deps.roundJobs && !run.spec.parent_job && (inRound.size > 0 || !ownJob(0));
+  if (lone) {
+    const nextStep = nextStepTrace();
+    const only = children[0]!;
+    if (only.kind === 'toolRound') await deps.jobs.enqueue('toolRound', { ...(only.data as JobData<'toolRound'>), nextStep });
+    else await deps.jobs.enqueue('toolCall', { ...(only.data as JobData<'toolCall'>), nextStep });
+    return;
+  }
   await deps.jobs.addFlow({
     kind: 'agentStep',
     data: { runId: run.id, depth: depth + 1, ...nextStepTrace() },

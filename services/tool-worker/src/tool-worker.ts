@@ -32,6 +32,7 @@ import { SearchThreads } from './builtin/search-threads.js';
 import type { McpConfig } from './mcp-config.js';
 import { McpRegistry, type ToolDescriptor } from './mcp-registry.js';
 import { CallSlots } from './call-slots.js';
+import { NextSteps } from './next-steps.js';
 import { processToolCall, type ToolCallDeps } from './tool-call-processor.js';
 import { processToolRound } from './tool-round-processor.js';
 import { traceToolCall } from './tool-telemetry.js';
@@ -103,8 +104,13 @@ export async function startToolWorker(
   // served, as each cell's worker runs that many jobs.
   const slots = new CallSlots(cfg.TOOL_CONCURRENCY * cells.length);
   const runCall = (data: ToolCallJob, ctx: JobContext) => slots.run(() => traceToolCall(data, ctx.job, toolTelemetry, () => processToolCall(data, ctx, deps)));
+  // A round that is one job adds the run's next step itself (fan-out.ts), on the connection its
+  // results are written on, so the step is added after them; a tool-worker also sweeps such jobs
+  // that failed for good.
+  const nextStepJobs = new JobQueues({ connection: workerRedis, prefix: cfg.QUEUE_PREFIX, cells: cfg.CELLS, logger, telemetry });
+  const nextSteps = new NextSteps({ jobs: nextStepJobs, redis: workerRedis, logger, cells, lookbackMs: 24 * 3600_000 });
   const workers = cells.map((cell) =>
-    createQueueWorker({ toolCall: runCall, toolRound: (data, ctx) => processToolRound(data, ctx, runCall) }, {
+    createQueueWorker({ toolCall: nextSteps.wrap(runCall), toolRound: nextSteps.wrap((data, ctx) => processToolRound(data, ctx, runCall)) }, {
       connection: workerRedis,
       prefix: cfg.QUEUE_PREFIX,
       cell,
@@ -146,6 +152,7 @@ export async function startToolWorker(
     observeWebhookDeliveries(w, metrics);
   }
   await Promise.all([...workers, ...webhooks].map((w) => w.waitUntilReady()));
+  nextSteps.start(cfg.STALLED_INTERVAL_MS);
   const metricsServer: MetricsServer | undefined =
     cfg.METRICS_PORT !== undefined ? await startMetricsServer({ registry: metrics.registry, port: cfg.METRICS_PORT, host: cfg.HOST, logger }) : undefined;
   logger.info({ queues: workers.map((w) => w.name), tools: registry.tools().length, concurrency: cfg.TOOL_CONCURRENCY }, 'tool-worker started');
@@ -156,7 +163,17 @@ export async function startToolWorker(
     metricsUrl: metricsServer?.url,
     async close() {
       clearInterval(republish);
-      const steps = [() => Promise.all([...workers, ...webhooks].map((w) => w.close())), () => searchThreads.close(), async () => metricsServer?.close(), () => cancels.close(), () => jobs.close(), () => registry.close(), () => redis.closeAll()];
+      const steps = [
+        () => Promise.all([...workers, ...webhooks].map((w) => w.close())),
+        () => nextSteps.close(),
+        () => searchThreads.close(),
+        async () => metricsServer?.close(),
+        () => cancels.close(),
+        () => jobs.close(),
+        () => nextStepJobs.close(),
+        () => registry.close(),
+        () => redis.closeAll(),
+      ];
       for (const s of steps) await s().catch((err: Error) => logger.warn({ err: err.message }, 'error while closing'));
     },
   };

@@ -32,6 +32,12 @@ export const toolCallJobSchema = z.object({
    * the request expires and promoted when it is answered; it acts on the decision stored.
    */
   actionId: z.string().max(64).optional(),
+  /**
+   * Set when this job is its round's only one and no flow parent waits for it (see fan-out.ts):
+   * the job adds the run's next step itself once its calls are stored (or once it fails for
+   * good), joining the trace given here.
+   */
+  nextStep: z.object({ traceparent: traceparent.optional() }).optional(),
 });
 
 /** A call of a round that a tool-round job runs: what a tool-call job carries of it. */
@@ -44,7 +50,7 @@ const roundCallSchema = z.object({ index: z.number().int().min(0), toolCallId: z
  * result is not stored yet.
  */
 export const toolRoundJobSchema = toolCallJobSchema
-  .pick({ runId: true, depth: true, count: true, traceparent: true, ancestors: true })
+  .pick({ runId: true, depth: true, count: true, traceparent: true, ancestors: true, nextStep: true })
   .extend({ calls: z.array(roundCallSchema).min(2) });
 
 /** One webhook to deliver for a run's event. */
@@ -55,7 +61,8 @@ const keep = { removeOnComplete: { age: 3600, count: 10_000 }, removeOnFail: { a
 
 // A tool job that still fails (stalled too often) must release the next step instead of leaving
 // it in waiting-children forever (bullmq #3362): ignoreDependencyOnFailure. The same for a job of
-// one call and a job of a round's calls.
+// one call and a job of a round's calls. (A job that adds the next step itself has no parent:
+// when it fails for good, the tool-worker adds the step; see next-steps.ts.)
 const toolJobOptions: JobsOptions = { attempts: 4, backoff: { type: 'exponential', delay: 500, jitter: 0.5 }, ignoreDependencyOnFailure: true, ...keep };
 
 /** What defines a kind of job: where it goes, what it carries, how it is named and retried. */

@@ -102,6 +102,11 @@ export interface StepInput {
   step: StepRecord | null;
   /** Whether the previous round's tool messages are in the transcript. */
   roundAppended: boolean;
+  /**
+   * Whether this step's own round's tool messages are in the transcript: the step and its round
+   * are done, and this job is one that came again (added twice, or redelivered late).
+   */
+  done: boolean;
 }
 
 /** The `tool` message a call's result becomes in the transcript. */
@@ -162,6 +167,7 @@ export class Transcript {
       size: (known?.size ?? 0) + tail.reduce((n, m) => n + m.length, 0),
       step: cur ? (JSON.parse(cur) as StepRecord) : null,
       roundAppended: depth > 0 && h[`${F.roundMarkerPrefix}${depth - 1}`] === '1',
+      done: h[`${F.roundMarkerPrefix}${depth}`] === '1',
     };
   }
 
