@@ -2,23 +2,31 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { Job, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { createLogger, JobQueues, newId, QUEUES, type JobContext, type ToolRoundJob } from '@agentq/shared';
+import { createJobWorker, createLogger, JobQueues, newId, QUEUES, RunStore, type RunSpec, type ToolRoundJob } from '@agentq/shared';
 import { NextSteps } from '@agentq/tool-worker';
+import { waitFor } from './fixtures/wait.js';
 
 // A round that is one job adds its run's next step itself (no flow parent releases it): after its
-// calls, before it fails for good, and, when it failed without its processor (stalled past
-// BullMQ's limit), by the tool-workers' sweep of failed jobs.
+// calls, once it has failed for good, and, should the worker that failed it die first (or the job
+// fail without its processor, stalled past BullMQ's limit), by the tool-workers' sweep.
 const redis = new Redis(inject('redisUrl'), { maxRetriesPerRequest: null });
 const prefix = `nxt${randomBytes(3).toString('hex')}`;
 const logger = createLogger({ service: 'test', level: 'silent' });
 const jobs = new JobQueues({ connection: redis, prefix, logger });
-const nextSteps = new NextSteps({ jobs, redis, logger, cells: [0], lookbackMs: 3600_000 });
+const store = new RunStore({ redis, prefix });
+const nextSteps = new NextSteps({ jobs, redis, store, logger, cells: [0], lookbackMs: 3600_000 });
 afterAll(async () => {
   await nextSteps.close();
   await jobs.close();
   redis.disconnect();
 });
 
+const spec: RunSpec = { model: 'm', max_depth: 5, on_budget_exhausted: 'final_answer', metadata: {}, ancestors: [], nesting: 0 };
+async function newRun(): Promise<string> {
+  const id = newId('run');
+  await store.runs.create({ id, owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
+  return id;
+}
 const round = (runId: string, nextStep?: object): ToolRoundJob => ({
   runId,
   depth: 2,
@@ -27,24 +35,23 @@ const round = (runId: string, nextStep?: object): ToolRoundJob => ({
   ...(nextStep ? { nextStep } : {}),
 });
 const nextStepState = (runId: string) => jobs.queue(QUEUES.agent).getJobState(`${runId}-t3`);
+const roundJobId = (runId: string) => `${runId}-t2-r`;
 
-/** Adds a round job that may be tried once and fails it, as a worker whose job stalled past the limit does. */
+/** Adds a round job that may be tried once and fails it without the worker's events, as a worker that dies right after does. */
 async function failForGood(data: ToolRoundJob): Promise<void> {
   await jobs.enqueue('toolRound', data);
-  await redis.hset(`${prefix}:{c0}:tool:${data.runId}-t2-r`, 'opts', JSON.stringify({ attempts: 1 }));
-  const worker = new Worker(`tool`, null, { connection: redis.duplicate(), prefix: `${prefix}:{c0}` });
+  await redis.hset(`${prefix}:{c0}:tool:${roundJobId(data.runId)}`, 'opts', JSON.stringify({ attempts: 1 }));
+  const worker = new Worker('tool', null, { connection: redis.duplicate(), prefix: `${prefix}:{c0}` });
   try {
     const token = randomBytes(8).toString('hex');
     let job: Job | undefined;
-    while (!job || job.id !== `${data.runId}-t2-r`) job = (await worker.getNextJob(token)) ?? undefined;
+    while (job?.id !== roundJobId(data.runId)) job = (await worker.getNextJob(token)) ?? undefined;
     await job.moveToFailed(new Error('job stalled more than allowable limit'), token);
   } finally {
     await worker.close();
   }
-  expect(await jobs.queue(QUEUES.tool).getJobState(`${data.runId}-t2-r`)).toBe('failed');
+  expect(await jobs.queue(QUEUES.tool).getJobState(roundJobId(data.runId))).toBe('failed');
 }
-
-const ctx = (attemptsMade: number): JobContext => ({ job: { attemptsMade, opts: { attempts: 4 } } as Job });
 
 describe('a round job that adds the next step', () => {
   it('adds it after its calls, and adds nothing when it is not that kind of job', async () => {
@@ -54,39 +61,66 @@ describe('a round job that adds the next step', () => {
       order.push(`calls, next step ${await nextStepState(data.runId)}`);
       return 'done';
     });
-    expect(await handler(round(id, { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' }), ctx(0))).toBe('done');
+    expect(await handler(round(id, { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' }), {})).toBe('done');
     expect(order).toEqual(['calls, next step unknown']);
     const step = await jobs.queue(QUEUES.agent).getJob(`${id}-t3`);
     expect(step?.data).toEqual({ runId: id, depth: 3, traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' });
 
     const inFlow = newId('run');
-    await handler(round(inFlow), ctx(0));
+    await handler(round(inFlow), {});
     expect(await nextStepState(inFlow)).toBe('unknown');
   });
 
-  it('adds it before failing for good, and not on a failure that will be retried', async () => {
-    const failing = nextSteps.wrap(async () => {
-      throw new Error('tool server unreachable');
-    });
-    const retried = newId('run');
-    await expect(failing(round(retried, {}), ctx(2))).rejects.toThrow('unreachable');
-    expect(await nextStepState(retried)).toBe('unknown');
-    const last = newId('run');
-    await expect(failing(round(last, {}), ctx(3))).rejects.toThrow('unreachable');
-    expect(await nextStepState(last)).toBe('waiting');
+  it('adds it once the job has failed for good, and not on a failure that will be retried', async () => {
+    const id = newId('run');
+    const seenAtAttempt: string[] = [];
+    const worker = createJobWorker(
+      'toolRound',
+      nextSteps.wrap(async (data: ToolRoundJob, { job }) => {
+        seenAtAttempt.push(`attempt ${job.attemptsMade + 1}: next step ${await nextStepState(data.runId)}`);
+        throw new Error('tool server unreachable');
+      }),
+      { connection: redis.duplicate({ maxRetriesPerRequest: null }), prefix, concurrency: 1, logger },
+    );
+    nextSteps.watch(worker);
+    try {
+      await jobs.queue(QUEUES.tool).add('round', round(id, {}), { jobId: roundJobId(id), attempts: 2 });
+      await waitFor(async () => (await nextStepState(id)) === 'waiting', { what: 'the next step after the last attempt failed' });
+      expect(await jobs.queue(QUEUES.tool).getJobState(roundJobId(id))).toBe('failed');
+      // The first failure was retried and added nothing: the second attempt found no step.
+      expect(seenAtAttempt).toEqual(['attempt 1: next step unknown', 'attempt 2: next step unknown']);
+    } finally {
+      await worker.close();
+    }
   });
 
-  it('is found by the sweep when it failed without its processor, once, and only if it adds the next step', async () => {
-    const stalled = newId('run');
-    const inFlow = newId('run');
-    await failForGood(round(stalled, {}));
-    await failForGood(round(inFlow));
+  it('is found by the sweep when no worker added its step, once, and only while its run needs it', async () => {
+    const stalled = await newRun();
+    const inFlow = await newRun();
+    const ended = await newRun();
+    const gone = newId('run');
+    for (const [runId, nextStep] of [[stalled, {}], [inFlow, undefined], [ended, {}], [gone, {}]] as const) await failForGood(round(runId, nextStep));
+    await store.runs.finishMany([ended], { status: 'cancelled', stopReason: 'cancelled' });
+
+    // The first try cannot add it (Redis refuses): the next sweep tries again.
+    const refusing = Object.create(jobs) as JobQueues;
+    let refusals = 0;
+    refusing.enqueue = async () => {
+      refusals++;
+      throw new Error('LOADING Redis is loading the dataset in memory');
+    };
+    const flaky = new NextSteps({ jobs: refusing, redis, store, logger, cells: [0], lookbackMs: 3600_000 });
+    expect(await flaky.sweep()).toBe(0);
+    expect(refusals).toBe(1);
     expect(await nextStepState(stalled)).toBe('unknown');
-
-    expect(await nextSteps.sweep()).toBe(1);
+    (refusing as { enqueue: unknown }).enqueue = jobs.enqueue.bind(jobs);
+    expect(await flaky.sweep()).toBe(1);
     expect(await nextStepState(stalled)).toBe('waiting');
-    expect(await nextStepState(inFlow)).toBe('unknown');
-    // The next sweep's window overlaps this one's: the job is not taken again.
+    for (const runId of [inFlow, ended, gone]) expect(await nextStepState(runId), runId).toBe('unknown');
+
+    // Once its step has run (it appends the round), a sweep adds nothing for it, here or on another worker.
+    const run = (await store.transcript.loadStep(stalled, 3))!.run;
+    await store.transcript.appendRound(run, 2, [0, 1].map((i) => ({ role: 'tool' as const, tool_call_id: `call_${i}`, content: 'no result' })));
     await jobs.queue(QUEUES.agent).remove(`${stalled}-t3`);
     expect(await nextSteps.sweep()).toBe(0);
     expect(await nextStepState(stalled)).toBe('unknown');

@@ -136,8 +136,9 @@ describe('cancel', () => {
     expect(types.at(-1)).toBe('run.cancelled');
     // The MCP server was told to cancel the call.
     await waitFor(() => stack.crm.aborted.includes('cancel-me'), { what: 'the MCP server to be told to cancel the call' });
-    // The follow-up step would run once the tool job ends: wait until it has ended, and so has the
-    // step job that waited for it (or that job was removed), then no model call may have followed.
+    // The tool job adds the follow-up step before it ends: wait until it has ended, and so has that
+    // step (it finds the run cancelled; or the cancel removed it first), then no model call may
+    // have followed.
     await waitFor(async () => ENDED.includes(await stack.jobState('toolCall', toolJob(id, 0, 0))) && ENDED.includes(await stack.jobState('agentStep', { runId: id, depth: 1 })), {
       what: 'the tool job and the step after it to end',
     });

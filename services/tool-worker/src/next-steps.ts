@@ -1,23 +1,34 @@
-import { AgentqError, QUEUES, type JobContext, type JobQueues, type Logger, type RedisClient, type ToolCallJob, type ToolRoundJob } from '@agentq/shared';
+import type { Worker } from 'bullmq';
+import { isTerminal, QUEUES, type JobQueues, type Logger, type RedisClient, type RunStore, type ToolCallJob, type ToolRoundJob } from '@agentq/shared';
 
 /** The data of a job that may add its run's next step (see fan-out.ts). */
 type RoundJobData = Pick<ToolCallJob | ToolRoundJob, 'runId' | 'depth' | 'nextStep'>;
 
-/** Failed jobs read per page while sweeping. */
+/** Failed jobs read at once while sweeping. */
 const PAGE = 100;
+/** How far a sweep's window reaches back before the previous sweep began: a job failed meanwhile, clocks differ. */
+const OVERLAP_MS = 5 * 60_000;
+
+/** The job data, if it is that of a job that adds its run's next step. */
+function roundJobData(data: unknown): RoundJobData | undefined {
+  const d = data as Partial<RoundJobData> | undefined;
+  return d?.nextStep && typeof d.runId === 'string' && Number.isInteger(d.depth) ? (d as RoundJobData) : undefined;
+}
 
 /**
  * The next step of a round that is one job, with no flow parent to release it (fan-out.ts): the
  * job adds it once its calls are stored, and, should the job fail for good, this adds it anyway,
- * as a flow would release its parent (ignoreDependencyOnFailure); that step then records the
- * calls without a result as failed.
+ * as a flow releases its parent when a child fails (ignoreDependencyOnFailure); that step then
+ * answers the calls without a result with an error text.
  *
- * A job that fails while its processor runs (its last attempt, or a fault no retry fixes) adds
- * the step before it fails. One that fails without its processor (stalled past BullMQ's limit:
- * its worker was killed each time) is found by the sweep, which every tool-worker runs over the
- * failed jobs of the cells it serves. Adding a step twice adds one job (its id is the run's and
- * the depth's); a step that comes again after its round was done ends at once (the round's mark
- * in the run).
+ * A job that failed for good is seen at once by the worker that failed it (its `failed` event,
+ * after BullMQ has moved the job to failed: a job that may still be retried adds nothing, so no
+ * call of it can run after its step has told the model it failed). Should that worker die first,
+ * the sweep that every tool-worker makes of the failed jobs of the cells it serves finds it.
+ * The step's job id is the run's and the depth's, so adding it while its job is kept adds
+ * nothing; the sweep adds none for a run that has ended or whose next step has run (it appends
+ * the round: the round's mark in the run), and a step job that comes again after its round was
+ * done ends at once (agent-step-processor.ts).
  */
 export class NextSteps {
   private timer?: NodeJS.Timeout;
@@ -36,6 +47,8 @@ export class NextSteps {
       jobs: JobQueues;
       /** The connection of `jobs`, to read the failed sets with. */
       redis: RedisClient;
+      /** Where the sweep reads whether a run still needs the step. */
+      store: RunStore;
       logger: Logger;
       /** The cells whose tool queue this worker serves. */
       cells: number[];
@@ -47,32 +60,31 @@ export class NextSteps {
   }
 
   /** Adds the next step of the job's run, if the job is one that adds it. */
-  async add(data: RoundJobData): Promise<void> {
+  async add(data: Pick<RoundJobData, 'runId' | 'depth'> & { nextStep?: RoundJobData['nextStep'] }): Promise<void> {
     if (!data.nextStep) return;
     await this.opts.jobs.enqueue('agentStep', { runId: data.runId, depth: data.depth + 1, ...data.nextStep });
   }
 
-  /**
-   * A tool-job handler that adds the next step after its calls are stored, or before it fails
-   * for good. A failure that will be retried, and BullMQ's control-flow errors (a job moved to
-   * wait elsewhere), add nothing.
-   */
-  wrap<D extends RoundJobData, R>(handler: (data: D, ctx: JobContext) => Promise<R>): (data: D, ctx: JobContext) => Promise<R> {
+  /** A tool-job handler that adds the next step once its calls are stored. */
+  wrap<D extends RoundJobData, R, C>(handler: (data: D, ctx: C) => Promise<R>): (data: D, ctx: C) => Promise<R> {
     return async (data, ctx) => {
-      let result: R;
-      try {
-        result = await handler(data, ctx);
-      } catch (err) {
-        const { job } = ctx;
-        const forGood = (err instanceof AgentqError && !err.retryable) || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-        if (data.nextStep && forGood && !ctx.signal?.aborted) {
-          await this.add(data).catch((e: Error) => this.opts.logger.warn({ run_id: data.runId, err: e.message }, 'could not add the next step of a failed round; the sweep adds it'));
-        }
-        throw err;
-      }
+      const result = await handler(data, ctx);
       await this.add(data);
       return result;
     };
+  }
+
+  /** Adds the next step of each job of `worker` that fails for good. */
+  watch(worker: Worker): void {
+    worker.on('failed', (job) => {
+      const data = roundJobData(job?.data);
+      // finishedOn is set only when the job was moved to failed, not when it will be retried.
+      if (!job?.finishedOn || !data) return;
+      this.add(data).then(
+        () => this.opts.logger.info({ run_id: data.runId, depth: data.depth, job_id: job.id }, 'a round job failed for good; added the next step'),
+        (err: Error) => this.opts.logger.warn({ run_id: data.runId, job_id: job.id, err: err.message }, 'could not add the next step of a failed round; the sweep adds it'),
+      );
+    });
   }
 
   /** Sweeps every `intervalMs` until closed. */
@@ -89,34 +101,52 @@ export class NextSteps {
   }
 
   /**
-   * Adds the next step of every job that adds one and has failed for good since the last sweep
-   * (by the failed set's scores, the time each job failed; a page at a time); returns how many
-   * steps it added.
+   * Adds the next step of every job that adds one, has failed for good since the last sweep,
+   * and whose run still needs it; returns how many steps it added. A job whose step could not be
+   * added is looked at again by the next sweep.
    */
   async sweep(): Promise<number> {
     const startedAt = Date.now();
     let added = 0;
+    let unfinished = false;
     for (const cell of this.opts.cells) {
-      const queue = this.opts.jobs.queue(QUEUES.tool, cell);
-      for (let offset = 0; ; offset += PAGE) {
-        const ids = await this.opts.redis.zrevrangebyscore(queue.keys.failed, '+inf', this.since, 'LIMIT', offset, PAGE);
-        for (const id of ids) {
+      const key = this.opts.jobs.queue(QUEUES.tool, cell).keys.failed;
+      // Oldest first, from the window's start, a page at a time by score (the time each failed).
+      for (let min = String(this.since); ; ) {
+        const page = await this.opts.redis.zrangebyscore(key, min, '+inf', 'WITHSCORES', 'LIMIT', 0, PAGE);
+        for (let i = 0; i < page.length; i += 2) {
+          const id = page[i]!;
           if (this.swept.has(id)) continue;
-          const job = await queue.getJob(id);
-          const data = job?.data as Partial<RoundJobData> | undefined;
-          this.swept.set(id, job?.finishedOn ?? startedAt);
-          if (!data?.nextStep || typeof data.runId !== 'string' || !Number.isInteger(data.depth)) continue;
-          await this.add(data as RoundJobData);
-          added++;
-          this.opts.logger.info({ run_id: data.runId, depth: data.depth, job_id: id }, 'a round job failed for good; added the next step');
+          try {
+            if (await this.sweepJob(cell, id)) added++;
+            this.swept.set(id, Number(page[i + 1]));
+          } catch (err) {
+            unfinished = true;
+            this.opts.logger.warn({ job_id: id, err: (err as Error).message }, 'could not add the next step of a failed round; will try again');
+          }
         }
-        if (ids.length < PAGE) break;
+        if (page.length < 2 * PAGE) break;
+        const last = page.at(-1)!;
+        // Ties at a page's last score are read again (the swept ids are skipped), unless a whole page is one score.
+        min = last === min ? `(${last}` : last;
       }
     }
-    // The next window overlaps this one (a job may fail while a sweep reads), by a margin for clocks.
-    this.since = startedAt - 60_000;
+    if (!unfinished) this.since = startedAt - OVERLAP_MS;
     for (const [id, at] of this.swept) if (at < this.since) this.swept.delete(id);
     return added;
+  }
+
+  /** Adds the next step of one failed job, if it adds one and its run still needs it. */
+  private async sweepJob(cell: number, id: string): Promise<boolean> {
+    const job = await this.opts.jobs.queue(QUEUES.tool, cell).getJob(id);
+    const data = roundJobData(job?.data);
+    if (!data) return false;
+    // The step's own read: a run that has ended, or whose round the next step has appended, needs nothing.
+    const next = await this.opts.store.transcript.loadStep(data.runId, data.depth + 1);
+    if (!next || isTerminal(next.run.status) || next.roundAppended) return false;
+    await this.add(data);
+    this.opts.logger.info({ run_id: data.runId, depth: data.depth, job_id: id }, 'a round job failed for good; added the next step');
+    return true;
   }
 
   async close(): Promise<void> {

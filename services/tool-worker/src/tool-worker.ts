@@ -108,7 +108,7 @@ export async function startToolWorker(
   // results are written on, so the step is added after them; a tool-worker also sweeps such jobs
   // that failed for good.
   const nextStepJobs = new JobQueues({ connection: workerRedis, prefix: cfg.QUEUE_PREFIX, cells: cfg.CELLS, logger, telemetry });
-  const nextSteps = new NextSteps({ jobs: nextStepJobs, redis: workerRedis, logger, cells, lookbackMs: 24 * 3600_000 });
+  const nextSteps = new NextSteps({ jobs: nextStepJobs, redis: workerRedis, store, logger, cells, lookbackMs: 24 * 3600_000 });
   const workers = cells.map((cell) =>
     createQueueWorker({ toolCall: nextSteps.wrap(runCall), toolRound: nextSteps.wrap((data, ctx) => processToolRound(data, ctx, runCall)) }, {
       connection: workerRedis,
@@ -122,7 +122,10 @@ export async function startToolWorker(
       lock: workerLockOptions(cfg),
     }),
   );
-  for (const w of workers) observeWorkerJobs(w, metrics);
+  for (const w of workers) {
+    observeWorkerJobs(w, metrics);
+    nextSteps.watch(w);
+  }
   // `run.requires_action` payloads carry each item's signed link, made as the API makes it.
   const links = cfg.ACTION_LINK_SECRET ? new ActionLinks({ secret: cfg.ACTION_LINK_SECRET, publicUrl: cfg.PUBLIC_URL }) : undefined;
   const webhookOptions = {
