@@ -12,7 +12,8 @@ export async function submitter({ ctl, redis }, stack, model = 'bench') {
   return {
     submit: async () => {
       const id = client.newId();
-      await client.add(id);
+      // The BullMQ loop calls the model named in the run's first job (bare flows ignore it).
+      await client.add(id, model === 'bench' ? undefined : model);
       return id;
     },
     times: (ids) => bareRunTimes(ctl, stack.prefix, ids),

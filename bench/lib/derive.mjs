@@ -42,6 +42,14 @@ export function derive(r) {
     const big = c.agentq[c.sizes.at(-1)];
     d.concurrencyRatio = big.wallMs / c.idealMs;
     d.targets.push({ name: `${c.sizes.at(-1)} concurrent runs at ${c.modelMs} ms within 1.2× the ideal (${c.idealMs / 1000} s)`, value: `${fmt(big.wallMs / 1000)} s = ${x(d.concurrencyRatio)} (in-process loop: ${fmt(c.inproc[c.sizes.at(-1)].wallMs / 1000)} s)`, ok: d.concurrencyRatio <= 1.2 });
+    // Issue 17: against the in-process loop on the same machine (on 2 cores it, not the ideal, is the limit).
+    const inproc = c.inproc[c.sizes.at(-1)].wallMs;
+    const loop = c.loop?.[c.sizes.at(-1)];
+    d.targets.push({
+      name: `${c.sizes.at(-1)} concurrent runs at ${c.modelMs} ms within 1.3× the in-process loop`,
+      value: `${fmt(big.wallMs / 1000)} s vs ${fmt(inproc / 1000)} s = ${x(big.wallMs / inproc)}${loop ? ` (the BullMQ loop, no store: ${fmt(loop.wallMs / 1000)} s = ${x(loop.wallMs / inproc)})` : ''}`,
+      ok: big.wallMs / inproc <= 1.3,
+    });
     const agentPeak = (mem) => Math.max(...mem.filter((m) => m.name.startsWith('agent-worker')).map((m) => m.peak));
     const peak = agentPeak(c.memory);
     const v8Note = `; ${fmt(agentPeak(c.v8Defaults.memory))} MB with V8's default heap sizing (then ${fmt(c.v8Defaults.agentq.wallMs / 1000)} s for the ${c.sizes.at(-1)} runs)`;

@@ -1,5 +1,5 @@
-// Scenario 3, realistic latency: many concurrent runs with a 500 ms model against the ideal,
-// with each process's memory (shipped heap flags, then V8's defaults); and scale-out: capped
+// Scenario 3, realistic latency: many concurrent runs with a 500 ms model against the ideal, the
+// in-process loop and the BullMQ loop, with each process's memory (shipped heap flags, then V8's defaults); and scale-out: capped
 // model-step slots per agent-worker, on 1 and on 2 agent-workers.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,6 +9,7 @@ import { memory } from '../lib/machine.mjs';
 import { tmpDir } from '../lib/procs.mjs';
 import { readProbes } from '../lib/redis-cost.mjs';
 import { startAgentq } from '../lib/start-agentq.mjs';
+import { startBare } from '../lib/start-bare.mjs';
 import { startInproc } from '../lib/start-inproc.mjs';
 import { STEPS } from '../lib/workload.mjs';
 import { HEAP_FLAGS } from '../../scripts/lib/services.mjs';
@@ -25,6 +26,15 @@ export async function scenarioConcurrency(ctx) {
     for (const n of sizes) inproc[n] = await inprocBatch(ctx, loop, n, { model: slowModel, label: `in-process loop, ${n} at once, ${SLOW_MS} ms model`, repeat: 1 });
   } finally {
     await loop.stop();
+  }
+  // The BullMQ loop (those runs as bare flows making the model and MCP calls, no store) with a
+  // slot per run: what any loop on BullMQ needs for them here, next to the in-process loop.
+  const queued = {};
+  const qloop = await startBare(ctl, redis.url, { work: true, mcpTransport: MCP, agentConcurrency: N.many, toolConcurrency: 100 });
+  try {
+    queued[N.many] = await batch(ctx, qloop, N.many, { model: slowModel, label: `BullMQ loop, ${N.many} runs at once, ${SLOW_MS} ms model` });
+  } finally {
+    await qloop.stop();
   }
 
   // One agent-worker with a slot per concurrent run, with the heap flags the services ship with,
@@ -68,6 +78,7 @@ export async function scenarioConcurrency(ctx) {
     idealMs: STEPS * SLOW_MS,
     sizes,
     inproc,
+    loop: queued,
     agentq: shipped.batches,
     config: shipped.config,
     heapFlags: HEAP_FLAGS,
