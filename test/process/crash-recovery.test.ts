@@ -31,6 +31,10 @@ const handler: Handler = (req) => {
       ? { tool_calls: [{ name: 'crm__non_idempotent_write', arguments: { key: 'k-round', ms: 4000 } }, { name: 'crm__sleep', arguments: { ms: 1, label: 'beside-the-crash' } }] }
       : { content: req.messages.filter((m: any) => m.role === 'tool').map((m: any) => String(m.content)).join(' | ') };
   if (u === 'safe read') return r === 0 ? { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 4000, label: 'safe-read' } }] } : { content: String(req.messages.at(-1).content) };
+  if (u === 'killed every time')
+    return r === 0
+      ? { tool_calls: ['stall-a', 'stall-b'].map((label) => ({ name: 'crm__sleep', arguments: { ms: 60_000, label } })) }
+      : { content: req.messages.filter((m: any) => m.role === 'tool').map((m: any) => String(m.content)).join(' | ') };
   return { content: 'unknown' };
 };
 
@@ -238,6 +242,32 @@ describe('worker crashes', () => {
     await agent.kill('SIGTERM');
     await tool.kill('SIGTERM');
   }, 60_000);
+
+  it("a round's job whose tool-worker is killed every time it runs it fails for good, and the run goes on: its next step answers the calls", async () => {
+    // No flow waits for a round that is one job: the job adds the next step. Killed more often
+    // than BullMQ's stall limit allows (3), the job is failed on its next pickup without running,
+    // and the worker that failed it adds the next step, as a flow would have released it.
+    const agent = await start('agent-worker');
+    let tool = await start('tool-worker'); // lists the tools before the run's first step
+    const id = await post('killed every time');
+    const started = () => crm.calls.filter((c) => c.args.label === 'stall-a').length;
+    for (let run = 1; run <= 4; run++) {
+      if (run > 1) tool = await start('tool-worker');
+      await waitFor(() => started() >= run, { what: `the round's job to be running (${run})`, timeoutMs: 15_000 });
+      await tool.kill('SIGKILL');
+    }
+    tool = await start('tool-worker');
+    const [run] = await waitAll([id]);
+    expect(run.status).toBe('completed');
+    // Both calls answered with an error text by the step after the round, which the model saw.
+    expect(run.output.content.split(' | ')).toHaveLength(2);
+    expect(run.output.content).toMatch(/no result was recorded.*\|.*no result was recorded/);
+    // Run four times (each time killed), never a fifth.
+    expect(started()).toBe(4);
+    expect(crm.slept.filter((c) => c.label.startsWith('stall-'))).toEqual([]);
+    await agent.kill('SIGTERM');
+    await tool.kill('SIGTERM');
+  }, 90_000);
 
   it('SIGTERM during a model step finishes the step and exits 0; the run completes', async () => {
     llm.setLatency(800);
