@@ -69,19 +69,28 @@ describe('a step whose previous round lacks a result', () => {
     redis.disconnect();
     queueRedis.disconnect();
   });
-
-  it('appends the round itself, answering the call without a result with an error text', async () => {
-    llm = await startScriptedLlm({ handler: () => ({ content: 'done' }) });
-    const store = new RunStore({ redis, prefix });
+  const now = new Date().toISOString();
+  /** A run whose step 0 is committed, asking for crm__t0 and crm__t1; no call has a result yet. */
+  const runWithRound = async (store: RunStore) => {
     const id = newId('run');
     const spec: RunSpec = { model: 'm', max_depth: 5, on_budget_exhausted: 'final_answer', metadata: {}, ancestors: [], nesting: 0 };
     await store.runs.create({ id, owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
     const { run } = (await store.transcript.loadStep(id, 0))!;
-    const now = new Date().toISOString();
-    const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };
-    await store.transcript.commitStep(run, { depth: 0, status: 'completed', model: 'm', usage, started_at: now, completed_at: now, message: { role: 'assistant', content: null, tool_calls: [0, 1].map((i) => ({ id: `call_${i}`, type: 'function' as const, function: { name: `crm__t${i}`, arguments: '{}' } })) } }, { depth: 0, usage, finish_reason: 'tool_calls', content: null, tool_calls: [] });
+    await store.transcript.commitStep(run, step(['crm__t0', 'crm__t1']), { depth: 0, usage: step([]).usage, finish_reason: 'tool_calls', content: null, tool_calls: [] });
+    /** Stores call `index`'s result, as its tool job does. */
+    const complete = (index: number, output: string) => {
+      const name = `crm__t${index}`;
+      return store.toolCalls.complete(id, 0, index, { id: `call_${index}`, name, status: 'completed', output, is_error: false, attempts: 1, duration_ms: 1, started_at: now, completed_at: now }, { depth: 0, index, tool_call_id: `call_${index}`, name, is_error: false, duration_ms: 1, output }, { run, count: 2 });
+    };
+    return { id, complete };
+  };
+
+  it('appends the round itself, answering the call without a result with an error text', async () => {
+    llm = await startScriptedLlm({ handler: () => ({ content: 'done' }) });
+    const store = new RunStore({ redis, prefix });
+    const { id, complete } = await runWithRound(store);
     // Call 0 completed; call 1's job failed for good, so no result and no messages yet.
-    await store.toolCalls.complete(id, 0, 0, { id: 'call_0', name: 'crm__t0', status: 'completed', output: 'zero', is_error: false, attempts: 1, duration_ms: 1, started_at: now, completed_at: now }, { depth: 0, index: 0, tool_call_id: 'call_0', name: 'crm__t0', is_error: false, duration_ms: 1, output: 'zero' }, { run, count: 2 });
+    await complete(0, 'zero');
     expect((await store.transcript.loadStep(id, 1))!.roundAppended).toBe(false);
 
     const logger = createLogger({ service: 'test', level: 'silent' });
@@ -121,13 +130,7 @@ describe('a step whose previous round lacks a result', () => {
     llm ??= await startScriptedLlm({ handler: () => ({ content: 'done' }) });
     const asked = llm.requests.length;
     const store = new RunStore({ redis, prefix });
-    const id = newId('run');
-    const spec: RunSpec = { model: 'm', max_depth: 5, on_budget_exhausted: 'final_answer', metadata: {}, ancestors: [], nesting: 0 };
-    await store.runs.create({ id, owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
-    const { run } = (await store.transcript.loadStep(id, 0))!;
-    const now = new Date().toISOString();
-    const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };
-    await store.transcript.commitStep(run, step(['crm__t0', 'crm__t1']), { depth: 0, usage, finish_reason: 'tool_calls', content: null, tool_calls: [] });
+    const { id, complete } = await runWithRound(store);
     const logger = createLogger({ service: 'test', level: 'silent' });
     const jobs = new JobQueues({ connection: queueRedis, prefix, logger });
     const runs = new Runs({ store, jobs, admission: new Admission(redis, prefix), logger });
@@ -137,10 +140,7 @@ describe('a step whose previous round lacks a result', () => {
     const again = () => processAgentStep({ runId: id, depth: 0 }, { job: new Job(jobs.queue(QUEUES.agent), 'step', { runId: id, depth: 0 }, { attempts: 3 }, `${id}-t0`) }, deps);
     // Before the round is done, a redelivered step reuses its stored answer and fans it out again.
     expect(await again()).toEqual({ outcome: 'tool_calls', count: 2 });
-    for (const index of [0, 1]) {
-      const name = `crm__t${index}`;
-      await store.toolCalls.complete(id, 0, index, { id: `call_${index}`, name, status: 'completed', output: `r${index}`, is_error: false, attempts: 1, duration_ms: 1, started_at: now, completed_at: now }, { depth: 0, index, tool_call_id: `call_${index}`, name, is_error: false, duration_ms: 1, output: `r${index}` }, { run, count: 2 });
-    }
+    for (const index of [0, 1]) await complete(index, `r${index}`);
     expect(await again()).toEqual({ skipped: 'done before' });
     await jobs.close();
     expect(llm.requests.length).toBe(asked);
