@@ -125,4 +125,17 @@ describe('a round job that adds the next step', () => {
     expect(await nextSteps.sweep()).toBe(0);
     expect(await nextStepState(stalled)).toBe('unknown');
   });
+
+  it('pages through many jobs that failed in the same millisecond, and past them', async () => {
+    const runs = await Promise.all(Array.from({ length: 6 }, newRun));
+    for (const runId of runs) await failForGood(round(runId, {}));
+    // Five failed at one time (more than a page), the sixth a millisecond after.
+    const failedKey = jobs.queue(QUEUES.tool).keys.failed;
+    const at = Date.now() - 1000;
+    for (const [i, runId] of runs.entries()) await redis.zadd(failedKey, 'XX', i < 5 ? at : at + 1, roundJobId(runId));
+    const sweeper = new NextSteps({ jobs, redis, store, logger, cells: [0], lookbackMs: 60_000, pageSize: 2 });
+    expect(await sweeper.sweep()).toBe(6);
+    for (const runId of runs) expect(await nextStepState(runId), runId).toBe('waiting');
+    expect(await sweeper.sweep()).toBe(0);
+  });
 });

@@ -5,7 +5,7 @@ import { isTerminal, QUEUES, type JobQueues, type Logger, type RedisClient, type
 type RoundJobData = Pick<ToolCallJob | ToolRoundJob, 'runId' | 'depth' | 'nextStep'>;
 
 /** Failed jobs read at once while sweeping. */
-const PAGE = 100;
+const PAGE_SIZE = 100;
 /** How far a sweep's window reaches back before the previous sweep began: a job failed meanwhile, clocks differ. */
 const OVERLAP_MS = 5 * 60_000;
 
@@ -54,6 +54,8 @@ export class NextSteps {
       cells: number[];
       /** How far back the first sweep looks (a job may have failed while no tool-worker ran). */
       lookbackMs: number;
+      /** Failed jobs read at once while sweeping. @defaultValue 100 */
+      pageSize?: number;
     },
   ) {
     this.since = Date.now() - opts.lookbackMs;
@@ -107,13 +109,15 @@ export class NextSteps {
    */
   async sweep(): Promise<number> {
     const startedAt = Date.now();
+    const pageSize = this.opts.pageSize ?? PAGE_SIZE;
     let added = 0;
     let unfinished = false;
     for (const cell of this.opts.cells) {
       const key = this.opts.jobs.queue(QUEUES.tool, cell).keys.failed;
-      // Oldest first, from the window's start, a page at a time by score (the time each failed).
-      for (let min = String(this.since); ; ) {
-        const page = await this.opts.redis.zrangebyscore(key, min, '+inf', 'WITHSCORES', 'LIMIT', 0, PAGE);
+      // Oldest first, from the window's start, a page at a time by score (the time each failed):
+      // the next page starts at the last score read, past the jobs of that score read already.
+      for (let min = this.since, skip = 0; ; ) {
+        const page = await this.opts.redis.zrangebyscore(key, min, '+inf', 'WITHSCORES', 'LIMIT', skip, pageSize);
         for (let i = 0; i < page.length; i += 2) {
           const id = page[i]!;
           if (this.swept.has(id)) continue;
@@ -125,10 +129,12 @@ export class NextSteps {
             this.opts.logger.warn({ job_id: id, err: (err as Error).message }, 'could not add the next step of a failed round; will try again');
           }
         }
-        if (page.length < 2 * PAGE) break;
-        const last = page.at(-1)!;
-        // Ties at a page's last score are read again (the swept ids are skipped), unless a whole page is one score.
-        min = last === min ? `(${last}` : last;
+        if (page.length < 2 * pageSize) break;
+        const last = Number(page.at(-1));
+        let sameScore = 0;
+        for (let i = page.length - 1; i > 0 && Number(page[i]) === last; i -= 2) sameScore++;
+        skip = last === min ? skip + sameScore : sameScore;
+        min = last;
       }
     }
     if (!unfinished) this.since = startedAt - OVERLAP_MS;
