@@ -4,6 +4,7 @@ export * from './config.js';
 export * from './ids.js';
 export * from './redis.js';
 export * from './redis-url.js';
+export * from './redis-reachable.js';
 export * from './write-bursts.js';
 export * from './schemas/message.js';
 export * from './schemas/usage.js';

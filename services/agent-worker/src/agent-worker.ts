@@ -21,6 +21,7 @@ import {
   type Tracing,
   TokenTally,
   UsageMeter,
+  untilRedisAnswers,
 } from '@agentq/shared';
 import { processAgentStep, type AgentStepDeps } from './agent-step-processor.js';
 import { TranscriptCache } from './transcript-cache.js';
@@ -39,6 +40,7 @@ export interface AgentWorkerHandle {
 
 /** Starts an agent-worker on the agent queue (one model step per job). */
 export async function startAgentWorker(cfg: AgentWorkerConfig, logger: Logger, opts: { tracing?: Tracing } = {}): Promise<AgentWorkerHandle> {
+  await untilRedisAnswers(cfg.REDIS_URL, logger);
   const metrics = createMetrics({ service: 'agent-worker' });
   const telemetry = opts.tracing?.bullmq;
   const redis = new RedisConnections(cfg.REDIS_URL);

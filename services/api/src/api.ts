@@ -12,6 +12,7 @@ import {
   runMetricsObserver,
   SchemaValidators,
   UsageMeter,
+  untilRedisAnswers,
   waitForReady,
   type Logger,
   type Resolver,
@@ -52,7 +53,10 @@ export async function createApiContext(cfg: ApiConfig, logger: Logger, opts: Api
   // Request-path connections fail fast, so a request during a Redis outage gets a 503, not a hang.
   const requests = redis.connect('agentq-api');
   const queueConnection = redis.connect('agentq-api-queue');
-  if (!(await waitForReady(requests)) || !(await waitForReady(queueConnection))) logger.warn('Redis is not reachable yet; answering 503 until it is');
+  if (!(await waitForReady(requests)) || !(await waitForReady(queueConnection))) {
+    // Logs why, until Redis answers.
+    void untilRedisAnswers(cfg.REDIS_URL, logger, { waiting: 'Redis is not reachable yet; answering 503 until it is' });
+  }
   const jobs = new JobQueues({ connection: queueConnection, prefix: cfg.QUEUE_PREFIX, cells: cfg.CELLS, logger, telemetry: opts.tracing?.bullmq });
   const queues = jobs.all();
   const metrics = createMetrics({ service: 'api', queues, onQueueError: (err) => logger.warn({ err: err.message }, 'could not read queue depths for /metrics') });

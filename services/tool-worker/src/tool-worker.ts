@@ -26,6 +26,7 @@ import {
   type Resolver,
   type ToolCatalogEntry,
   type Tracing,
+  untilRedisAnswers,
 } from '@agentq/shared';
 import type { ToolWorkerConfig } from './config.js';
 import { SearchThreads } from './builtin/search-threads.js';
@@ -61,6 +62,7 @@ export async function startToolWorker(
   logger: Logger,
   opts: { mcpConfig: McpConfig; tracing?: Tracing; /** How webhook hosts are resolved (a test's DNS); default `dns.lookup`. */ resolve?: Resolver },
 ): Promise<ToolWorkerHandle> {
+  await untilRedisAnswers(cfg.REDIS_URL, logger);
   const metrics = createMetrics({ service: 'tool-worker' });
   const telemetry = opts.tracing?.bullmq;
   const registry = new McpRegistry({ config: opts.mcpConfig, logger, maxMessageBytes: cfg.MCP_MESSAGE_MAX_BYTES });

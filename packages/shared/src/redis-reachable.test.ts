@@ -1,0 +1,29 @@
+import { describe, expect, it } from 'vitest';
+import { redisProblem } from './redis-reachable.js';
+
+const withCode = (message: string, code: string) => Object.assign(new Error(message), { code });
+
+describe('redisProblem', () => {
+  it('names what to fix: credentials, the certificate, the host, the kind of port', () => {
+    expect(redisProblem(new Error('WRONGPASS invalid username-password pair or user is disabled.'))).toMatch(/^Redis refused the user or password in REDIS_URL \(WRONGPASS/);
+    expect(redisProblem(new Error('NOAUTH Authentication required.'))).toMatch(/^Redis wants a password and REDIS_URL gives none/);
+    expect(redisProblem(withCode('self-signed certificate', 'DEPTH_ZERO_SELF_SIGNED_CERT'))).toMatch(/not trusted \(self-signed certificate\); for a private CA, set NODE_EXTRA_CA_CERTS/);
+    expect(redisProblem(withCode('unable to verify the first certificate', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE'))).toMatch(/not trusted/);
+    expect(redisProblem(withCode("Hostname/IP does not match certificate's altnames", 'ERR_TLS_CERT_ALTNAME_INVALID'))).toMatch(/does not name the host in REDIS_URL/);
+    expect(redisProblem(withCode('certificate has expired', 'CERT_HAS_EXPIRED'))).toMatch(/not valid now/);
+    expect(redisProblem(withCode('connect ECONNREFUSED 10.0.0.5:6379', 'ECONNREFUSED'))).toBe('nothing listens there (connect ECONNREFUSED 10.0.0.5:6379)');
+    expect(redisProblem(withCode('read ECONNRESET', 'ECONNRESET'))).toMatch(/one that speaks TLS wants rediss:\/\//);
+    expect(redisProblem(withCode('getaddrinfo ENOTFOUND redis.internal', 'ENOTFOUND'))).toMatch(/^the host of REDIS_URL is not found/);
+    expect(redisProblem(withCode('write EPROTO ... wrong version number', 'EPROTO'))).toMatch(/rediss:\/\/ speaks TLS, redis:\/\/ does not/);
+    expect(redisProblem('down')).toBe('down');
+  });
+
+  it("reads a Cluster's error for its last node's, and a Sentinel's without its changing retry time", () => {
+    const slots = Object.assign(new Error('Failed to refresh slots cache.'), { lastNodeError: new Error('WRONGPASS invalid username-password pair or user is disabled.') });
+    expect(redisProblem(slots)).toMatch(/^Redis refused the user or password/);
+    const closed = Object.assign(new Error('Failed to refresh slots cache.'), { lastNodeError: new Error('Connection is closed.') });
+    expect(redisProblem(closed)).toBe('no node of the Cluster in REDIS_URL answers (Connection is closed.)');
+    const sentinel = (ms: number) => new Error(`All sentinels are unreachable. Retrying from scratch after ${ms}ms. Last error: Connection is closed.`);
+    expect(redisProblem(sentinel(400))).toBe(redisProblem(sentinel(1600)));
+  });
+});

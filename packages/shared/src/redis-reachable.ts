@@ -1,0 +1,96 @@
+import type { Logger } from 'pino';
+import { createRedis, isCluster, type Redis } from './redis.js';
+
+/** TLS verification failures, by Node's error code: the server's certificate is not trusted. */
+const UNTRUSTED = new Set([
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'CERT_UNTRUSTED',
+]);
+
+/** The underlying error of a Cluster's "failed to refresh the slots" or of a wrapped error. */
+function rootCause(err: Error): Error {
+  const inner = (err as { lastNodeError?: unknown }).lastNodeError;
+  return inner instanceof Error ? rootCause(inner) : err;
+}
+
+/**
+ * Why a connection to Redis fails, in words an operator can act on: wrong credentials, a TLS
+ * certificate not trusted, nothing listening. Never the password (Redis's and Node's messages do
+ * not carry it; the command that failed, which does, is not read).
+ */
+export function redisProblem(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const err = rootCause(error);
+  const code = (err as { code?: string }).code ?? '';
+  // Sentinel's says when it retries, which changes each time.
+  const message = err.message.replace(/ Retrying from scratch after \d+ms\./, '');
+  if (/^(WRONGPASS|NOPERM)/.test(message)) return `Redis refused the user or password in REDIS_URL (${message})`;
+  if (/^NOAUTH/.test(message)) return `Redis wants a password and REDIS_URL gives none (${message})`;
+  if (UNTRUSTED.has(code)) return `the TLS certificate of Redis is not trusted (${message}); for a private CA, set NODE_EXTRA_CA_CERTS to its PEM file`;
+  if (code === 'CERT_HAS_EXPIRED' || code === 'CERT_NOT_YET_VALID') return `the TLS certificate of Redis is not valid now (${message})`;
+  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') return `the TLS certificate of Redis does not name the host in REDIS_URL (${message})`;
+  if (code === 'EPROTO' || /wrong version number|packet length too long/.test(message)) return `TLS failed (${message}): rediss:// speaks TLS, redis:// does not; is the port the right kind?`;
+  if (code === 'ECONNREFUSED') return `nothing listens there (${message})`;
+  if (code === 'ECONNRESET') return `Redis closed the connection (${message}); one that speaks TLS wants rediss://`;
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return `the host of REDIS_URL is not found (${message})`;
+  // A Cluster's nodes report no more than that (ioredis keeps the socket's error from it).
+  if (err !== error && message === 'Connection is closed.') return `no node of the Cluster in REDIS_URL answers (${message})`;
+  return message;
+}
+
+/**
+ * Resolves once the Redis of `url` answers a PING (as the user REDIS_URL names, over TLS if it
+ * says so). Until then it tries again every `retryMs` and logs why not (`<waiting>: <reason>`),
+ * once for each new reason, then once when Redis answers. A worker waits for it before it starts,
+ * as its connections would otherwise retry without a word (or, refused their credentials, end
+ * the process with a stack trace); the API, which answers 503 meanwhile, only logs.
+ */
+export async function untilRedisAnswers(
+  url: string,
+  logger: Logger,
+  opts: { waiting?: string; retryMs?: number; pingTimeoutMs?: number } = {},
+): Promise<void> {
+  // A PING waits for the connection (within its timeout), whose own error says why it fails.
+  const client = createRedis(url, { name: 'agentq-startup-check', blocking: true });
+  let connectionError: Error | undefined;
+  const closed = (err: Error) => rootCause(err).message === 'Connection is closed.';
+  const seen = (err: Error) => {
+    // "Connection is closed" follows the error that closed it, if there was one: keep that.
+    if (!connectionError || closed(connectionError) || !closed(err)) connectionError = err;
+  };
+  client.on('error', seen);
+  client.on('node error', seen);
+  // A Cluster's nodes keep their connection errors (nothing listens there, say) to themselves.
+  if (isCluster(client)) client.on('+node', (node: Redis) => node.on('error', seen));
+  let told = '';
+  try {
+    for (;;) {
+      try {
+        await withTimeout(client.ping(), opts.pingTimeoutMs ?? 2000);
+        if (told) logger.info('Redis answers now');
+        return;
+      } catch (err) {
+        let reason = redisProblem(connectionError ?? err);
+        if (!connectionError && /^rediss/.test(url)) reason += ' (rediss:// speaks TLS: is that port a TLS port?)';
+        if (reason !== told) logger.warn({ reason }, `${opts.waiting ?? 'waiting for Redis'}: ${reason}`);
+        told = reason;
+      }
+      await new Promise((r) => setTimeout(r, opts.retryMs ?? 500));
+    }
+  } finally {
+    client.disconnect();
+  }
+}
+
+async function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`Redis does not answer within ${ms} ms`)), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
