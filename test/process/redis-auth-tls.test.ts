@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,7 +6,7 @@ import { Redis, type RedisOptions } from 'ioredis';
 import { generate } from 'selfsigned';
 import { startScriptedLlm, type Handler, type ScriptedLlm } from '@agentq/scripted-llm';
 import { startCrmMcpServer, type CrmMcpServer } from '../fixtures/crm-mcp-server.js';
-import { freePort } from '../fixtures/redis.js';
+import { freePort, spawnRedisServer, type SpawnedRedis } from '../fixtures/redis.js';
 import { startService, waitForOutput, type ServiceName, type ServiceProcess } from '../fixtures/processes.js';
 import { waitFor } from '../fixtures/wait.js';
 
@@ -23,7 +22,7 @@ let dir: string;
 let llm: ScriptedLlm;
 let crm: CrmMcpServer;
 let caFile: string;
-const servers: ChildProcess[] = [];
+const servers: SpawnedRedis[] = [];
 const started: ServiceProcess[] = [];
 /** Starts a built service (stopped after the test). */
 const launch = (name: ServiceName, env: Record<string, string>) => {
@@ -32,27 +31,11 @@ const launch = (name: ServiceName, env: Record<string, string>) => {
   return p;
 };
 
-/** A redis-server of this file's own on a free port, once it answers (`probe`: how to connect). */
-async function redisServer(args: string[], probe: (port: number) => RedisOptions): Promise<number> {
-  const port = await freePort();
-  const portArgs = args.includes('--tls-cert-file') ? ['--port', '0', '--tls-port', String(port)] : ['--port', String(port)];
-  servers.push(spawn('redis-server', [...portArgs, '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...args], { stdio: 'ignore' }));
-  await waitFor(
-    async () => {
-      const c = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, ...probe(port) });
-      c.on('error', () => {});
-      try {
-        await c.connect();
-        return (await c.ping()) === 'PONG';
-      } catch {
-        return false;
-      } finally {
-        c.disconnect();
-      }
-    },
-    { what: `redis-server on ${port}`, timeoutMs: 10_000, intervalMs: 50 },
-  );
-  return port;
+/** A redis-server of this file's own on a free port, once it answers (`client`: how to reach it). */
+async function redisServer(args: string[], client: RedisOptions, tls = false): Promise<number> {
+  const server = await spawnRedisServer({ dir, args, tls, client });
+  servers.push(server);
+  return server.port;
 }
 
 beforeAll(async () => {
@@ -80,7 +63,7 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
-  for (const s of servers) s.kill('SIGKILL');
+  await Promise.all(servers.map((s) => s.stop()));
   await llm?.close();
   await crm?.close();
   rmSync(dir, { recursive: true, force: true });
@@ -126,14 +109,14 @@ describe('a Redis with a user and password', () => {
   const url = (port: number, pass: string) => `redis://app:${encodeURIComponent(pass)}@127.0.0.1:${port}`;
 
   it('every service connects as the URL says, and a run with a tool call completes', async () => {
-    const port = await redisServer(acl, () => ({ username: 'app', password }));
+    const port = await redisServer(acl, { username: 'app', password });
     const run = await runOne(await envFor(url(port, password)));
     expect(run.status).toBe('completed');
     expect(run.output.content).toMatch(/^found: /);
   }, 60_000);
 
   it('refused: each service says so in one line and waits, then goes on by itself once Redis takes the password', async () => {
-    const port = await redisServer(acl, () => ({ username: 'app', password }));
+    const port = await redisServer(acl, { username: 'app', password });
     const env = await envFor(url(port, 'rotated-secret'));
     const api = launch('api', env);
     const agent = launch('agent-worker', env);
@@ -167,17 +150,17 @@ describe('a Redis with a user and password', () => {
 
 describe('a Redis over TLS (rediss://) with a password', () => {
   const tls = () => ['--tls-cert-file', caFile, '--tls-key-file', join(dir, 'redis.key'), '--tls-ca-cert-file', caFile, '--tls-auth-clients', 'no', '--requirepass', 's3cret'];
-  const probe = () => ({ password: 's3cret', tls: { ca: readFileSync(caFile) } });
+  const client = () => ({ password: 's3cret', tls: { ca: readFileSync(caFile) } });
 
   it('with its certificate trusted through NODE_EXTRA_CA_CERTS, a run with a tool call completes', async () => {
-    const port = await redisServer(tls(), probe);
+    const port = await redisServer(tls(), client(), true);
     const run = await runOne(await envFor(`rediss://:s3cret@127.0.0.1:${port}`, { NODE_EXTRA_CA_CERTS: caFile }));
     expect(run.status).toBe('completed');
     expect(run.output.content).toMatch(/^found: /);
   }, 60_000);
 
   it('a certificate not trusted, naming another host, or the port spoken to without TLS: the service says which and waits', async () => {
-    const port = await redisServer(tls(), probe);
+    const port = await redisServer(tls(), client(), true);
     const cases = [
       { env: await envFor(`rediss://:s3cret@127.0.0.1:${port}`), says: /the TLS certificate of Redis is not trusted .*set NODE_EXTRA_CA_CERTS/ },
       { env: await envFor(`rediss://:s3cret@localhost:${port}`, { NODE_EXTRA_CA_CERTS: caFile }), says: /the TLS certificate of Redis does not name the host in REDIS_URL/ },
