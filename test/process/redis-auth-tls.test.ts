@@ -7,6 +7,7 @@ import { generate } from 'selfsigned';
 import { startScriptedLlm, type Handler, type ScriptedLlm } from '@agentq/scripted-llm';
 import { startCrmMcpServer, type CrmMcpServer } from '../fixtures/crm-mcp-server.js';
 import { freePort, spawnRedisServer, type SpawnedRedis } from '../fixtures/redis.js';
+import { startCluster, startSentinel, type NodeSecurity } from '../fixtures/redis-topologies.js';
 import { startService, waitForOutput, type ServiceName, type ServiceProcess } from '../fixtures/processes.js';
 import { waitFor } from '../fixtures/wait.js';
 
@@ -173,4 +174,34 @@ describe('a Redis over TLS (rediss://) with a password', () => {
       expect(p.output.some((l) => /worker started/.test(l))).toBe(false);
     }
   }, 60_000);
+});
+
+describe('a Redis Cluster and a Sentinel group, over TLS with a password (rediss+cluster://, rediss+sentinel://)', () => {
+  const security = (): NodeSecurity => ({ password: 's3cret', tls: { cert: caFile, key: join(dir, 'redis.key'), ca: caFile } });
+
+  it('on a Cluster of three masters, with a cell on each, a run with a tool call completes', async () => {
+    const cluster = await startCluster({ masters: 3, security: security() });
+    try {
+      expect(cluster.url).toMatch(/^rediss\+cluster:\/\/:s3cret@127\.0\.0\.1:/);
+      const run = await runOne(await envFor(cluster.url, { NODE_EXTRA_CA_CERTS: caFile, CELLS: '3' }));
+      expect(run.status).toBe('completed');
+      expect(run.output.content).toMatch(/^found: /);
+    } finally {
+      await Promise.all(started.splice(0).map((p) => p.kill()));
+      await cluster.stop();
+    }
+  }, 90_000);
+
+  it('through Sentinels (TLS too), a run with a tool call completes', async () => {
+    const sentinel = await startSentinel({ security: security() });
+    try {
+      expect(sentinel.url).toMatch(/^rediss\+sentinel:\/\/:s3cret@127\.0\.0\.1:.*\/mymaster$/);
+      const run = await runOne(await envFor(sentinel.url, { NODE_EXTRA_CA_CERTS: caFile }));
+      expect(run.status).toBe('completed');
+      expect(run.output.content).toMatch(/^found: /);
+    } finally {
+      await Promise.all(started.splice(0).map((p) => p.kill()));
+      await sentinel.stop();
+    }
+  }, 90_000);
 });

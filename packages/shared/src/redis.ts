@@ -42,7 +42,8 @@ export function createRedis(url: string, opts: { blocking?: boolean; name?: stri
       username: target.username,
       password: target.password,
       sentinelPassword: target.sentinelPassword,
-      ...(target.tls ? { tls: {}, enableTLSForSentinelMode: true } : {}),
+      // rediss+sentinel: TLS to the Sentinels and to the master they name.
+      ...(target.tls ? { tls: {}, enableTLSForSentinelMode: true, sentinelTLS: {} } : {}),
       sentinelRetryStrategy: retryStrategy,
     });
   } else {
