@@ -179,29 +179,24 @@ describe('a Redis over TLS (rediss://) with a password', () => {
 describe('a Redis Cluster and a Sentinel group, over TLS with a password (rediss+cluster://, rediss+sentinel://)', () => {
   const security = (): NodeSecurity => ({ password: 's3cret', tls: { cert: caFile, key: join(dir, 'redis.key'), ca: caFile } });
 
-  it('on a Cluster of three masters, with a cell on each, a run with a tool call completes', async () => {
-    const cluster = await startCluster({ masters: 3, security: security() });
+  /** Starts the topology, then the services on its URL, and runs one tool-using run to its end. */
+  async function completesOn(topology: { url: string; stop(): Promise<void> }, url: RegExp, env: Record<string, string> = {}): Promise<void> {
     try {
-      expect(cluster.url).toMatch(/^rediss\+cluster:\/\/:s3cret@127\.0\.0\.1:/);
-      const run = await runOne(await envFor(cluster.url, { NODE_EXTRA_CA_CERTS: caFile, CELLS: '3' }));
+      expect(topology.url).toMatch(url);
+      const run = await runOne(await envFor(topology.url, { NODE_EXTRA_CA_CERTS: caFile, ...env }));
       expect(run.status).toBe('completed');
       expect(run.output.content).toMatch(/^found: /);
     } finally {
       await Promise.all(started.splice(0).map((p) => p.kill()));
-      await cluster.stop();
+      await topology.stop();
     }
+  }
+
+  it('on a Cluster of three masters, with a cell on each, a run with a tool call completes', async () => {
+    await completesOn(await startCluster({ masters: 3, security: security() }), /^rediss\+cluster:\/\/:s3cret@127\.0\.0\.1:/, { CELLS: '3' });
   }, 90_000);
 
   it('through Sentinels (TLS too), a run with a tool call completes', async () => {
-    const sentinel = await startSentinel({ security: security() });
-    try {
-      expect(sentinel.url).toMatch(/^rediss\+sentinel:\/\/:s3cret@127\.0\.0\.1:.*\/mymaster$/);
-      const run = await runOne(await envFor(sentinel.url, { NODE_EXTRA_CA_CERTS: caFile }));
-      expect(run.status).toBe('completed');
-      expect(run.output.content).toMatch(/^found: /);
-    } finally {
-      await Promise.all(started.splice(0).map((p) => p.kill()));
-      await sentinel.stop();
-    }
+    await completesOn(await startSentinel({ security: security() }), /^rediss\+sentinel:\/\/:s3cret@127\.0\.0\.1:.*\/mymaster$/);
   }, 90_000);
 });
