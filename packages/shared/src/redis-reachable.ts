@@ -57,20 +57,32 @@ export async function untilRedisAnswers(
   // A PING waits for the connection (within its timeout), whose own error says why it fails.
   const client = createRedis(url, { name: 'agentq-startup-check', blocking: true });
   let connectionError: Error | undefined;
+  /** Wakes a wait for the PING at the connection's next error: the reason is known then. */
+  let onError: (() => void) | undefined;
   const closed = (err: Error) => rootCause(err).message === 'Connection is closed.';
   const seen = (err: Error) => {
     // "Connection is closed" follows the error that closed it, if there was one: keep that.
     if (!connectionError || closed(connectionError) || !closed(err)) connectionError = err;
+    onError?.();
   };
   client.on('error', seen);
   client.on('node error', seen);
   // A Cluster's nodes keep their connection errors (nothing listens there, say) to themselves.
   if (isCluster(client)) client.on('+node', (node: Redis) => node.on('error', seen));
   let told = '';
+  // One PING at a time: it waits in the client's queue until the connection is up.
+  let ping: Promise<unknown> | undefined;
   try {
     for (;;) {
+      if (!ping) {
+        const p = client.ping();
+        ping = p;
+        p.catch(() => {}).finally(() => ping === p && (ping = undefined));
+      }
+      const errored = new Promise<never>((_, reject) => (onError = () => reject(new Error('connection error'))));
+      errored.catch(() => {});
       try {
-        await withTimeout(client.ping(), opts.pingTimeoutMs ?? 2000);
+        await withTimeout(Promise.race([ping, errored]), opts.pingTimeoutMs ?? 2000);
         if (told) logger.info('Redis answers now');
         return;
       } catch (err) {
@@ -78,6 +90,8 @@ export async function untilRedisAnswers(
         if (!connectionError && /^rediss/.test(url)) reason += ' (rediss:// speaks TLS: is that port a TLS port?)';
         if (reason !== told) logger.warn({ reason }, `${opts.waiting ?? 'waiting for Redis'}: ${reason}`);
         told = reason;
+      } finally {
+        onError = undefined;
       }
       await new Promise((r) => setTimeout(r, opts.retryMs ?? 500));
     }
