@@ -138,4 +138,27 @@ describe('a round job that adds the next step', () => {
     for (const runId of runs) expect(await nextStepState(runId), runId).toBe('waiting');
     expect(await sweeper.sweep()).toBe(0);
   });
+
+  it('misses none of a millisecond\'s jobs when one it has read leaves the failed set between two pages', async () => {
+    const failedKey = jobs.queue(QUEUES.tool).keys.failed;
+    await redis.del(failedKey); // the earlier tests' jobs: these alone make the pages
+    const runs = await Promise.all(Array.from({ length: 5 }, newRun));
+    for (const runId of runs) await failForGood(round(runId, {}));
+    const at = Date.now() - 1000;
+    for (const runId of runs) await redis.zadd(failedKey, 'XX', at, roundJobId(runId));
+    // The first of them the sweep looks at is retried (it leaves the failed set) while the sweep reads on.
+    const leaving = Object.create(jobs) as JobQueues;
+    leaving.queue = ((name: string, cell?: number) => {
+      const queue = jobs.queue(name as typeof QUEUES.tool, cell);
+      return Object.assign(Object.create(queue), {
+        getJob: async (id: string) => {
+          if (id === roundJobId(runs[0]!)) await redis.zrem(failedKey, id);
+          return queue.getJob(id);
+        },
+      });
+    }) as JobQueues['queue'];
+    const sweeper = new NextSteps({ jobs: leaving, redis, store, logger, cells: [0], lookbackMs: 60_000, pageSize: 2 });
+    await sweeper.sweep();
+    for (const runId of runs) expect(await nextStepState(runId), runId).toBe('waiting');
+  });
 });

@@ -126,7 +126,7 @@ describe('a Redis with a user and password', () => {
     await waitForOutput(agent, refused);
     await waitForOutput(tool, refused);
     await waitForOutput(api, /api listening/);
-    expect(api.output.some((l) => /not reachable yet; answering 503 until it is: Redis refused the user or password/.test(l))).toBe(true);
+    await waitForOutput(api, /not reachable yet; answering 503 until it is: Redis refused the user or password/);
     const ready = await fetch(`http://127.0.0.1:${env.PORT}/readyz`);
     expect(ready.status).toBe(503);
     // A second later the worker still waits (it has not exited), having said why once.

@@ -12,9 +12,12 @@ describe('redisProblem', () => {
     expect(redisProblem(withCode("Hostname/IP does not match certificate's altnames", 'ERR_TLS_CERT_ALTNAME_INVALID'))).toMatch(/does not name the host in REDIS_URL/);
     expect(redisProblem(withCode('certificate has expired', 'CERT_HAS_EXPIRED'))).toMatch(/not valid now/);
     expect(redisProblem(withCode('connect ECONNREFUSED 10.0.0.5:6379', 'ECONNREFUSED'))).toBe('nothing listens there (connect ECONNREFUSED 10.0.0.5:6379)');
-    expect(redisProblem(withCode('read ECONNRESET', 'ECONNRESET'))).toMatch(/one that speaks TLS wants rediss:\/\//);
+    expect(redisProblem(withCode('read ECONNRESET', 'ECONNRESET'), 'redis://h:6379')).toMatch(/one that speaks TLS wants rediss:\/\//);
+    expect(redisProblem(withCode('read ECONNRESET', 'ECONNRESET'), 'rediss://h:6380')).toBe('Redis closed the connection (read ECONNRESET)');
+    expect(redisProblem(new Error("NOPERM User app has no permissions to run the 'ping' command"))).toMatch(/^the user in REDIS_URL may not run what agentq needs .*ACL SETUSER/);
+    expect(redisProblem(withCode('ssl3_read_bytes:tlsv13 alert certificate required', 'ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED'))).toMatch(/^Redis wants a client certificate/);
     expect(redisProblem(withCode('getaddrinfo ENOTFOUND redis.internal', 'ENOTFOUND'))).toMatch(/^the host of REDIS_URL is not found/);
-    expect(redisProblem(withCode('write EPROTO ... wrong version number', 'EPROTO'))).toMatch(/rediss:\/\/ speaks TLS, redis:\/\/ does not/);
+    expect(redisProblem(withCode('write EPROTO ... wrong version number', 'EPROTO'), 'rediss://h:6379')).toMatch(/^TLS failed .*: is that port a TLS port\?/);
     expect(redisProblem('down')).toBe('down');
   });
 

@@ -20,22 +20,28 @@ function rootCause(err: Error): Error {
 /**
  * Why a connection to Redis fails, in words an operator can act on: wrong credentials, a TLS
  * certificate not trusted, nothing listening. Never the password (Redis's and Node's messages do
- * not carry it; the command that failed, which does, is not read).
+ * not carry it; the command that failed, which does, is not read). `url` (REDIS_URL) tells
+ * whether a hint about TLS applies.
  */
-export function redisProblem(error: unknown): string {
+export function redisProblem(error: unknown, url = ''): string {
   if (!(error instanceof Error)) return String(error);
   const err = rootCause(error);
   const code = (err as { code?: string }).code ?? '';
   // Sentinel's says when it retries, which changes each time.
   const message = err.message.replace(/ Retrying from scratch after \d+ms\./, '');
-  if (/^(WRONGPASS|NOPERM)/.test(message)) return `Redis refused the user or password in REDIS_URL (${message})`;
+  const tlsUrl = /^rediss/.test(url);
+  if (/^WRONGPASS/.test(message)) return `Redis refused the user or password in REDIS_URL (${message})`;
   if (/^NOAUTH/.test(message)) return `Redis wants a password and REDIS_URL gives none (${message})`;
+  if (/^NOPERM/.test(message)) return `the user in REDIS_URL may not run what agentq needs (${message}); grant it with ACL SETUSER`;
   if (UNTRUSTED.has(code)) return `the TLS certificate of Redis is not trusted (${message}); for a private CA, set NODE_EXTRA_CA_CERTS to its PEM file`;
   if (code === 'CERT_HAS_EXPIRED' || code === 'CERT_NOT_YET_VALID') return `the TLS certificate of Redis is not valid now (${message})`;
   if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') return `the TLS certificate of Redis does not name the host in REDIS_URL (${message})`;
-  if (code === 'EPROTO' || /wrong version number|packet length too long/.test(message)) return `TLS failed (${message}): rediss:// speaks TLS, redis:// does not; is the port the right kind?`;
+  if (/certificate required/.test(message)) return `Redis wants a client certificate, which agentq does not send (${message}); set tls-auth-clients to no or optional`;
+  if (code === 'EPROTO' || /wrong version number|packet length too long/.test(message)) {
+    return `TLS failed (${message})${tlsUrl ? ': is that port a TLS port? rediss:// speaks TLS' : ''}`;
+  }
   if (code === 'ECONNREFUSED') return `nothing listens there (${message})`;
-  if (code === 'ECONNRESET') return `Redis closed the connection (${message}); one that speaks TLS wants rediss://`;
+  if (code === 'ECONNRESET') return `Redis closed the connection (${message})${tlsUrl ? '' : '; one that speaks TLS wants rediss://'}`;
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return `the host of REDIS_URL is not found (${message})`;
   // A Cluster's nodes report no more than that (ioredis keeps the socket's error from it).
   if (err !== error && message === 'Connection is closed.') return `no node of the Cluster in REDIS_URL answers (${message})`;
@@ -44,15 +50,15 @@ export function redisProblem(error: unknown): string {
 
 /**
  * Resolves once the Redis of `url` answers a PING (as the user REDIS_URL names, over TLS if it
- * says so). Until then it tries again every `retryMs` and logs why not (`<waiting>: <reason>`),
- * once for each new reason, then once when Redis answers. A worker waits for it before it starts,
+ * says so), or `signal` aborts. Until then it tries again every `retryMs` and logs why not
+ * (`<waiting>: <reason>`), once for each reason, then once when Redis answers. A worker waits for it before it starts,
  * as its connections would otherwise retry without a word (or, refused their credentials, end
  * the process with a stack trace); the API, which answers 503 meanwhile, only logs.
  */
 export async function untilRedisAnswers(
   url: string,
   logger: Logger,
-  opts: { waiting?: string; retryMs?: number; pingTimeoutMs?: number } = {},
+  opts: { waiting?: string; retryMs?: number; pingTimeoutMs?: number; signal?: AbortSignal } = {},
 ): Promise<void> {
   // A PING waits for the connection (within its timeout), whose own error says why it fails.
   const client = createRedis(url, { name: 'agentq-startup-check', blocking: true });
@@ -67,13 +73,17 @@ export async function untilRedisAnswers(
   };
   client.on('error', seen);
   client.on('node error', seen);
+  // Connected again: an earlier error no longer says why (Redis may be loading, or refuse a command).
+  client.on('connect', () => (connectionError = undefined));
   // A Cluster's nodes keep their connection errors (nothing listens there, say) to themselves.
   if (isCluster(client)) client.on('+node', (node: Redis) => node.on('error', seen));
-  let told = '';
+  const told = new Set<string>();
+  // Ends a wait (for the PING, between tries) at once when `signal` aborts.
+  const stopped = new Promise<void>((resolve) => opts.signal?.addEventListener('abort', () => resolve(), { once: true }));
   // One PING at a time: it waits in the client's queue until the connection is up.
   let ping: Promise<unknown> | undefined;
   try {
-    for (;;) {
+    while (!opts.signal?.aborted) {
       if (!ping) {
         const p = client.ping();
         ping = p;
@@ -82,18 +92,22 @@ export async function untilRedisAnswers(
       const errored = new Promise<never>((_, reject) => (onError = () => reject(new Error('connection error'))));
       errored.catch(() => {});
       try {
-        await withTimeout(Promise.race([ping, errored]), opts.pingTimeoutMs ?? 2000);
-        if (told) logger.info('Redis answers now');
+        const answered = await withTimeout(Promise.race([ping.then(() => true), errored, stopped.then(() => false)]), opts.pingTimeoutMs ?? 2000);
+        if (answered && told.size) logger.info('Redis answers now');
         return;
       } catch (err) {
-        let reason = redisProblem(connectionError ?? err);
-        if (!connectionError && /^rediss/.test(url)) reason += ' (rediss:// speaks TLS: is that port a TLS port?)';
-        if (reason !== told) logger.warn({ reason }, `${opts.waiting ?? 'waiting for Redis'}: ${reason}`);
-        told = reason;
+        // Redis's own answer to the PING (LOADING, NOPERM…) says more than an earlier error.
+        const replied = err instanceof Error && err.name === 'ReplyError';
+        let reason = redisProblem(replied ? err : (connectionError ?? err), url);
+        if (!replied && !connectionError && /^rediss/.test(url)) reason += ' (rediss:// speaks TLS: is that port a TLS port?)';
+        if (!told.has(reason)) logger.warn({ reason }, `${opts.waiting ?? 'waiting for Redis'}: ${reason}`);
+        told.add(reason);
       } finally {
         onError = undefined;
       }
-      await new Promise((r) => setTimeout(r, opts.retryMs ?? 500));
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([new Promise((r) => (timer = setTimeout(r, opts.retryMs ?? 500))), stopped]);
+      clearTimeout(timer);
     }
   } finally {
     client.disconnect();

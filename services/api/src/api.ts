@@ -53,9 +53,10 @@ export async function createApiContext(cfg: ApiConfig, logger: Logger, opts: Api
   // Request-path connections fail fast, so a request during a Redis outage gets a 503, not a hang.
   const requests = redis.connect('agentq-api');
   const queueConnection = redis.connect('agentq-api-queue');
+  // Logs why Redis cannot be reached, until it answers or the API closes.
+  const stopWaiting = new AbortController();
   if (!(await waitForReady(requests)) || !(await waitForReady(queueConnection))) {
-    // Logs why, until Redis answers.
-    void untilRedisAnswers(cfg.REDIS_URL, logger, { waiting: 'Redis is not reachable yet; answering 503 until it is' });
+    void untilRedisAnswers(cfg.REDIS_URL, logger, { waiting: 'Redis is not reachable yet; answering 503 until it is', signal: stopWaiting.signal }).catch(() => {});
   }
   const jobs = new JobQueues({ connection: queueConnection, prefix: cfg.QUEUE_PREFIX, cells: cfg.CELLS, logger, telemetry: opts.tracing?.bullmq });
   const queues = jobs.all();
@@ -118,6 +119,7 @@ export async function createApiContext(cfg: ApiConfig, logger: Logger, opts: Api
   return {
     deps,
     async close() {
+      stopWaiting.abort();
       await stopSweep();
       await hub.close();
       await jobs.close();

@@ -116,8 +116,16 @@ export class NextSteps {
       const key = this.opts.jobs.queue(QUEUES.tool, cell).keys.failed;
       // Oldest first, from the window's start, a page at a time by score (the time each failed):
       // the next page starts at the last score read, past the jobs of that score read already.
-      for (let min = this.since, skip = 0; ; ) {
-        const page = await this.opts.redis.zrangebyscore(key, min, '+inf', 'WITHSCORES', 'LIMIT', skip, pageSize);
+      // It is read from the last job read, to see that none of those left the set meanwhile
+      // (retried, removed); if one did, that score is read again from its first job.
+      for (let min = this.since, skip = 0, last: string | undefined; ; ) {
+        const from = last === undefined ? skip : skip - 1;
+        const read = await this.opts.redis.zrangebyscore(key, min, '+inf', 'WITHSCORES', 'LIMIT', from, pageSize + (from < skip ? 1 : 0));
+        if (last !== undefined && read[0] !== last) {
+          [skip, last] = [0, undefined];
+          continue;
+        }
+        const page = last === undefined ? read : read.slice(2);
         for (let i = 0; i < page.length; i += 2) {
           const id = page[i]!;
           if (this.swept.has(id)) continue;
@@ -130,11 +138,12 @@ export class NextSteps {
           }
         }
         if (page.length < 2 * pageSize) break;
-        const last = Number(page.at(-1));
+        const score = Number(page.at(-1));
         let sameScore = 0;
-        for (let i = page.length - 1; i > 0 && Number(page[i]) === last; i -= 2) sameScore++;
-        skip = last === min ? skip + sameScore : sameScore;
-        min = last;
+        for (let i = page.length - 1; i > 0 && Number(page[i]) === score; i -= 2) sameScore++;
+        skip = score === min ? skip + sameScore : sameScore;
+        min = score;
+        last = page.at(-2);
       }
     }
     if (!unfinished) this.since = startedAt - OVERLAP_MS;
