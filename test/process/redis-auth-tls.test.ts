@@ -196,7 +196,8 @@ describe('a Redis Cluster and a Sentinel group, over TLS with a password (rediss
     await completesOn(await startCluster({ masters: 3, security: security() }), /^rediss\+cluster:\/\/:s3cret@127\.0\.0\.1:/, { CELLS: '3' });
   }, 90_000);
 
-  it('through Sentinels (TLS too), a run with a tool call completes', async () => {
-    await completesOn(await startSentinel({ security: security() }), /^rediss\+sentinel:\/\/:s3cret@127\.0\.0\.1:.*\/mymaster$/);
+  it('through Sentinels (TLS too, and a password of their own), a run with a tool call completes', async () => {
+    const sentinel = await startSentinel({ security: { ...security(), sentinelPassword: 'sentinel:pw' } });
+    await completesOn(sentinel, /^rediss\+sentinel:\/\/:s3cret@127\.0\.0\.1:.*\/mymaster\?sentinel_password=sentinel%3Apw$/);
   }, 90_000);
 });
