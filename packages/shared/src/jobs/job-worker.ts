@@ -6,6 +6,7 @@ import { AgentqError } from '../errors.js';
 import type { CancelListener } from '../runs/cancel-listener.js';
 import { JOB_KINDS, type JobData, type JobKind } from './catalog.js';
 import { cellPrefix, cellQueueName } from './cells.js';
+import { workerErrorLog } from './worker-errors.js';
 
 /** What a handler gets beside its parsed data: the BullMQ job (for its id, attempts and waits). */
 export interface JobContext {
@@ -103,7 +104,7 @@ export function createQueueWorker(handlers: JobHandlers, o: JobWorkerOptions): W
       ...(backoff ? { settings: { backoffStrategy: (attemptsMade: number, _type?: string, err?: Error) => backoff(attemptsMade, err, baseMs) } } : {}),
     },
   );
-  worker.on('error', (err) => o.logger.error({ err: err.message }, `${label} worker error`));
+  worker.on('error', workerErrorLog(o.logger, label));
   worker.on('failed', (job, err) => {
     const parsed = job ? parse(job) : undefined;
     const fields = parsed?.kind ? (JOB_KINDS[parsed.kind].logFields as (d: unknown) => Record<string, unknown>)(parsed.data) : {};
