@@ -1,5 +1,5 @@
 import type { Worker } from 'bullmq';
-import { isTerminal, QUEUES, type JobQueues, type Logger, type RedisClient, type RunStore, type ToolCallJob, type ToolRoundJob } from '@agentq/shared';
+import { QUEUES, type JobQueues, type Logger, type RedisClient, type RunStore, type ToolCallJob, type ToolRoundJob } from '@agentq/shared';
 
 /** The data of a job that may add its run's next step (see fan-out.ts). */
 type RoundJobData = Pick<ToolCallJob | ToolRoundJob, 'runId' | 'depth' | 'nextStep'>;
@@ -156,9 +156,8 @@ export class NextSteps {
     const job = await this.opts.jobs.queue(QUEUES.tool, cell).getJob(id);
     const data = roundJobData(job?.data);
     if (!data) return false;
-    // The step's own read: a run that has ended, or whose round the next step has appended, needs nothing.
-    const next = await this.opts.store.transcript.loadStep(data.runId, data.depth + 1);
-    if (!next || isTerminal(next.run.status) || next.roundAppended) return false;
+    // A run that has ended, or whose round the next step has appended, needs nothing.
+    if (!(await this.opts.store.transcript.needsStepAfter(data.runId, data.depth))) return false;
     await this.add(data);
     this.opts.logger.info({ run_id: data.runId, depth: data.depth, job_id: id }, 'a round job failed for good; added the next step');
     return true;

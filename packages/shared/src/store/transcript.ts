@@ -1,7 +1,7 @@
 import type { ClientContext, Result } from 'ioredis';
 import type { RedisClient } from '../redis.js';
 import type { AssistantMessage, ChatMessage } from '../schemas/message.js';
-import type { BudgetName } from '../schemas/run.js';
+import { isTerminal, type BudgetName, type RunStatus } from '../schemas/run.js';
 import { runKeys, RUN_FIELDS as F, TOOL_CALL_FIELDS } from './keys.js';
 import { APPEND_ROUND_LUA, EVENTS_MAXLEN, lua, RUN_OVER_LUA, XADD_EVENT_LUA } from './lua.js';
 import { eventJson, type RunEventData } from './run-events.js';
@@ -169,6 +169,16 @@ export class Transcript {
       roundAppended: depth > 0 && h[`${F.roundMarkerPrefix}${depth - 1}`] === '1',
       done: h[`${F.roundMarkerPrefix}${depth}`] === '1',
     };
+  }
+
+  /**
+   * Whether a run still needs the step after its round at `depth`: the run exists, has not ended,
+   * and that round's tool messages are not in its transcript (the step after them appends them
+   * when it runs). One read of two fields: the transcript is not read.
+   */
+  async needsStepAfter(runId: string, depth: number): Promise<boolean> {
+    const [status, appended] = await this.redis.hmget(this.keys(runId).run, F.status, `${F.roundMarkerPrefix}${depth}`);
+    return status !== null && !isTerminal(status as RunStatus) && appended !== '1';
   }
 
   /** The step at `depth` and the tool results stored under its calls (by call index). */
