@@ -196,8 +196,11 @@ describe('a Redis Cluster and a Sentinel group, over TLS with a password (rediss
     await completesOn(await startCluster({ masters: 3, security: security() }), /^rediss\+cluster:\/\/:s3cret@127\.0\.0\.1:/, { CELLS: '3' });
   }, 90_000);
 
-  it('through Sentinels (TLS too, and a password of their own), a run with a tool call completes', async () => {
+  it('through Sentinels (TLS too, and a password of their own), a run with a tool call completes; their certificate not trusted, a worker says so', async () => {
     const sentinel = await startSentinel({ security: { ...security(), sentinelPassword: 'sentinel:pw' } });
+    const untrusted = launch('agent-worker', await envFor(sentinel.url));
+    await waitForOutput(untrusted, /waiting for Redis: no Sentinel answers: the TLS certificate of Redis is not trusted .*NODE_EXTRA_CA_CERTS/);
+    await untrusted.kill();
     await completesOn(sentinel, /^rediss\+sentinel:\/\/:s3cret@127\.0\.0\.1:.*\/mymaster\?sentinel_password=sentinel%3Apw$/);
   }, 90_000);
 });

@@ -26,7 +26,11 @@ describe('redisProblem', () => {
     expect(redisProblem(slots)).toMatch(/^Redis refused the user or password/);
     const closed = Object.assign(new Error('Failed to refresh slots cache.'), { lastNodeError: new Error('Connection is closed.') });
     expect(redisProblem(closed)).toBe('no node of the Cluster in REDIS_URL answers (Connection is closed.)');
-    const sentinel = (ms: number) => new Error(`All sentinels are unreachable. Retrying from scratch after ${ms}ms. Last error: Connection is closed.`);
+    const sentinel = (ms: number, last = 'Connection is closed.') => new Error(`All sentinels are unreachable. Retrying from scratch after ${ms}ms. Last error: ${last}`);
     expect(redisProblem(sentinel(400))).toBe(redisProblem(sentinel(1600)));
+    expect(redisProblem(sentinel(400))).toBe('All sentinels are unreachable. Last error: Connection is closed.');
+    expect(redisProblem(sentinel(400, 'self-signed certificate'))).toMatch(/^no Sentinel answers: the TLS certificate of Redis is not trusted .*NODE_EXTRA_CA_CERTS/);
+    expect(redisProblem(sentinel(400, 'connect ECONNREFUSED 127.0.0.1:26379'))).toBe('no Sentinel answers: nothing listens there (connect ECONNREFUSED 127.0.0.1:26379)');
+    expect(redisProblem(sentinel(400, 'WRONGPASS invalid username-password pair or user is disabled.'))).toMatch(/^no Sentinel answers: Redis refused the user or password/);
   });
 });

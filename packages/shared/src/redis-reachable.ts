@@ -1,5 +1,7 @@
+import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { createRedis, isCluster, type Redis } from './redis.js';
+import { createRedis, isCluster } from './redis.js';
+import { parseRedisUrl, type RedisTarget } from './redis-url.js';
 
 /** TLS verification failures, by Node's error code: the server's certificate is not trusted. */
 const UNTRUSTED = new Set([
@@ -30,6 +32,9 @@ export function redisProblem(error: unknown, url = ''): string {
   // Sentinel's says when it retries, which changes each time.
   const message = err.message.replace(/ Retrying from scratch after \d+ms\./, '');
   const tlsUrl = /^rediss/.test(url);
+  // Sentinel's names its last error only as text: read that text as the error.
+  const sentinels = /^All sentinels are unreachable\. Last error: (.+)$/.exec(message);
+  if (sentinels && sentinels[1] !== 'Connection is closed.') return `no Sentinel answers: ${redisProblem(textError(sentinels[1]!), url)}`;
   if (/^WRONGPASS/.test(message)) return `Redis refused the user or password in REDIS_URL (${message})`;
   if (/^NOAUTH/.test(message)) return `Redis wants a password and REDIS_URL gives none (${message})`;
   if (/^NOPERM/.test(message)) return `the user in REDIS_URL may not run what agentq needs (${message}); grant it with ACL SETUSER`;
@@ -49,6 +54,44 @@ export function redisProblem(error: unknown, url = ''): string {
 }
 
 /**
+ * Why the first Sentinel of `target` that fails to answer fails, asked of it directly: ioredis
+ * keeps a Sentinel's connection errors (a certificate not trusted, say) to itself and reports
+ * "Connection is closed.". Undefined when one answers (the trouble is then the master).
+ */
+async function sentinelError(target: Extract<RedisTarget, { kind: 'sentinel' }>): Promise<Error | undefined> {
+  let first: Error | undefined;
+  for (const { host, port } of target.sentinels) {
+    const c = new Redis({ host, port, password: target.sentinelPassword, tls: target.tls ? {} : undefined, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, connectTimeout: 1000 });
+    let error: Error | undefined;
+    c.on('error', (err: Error) => (error ??= err));
+    try {
+      await c.connect();
+      await c.ping();
+      return undefined;
+    } catch (err) {
+      first ??= error ?? (err as Error);
+    } finally {
+      c.disconnect();
+    }
+  }
+  return first;
+}
+
+/** An error for a message seen only as text, with the code its words give (Sentinel's last error). */
+function textError(message: string): Error {
+  const codes: Array<[RegExp, string]> = [
+    [/self[- ]signed certificate in certificate chain/, 'SELF_SIGNED_CERT_IN_CHAIN'],
+    [/self[- ]signed certificate/, 'DEPTH_ZERO_SELF_SIGNED_CERT'],
+    [/unable to verify the first certificate/, 'UNABLE_TO_VERIFY_LEAF_SIGNATURE'],
+    [/does not match certificate's altnames/, 'ERR_TLS_CERT_ALTNAME_INVALID'],
+    [/ECONNREFUSED/, 'ECONNREFUSED'],
+    [/ECONNRESET/, 'ECONNRESET'],
+    [/ENOTFOUND/, 'ENOTFOUND'],
+  ];
+  return Object.assign(new Error(message), { code: codes.find(([re]) => re.test(message))?.[1] });
+}
+
+/**
  * Resolves once the Redis of `url` answers a PING (as the user REDIS_URL names, over TLS if it
  * says so), or `signal` aborts. Until then it tries again every `retryMs` and logs why not
  * (`<waiting>: <reason>`), once for each reason, then once when Redis answers. A worker waits for it before it starts,
@@ -61,6 +104,7 @@ export async function untilRedisAnswers(
   opts: { waiting?: string; retryMs?: number; pingTimeoutMs?: number; signal?: AbortSignal } = {},
 ): Promise<void> {
   // A PING waits for the connection (within its timeout), whose own error says why it fails.
+  const target = parseRedisUrl(url);
   const client = createRedis(url, { name: 'agentq-startup-check', blocking: true });
   let connectionError: Error | undefined;
   /** Wakes a wait for the PING at the connection's next error: the reason is known then. */
@@ -99,6 +143,10 @@ export async function untilRedisAnswers(
         // Redis's own answer to the PING (LOADING, NOPERM…) says more than an earlier error.
         const replied = err instanceof Error && err.name === 'ReplyError';
         let reason = redisProblem(replied ? err : (connectionError ?? err), url);
+        if (target.kind === 'sentinel' && /^All sentinels are unreachable\. Last error: Connection is closed\.$/.test(reason)) {
+          const direct = await sentinelError(target);
+          if (direct) reason = `no Sentinel answers: ${redisProblem(direct, url)}`;
+        }
         if (!replied && !connectionError && /^rediss/.test(url)) reason += ' (rediss:// speaks TLS: is that port a TLS port?)';
         if (!told.has(reason)) logger.warn({ reason }, `${opts.waiting ?? 'waiting for Redis'}: ${reason}`);
         told.add(reason);
