@@ -179,10 +179,14 @@ describe('a Redis over TLS (rediss://) with a password', () => {
 describe('a Redis Cluster and a Sentinel group, over TLS with a password (rediss+cluster://, rediss+sentinel://)', () => {
   const security = (): NodeSecurity => ({ password: 's3cret', tls: { cert: caFile, key: join(dir, 'redis.key'), ca: caFile } });
 
-  /** Starts the topology, then the services on its URL, and runs one tool-using run to its end. */
-  async function completesOn(topology: { url: string; stop(): Promise<void> }, url: RegExp, env: Record<string, string> = {}): Promise<void> {
+  /**
+   * Starts the services on the topology's URL and runs one tool-using run to its end (after
+   * `first`, if given), then stops the topology, whatever happened.
+   */
+  async function completesOn(topology: { url: string; stop(): Promise<void> }, url: RegExp, env: Record<string, string> = {}, first?: () => Promise<void>): Promise<void> {
     try {
       expect(topology.url).toMatch(url);
+      await first?.();
       const run = await runOne(await envFor(topology.url, { NODE_EXTRA_CA_CERTS: caFile, ...env }));
       expect(run.status).toBe('completed');
       expect(run.output.content).toMatch(/^found: /);
@@ -198,9 +202,10 @@ describe('a Redis Cluster and a Sentinel group, over TLS with a password (rediss
 
   it('through Sentinels (TLS too, and a password of their own), a run with a tool call completes; their certificate not trusted, a worker says so', async () => {
     const sentinel = await startSentinel({ security: { ...security(), sentinelPassword: 'sentinel:pw' } });
-    const untrusted = launch('agent-worker', await envFor(sentinel.url));
-    await waitForOutput(untrusted, /waiting for Redis: no Sentinel answers: the TLS certificate of Redis is not trusted .*NODE_EXTRA_CA_CERTS/);
-    await untrusted.kill();
-    await completesOn(sentinel, /^rediss\+sentinel:\/\/:s3cret@127\.0\.0\.1:.*\/mymaster\?sentinel_password=sentinel%3Apw$/);
+    await completesOn(sentinel, /^rediss\+sentinel:\/\/:s3cret@127\.0\.0\.1:.*\/mymaster\?sentinel_password=sentinel%3Apw$/, {}, async () => {
+      const untrusted = launch('agent-worker', await envFor(sentinel.url));
+      await waitForOutput(untrusted, /waiting for Redis: no Sentinel answers: the TLS certificate of Redis is not trusted .*NODE_EXTRA_CA_CERTS/);
+      await untrusted.kill();
+    });
   }, 90_000);
 });
