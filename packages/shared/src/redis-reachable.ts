@@ -94,9 +94,10 @@ function textError(message: string): Error {
 /**
  * Resolves once the Redis of `url` answers a PING (as the user REDIS_URL names, over TLS if it
  * says so), or `signal` aborts. Until then it tries again every `retryMs` and logs why not
- * (`<waiting>: <reason>`), once for each reason, then once when Redis answers. A worker waits for it before it starts,
- * as its connections would otherwise retry without a word (or, refused their credentials, end
- * the process with a stack trace); the API, which answers 503 meanwhile, only logs.
+ * (`<waiting>: <reason>`), once for each reason, then once when Redis answers. A worker waits
+ * for it before it starts, as its connections would otherwise retry without a word (or, refused
+ * their credentials, end the process with a stack trace); the API, which answers 503 meanwhile,
+ * only logs.
  */
 export async function untilRedisAnswers(
   url: string,
@@ -142,8 +143,11 @@ export async function untilRedisAnswers(
       } catch (err) {
         // Redis's own answer to the PING (LOADING, NOPERM…) says more than an earlier error.
         const replied = err instanceof Error && err.name === 'ReplyError';
-        let reason = redisProblem(replied ? err : (connectionError ?? err), url);
-        if (target.kind === 'sentinel' && /^All sentinels are unreachable\. Last error: Connection is closed\.$/.test(reason)) {
+        const cause = replied ? err : (connectionError ?? err);
+        let reason = redisProblem(cause, url);
+        // Sentinels that could not be reached are all ioredis says "Connection is closed." of.
+        const sentinelsClosed = target.kind === 'sentinel' && cause instanceof Error && /^All sentinels are unreachable\..*Last error: Connection is closed\.$/.test(cause.message);
+        if (sentinelsClosed) {
           const direct = await sentinelError(target);
           if (direct) reason = `no Sentinel answers: ${redisProblem(direct, url)}`;
         }
