@@ -32,16 +32,25 @@ const messageOf = (i, bytes) => {
 
 const redisUsec = (a, b) => Object.entries(b).reduce((n, [k, v]) => (k === 'info' ? n : n + v.usec - (a[k]?.usec ?? 0)), 0);
 
-async function measure(store, redis, id, reads, known) {
+// How a step reads: the whole transcript in one round trip (no bound on transcripts in flight),
+// its size first and then the messages (a worker bounding them, TRANSCRIPTS_IN_FLIGHT_MB, that
+// holds no start of the transcript), or only what was added since its previous step.
+const READS = {
+  whole: (store, id) => store.transcript.loadStep(id, 1),
+  'size first, then whole': (store, id) => store.transcript.loadStepWithin(id, 1, Number.MAX_SAFE_INTEGER),
+  'since the last step': (store, id, known) => store.transcript.loadStep(id, 1, known),
+};
+
+async function measure(store, redis, id, reads, how, known) {
   const times = [];
   const s0 = await commandStats(redis);
   const c0 = process.cpuUsage();
   let bytes = 0;
   for (let i = 0; i < reads; i++) {
     const t = process.hrtime.bigint();
-    const input = await store.transcript.loadStep(id, 1, known);
+    const input = await READS[how](store, id, known);
     times.push(Number(process.hrtime.bigint() - t) / 1e6);
-    bytes += input.size - (known?.size ?? 0);
+    bytes += input.size - (how === 'since the last step' ? known.size : 0);
   }
   const c = process.cpuUsage(c0);
   const s1 = await commandStats(redis);
@@ -72,18 +81,16 @@ try {
     await store.runs.create({ id, owner: 'bench', spec, messages: Array.from({ length: shape.messages }, (_, i) => messageOf(i, shape.bytes)) });
     const whole = await store.transcript.loadStep(id, 1);
     const kept = whole.messages.slice(0, -ADDED);
-    const known = { createdAt: whole.run.createdAt, messages: kept, size: kept.reduce((n, m) => n + JSON.stringify(m).length, 0) };
-    // Warm both paths, then alternate blocks so that drift hits both alike.
-    await measure(store, redis, id, 50);
-    await measure(store, redis, id, 50, known);
-    const a = [], b = [];
+    const known = { createdAt: whole.run.createdAt, messages: kept, size: kept.reduce((n, m) => n + Buffer.byteLength(JSON.stringify(m)), 0) };
+    // Warm every path, then alternate blocks so that drift hits them alike.
+    const blocks = Object.fromEntries(Object.keys(READS).map((how) => [how, []]));
+    for (const how of Object.keys(READS)) await measure(store, redis, id, 50, how, known);
     for (let block = 0; block < 4; block++) {
-      a.push(await measure(store, redis, id, Math.ceil(shape.reads / 4)));
-      b.push(await measure(store, redis, id, Math.ceil(shape.reads / 4), known));
+      for (const how of Object.keys(READS)) blocks[how].push(await measure(store, redis, id, Math.ceil(shape.reads / 4), how, known));
     }
     const mid = (xs, k) => quantile(xs.map((x) => x[k]), 0.5);
     const kb = (whole.size / 1024).toFixed(1);
-    for (const [how, r] of [['whole', a], ['since the last step', b]]) {
+    for (const [how, r] of Object.entries(blocks)) {
       rows.push([`${shape.name}: ${shape.messages} messages, ${kb} KB`, how, fmt(mid(r, 'redisUs')), fmt(mid(r, 'workerUs')), fmt(mid(r, 'p50') * 1000), fmt(mid(r, 'bytes') / 1024)]);
     }
     await redis.unlink(...Object.values(store.keys(id)).filter((v) => typeof v === 'string'));

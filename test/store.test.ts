@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { newId, RunStore, TERMINAL_STATUSES, type RunSpec } from '@agentq/shared';
+import { newId, RunStore, TERMINAL_STATUSES, type RunSpec, type StepHead } from '@agentq/shared';
 import { monitorRedis } from './fixtures/redis-monitor.js';
 
 const redis = new Redis(inject('redisUrl'));
@@ -280,14 +280,32 @@ describe('a step reading a transcript whose start it holds', () => {
 
   it('reads only what was added after it, and gets what a whole read gets', async () => {
     const { store, id, first } = await runWithRound();
-    expect(first.size).toBe(first.messages.reduce((n, m) => n + JSON.stringify(m).length, 0));
+    const bytes = (messages: unknown[]) => messages.reduce((n: number, m) => n + Buffer.byteLength(JSON.stringify(m)), 0);
+    expect(first.size).toBe(bytes(first.messages));
     const whole = (await store.transcript.loadStep(id, 1))!;
     expect(whole.messages).toHaveLength(4);
+    // The size kept with every append (creation, the step's commit, the round's results; "ü" is two bytes).
+    expect(whole.size).toBe(bytes(whole.messages));
     const known = { createdAt: first.run.createdAt, messages: first.messages, size: first.size };
     const tail = (await store.transcript.loadStep(id, 1, known))!;
     expect(tail.messages).toEqual(whole.messages);
     expect(tail.size).toBe(whole.size);
     expect(tail.roundAppended).toBe(true);
+  });
+
+  it('within a size, reads the messages only if the whole transcript fits, and says its size if not', async () => {
+    const { store, id, first } = await runWithRound();
+    const whole = (await store.transcript.loadStep(id, 1))!;
+    const over = await store.transcript.loadStepWithin(id, 1, whole.size - 1);
+    expect(over).toMatchObject({ tooLarge: true, head: { size: whole.size, length: 4, run: { id } } });
+    expect(over && 'messages' in over).toBe(false);
+    expect(await store.transcript.loadStepWithin(id, 1, whole.size)).toMatchObject({ messages: whole.messages, size: whole.size });
+    // The start it holds counts too: what a step holds is the whole transcript.
+    const known = { createdAt: first.run.createdAt, messages: first.messages, size: first.size };
+    expect(await store.transcript.loadStepWithin(id, 1, whole.size - 1, known)).toMatchObject({ tooLarge: true, head: { size: whole.size } });
+    expect(await store.transcript.loadStepWithin(id, 1, whole.size, known)).toMatchObject({ messages: whole.messages, size: whole.size });
+    // Read once there is room: the messages the head counted.
+    expect(await store.transcript.readMessages(id, (over as { head: StepHead }).head)).toMatchObject({ messages: whole.messages, size: whole.size });
   });
 
   it('reads the whole transcript when what it holds is not that transcript’s start', async () => {

@@ -102,6 +102,8 @@ export const RUN_FIELDS = {
   error: 'error',
   parentRunId: 'parent_run_id',
   rootRunId: 'root_run_id',
+  /** The transcript's stored size in bytes (its messages' JSON), kept with every append. */
+  transcriptBytes: 'transcript_bytes',
   /** On a root run: how many sub-runs its tree has (see RunRecords.growTree). */
   treeRuns: 'tree_runs',
   usagePrefix: 'u:',

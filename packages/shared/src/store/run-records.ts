@@ -117,6 +117,8 @@ export class RunRecords {
       [F.rootRunId]: run.rootRunId ?? run.id,
     };
     if (run.parentRunId) fields[F.parentRunId] = run.parentRunId;
+    const messages = run.messages.map((m) => JSON.stringify(m));
+    fields[F.transcriptBytes] = String(messages.reduce((n, m) => n + Buffer.byteLength(m), 0));
     const index = this.index(run.owner);
     // Ids start with their creation time, so the index sheds the ids of long-expired runs by
     // range as it grows (twice the retention: a run outliving it is merely no longer listed).
@@ -129,7 +131,7 @@ export class RunRecords {
     const pendingSet = globalKeys(this.prefix).pendingRuns;
     const written = (tx: ReturnType<RedisClient['multi']>) => {
       tx.hset(k.run, fields);
-      if (run.messages.length) tx.rpush(k.messages, ...run.messages.map((m) => JSON.stringify(m)));
+      if (messages.length) tx.rpush(k.messages, ...messages);
       tx.xadd(k.events, 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'type', 'run.queued', 'data', eventJson('run.queued', run.id, {}, createdAt));
       return tx;
     };

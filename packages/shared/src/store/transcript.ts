@@ -39,6 +39,7 @@ if redis.call('HSETNX', KEYS[1], ${lua(F.stepMarkerPrefix)} .. ARGV[1], 1) == 0 
   return redis.call('HGET', KEYS[3], ARGV[1])
 end
 redis.call('RPUSH', KEYS[2], ARGV[2])
+redis.call('HINCRBY', KEYS[1], ${lua(F.transcriptBytes)}, #ARGV[2])
 redis.call('HSET', KEYS[3], ARGV[1], ARGV[3])
 redis.call('HSET', KEYS[1], ${lua(F.depth)}, ARGV[1])
 local fields = { 'prompt_tokens', 'completion_tokens', 'total_tokens' }
@@ -88,16 +89,17 @@ export interface TranscriptPrefix {
   /** The run's creation time: a run deleted and created again under its id is another transcript. */
   createdAt: string;
   messages: readonly ChatMessage[];
-  /** The size of those messages as stored (JSON, in UTF-16 code units): what holding them costs. */
+  /** The size of those messages as stored (bytes of JSON): what holding them costs. */
   size: number;
 }
 
-/** What a model step starts from: the run, its transcript, and the step stored at its depth if any. */
-export interface StepInput {
+/** What a model step starts from, but its messages: the run, its transcript's length and size, the step stored at its depth if any. */
+export interface StepHead {
   run: RunState;
-  messages: ChatMessage[];
-  /** The size of `messages` as stored (see TranscriptPrefix). */
-  size: number;
+  /** How many messages the transcript has. */
+  length: number;
+  /** The transcript's size as stored (bytes of JSON); null for a run stored before sizes were kept. */
+  size: number | null;
   /** The step already committed at this depth: this job is a redelivery. */
   step: StepRecord | null;
   /** Whether the previous round's tool messages are in the transcript. */
@@ -107,6 +109,13 @@ export interface StepInput {
    * are done, and this job is one that came again (added twice, or redelivered late).
    */
   done: boolean;
+}
+
+/** What a model step starts from: its head and the transcript's messages. */
+export interface StepInput extends StepHead {
+  messages: ChatMessage[];
+  /** The size of `messages` as stored (bytes of JSON, see TranscriptPrefix). */
+  size: number;
 }
 
 /** The `tool` message a call's result becomes in the transcript. */
@@ -148,26 +157,74 @@ export class Transcript {
    * not be the transcript's any more, it reads the whole transcript again (a second round trip).
    */
   async loadStep(runId: string, depth: number, known?: TranscriptPrefix): Promise<StepInput | null> {
+    const read = await this.loadStepWithin(runId, depth, Infinity, known);
+    return read && 'tooLarge' in read ? this.readMessages(runId, read.head) : read;
+  }
+
+  /**
+   * loadStep for a reader that holds room for `maxBytes` of transcript: given the `known` start
+   * (or any size allowed), in one round trip as loadStep, the messages after it left unparsed
+   * when the whole is larger; without one, the run and the transcript's size first, and its
+   * messages in a second round trip only if it is at most that large. A transcript that is larger comes back as its
+   * head (everything but the messages): readMessages reads them once the reader has room.
+   */
+  async loadStepWithin(runId: string, depth: number, maxBytes: number, known?: TranscriptPrefix): Promise<StepInput | { tooLarge: true; head: StepHead } | null> {
     const k = this.keys(runId);
+    if (!known && maxBytes !== Infinity) {
+      const head = await this.loadHead(runId, depth);
+      if (!head) return null;
+      return head.size !== null && head.size > maxBytes ? { tooLarge: true, head } : this.readMessages(runId, head);
+    }
     const from = known?.messages.length ?? 0;
-    // With a prefix held: the messages after it, and the transcript's length to check that the
-    // prefix is still its start (a read that races an append finds a length that does not add up).
-    const read = this.redis.pipeline().hgetall(k.run).lrange(k.messages, from, -1).hget(k.steps, String(depth));
-    const res = (await (known ? read.llen(k.messages) : read).exec()) ?? [];
+    const res = (await this.redis.pipeline().hgetall(k.run).hget(k.steps, String(depth)).llen(k.messages).lrange(k.messages, from, -1).exec()) ?? [];
     for (const [err] of res) if (err) throw err;
+    const head = this.headFrom(runId, depth, res);
+    if (!head) return null;
+    const tail = res[3][1] as string[];
+    // A held start that is not this transcript's (the run was created again under its id, or
+    // the lengths do not add up): read it whole.
+    if (known && (known.createdAt !== head.run.createdAt || head.length !== from + tail.length)) return this.loadStepWithin(runId, depth, maxBytes);
+    if (head.size !== null && head.size > maxBytes) return { tooLarge: true, head };
+    return this.inputFrom(head, tail, known);
+  }
+
+  /** The transcript's messages as `head` counted them, the rest of the step's input from it; null if the run is gone. */
+  async readMessages(runId: string, head: StepHead): Promise<StepInput | null> {
+    const raw = head.length > 0 ? await this.redis.lrange(this.keys(runId).messages, 0, head.length - 1) : [];
+    // A transcript only grows at its end: fewer messages than counted means it was deleted.
+    return raw.length === head.length ? this.inputFrom(head, raw) : null;
+  }
+
+  /** A step's input but the messages, in one round trip (readMessages reads them); null if the run is gone. */
+  async loadHead(runId: string, depth: number): Promise<StepHead | null> {
+    const k = this.keys(runId);
+    const res = (await this.redis.pipeline().hgetall(k.run).hget(k.steps, String(depth)).llen(k.messages).exec()) ?? [];
+    for (const [err] of res) if (err) throw err;
+    return this.headFrom(runId, depth, res);
+  }
+
+  /** A head from the replies to HGETALL run, HGET steps depth, LLEN messages. */
+  private headFrom(runId: string, depth: number, res: Array<[Error | null, unknown]>): StepHead | null {
     const h = res[0][1] as RunHash;
     if (!isRunHash(h)) return null;
-    const run = runStateFrom(runId, h);
-    const tail = res[1][1] as string[];
-    if (known && (known.createdAt !== run.createdAt || (res[3][1] as number) !== from + tail.length)) return this.loadStep(runId, depth);
-    const cur = res[2][1] as string | null;
+    const cur = res[1][1] as string | null;
+    const bytes = h[F.transcriptBytes];
     return {
-      run,
-      messages: [...(known?.messages ?? []), ...tail.map((m) => JSON.parse(m) as ChatMessage)],
-      size: (known?.size ?? 0) + tail.reduce((n, m) => n + m.length, 0),
+      run: runStateFrom(runId, h),
+      length: res[2][1] as number,
+      size: bytes === undefined ? null : Number(bytes),
       step: cur ? (JSON.parse(cur) as StepRecord) : null,
       roundAppended: depth > 0 && h[`${F.roundMarkerPrefix}${depth - 1}`] === '1',
       done: h[`${F.roundMarkerPrefix}${depth}`] === '1',
+    };
+  }
+
+  private inputFrom(head: StepHead, raw: string[], known?: TranscriptPrefix): StepInput {
+    return {
+      ...head,
+      messages: [...(known?.messages ?? []), ...raw.map((m) => JSON.parse(m) as ChatMessage)],
+      // A run stored before sizes were kept: what was read.
+      size: head.size ?? (known?.size ?? 0) + raw.reduce((n, m) => n + Buffer.byteLength(m), 0),
     };
   }
 
