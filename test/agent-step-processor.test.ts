@@ -5,7 +5,7 @@ import { Redis } from 'ioredis';
 import OpenAI from 'openai';
 import { Admission, createLogger, JobQueues, newId, QUEUES, RunActions, Runs, RunStore, type RunSpec, type StepRecord } from '@agentq/shared';
 import { startScriptedLlm, type ScriptedLlm } from '@agentq/scripted-llm';
-import { processAgentStep, toolMessagesInCallOrder } from '@agentq/agent-worker';
+import { processAgentStep, toolMessagesInCallOrder, TranscriptsInFlight } from '@agentq/agent-worker';
 
 const step = (names: string[]): StepRecord => ({
   depth: 0,
@@ -145,5 +145,66 @@ describe('a step whose previous round lacks a result', () => {
     await jobs.close();
     expect(llm.requests.length).toBe(asked);
     expect((await store.transcript.messages(id)).map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'tool']);
+  });
+});
+
+describe('a step whose transcript is more than the worker may hold', () => {
+  const redis = new Redis(inject('redisUrl'));
+  const queueRedis = new Redis(inject('redisUrl'), { maxRetriesPerRequest: null });
+  let llm: ScriptedLlm;
+  afterAll(async () => {
+    await llm?.close();
+    redis.disconnect();
+    queueRedis.disconnect();
+  });
+
+  it('fails its run with transcript_too_large, asking the model nothing; one that fits waits for room and runs', async () => {
+    llm = await startScriptedLlm({ handler: () => ({ content: 'done' }) });
+    const prefix = `atl${randomBytes(3).toString('hex')}`;
+    const store = new RunStore({ redis, prefix });
+    const logger = createLogger({ service: 'test', level: 'silent' });
+    const jobs = new JobQueues({ connection: queueRedis, prefix, logger });
+    const runs = new Runs({ store, jobs, admission: new Admission(redis, prefix), logger });
+    const spec: RunSpec = { model: 'm', max_depth: 5, on_budget_exhausted: 'final_answer', metadata: {}, ancestors: [], nesting: 0 };
+    const inFlight = new TranscriptsInFlight(64 * 1024);
+    const deps = {
+      store,
+      runs,
+      jobs,
+      actions: new RunActions({ store, jobs, runs, logger }),
+      actionParkMs: 60_000,
+      openai: new OpenAI({ baseURL: llm.baseURL, apiKey: 'x', maxRetries: 0 }),
+      logger,
+      tools: async () => [],
+      modelTimeoutMs: 10_000,
+      modelIdleTimeoutMs: 10_000,
+      inFlight,
+    };
+    const stepOf = async (content: string) => {
+      const id = newId('run');
+      await store.runs.create({ id, owner: 'o', spec, messages: [{ role: 'user', content }] });
+      return { id, step: () => processAgentStep({ runId: id, depth: 0 }, { job: new Job(jobs.queue(QUEUES.agent), 'step', { runId: id, depth: 0 }, { attempts: 3 }, `${id}-0`) }, deps) };
+    };
+
+    const big = await stepOf('x'.repeat(100 * 1024));
+    expect(await big.step()).toEqual({ failed: 'transcript_too_large' });
+    const failed = (await store.runs.get(big.id))!;
+    expect(failed).toMatchObject({ status: 'failed', stop_reason: 'error', error: { code: 'transcript_too_large' } });
+    expect(failed.error!.message).toMatch(/0\.1 MB.*TRANSCRIPTS_IN_FLIGHT_MB=0\.1/);
+    expect(llm.requests).toHaveLength(0);
+    expect(inFlight.stats()).toEqual({ held: 0, waiting: 0 });
+
+    // 40 KB fits, but not beside 30 KB held by another step: it waits until that is given back.
+    const fits = await stepOf('y'.repeat(40 * 1024));
+    const other = await inFlight.take(30 * 1024);
+    const result = fits.step();
+    await new Promise((r) => setTimeout(r, 100));
+    expect(inFlight.stats().waiting).toBe(1);
+    expect(llm.requests).toHaveLength(0);
+    other.release();
+    expect(await result).toEqual({ outcome: 'final_answer' });
+    expect(llm.requests).toHaveLength(1);
+    expect(inFlight.stats()).toEqual({ held: 0, waiting: 0 });
+    await jobs.close();
   });
 });

@@ -42,11 +42,18 @@ export function createMetrics(opts: {
   onQueueError?: (err: Error) => void;
   /** Node's process metrics (CPU, memory, event-loop lag, GC). @defaultValue true */
   processMetrics?: boolean;
+  /** An agent-worker's transcripts in flight, read at each scrape. */
+  transcriptsInFlight?: () => { held: number; waiting: number };
 }): AgentqMetrics {
   const registry = new Registry();
   registry.setDefaultLabels({ service: opts.service });
   if (opts.processMetrics !== false) collectDefaultMetrics({ register: registry, prefix: 'agentq_' });
   const registers = [registry];
+  const inFlight = opts.transcriptsInFlight;
+  if (inFlight) {
+    new Gauge({ name: 'agentq_transcript_bytes_in_flight', help: 'Bytes of stored transcripts the steps in flight hold (bounded by TRANSCRIPTS_IN_FLIGHT_MB)', registers, collect() { this.set(inFlight().held); } });
+    new Gauge({ name: 'agentq_steps_waiting_for_transcript_room', help: 'Steps waiting for room to read their transcript (TRANSCRIPTS_IN_FLIGHT_MB is held by others)', registers, collect() { this.set(inFlight().waiting); } });
+  }
   return {
     registry,
     runsCreated: new Counter({ name: 'agentq_runs_created_total', help: 'Runs accepted: root runs by POST /v1/runs, sub-runs by agent_query', labelNames: ['kind'], registers }),

@@ -19,6 +19,8 @@ import {
   type Runs,
   type RunState,
   type RunStore,
+  type StepHead,
+  type StepInput,
   type StepRecord,
   type ToolCatalogEntry,
   type TokenTally,
@@ -26,6 +28,7 @@ import {
 import { exhaustedBudget } from './budgets.js';
 import { DeltaBuffer } from './delta-buffer.js';
 import type { TranscriptCache } from './transcript-cache.js';
+import type { TranscriptRoom, TranscriptsInFlight } from './transcripts-in-flight.js';
 import { fanOut } from './fan-out.js';
 import { callModel } from './model-step.js';
 import { decideStep, planOfStoredStep, planStep, type CallPlan, type ModelAnswer, type StepOutcome } from './step-decision.js';
@@ -54,6 +57,8 @@ export interface AgentStepDeps {
   rateLimit?: (ms: number) => Promise<void>;
   /** Transcripts of this worker's last steps: a run's next step here reads only what was added since. */
   transcripts?: TranscriptCache;
+  /** Bounds the transcripts this worker's steps hold at once (TRANSCRIPTS_IN_FLIGHT_MB); unset: no bound. */
+  inFlight?: TranscriptsInFlight;
 }
 
 /** What a step job returns (shown by Bull Board; also the step span's outcome). */
@@ -69,10 +74,92 @@ export function toolMessagesInCallOrder(prev: StepRecord, results: Map<number, {
 /** Runs ONE model step of a run: the heart of the durable loop. */
 export async function processAgentStep(data: AgentStepJob, ctx: JobContext, deps: AgentStepDeps): Promise<StepResult> {
   const { runId, depth } = data;
+  const log = lazyChild(deps.logger, { run_id: runId, job_id: ctx.job.id, depth });
+  let read: Awaited<ReturnType<typeof readStepInput>>;
+  try {
+    read = await readStepInput(deps, runId, depth, ctx.signal);
+  } catch (err) {
+    // Cancelled while waiting for room (the run has ended: nothing to do), or shutting down.
+    if (!ctx.signal?.aborted) throw err;
+    const now = await deps.store.runs.getState(runId);
+    if (!now || isTerminal(now.status)) return { skipped: 'cancelled' };
+    throw err;
+  }
+  if ('tooLarge' in read) {
+    const { run, size } = read.tooLarge;
+    deps.transcripts?.delete(runId);
+    if (isTerminal(run.status)) return { skipped: run.status };
+    const mb = (n: number) => (n / 1024 / 1024).toFixed(1);
+    const message = `the transcript is ${mb(size)} MB, more than one step may hold in this agent-worker (TRANSCRIPTS_IN_FLIGHT_MB=${mb(deps.inFlight!.capacity)})`;
+    log.error({ transcript_bytes: size }, 'transcript too large; the run fails');
+    await deps.runs.finish(runId, { status: 'failed', stopReason: 'error', error: { code: 'transcript_too_large', message } });
+    return { failed: 'transcript_too_large' };
+  }
+  try {
+    return await stepFrom(read.input, data, ctx, deps, log, read.room);
+  } finally {
+    read.room?.release();
+  }
+}
+
+/** What a step that holds the start of its transcript takes room for beyond it, before reading what was added. */
+const ADDED_GUESS_BYTES = 64 * 1024;
+
+/**
+ * The step's input, read within room for its transcript when the worker bounds transcripts in
+ * flight. A step that holds the start of its transcript (the cache) takes room for it and what a
+ * round usually adds, and reads as without a bound (one round trip); otherwise, or when the
+ * transcript turns out larger, it reads the transcript's size first and its messages once room
+ * for that size is free. A step never waits for room while holding some, so steps cannot wait
+ * on each other for ever.
+ */
+async function readStepInput(
+  deps: AgentStepDeps,
+  runId: string,
+  depth: number,
+  signal?: AbortSignal,
+): Promise<{ input: StepInput | null; room?: TranscriptRoom } | { tooLarge: { run: RunState; size: number } }> {
+  const { transcript } = deps.store;
+  const known = deps.transcripts?.get(runId);
+  const bound = deps.inFlight;
+  if (!bound) return { input: await transcript.loadStep(runId, depth, known) };
+  let head: StepHead | null;
+  if (known) {
+    const room = await bound.take(Math.min(bound.capacity, known.size + ADDED_GUESS_BYTES), signal);
+    const read = await transcript.loadStepWithin(runId, depth, room.bytes, known).catch((err: unknown) => {
+      room.release();
+      throw err;
+    });
+    if (!read || !('tooLarge' in read)) return holding(room, read);
+    room.release();
+    head = read.head;
+  } else head = await transcript.loadHead(runId, depth);
+  if (!head) return { input: null };
+  if (head.size !== null && head.size > bound.capacity) return { tooLarge: { run: head.run, size: head.size } };
+  // A run stored before sizes were kept: room for a guess, set to the size read.
+  const room = await bound.take(head.size ?? Math.min(bound.capacity, ADDED_GUESS_BYTES), signal);
+  const input = await transcript.readMessages(runId, head).catch((err: unknown) => {
+    room.release();
+    throw err;
+  });
+  return holding(room, input);
+}
+
+/** The input read, holding room for exactly its transcript (none if the run is gone). */
+function holding(room: TranscriptRoom, input: StepInput | null): { input: StepInput | null; room?: TranscriptRoom } {
+  if (!input) {
+    room.release();
+    return { input };
+  }
+  room.resize(input.size);
+  return { input, room };
+}
+
+/** The step once its input is read (`room`: what it holds for its transcript, if bounded). */
+async function stepFrom(input: StepInput | null, data: AgentStepJob, ctx: JobContext, deps: AgentStepDeps, log: JobLogger, room?: TranscriptRoom): Promise<StepResult> {
+  const { runId, depth } = data;
   const { job, signal } = ctx;
-  const log = lazyChild(deps.logger, { run_id: runId, job_id: job.id, depth });
   const cache = deps.transcripts;
-  const input = await deps.store.transcript.loadStep(runId, depth, cache?.get(runId));
   if (!input || isTerminal(input.run.status)) cache?.delete(runId);
   if (!input) {
     log.warn('run not found (expired or deleted); dropping the step');
@@ -99,13 +186,15 @@ export async function processAgentStep(data: AgentStepJob, ctx: JobContext, deps
     const toolMessages = toolMessagesInCallOrder(round.step, round.results);
     if (await deps.store.transcript.appendRound(run, depth - 1, toolMessages)) {
       messages.push(...toolMessages);
-      size += toolMessages.reduce((n, m) => n + JSON.stringify(m).length, 0);
+      size += toolMessages.reduce((n, m) => n + Buffer.byteLength(JSON.stringify(m)), 0);
     } else {
       // Another delivery of this step appended them first, or the run ended: read again.
       const again = await deps.store.transcript.loadStep(runId, depth);
       if (!again || isTerminal(again.run.status)) return { skipped: again?.run.status ?? 'missing' };
       ({ messages, size } = again);
     }
+    // A round's messages are bounded (TOOL_OUTPUT_MAX_BYTES each): held without waiting.
+    room?.resize(size);
   }
   // What the transcript holds now, in this order: the next step here reads only what follows.
   cache?.set(runId, { createdAt: run.createdAt, messages: [...messages], size });

@@ -25,6 +25,7 @@ import {
 } from '@agentq/shared';
 import { processAgentStep, type AgentStepDeps } from './agent-step-processor.js';
 import { TranscriptCache } from './transcript-cache.js';
+import { defaultTranscriptsInFlightBytes, TranscriptsInFlight } from './transcripts-in-flight.js';
 import type { AgentWorkerConfig } from './config.js';
 import { observeModelCalls } from './model-telemetry.js';
 import { traceAgentStep } from './step-span.js';
@@ -41,7 +42,8 @@ export interface AgentWorkerHandle {
 /** Starts an agent-worker on the agent queue (one model step per job). */
 export async function startAgentWorker(cfg: AgentWorkerConfig, logger: Logger, opts: { tracing?: Tracing } = {}): Promise<AgentWorkerHandle> {
   await untilRedisAnswers(cfg.REDIS_URL, logger);
-  const metrics = createMetrics({ service: 'agent-worker' });
+  const inFlight = new TranscriptsInFlight(cfg.TRANSCRIPTS_IN_FLIGHT_MB !== undefined ? Math.floor(cfg.TRANSCRIPTS_IN_FLIGHT_MB * 1024 * 1024) : defaultTranscriptsInFlightBytes());
+  const metrics = createMetrics({ service: 'agent-worker', transcriptsInFlight: () => inFlight.stats() });
   const telemetry = opts.tracing?.bullmq;
   const redis = new RedisConnections(cfg.REDIS_URL);
   const storeRedis = redis.connect('agentq-agent-store', { blocking: true });
@@ -73,6 +75,7 @@ export async function startAgentWorker(cfg: AgentWorkerConfig, logger: Logger, o
     modelTimeoutMs: cfg.MODEL_TIMEOUT_MS,
     modelIdleTimeoutMs: cfg.MODEL_IDLE_TIMEOUT_MS,
     ...(cfg.TRANSCRIPT_CACHE_MB > 0 ? { transcripts: new TranscriptCache(cfg.TRANSCRIPT_CACHE_MB * 1024 * 1024) } : {}),
+    inFlight,
   };
   const cancels = new CancelListener(redis.connect('agentq-agent-cancel', { blocking: true }), cfg.QUEUE_PREFIX);
   await cancels.start();
@@ -101,7 +104,7 @@ export async function startAgentWorker(cfg: AgentWorkerConfig, logger: Logger, o
   await Promise.all(workers.map((w) => w.waitUntilReady()));
   const metricsServer: MetricsServer | undefined =
     cfg.METRICS_PORT !== undefined ? await startMetricsServer({ registry: metrics.registry, port: cfg.METRICS_PORT, host: cfg.HOST, logger }) : undefined;
-  logger.info({ queues: workers.map((w) => w.name), concurrency: cfg.AGENT_CONCURRENCY }, 'agent-worker started');
+  logger.info({ queues: workers.map((w) => w.name), concurrency: cfg.AGENT_CONCURRENCY, transcripts_in_flight_mb: Math.round(inFlight.capacity / 1024 / 1024) }, 'agent-worker started');
 
   return {
     workers,

@@ -19,6 +19,12 @@ export const agentWorkerEnvSchema = workerEnvSchema.extend({
   /** Transcripts kept between a run's steps, so that the next step reads only what was added (MB of stored JSON; 0: off). */
   TRANSCRIPT_CACHE_MB: z.coerce.number().min(0).max(65_536).default(16),
   /**
+   * Transcripts (MB of stored JSON) this worker's steps in flight may hold at once; a step waits
+   * for room before reading its transcript, and a run whose transcript alone is larger fails.
+   * Unset: an eighth of the V8 heap limit.
+   */
+  TRANSCRIPTS_IN_FLIGHT_MB: z.coerce.number().min(1).max(1_048_576).optional(),
+  /**
    * A round's calls that only run share one tool-round job. Off: one job per call, as before
    * tool-round jobs, for a rolling upgrade while tool-workers that cannot run them are still up.
    */

@@ -5,3 +5,4 @@ export * from './config.js';
 export * from './step-decision.js';
 export * from './model-step.js';
 export * from './fan-out.js';
+export * from './transcripts-in-flight.js';
