@@ -165,8 +165,9 @@ export class Transcript {
    * loadStep for a reader that holds room for `maxBytes` of transcript: given the `known` start
    * (or any size allowed), in one round trip as loadStep, the messages after it left unparsed
    * when the whole is larger; without one, the run and the transcript's size first, and its
-   * messages in a second round trip only if it is at most that large. A transcript that is larger comes back as its
-   * head (everything but the messages): readMessages reads them once the reader has room.
+   * messages in a second round trip only if it is at most that large. A transcript that is
+   * larger comes back as its head (everything but the messages): readMessages reads them once
+   * the reader has room.
    */
   async loadStepWithin(runId: string, depth: number, maxBytes: number, known?: TranscriptPrefix): Promise<StepInput | { tooLarge: true; head: StepHead } | null> {
     const k = this.keys(runId);
