@@ -44,6 +44,8 @@ export function createMetrics(opts: {
   processMetrics?: boolean;
   /** An agent-worker's transcripts in flight, read at each scrape. */
   transcriptsInFlight?: () => { held: number; waiting: number };
+  /** A tool-worker's MCP answers being read, read at each scrape. */
+  mcpAnswersInFlight?: () => { held: number; readers: number };
 }): AgentqMetrics {
   const registry = new Registry();
   registry.setDefaultLabels({ service: opts.service });
@@ -53,6 +55,10 @@ export function createMetrics(opts: {
   if (inFlight) {
     new Gauge({ name: 'agentq_transcript_bytes_in_flight', help: 'Bytes of stored transcripts the steps in flight hold (bounded by TRANSCRIPTS_IN_FLIGHT_MB)', registers, collect() { this.set(inFlight().held); } });
     new Gauge({ name: 'agentq_steps_waiting_for_transcript_room', help: 'Steps waiting for room to read their transcript (TRANSCRIPTS_IN_FLIGHT_MB is held by others)', registers, collect() { this.set(inFlight().waiting); } });
+  }
+  const answers = opts.mcpAnswersInFlight;
+  if (answers) {
+    new Gauge({ name: 'agentq_mcp_answer_bytes_in_flight', help: 'Bytes of MCP answers being read from HTTP servers (past MCP_ANSWERS_IN_FLIGHT_MB, reading waits)', registers, collect() { this.set(answers().held); } });
   }
   return {
     registry,

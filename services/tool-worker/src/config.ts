@@ -10,6 +10,11 @@ export const toolWorkerEnvSchema = workerEnvSchema.extend({
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
   /** The most one message from an MCP server may hold; a bigger answer fails its own call (10 MiB). */
   MCP_MESSAGE_MAX_BYTES: z.coerce.number().int().min(64 * 1024).default(10 * 1024 * 1024),
+  /**
+   * MCP answers (MB) this worker holds at once while reading them from HTTP servers; past it,
+   * reading waits (the answer begun first reads on). Unset: an eighth of the V8 heap limit.
+   */
+  MCP_ANSWERS_IN_FLIGHT_MB: z.coerce.number().min(1).max(1_048_576).optional(),
   /** Threads that run context_search patterns, at most; more searches at once wait for one. */
   CONTEXT_SEARCH_THREADS: z.coerce.number().int().min(1).max(64).default(2),
   /** The longest one context_search may take, its wait for a thread included (TOOL_TIMEOUT_MS and the run's deadline may cut it shorter). */

@@ -7,3 +7,4 @@ export * from './tool-output.js';
 export * from './tool-worker.js';
 export * from './webhook-delivery.js';
 export * from './webhook-signature.js';
+export * from './answer-bytes.js';

@@ -1,6 +1,7 @@
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { AnswerBytesInFlight } from './answer-bytes.js';
 import { boundedFetch } from './mcp-http-fetch.js';
 
 const REQUEST = JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: 't', arguments: {} } });
@@ -106,5 +107,36 @@ describe('boundedFetch', () => {
     });
     servers.push(small);
     expect(await (await fetchOf(small.url, post)).json()).toEqual(JSON.parse(answer(5, 'ok')));
+  });
+
+  it.each([['json'], ['sse']])('%s: answers that arrive interleaved hold no more than the bound on answers in flight, and each arrives whole', async (kind) => {
+    // 20 answers of 512 KB, each written 32 KB at a time with a pause between, all at once: read
+    // without a bound they would be held nearly all together (≈ 10 MB).
+    const KB = 1024;
+    const text = 'x'.repeat(512 * KB);
+    const s = await serve((res) => {
+      const payload = kind === 'sse' ? `data: ${answer(5, text)}\n\n` : answer(5, text);
+      res.writeHead(200, { 'content-type': kind === 'sse' ? 'text/event-stream' : 'application/json' });
+      let at = 0;
+      const next = () => {
+        if (at >= payload.length) return void res.end();
+        res.write(payload.slice(at, (at += 32 * KB)));
+        setTimeout(next, 2);
+      };
+      next();
+    });
+    servers.push(s);
+    const bound = new AnswerBytesInFlight(1024 * KB, 1024 * KB);
+    const fetchBounded = boundedFetch(1024 * KB, fetch, bound);
+    const bodies = await Promise.all(Array.from({ length: 20 }, async () => (await fetchBounded(s.url, post)).text()));
+    for (const body of bodies) {
+      const message = kind === 'sse' ? sseMessages(body)[0] : JSON.parse(body);
+      expect(message.result.content[0].text).toBe(text);
+    }
+    const { held, peak } = bound.stats();
+    expect(held).toBe(0);
+    // The bound, the first holder's message past it, and a chunk (≤ 64 KB) per reader.
+    expect(peak).toBeGreaterThan(512 * KB);
+    expect(peak).toBeLessThanOrEqual(2 * 1024 * KB + 20 * 64 * KB);
   });
 });

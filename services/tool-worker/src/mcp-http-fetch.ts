@@ -1,4 +1,5 @@
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { AnswerBytesInFlight, AnswerReader } from './answer-bytes.js';
 import { envelopeOf, LineReader, standInAnswer, tooLargeText, type OversizedMessage } from './mcp-message-limit.js';
 
 type RequestId = string | number;
@@ -42,9 +43,11 @@ const sseEvent = (message: JSONRPCMessage) => `event: message\ndata: ${JSON.stri
  *   and replaced by an error answer to its request, so only that call fails;
  * - an SSE stream that ends or breaks before answering a request it carries (and that the server
  *   cannot resume: it sent no event ids) gets a `connection_lost` error answer for it, at once,
- *   rather than the call waiting for its timeout.
+ *   rather than the call waiting for its timeout;
+ * - given `inFlight`, what every answer being read holds counts against the tool-worker's bound
+ *   (MCP_ANSWERS_IN_FLIGHT_MB), and reading waits past it (see AnswerBytesInFlight).
  */
-export function boundedFetch(maxMessageBytes: number, inner: typeof fetch = fetch): typeof fetch {
+export function boundedFetch(maxMessageBytes: number, inner: typeof fetch = fetch, inFlight?: AnswerBytesInFlight): typeof fetch {
   return async (input, init) => {
     const res = await inner(input, init);
     if (!res.ok || !res.body) return res;
@@ -52,31 +55,38 @@ export function boundedFetch(maxMessageBytes: number, inner: typeof fetch = fetc
     const type = res.headers.get('content-type')?.split(';')[0].trim().toLowerCase();
     let body: Body;
     // Every SSE stream is bounded, also the standalone one of server notifications (no requests).
-    if (type === 'text/event-stream') body = boundedSse(res.body, ids, maxMessageBytes);
-    else if (type === 'application/json' && ids.length > 0) body = await boundedJson(res.body, ids, maxMessageBytes);
+    if (type === 'text/event-stream') body = boundedSse(res.body, ids, maxMessageBytes, inFlight?.reader());
+    else if (type === 'application/json' && ids.length > 0) body = await boundedJson(res.body, ids, maxMessageBytes, inFlight?.reader());
     else return res;
     return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
   };
 }
 
 /** Reads a JSON answer up to the limit; past it, an error answer to each request instead. */
-async function boundedJson(body: ReadableStream<Uint8Array>, ids: RequestId[], maxBytes: number): Promise<Body> {
+async function boundedJson(body: ReadableStream<Uint8Array>, ids: RequestId[], maxBytes: number, held?: AnswerReader): Promise<Body> {
   const reader = body.getReader();
   const chunks: Uint8Array[] = [];
   let bytes = 0;
-  for (;;) {
-    // A body that breaks rejects here, and so the request: the transport's own error path.
-    const { done, value } = await reader.read();
-    if (done) return Buffer.concat(chunks);
-    bytes += value.byteLength;
-    if (bytes <= maxBytes) {
-      chunks.push(value);
-      continue;
+  try {
+    for (;;) {
+      // A body that breaks rejects here, and so the request: the transport's own error path.
+      const { done, value } = await reader.read();
+      if (done) return Buffer.concat(chunks);
+      bytes += value.byteLength;
+      if (bytes <= maxBytes) {
+        chunks.push(value);
+        await held?.charge(value.byteLength);
+        continue;
+      }
+      // Count the rest without keeping it, so the size in the error is the answer's.
+      chunks.length = 0;
+      held?.free();
+      for (let r = await reader.read(); !r.done; r = await reader.read()) bytes += r.value.byteLength;
+      const answers = ids.map((id) => standInAnswer(id, 'message_too_large', tooLargeText(bytes, maxBytes)));
+      return JSON.stringify(answers.length === 1 ? answers[0] : answers);
     }
-    // Count the rest without keeping it, so the size in the error is the answer's.
-    for (let r = await reader.read(); !r.done; r = await reader.read()) bytes += r.value.byteLength;
-    const answers = ids.map((id) => standInAnswer(id, 'message_too_large', tooLargeText(bytes, maxBytes)));
-    return JSON.stringify(answers.length === 1 ? answers[0] : answers);
+  } finally {
+    held?.close();
   }
 }
 
@@ -90,7 +100,7 @@ interface SseEvent {
 }
 
 /** Passes an SSE stream through event by event, bounding each event's data (see boundedFetch). */
-function boundedSse(source: ReadableStream<Uint8Array>, ids: RequestId[], maxBytes: number): ReadableStream<Uint8Array> {
+function boundedSse(source: ReadableStream<Uint8Array>, ids: RequestId[], maxBytes: number, held?: AnswerReader): ReadableStream<Uint8Array> {
   const reader = source.getReader();
   const lines = new LineReader(maxBytes);
   const pending = new Set<RequestId>(ids);
@@ -167,7 +177,10 @@ function boundedSse(source: ReadableStream<Uint8Array>, ids: RequestId[], maxByt
           r = await reader.read();
         } catch (err) {
           // A server that sent event ids can resume the stream: the SDK reconnects on this error.
-          if (resumable) return controller.error(err);
+          if (resumable) {
+            held?.close();
+            return controller.error(err);
+          }
           r = { done: true, value: undefined };
         }
         if (r.done) {
@@ -175,13 +188,20 @@ function boundedSse(source: ReadableStream<Uint8Array>, ids: RequestId[], maxByt
           lost();
         } else {
           for (const line of lines.push(Buffer.from(r.value.buffer, r.value.byteOffset, r.value.byteLength))) take(line);
+          // Held until its event is handed on; past the bound, wait before reading more.
+          if (out.length === 0) await held?.charge(r.value.byteLength);
         }
       }
+      held?.free();
       if (out.length) controller.enqueue(encoder.encode(out.join('')));
       out = [];
-      if (finished) controller.close();
+      if (finished) {
+        held?.close();
+        controller.close();
+      }
     },
     cancel(reason) {
+      held?.close();
       return reader.cancel(reason);
     },
   });

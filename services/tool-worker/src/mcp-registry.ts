@@ -5,6 +5,7 @@ import { ErrorCode, McpError, ToolListChangedNotificationSchema, type CallToolRe
 import type { Logger } from 'pino';
 import { isHttpServer, type McpConfig, type McpServerConfig } from './mcp-config.js';
 import { classifyFault, errorText, unavailable, withTimeout, type Fault } from './mcp-faults.js';
+import type { AnswerBytesInFlight } from './answer-bytes.js';
 import { boundedFetch } from './mcp-http-fetch.js';
 import { BoundedStdioTransport } from './mcp-stdio-transport.js';
 import { pipeStderr } from './mcp-stderr.js';
@@ -30,6 +31,8 @@ export interface McpRegistryOptions {
    * past, never held. @defaultValue 10 MiB
    */
   maxMessageBytes?: number;
+  /** Bounds what the answers being read from HTTP servers hold at once; unset: no bound. */
+  answersInFlight?: AnswerBytesInFlight;
 }
 
 /** Options of one {@link McpRegistry.call}. */
@@ -99,6 +102,7 @@ export class McpRegistry {
   readonly #connectTimeoutMs: number;
   readonly #restartBackoffMs: number;
   readonly #maxMessageBytes: number;
+  readonly #answersInFlight: AnswerBytesInFlight | undefined;
   #descriptors: ToolDescriptor[] = [];
   #closed = false;
 
@@ -109,6 +113,7 @@ export class McpRegistry {
     this.#connectTimeoutMs = opts.connectTimeoutMs ?? 10_000;
     this.#restartBackoffMs = opts.restartBackoffMs ?? 1_000;
     this.#maxMessageBytes = opts.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+    this.#answersInFlight = opts.answersInFlight;
     for (const [name, config] of Object.entries(opts.config.mcpServers)) {
       if (config.disabled) continue;
       const log = opts.logger.child({ mcp_server: name });
@@ -306,7 +311,7 @@ export class McpRegistry {
   #createTransport(state: ServerState): BoundedStdioTransport | StreamableHTTPClientTransport {
     const c = state.config;
     if (isHttpServer(c)) {
-      return new StreamableHTTPClientTransport(new URL(c.url), { requestInit: { headers: c.headers }, fetch: boundedFetch(this.#maxMessageBytes) });
+      return new StreamableHTTPClientTransport(new URL(c.url), { requestInit: { headers: c.headers }, fetch: boundedFetch(this.#maxMessageBytes, fetch, this.#answersInFlight) });
     }
     const transport = new BoundedStdioTransport({ command: c.command, args: c.args, env: c.env, cwd: c.cwd, maxMessageBytes: this.#maxMessageBytes });
     state.stderrTail = [];

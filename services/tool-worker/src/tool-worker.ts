@@ -32,6 +32,7 @@ import type { ToolWorkerConfig } from './config.js';
 import { SearchThreads } from './builtin/search-threads.js';
 import type { McpConfig } from './mcp-config.js';
 import { McpRegistry, type ToolDescriptor } from './mcp-registry.js';
+import { AnswerBytesInFlight, defaultAnswerBytesInFlight } from './answer-bytes.js';
 import { CallSlots } from './call-slots.js';
 import { NextSteps } from './next-steps.js';
 import { processToolCall, type ToolCallDeps } from './tool-call-processor.js';
@@ -63,9 +64,13 @@ export async function startToolWorker(
   opts: { mcpConfig: McpConfig; tracing?: Tracing; /** How webhook hosts are resolved (a test's DNS); default `dns.lookup`. */ resolve?: Resolver },
 ): Promise<ToolWorkerHandle> {
   await untilRedisAnswers(cfg.REDIS_URL, logger);
-  const metrics = createMetrics({ service: 'tool-worker' });
+  const answersInFlight = new AnswerBytesInFlight(
+    cfg.MCP_ANSWERS_IN_FLIGHT_MB !== undefined ? Math.floor(cfg.MCP_ANSWERS_IN_FLIGHT_MB * 1024 * 1024) : defaultAnswerBytesInFlight(),
+    cfg.MCP_MESSAGE_MAX_BYTES,
+  );
+  const metrics = createMetrics({ service: 'tool-worker', mcpAnswersInFlight: () => answersInFlight.stats() });
   const telemetry = opts.tracing?.bullmq;
-  const registry = new McpRegistry({ config: opts.mcpConfig, logger, maxMessageBytes: cfg.MCP_MESSAGE_MAX_BYTES });
+  const registry = new McpRegistry({ config: opts.mcpConfig, logger, maxMessageBytes: cfg.MCP_MESSAGE_MAX_BYTES, answersInFlight });
   await registry.start();
 
   const redis = new RedisConnections(cfg.REDIS_URL);
