@@ -21,7 +21,7 @@ export const agentWorkerEnvSchema = workerEnvSchema.extend({
   /**
    * Transcripts (MB of stored JSON) this worker's steps in flight may hold at once; a step waits
    * for room before reading its transcript, and a run whose transcript alone is larger fails.
-   * Unset: an eighth of the V8 heap limit.
+   * Unset: a sixteenth of the V8 heap limit.
    */
   TRANSCRIPTS_IN_FLIGHT_MB: z.coerce.number().min(1).max(1_048_576).optional(),
   /**

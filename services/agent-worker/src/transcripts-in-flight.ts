@@ -88,9 +88,9 @@ export interface TranscriptRoom {
 }
 
 /**
- * The default bound: an eighth of the heap limit (51 MB with the shipped heap flags), so that the
+ * The default bound: a sixteenth of the heap limit (25 MB with the shipped heap flags), so that the
  * several copies a step in flight makes of its transcript stay well inside the heap.
  */
 export function defaultTranscriptsInFlightBytes(): number {
-  return Math.floor(getHeapStatistics().heap_size_limit / 8);
+  return Math.floor(getHeapStatistics().heap_size_limit / 16);
 }
