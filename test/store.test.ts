@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { newId, RunStore, TERMINAL_STATUSES, type RunSpec, type StepHead } from '@agentq/shared';
+import { newId, RunStore, TERMINAL_STATUSES, type RunSpec } from '@agentq/shared';
 import { monitorRedis } from './fixtures/redis-monitor.js';
 
 const redis = new Redis(inject('redisUrl'));
@@ -295,6 +295,7 @@ describe('a step reading a transcript whose start it holds', () => {
 
   it('within a size, reads the messages only if the whole transcript fits, and says its size if not', async () => {
     const { store, id, first } = await runWithRound();
+    const bytes = (messages: unknown[]) => messages.reduce((n: number, m) => n + Buffer.byteLength(JSON.stringify(m)), 0);
     const whole = (await store.transcript.loadStep(id, 1))!;
     const over = await store.transcript.loadStepWithin(id, 1, whole.size - 1);
     expect(over).toMatchObject({ tooLarge: true, head: { size: whole.size, length: 4, run: { id } } });
@@ -304,8 +305,14 @@ describe('a step reading a transcript whose start it holds', () => {
     const known = { createdAt: first.run.createdAt, messages: first.messages, size: first.size };
     expect(await store.transcript.loadStepWithin(id, 1, whole.size - 1, known)).toMatchObject({ tooLarge: true, head: { size: whole.size } });
     expect(await store.transcript.loadStepWithin(id, 1, whole.size, known)).toMatchObject({ messages: whole.messages, size: whole.size });
-    // Read once there is room: the messages the head counted.
-    expect(await store.transcript.readMessages(id, (over as { head: StepHead }).head)).toMatchObject({ messages: whole.messages, size: whole.size });
+    // A run stored before sizes were kept has none, and gets none from later appends: it is read
+    // whatever its size, and its size is what was read.
+    await redis.hdel(store.keys(id).run, 'transcript_bytes');
+    const first2 = await store.transcript.loadStep(id, 1);
+    await store.transcript.commitStep(first2!.run, { ...(await store.transcript.loadRound(id, 0)).step!, depth: 1 }, stepEvent(1));
+    const legacy = await store.transcript.loadStepWithin(id, 2, 1);
+    expect(legacy).toMatchObject({ size: bytes((await store.transcript.messages(id))) });
+    expect(await redis.hexists(store.keys(id).run, 'transcript_bytes')).toBe(0);
   });
 
   it('reads the whole transcript when what it holds is not that transcript’s start', async () => {

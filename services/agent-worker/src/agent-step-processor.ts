@@ -19,7 +19,6 @@ import {
   type Runs,
   type RunState,
   type RunStore,
-  type StepHead,
   type StepInput,
   type StepRecord,
   type ToolCatalogEntry,
@@ -102,16 +101,20 @@ export async function processAgentStep(data: AgentStepJob, ctx: JobContext, deps
   }
 }
 
-/** What a step that holds the start of its transcript takes room for beyond it, before reading what was added. */
-const ADDED_GUESS_BYTES = 64 * 1024;
+/**
+ * What a step that holds the start of its transcript takes room for beyond it, before reading
+ * what was added (its assistant message and a round's tool messages: a round of two calls with
+ * TOOL_OUTPUT_MAX_BYTES' 100 KB each fits).
+ */
+const ADDED_GUESS_BYTES = 256 * 1024;
 
 /**
  * The step's input, read within room for its transcript when the worker bounds transcripts in
  * flight. A step that holds the start of its transcript (the cache) takes room for it and what a
  * round usually adds, and reads as without a bound (one round trip); otherwise, or when the
- * transcript turns out larger, it reads the transcript's size first and its messages once room
- * for that size is free. A step never waits for room while holding some, so steps cannot wait
- * on each other for ever.
+ * transcript turns out larger, it reads the transcript's size first and, once room for that
+ * size is free, the step's whole input again (what it read before waiting may be stale). A step
+ * never waits for room while holding some, so steps cannot wait on each other for ever.
  */
 async function readStepInput(
   deps: AgentStepDeps,
@@ -123,33 +126,39 @@ async function readStepInput(
   const known = deps.transcripts?.get(runId);
   const bound = deps.inFlight;
   if (!bound) return { input: await transcript.loadStep(runId, depth, known) };
-  let head: StepHead | null;
-  if (known) {
-    const room = await bound.take(Math.min(bound.capacity, known.size + ADDED_GUESS_BYTES), signal);
+  let size: number;
+  {
+    const room = await bound.take(Math.min(bound.capacity, (known?.size ?? 0) + ADDED_GUESS_BYTES), signal);
+    // Without a start held: the size first, the messages only if they fit (two round trips).
     const read = await transcript.loadStepWithin(runId, depth, room.bytes, known).catch((err: unknown) => {
       room.release();
       throw err;
     });
-    if (!read || !('tooLarge' in read)) return holding(room, read);
+    if (!read || !('tooLarge' in read)) return holding(bound, room, read);
     room.release();
-    head = read.head;
-  } else head = await transcript.loadHead(runId, depth);
-  if (!head) return { input: null };
-  if (head.size !== null && head.size > bound.capacity) return { tooLarge: { run: head.run, size: head.size } };
-  // A run stored before sizes were kept: room for a guess, set to the size read.
-  const room = await bound.take(head.size ?? Math.min(bound.capacity, ADDED_GUESS_BYTES), signal);
-  const input = await transcript.readMessages(runId, head).catch((err: unknown) => {
+    if (read.head.size! > bound.capacity) return { tooLarge: { run: read.head.run, size: read.head.size! } };
+    size = read.head.size!;
+  }
+  const room = await bound.take(size, signal);
+  const input = await transcript.loadStep(runId, depth, known).catch((err: unknown) => {
     room.release();
     throw err;
   });
-  return holding(room, input);
+  return holding(bound, room, input);
 }
 
-/** The input read, holding room for exactly its transcript (none if the run is gone). */
-function holding(room: TranscriptRoom, input: StepInput | null): { input: StepInput | null; room?: TranscriptRoom } {
+/**
+ * The input read, holding room for exactly its transcript as read (none if the run is gone);
+ * a transcript found larger than the bound (its stored size was not known) is not kept.
+ */
+function holding(bound: TranscriptsInFlight, room: TranscriptRoom, input: StepInput | null): { input: StepInput | null; room?: TranscriptRoom } | { tooLarge: { run: RunState; size: number } } {
   if (!input) {
     room.release();
     return { input };
+  }
+  if (input.size > bound.capacity) {
+    room.release();
+    return { tooLarge: { run: input.run, size: input.size } };
   }
   room.resize(input.size);
   return { input, room };

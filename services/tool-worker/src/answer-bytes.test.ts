@@ -55,4 +55,16 @@ describe('AnswerBytesInFlight', () => {
     await b.charge(100);
     expect(bytes.stats().held).toBe(0);
   });
+
+  it('ends a wait after maxWaitMs: a first holder whose server stalls holds the others back only that long', async () => {
+    const bytes = new AnswerBytesInFlight(50, 1000, 50);
+    const [stalled, b] = [bytes.reader(), bytes.reader()];
+    await stalled.charge(60);
+    const started = Date.now();
+    await b.charge(10);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(45);
+    b.close();
+    stalled.close();
+    expect(bytes.stats()).toMatchObject({ held: 0, readers: 0 });
+  });
 });

@@ -5,9 +5,11 @@ import { getHeapStatistics } from 'node:v8';
  * a stream of its own, so many large answers at once (each up to MCP_MESSAGE_MAX_BYTES) could
  * exhaust the heap. A reader charges what it has read of the message it is reading and frees it
  * when the message is handed on. Past the bound, a reader waits before reading more, except the
- * one that began holding first, which always reads on: some answer is always finished, and what
- * is held passes the bound by at most one message and a chunk per reader. A waiting reader stops
- * pulling its stream, so its server is held back by TCP, not by agentq's memory.
+ * one that began holding first, which always reads on: while its server sends, some answer is
+ * always finished, and what is held passes the bound by at most one message and a chunk per
+ * reader. A waiting reader stops pulling its stream, so its server is held back by TCP, not by
+ * agentq's memory. A wait lasts at most `maxWaitMs`, so that a server that stalls mid-answer
+ * cannot hold every other server's answers back.
  */
 export class AnswerBytesInFlight {
   private held = 0;
@@ -19,10 +21,13 @@ export class AnswerBytesInFlight {
   /**
    * @param capacity the bytes held at once before readers wait
    * @param maxMessageBytes the most one reader holds (a message over it is counted, not kept)
+   * @param maxWaitMs the longest one wait lasts: a server that stalls in the middle of the first
+   *   holder's answer holds the other readers back by this much at a time, not until it resumes
    */
   constructor(
     readonly capacity: number,
     private readonly maxMessageBytes: number,
+    private readonly maxWaitMs = 1000,
   ) {}
 
   /** A reader for one answer stream. */
@@ -38,8 +43,19 @@ export class AnswerBytesInFlight {
           this.held += add;
           this.peak = Math.max(this.peak, this.held);
         }
-        while (!closed && this.held > this.capacity && this.holders.keys().next().value !== reader) {
-          await new Promise<void>((resolve) => this.waiters.push(resolve));
+        const until = Date.now() + this.maxWaitMs;
+        while (!closed && this.held > this.capacity && this.holders.keys().next().value !== reader && Date.now() < until) {
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(() => {
+              this.waiters = this.waiters.filter((w) => w !== woken);
+              resolve();
+            }, until - Date.now());
+            const woken = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+            this.waiters.push(woken);
+          });
         }
       },
       free: () => {

@@ -12,7 +12,7 @@ export const toolWorkerEnvSchema = workerEnvSchema.extend({
   MCP_MESSAGE_MAX_BYTES: z.coerce.number().int().min(64 * 1024).default(10 * 1024 * 1024),
   /**
    * MCP answers (MB) this worker holds at once while reading them from HTTP servers; past it,
-   * reading waits (the answer begun first reads on). Unset: an eighth of the V8 heap limit.
+   * reading waits, at most 1 s at a time (the answer begun first reads on). Unset: an eighth of the V8 heap limit.
    */
   MCP_ANSWERS_IN_FLIGHT_MB: z.coerce.number().min(1).max(1_048_576).optional(),
   /** Threads that run context_search patterns, at most; more searches at once wait for one. */

@@ -28,7 +28,7 @@ end
  * `appendRound(runKey, messagesKey, ancestorKeys, depth, msgs)`: appends the tool messages of
  * the step at `depth` (JSON strings, in call order) once per depth, unless the run has ended;
  * counts them in the run's usage and every existing ancestor's usage_total and their bytes in the
- * transcript's size, and moves the run's depth on. Returns 1 if appended now, 0 if appended before or the run has ended.
+ * transcript's size (a run stored before sizes were kept has none), and moves the run's depth on. Returns 1 if appended now, 0 if appended before or the run has ended.
  */
 export const APPEND_ROUND_LUA = `${RUN_OVER_LUA}
 local function appendRound(runKey, messagesKey, ancestorKeys, depth, msgs)
@@ -36,9 +36,11 @@ local function appendRound(runKey, messagesKey, ancestorKeys, depth, msgs)
   if redis.call('HSETNX', runKey, ${lua(F.roundMarkerPrefix)} .. depth, 1) == 0 then return 0 end
   local n = #msgs
   if n > 0 then redis.call('RPUSH', messagesKey, unpack(msgs)) end
-  local bytes = 0
-  for _, m in ipairs(msgs) do bytes = bytes + #m end
-  redis.call('HINCRBY', runKey, ${lua(F.transcriptBytes)}, bytes)
+  if redis.call('HEXISTS', runKey, ${lua(F.transcriptBytes)}) == 1 then
+    local bytes = 0
+    for _, m in ipairs(msgs) do bytes = bytes + #m end
+    redis.call('HINCRBY', runKey, ${lua(F.transcriptBytes)}, bytes)
+  end
   redis.call('HINCRBY', runKey, ${lua(`${F.usagePrefix}tool_calls`)}, n)
   redis.call('HINCRBY', runKey, ${lua(`${F.usageTotalPrefix}tool_calls`)}, n)
   redis.call('HSET', runKey, ${lua(F.depth)}, tonumber(depth) + 1)

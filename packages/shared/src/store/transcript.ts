@@ -39,7 +39,7 @@ if redis.call('HSETNX', KEYS[1], ${lua(F.stepMarkerPrefix)} .. ARGV[1], 1) == 0 
   return redis.call('HGET', KEYS[3], ARGV[1])
 end
 redis.call('RPUSH', KEYS[2], ARGV[2])
-redis.call('HINCRBY', KEYS[1], ${lua(F.transcriptBytes)}, #ARGV[2])
+if redis.call('HEXISTS', KEYS[1], ${lua(F.transcriptBytes)}) == 1 then redis.call('HINCRBY', KEYS[1], ${lua(F.transcriptBytes)}, #ARGV[2]) end
 redis.call('HSET', KEYS[3], ARGV[1], ARGV[3])
 redis.call('HSET', KEYS[1], ${lua(F.depth)}, ARGV[1])
 local fields = { 'prompt_tokens', 'completion_tokens', 'total_tokens' }
@@ -158,7 +158,8 @@ export class Transcript {
    */
   async loadStep(runId: string, depth: number, known?: TranscriptPrefix): Promise<StepInput | null> {
     const read = await this.loadStepWithin(runId, depth, Infinity, known);
-    return read && 'tooLarge' in read ? this.readMessages(runId, read.head) : read;
+    if (read && 'tooLarge' in read) throw new Error('a read of any size found the transcript too large');
+    return read;
   }
 
   /**
@@ -166,15 +167,19 @@ export class Transcript {
    * (or any size allowed), in one round trip as loadStep, the messages after it left unparsed
    * when the whole is larger; without one, the run and the transcript's size first, and its
    * messages in a second round trip only if it is at most that large. A transcript that is
-   * larger comes back as its head (everything but the messages): readMessages reads them once
-   * the reader has room.
+   * larger comes back as its head (everything but the messages), its stored size in it: a
+   * reader with room for that much then reads with loadStep. (A run stored before sizes were
+   * kept has none, and is read whatever its size.)
    */
   async loadStepWithin(runId: string, depth: number, maxBytes: number, known?: TranscriptPrefix): Promise<StepInput | { tooLarge: true; head: StepHead } | null> {
     const k = this.keys(runId);
     if (!known && maxBytes !== Infinity) {
       const head = await this.loadHead(runId, depth);
       if (!head) return null;
-      return head.size !== null && head.size > maxBytes ? { tooLarge: true, head } : this.readMessages(runId, head);
+      if (head.size !== null && head.size > maxBytes) return { tooLarge: true, head };
+      const raw = head.length > 0 ? await this.redis.lrange(k.messages, 0, head.length - 1) : [];
+      // A transcript only grows at its end: fewer messages than counted means it was deleted.
+      return raw.length === head.length ? this.inputFrom(head, raw) : null;
     }
     const from = known?.messages.length ?? 0;
     const res = (await this.redis.pipeline().hgetall(k.run).hget(k.steps, String(depth)).llen(k.messages).lrange(k.messages, from, -1).exec()) ?? [];
@@ -189,14 +194,7 @@ export class Transcript {
     return this.inputFrom(head, tail, known);
   }
 
-  /** The transcript's messages as `head` counted them, the rest of the step's input from it; null if the run is gone. */
-  async readMessages(runId: string, head: StepHead): Promise<StepInput | null> {
-    const raw = head.length > 0 ? await this.redis.lrange(this.keys(runId).messages, 0, head.length - 1) : [];
-    // A transcript only grows at its end: fewer messages than counted means it was deleted.
-    return raw.length === head.length ? this.inputFrom(head, raw) : null;
-  }
-
-  /** A step's input but the messages, in one round trip (readMessages reads them); null if the run is gone. */
+  /** A step's input but the messages, in one round trip; null if the run is gone. */
   async loadHead(runId: string, depth: number): Promise<StepHead | null> {
     const k = this.keys(runId);
     const res = (await this.redis.pipeline().hgetall(k.run).hget(k.steps, String(depth)).llen(k.messages).exec()) ?? [];
@@ -224,8 +222,9 @@ export class Transcript {
     return {
       ...head,
       messages: [...(known?.messages ?? []), ...raw.map((m) => JSON.parse(m) as ChatMessage)],
-      // A run stored before sizes were kept: what was read.
-      size: head.size ?? (known?.size ?? 0) + raw.reduce((n, m) => n + Buffer.byteLength(m), 0),
+      // What was read, not the stored count: the two disagree when an append lands between the
+      // pipeline's reads, or for a run whose count began after it was created (an older version).
+      size: (known?.size ?? 0) + raw.reduce((n, m) => n + Buffer.byteLength(m), 0),
     };
   }
 
