@@ -5,7 +5,7 @@ import { Redis } from 'ioredis';
 import OpenAI from 'openai';
 import { Admission, createLogger, JobQueues, newId, QUEUES, RunActions, Runs, RunStore, type RunSpec, type StepRecord } from '@agentq/shared';
 import { startScriptedLlm, type ScriptedLlm } from '@agentq/scripted-llm';
-import { processAgentStep, toolMessagesInCallOrder, TranscriptsInFlight } from '@agentq/agent-worker';
+import { processAgentStep, toolMessagesInCallOrder, TranscriptsInFlight, type AgentStepDeps } from '@agentq/agent-worker';
 
 const step = (names: string[]): StepRecord => ({
   depth: 0,
@@ -69,6 +69,16 @@ afterAll(async () => {
   queueRedis.disconnect();
 });
 
+/** What processAgentStep needs, on the tests' Redis under the store's prefix, with the scripted model. */
+function stepDeps(store: RunStore, prefix: string, extra: Partial<AgentStepDeps> = {}) {
+  const logger = createLogger({ service: 'test', level: 'silent' });
+  const jobs = new JobQueues({ connection: queueRedis, prefix, logger });
+  const runs = new Runs({ store, jobs, admission: new Admission(redis, prefix), logger });
+  const openai = new OpenAI({ baseURL: llm.baseURL, apiKey: 'x', maxRetries: 0 });
+  const deps: AgentStepDeps = { store, runs, jobs, actions: new RunActions({ store, jobs, runs, logger }), actionParkMs: 60_000, openai, logger, tools: async () => [], modelTimeoutMs: 10_000, modelIdleTimeoutMs: 10_000, ...extra };
+  return deps;
+}
+
 describe('a step whose previous round lacks a result', () => {
   const prefix = `atp${randomBytes(3).toString('hex')}`;
   const now = new Date().toISOString();
@@ -95,26 +105,11 @@ describe('a step whose previous round lacks a result', () => {
     await complete(0, 'zero');
     expect((await store.transcript.loadStep(id, 1))!.roundAppended).toBe(false);
 
-    const logger = createLogger({ service: 'test', level: 'silent' });
-    const jobs = new JobQueues({ connection: queueRedis, prefix, logger });
+    const deps = stepDeps(store, prefix);
     const data = { runId: id, depth: 1 };
-    const job = new Job(jobs.queue(QUEUES.agent), 'step', data, { attempts: 3 }, `${id}-1`);
-    const openai = new OpenAI({ baseURL: llm.baseURL, apiKey: 'x', maxRetries: 0 });
-    const runs = new Runs({ store, jobs, admission: new Admission(redis, prefix), logger });
-    const deps = {
-      store,
-      runs,
-      jobs,
-      actions: new RunActions({ store, jobs, runs, logger }),
-      actionParkMs: 60_000,
-      openai,
-      logger,
-      tools: async () => [],
-      modelTimeoutMs: 10_000,
-      modelIdleTimeoutMs: 10_000,
-    };
+    const job = new Job(deps.jobs.queue(QUEUES.agent), 'step', data, { attempts: 3 }, `${id}-1`);
     expect(await processAgentStep(data, { job }, deps)).toEqual({ outcome: 'final_answer' });
-    await jobs.close();
+    await deps.jobs.close();
 
     const tail = (await store.transcript.messages(id)).slice(2);
     expect(tail[0]).toEqual({ role: 'tool', tool_call_id: 'call_0', content: 'zero' });
@@ -156,24 +151,10 @@ describe('a step whose transcript is more than the worker may hold', () => {
     const asked = llm.requests.length;
     const prefix = `atl${randomBytes(3).toString('hex')}`;
     const store = new RunStore({ redis, prefix });
-    const logger = createLogger({ service: 'test', level: 'silent' });
-    const jobs = new JobQueues({ connection: queueRedis, prefix, logger });
-    const runs = new Runs({ store, jobs, admission: new Admission(redis, prefix), logger });
     const spec: RunSpec = { model: 'm', max_depth: 5, on_budget_exhausted: 'final_answer', metadata: {}, ancestors: [], nesting: 0 };
     const inFlight = new TranscriptsInFlight(64 * 1024);
-    const deps = {
-      store,
-      runs,
-      jobs,
-      actions: new RunActions({ store, jobs, runs, logger }),
-      actionParkMs: 60_000,
-      openai: new OpenAI({ baseURL: llm.baseURL, apiKey: 'x', maxRetries: 0 }),
-      logger,
-      tools: async () => [],
-      modelTimeoutMs: 10_000,
-      modelIdleTimeoutMs: 10_000,
-      inFlight,
-    };
+    const deps = stepDeps(store, prefix, { inFlight });
+    const { jobs } = deps;
     const stepOf = async (content: string) => {
       const id = newId('run');
       await store.runs.create({ id, owner: 'o', spec, messages: [{ role: 'user', content }] });
