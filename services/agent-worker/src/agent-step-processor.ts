@@ -126,19 +126,17 @@ async function readStepInput(
   const known = deps.transcripts?.get(runId);
   const bound = deps.inFlight;
   if (!bound) return { input: await transcript.loadStep(runId, depth, known) };
-  let size: number;
-  {
-    const room = await bound.take(Math.min(bound.capacity, (known?.size ?? 0) + ADDED_GUESS_BYTES), signal);
-    // Without a start held: the size first, the messages only if they fit (two round trips).
-    const read = await transcript.loadStepWithin(runId, depth, room.bytes, known).catch((err: unknown) => {
-      room.release();
-      throw err;
-    });
-    if (!read || !('tooLarge' in read)) return holding(bound, room, read);
-    room.release();
-    if (read.head.size! > bound.capacity) return { tooLarge: { run: read.head.run, size: read.head.size! } };
-    size = read.head.size!;
-  }
+  const guess = await bound.take(Math.min(bound.capacity, (known?.size ?? 0) + ADDED_GUESS_BYTES), signal);
+  // Without a start held: the size first, the messages only if they fit (two round trips).
+  const read = await transcript.loadStepWithin(runId, depth, guess.bytes, known).catch((err: unknown) => {
+    guess.release();
+    throw err;
+  });
+  if (!read || !('tooLarge' in read)) return holding(bound, guess, read);
+  guess.release();
+  // A size is stored: a transcript without one is read whatever its size.
+  const size = read.head.size!;
+  if (size > bound.capacity) return { tooLarge: { run: read.head.run, size } };
   const room = await bound.take(size, signal);
   const input = await transcript.loadStep(runId, depth, known).catch((err: unknown) => {
     room.release();

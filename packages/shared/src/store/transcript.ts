@@ -182,7 +182,7 @@ export class Transcript {
       return raw.length === head.length ? this.inputFrom(head, raw) : null;
     }
     const from = known?.messages.length ?? 0;
-    const res = (await this.redis.pipeline().hgetall(k.run).hget(k.steps, String(depth)).llen(k.messages).lrange(k.messages, from, -1).exec()) ?? [];
+    const res = (await this.headRead(runId, depth).lrange(k.messages, from, -1).exec()) ?? [];
     for (const [err] of res) if (err) throw err;
     const head = this.headFrom(runId, depth, res);
     if (!head) return null;
@@ -195,11 +195,16 @@ export class Transcript {
   }
 
   /** A step's input but the messages, in one round trip; null if the run is gone. */
-  async loadHead(runId: string, depth: number): Promise<StepHead | null> {
-    const k = this.keys(runId);
-    const res = (await this.redis.pipeline().hgetall(k.run).hget(k.steps, String(depth)).llen(k.messages).exec()) ?? [];
+  private async loadHead(runId: string, depth: number): Promise<StepHead | null> {
+    const res = (await this.headRead(runId, depth).exec()) ?? [];
     for (const [err] of res) if (err) throw err;
     return this.headFrom(runId, depth, res);
+  }
+
+  /** The reads a head is made of (headFrom), as a pipeline more reads may follow in. */
+  private headRead(runId: string, depth: number) {
+    const k = this.keys(runId);
+    return this.redis.pipeline().hgetall(k.run).hget(k.steps, String(depth)).llen(k.messages);
   }
 
   /** A head from the replies to HGETALL run, HGET steps depth, LLEN messages. */
