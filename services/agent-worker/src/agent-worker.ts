@@ -27,6 +27,7 @@ import { processAgentStep, type AgentStepDeps } from './agent-step-processor.js'
 import { TranscriptCache } from './transcript-cache.js';
 import { defaultTranscriptsInFlightBytes, TranscriptsInFlight } from './transcripts-in-flight.js';
 import type { AgentWorkerConfig } from './config.js';
+import { modelHttpFetch } from './model-http.js';
 import { observeModelCalls } from './model-telemetry.js';
 import { traceAgentStep } from './step-span.js';
 
@@ -52,7 +53,12 @@ export async function startAgentWorker(cfg: AgentWorkerConfig, logger: Logger, o
   const runs = new Runs({ store, jobs, admission: new Admission(storeRedis, cfg.QUEUE_PREFIX), logger, observer: runMetricsObserver(metrics) });
   const tokens = new TokenTally(new UsageMeter(storeRedis, cfg.QUEUE_PREFIX));
   // BullMQ retries model faults (with backoff, without holding a worker slot); the SDK must not also.
-  const openai = observeModelCalls(new OpenAI({ baseURL: cfg.OPENAI_BASE_URL, apiKey: cfg.OPENAI_API_KEY ?? 'unset', maxRetries: 0 }), metrics);
+  const modelFetch =
+    cfg.MODEL_HTTP_CLIENT === 'node' ? modelHttpFetch({ maxResponseBytes: Math.floor(cfg.MODEL_RESPONSE_MAX_MB * 1024 * 1024), maxFreeSockets: cfg.AGENT_CONCURRENCY }) : undefined;
+  const openai = observeModelCalls(
+    new OpenAI({ baseURL: cfg.OPENAI_BASE_URL, apiKey: cfg.OPENAI_API_KEY ?? 'unset', maxRetries: 0, ...(modelFetch ? { fetch: modelFetch } : {}) }),
+    metrics,
+  );
 
   let catalog: { at: number; tools: ToolCatalogEntry[] } | null = null;
   const tools = async () => {
@@ -110,7 +116,7 @@ export async function startAgentWorker(cfg: AgentWorkerConfig, logger: Logger, o
     workers,
     metricsUrl: metricsServer?.url,
     async close() {
-      const steps = [() => Promise.all(workers.map((w) => w.close())), async () => metricsServer?.close(), () => cancels.close(), () => tokens.close(), () => jobs.close(), () => redis.closeAll()];
+      const steps = [() => Promise.all(workers.map((w) => w.close())), async () => metricsServer?.close(), () => cancels.close(), () => tokens.close(), () => jobs.close(), () => redis.closeAll(), async () => modelFetch?.close()];
       for (const s of steps) await s().catch((err: Error) => logger.warn({ err: err.message }, 'error while closing'));
     },
   };

@@ -29,6 +29,13 @@ export const agentWorkerEnvSchema = workerEnvSchema.extend({
    * tool-round jobs, for a rolling upgrade while tool-workers that cannot run them are still up.
    */
   TOOL_ROUND_JOBS: boolString.default(true),
+  /**
+   * How model calls reach the endpoint: `node` (node:http keep-alive connections, model-http.ts)
+   * or `fetch` (the platform's fetch, the openai SDK's default).
+   */
+  MODEL_HTTP_CLIENT: z.enum(['node', 'fetch']).default('node'),
+  /** Largest model response read (MB of the HTTP body, SSE framing included); past it the step fails with model_response_too_large. `node` client only. */
+  MODEL_RESPONSE_MAX_MB: z.coerce.number().min(1).max(65_536).default(64),
 }).superRefine(checkWorkerCells);
 
 /** The agent-worker's configuration, from the environment; throws ConfigError. */

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { AgentqError, FatalError, RetryableError } from '@agentq/shared';
 import { startScriptedLlm, type Reply, type ScriptedLlm } from '@agentq/scripted-llm';
+import { modelHttpFetch } from './model-http.js';
 import { callModel, classifyProviderError, type ModelRequest } from './model-step.js';
 
 const headers = (h: Record<string, string> = {}) => new Headers(h);
@@ -97,15 +98,24 @@ describe('classifyProviderError', () => {
   });
 });
 
-describe('callModel against an OpenAI-compatible server', () => {
+// Every model call goes through one of the two HTTP clients MODEL_HTTP_CLIENT chooses from.
+describe.each([
+  ['the platform fetch', () => undefined],
+  ['the node:http client', () => modelHttpFetch({ maxResponseBytes: 1 << 20 })],
+])('callModel against an OpenAI-compatible server, through %s', (_name, makeFetch) => {
   let llm: ScriptedLlm;
   let client: OpenAI;
+  let modelFetch: ReturnType<typeof makeFetch>;
   let next: Reply = { content: 'hi' };
   beforeAll(async () => {
     llm = await startScriptedLlm({ handler: () => next });
-    client = new OpenAI({ baseURL: llm.baseURL, apiKey: 'k', maxRetries: 0 });
+    modelFetch = makeFetch();
+    client = new OpenAI({ baseURL: llm.baseURL, apiKey: 'k', maxRetries: 0, ...(modelFetch ? { fetch: modelFetch } : {}) });
   });
-  afterAll(async () => llm?.close());
+  afterAll(async () => {
+    modelFetch?.close();
+    await llm?.close();
+  });
 
   const tools: ModelRequest['tools'] = [
     { type: 'function', function: { name: 'crm__get_contact', description: 'Get one contact', parameters: { type: 'object', properties: { id: { type: 'string' } } } } },
@@ -184,5 +194,48 @@ describe('callModel against an OpenAI-compatible server', () => {
     const err = await callModel(client, req()).catch((e) => e);
     expect(err).toBeInstanceOf(AgentqError);
     expect(err.retryable).toBe(true);
+  });
+
+  it('turns a connection dropped before any byte into a retryable error', async () => {
+    next = { drop: true };
+    const err = await callModel(client, req()).catch((e) => e);
+    expect(err).toBeInstanceOf(RetryableError);
+  });
+
+  it('turns an endpoint that refuses connections into model_unreachable', async () => {
+    const closed = await startScriptedLlm({ handler: () => ({ content: 'x' }) });
+    await closed.close();
+    const other = new OpenAI({ baseURL: closed.baseURL, apiKey: 'k', maxRetries: 0, ...(modelFetch ? { fetch: modelFetch } : {}) });
+    const err = await callModel(other, req()).catch((e) => e);
+    expect(err).toBeInstanceOf(RetryableError);
+    expect(err.code).toBe('model_unreachable');
+  });
+
+  it('ends a stream that goes silent with model_timeout (MODEL_IDLE_TIMEOUT_MS)', async () => {
+    next = { content: 'one two three four', chunkDelayMs: 5_000 };
+    const err = await callModel(client, req({ idleTimeoutMs: 200 })).catch((e) => e);
+    expect(err).toBeInstanceOf(RetryableError);
+    expect(err.code).toBe('model_timeout');
+    expect(err.message).toContain('MODEL_IDLE_TIMEOUT_MS');
+  });
+
+  it('ends a call that never answers with model_timeout (MODEL_TIMEOUT_MS)', async () => {
+    next = { hang: true };
+    const err = await callModel(client, req({ timeoutMs: 200 })).catch((e) => e);
+    expect(err).toBeInstanceOf(RetryableError);
+    expect(err.code).toBe('model_timeout');
+  });
+
+  it("stops a stream when the caller's signal aborts, with the signal's reason", async () => {
+    next = { content: 'a long answer that streams slowly', chunkDelayMs: 100 };
+    const ctrl = new AbortController();
+    const deltas: string[] = [];
+    const reason = new Error('run cancelled');
+    const err = await callModel(client, req({ signal: ctrl.signal, onDelta: (t) => (deltas.push(t), ctrl.abort(reason)) })).catch((e) => e);
+    expect(err).toBe(reason);
+    expect(deltas.length).toBeGreaterThan(0);
+    // The endpoint is still usable: an aborted call leaves nothing stuck behind it.
+    next = { content: 'after' };
+    expect((await callModel(client, req())).message.content).toBe('after');
   });
 });

@@ -1,0 +1,168 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import OpenAI from 'openai';
+import { FatalError, RetryableError } from '@agentq/shared';
+import { startScriptedLlm, type Reply, type ScriptedLlm } from '@agentq/scripted-llm';
+import { ERROR_BODY_MAX_BYTES, modelHttpFetch } from './model-http.js';
+import { callModel, type ModelRequest } from './model-step.js';
+
+const req = (over: Partial<ModelRequest> = {}): ModelRequest => ({
+  model: 'scripted',
+  messages: [{ role: 'user', content: 'hello' }],
+  tools: [],
+  toolChoice: 'absent',
+  timeoutMs: 10_000,
+  idleTimeoutMs: 10_000,
+  ...over,
+});
+
+/** A plain HTTP server on loopback whose handler the test sets, counting the connections it accepts. */
+async function rawServer(handler: http.RequestListener) {
+  let connections = 0;
+  const server = http.createServer(handler);
+  server.on('connection', () => connections++);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    baseURL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
+    connections: () => connections,
+    close: () => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))),
+  };
+}
+
+/** A streamed answer of one piece of text; its response ends `endAfterMs` after `[DONE]`. */
+const sse = (res: http.ServerResponse, content: string, endAfterMs = 0) => {
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  const chunk = (delta: object, finish: string | null) => ({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta, finish_reason: finish }] });
+  res.write(`data: ${JSON.stringify(chunk({ role: 'assistant', content }, null))}\n\n`);
+  res.write(`data: ${JSON.stringify(chunk({}, 'stop'))}\n\n`);
+  res.write('data: [DONE]\n\n');
+  if (endAfterMs) setTimeout(() => res.end(), endAfterMs);
+  else res.end();
+};
+
+describe('the node:http model client', () => {
+  let llm: ScriptedLlm;
+  let next: Reply = { content: 'hi' };
+  const fetches: Array<ReturnType<typeof modelHttpFetch>> = [];
+  const clientOf = (baseURL: string, maxResponseBytes = 1 << 20) => {
+    const f = modelHttpFetch({ maxResponseBytes });
+    fetches.push(f);
+    return new OpenAI({ baseURL, apiKey: 'k', maxRetries: 0, fetch: f });
+  };
+  beforeAll(async () => {
+    llm = await startScriptedLlm({ handler: () => next });
+  });
+  afterEach(() => {
+    for (const f of fetches.splice(0)) f.close();
+  });
+  afterAll(async () => llm?.close());
+
+  it('keeps its connection between calls: streams the SDK stops reading at [DONE] do not close it', async () => {
+    // The response ends a little after [DONE], when the SDK has stopped reading.
+    const server = await rawServer((_req, res) => sse(res, 'pong', 30));
+    try {
+      const client = clientOf(server.baseURL);
+      for (let i = 0; i < 5; i++) {
+        expect((await callModel(client, req())).message.content).toBe('pong');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(server.connections()).toBe(1);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('sends a call again, once, when the server closed the kept connection as it was reused', async () => {
+    let served = 0;
+    const server = await rawServer((request, res) => {
+      // The second request on the first connection finds it closed, as a server's idle timeout would.
+      if (++served === 2) return request.socket.destroy();
+      sse(res, `answer ${served}`);
+    });
+    try {
+      const client = clientOf(server.baseURL);
+      expect((await callModel(client, req())).message.content).toBe('answer 1');
+      expect((await callModel(client, req())).message.content).toBe('answer 3');
+      expect(server.connections()).toBe(2);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('does not send a call again when a fresh connection breaks: the step retries, not the client', async () => {
+    let served = 0;
+    const server = await rawServer((request) => {
+      served++;
+      request.socket.destroy();
+    });
+    try {
+      const err = await callModel(clientOf(server.baseURL), req()).catch((e) => e);
+      expect(err).toBeInstanceOf(RetryableError);
+      expect(served).toBe(1);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('fails a response larger than its bound with model_response_too_large, and the worker holds no more of it', async () => {
+    next = { content: 'x'.repeat(200_000) };
+    const err = await callModel(clientOf(llm.baseURL, 64 * 1024), req()).catch((e) => e);
+    expect(err).toBeInstanceOf(FatalError);
+    expect(err.code).toBe('model_response_too_large');
+    expect(err.message).toContain('MODEL_RESPONSE_MAX_MB');
+    // Within the bound, the same answer arrives whole.
+    expect((await callModel(clientOf(llm.baseURL, 8 << 20), req())).message.content).toHaveLength(200_000);
+  });
+
+  it("reads an error response's text up to 1 MB: the error still names the status", async () => {
+    const body = JSON.stringify({ error: { message: `overloaded ${'z'.repeat(32 * ERROR_BODY_MAX_BYTES)}`, type: 'server_error' } });
+    let sent = 0;
+    const server = await rawServer((_req, res) => {
+      res.writeHead(503, { 'content-type': 'application/json' });
+      res.on('close', () => undefined);
+      const write = () => {
+        while (sent < body.length) {
+          const piece = body.slice(sent, sent + 64 * 1024);
+          sent += piece.length;
+          if (!res.write(piece)) return void res.once('drain', write);
+        }
+        res.end();
+      };
+      write();
+    });
+    try {
+      const err = await callModel(clientOf(server.baseURL, 64 << 20), req()).catch((e) => e);
+      expect(err).toBeInstanceOf(RetryableError);
+      expect(err.code).toBe('model_unavailable');
+      expect(err.message).toContain('503');
+      // The client stopped reading after 1 MB and closed the connection: of the 32 MB, the
+      // server sent no more than what the loopback's socket buffers took in besides.
+      await new Promise((r) => setTimeout(r, 300));
+      expect(sent).toBeLessThan(8 * ERROR_BODY_MAX_BYTES);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('sends the request the SDK builds: headers, method and body as the platform fetch would', async () => {
+    next = { content: 'ok' };
+    const client = clientOf(llm.baseURL);
+    await callModel(client, req({ messages: [{ role: 'user', content: 'héllo ✓' }] }));
+    expect(llm.requests.at(-1)!.messages).toEqual([{ role: 'user', content: 'héllo ✓' }]);
+    let seen: http.IncomingHttpHeaders = {};
+    const server = await rawServer((request, res) => {
+      seen = request.headers;
+      request.resume();
+      request.on('end', () => sse(res, 'ok'));
+    });
+    try {
+      await callModel(clientOf(server.baseURL), req());
+      expect(seen.authorization).toBe('Bearer k');
+      expect(seen['content-type']).toBe('application/json');
+      expect(Number(seen['content-length'])).toBeGreaterThan(0);
+    } finally {
+      await server.close();
+    }
+  });
+});
