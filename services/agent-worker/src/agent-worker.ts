@@ -27,7 +27,7 @@ import { processAgentStep, type AgentStepDeps } from './agent-step-processor.js'
 import { TranscriptCache } from './transcript-cache.js';
 import { defaultTranscriptsInFlightBytes, TranscriptsInFlight } from './transcripts-in-flight.js';
 import type { AgentWorkerConfig } from './config.js';
-import { modelHttpFetch } from './model-http.js';
+import { envProxySettings, modelHttpFetch } from './model-http.js';
 import { observeModelCalls } from './model-telemetry.js';
 import { traceAgentStep } from './step-span.js';
 
@@ -54,7 +54,9 @@ export async function startAgentWorker(cfg: AgentWorkerConfig, logger: Logger, o
   const tokens = new TokenTally(new UsageMeter(storeRedis, cfg.QUEUE_PREFIX));
   // BullMQ retries model faults (with backoff, without holding a worker slot); the SDK must not also.
   const modelFetch =
-    cfg.MODEL_HTTP_CLIENT === 'node' ? modelHttpFetch({ maxResponseBytes: Math.floor(cfg.MODEL_RESPONSE_MAX_MB * 1024 * 1024), maxFreeSockets: cfg.AGENT_CONCURRENCY }) : undefined;
+    cfg.MODEL_HTTP_CLIENT === 'node'
+      ? modelHttpFetch({ maxResponseBytes: Math.floor(cfg.MODEL_RESPONSE_MAX_MB * 1024 * 1024), maxFreeSockets: cfg.AGENT_CONCURRENCY, proxyEnv: envProxySettings() })
+      : undefined;
   const openai = observeModelCalls(
     new OpenAI({ baseURL: cfg.OPENAI_BASE_URL, apiKey: cfg.OPENAI_API_KEY ?? 'unset', maxRetries: 0, ...(modelFetch ? { fetch: modelFetch } : {}) }),
     metrics,

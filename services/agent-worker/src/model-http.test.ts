@@ -73,33 +73,61 @@ describe('the node:http model client', () => {
     }
   });
 
-  it('sends a call again, once, when the server closed the kept connection as it was reused', async () => {
+  it('sends nothing twice: a kept connection that breaks fails the call, for the step to retry', async () => {
     let served = 0;
     const server = await rawServer((request, res) => {
-      // The second request on the first connection finds it closed, as a server's idle timeout would.
+      // The second request, on the kept connection, is read and then the connection breaks: it
+      // may have been acted on, so the client must not send it again by itself.
       if (++served === 2) return request.socket.destroy();
       sse(res, `answer ${served}`);
     });
     try {
       const client = clientOf(server.baseURL);
       expect((await callModel(client, req())).message.content).toBe('answer 1');
+      const err = await callModel(client, req()).catch((e) => e);
+      expect(err).toBeInstanceOf(RetryableError);
+      expect(served).toBe(2);
       expect((await callModel(client, req())).message.content).toBe('answer 3');
-      expect(server.connections()).toBe(2);
     } finally {
       await server.close();
     }
   });
 
-  it('does not send a call again when a fresh connection breaks: the step retries, not the client', async () => {
-    let served = 0;
-    const server = await rawServer((request) => {
-      served++;
-      request.socket.destroy();
+  it('goes through the proxy the environment names when given it (NODE_USE_ENV_PROXY=1)', async () => {
+    const asked: string[] = [];
+    const proxy = await rawServer((request, res) => {
+      asked.push(request.url ?? '');
+      sse(res, 'via proxy');
     });
     try {
-      const err = await callModel(clientOf(server.baseURL), req()).catch((e) => e);
-      expect(err).toBeInstanceOf(RetryableError);
-      expect(served).toBe(1);
+      const target = 'http://model.invalid:9/v1';
+      const f = modelHttpFetch({ maxResponseBytes: 1 << 20, proxyEnv: { HTTP_PROXY: proxy.baseURL.replace('/v1', '') } });
+      fetches.push(f);
+      const client = new OpenAI({ baseURL: target, apiKey: 'k', maxRetries: 0, fetch: f });
+      expect((await callModel(client, req())).message.content).toBe('via proxy');
+      expect(asked).toEqual(['http://model.invalid:9/v1/chat/completions']);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it("ends a body with the signal's reason when the caller aborts, and reads a body once", async () => {
+    const server = await rawServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: {}\n\n');
+    });
+    try {
+      const f = modelHttpFetch({ maxResponseBytes: 1 << 20 });
+      fetches.push(f);
+      const ctrl = new AbortController();
+      const res = await f(`${server.baseURL}/x`, { method: 'POST', body: '{}', signal: ctrl.signal });
+      const it = (res.body as unknown as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
+      expect((await it.next()).done).toBe(false);
+      const reason = new Error('cancelled');
+      const pending = it.next();
+      ctrl.abort(reason);
+      await expect(pending).rejects.toBe(reason);
+      await expect(res.text()).rejects.toThrow(/already been read/);
     } finally {
       await server.close();
     }

@@ -15,15 +15,30 @@ import { FatalError } from '@agentq/shared';
  * What it bounds that fetch does not: a response body past `maxResponseBytes` fails the call
  * with `model_response_too_large`, and an error response's text is read up to 1 MB.
  * What it does not do that fetch does: follow redirects (a 3xx is returned as is, and the SDK
- * reports it) and decompress (it asks for none). Bodies other than a string or bytes (never
- * sent by a chat completion) go to the platform's fetch.
+ * reports it) and decompress (it asks for none). Like fetch it sends nothing twice: a kept
+ * connection that breaks is the step's retry to make. Bodies other than a string or bytes (never
+ * sent by a chat completion) and `Request` inputs go to the platform's fetch.
  */
 export interface ModelHttpOptions {
   /** Largest response body read, bytes. */
   maxResponseBytes: number;
   /** Idle connections kept per host; the model calls in flight at once is a good size. @defaultValue 256 */
   maxFreeSockets?: number;
+  /**
+   * HTTP_PROXY, HTTPS_PROXY and NO_PROXY, as Node's proxy support reads them: the agent-worker
+   * passes its environment when NODE_USE_ENV_PROXY=1 turns proxies on (for fetch as for this).
+   */
+  proxyEnv?: NodeJS.ProcessEnv;
 }
+
+/** The environment to read proxies from when Node's proxy support is on (NODE_USE_ENV_PROXY=1 or --use-env-proxy), as it is for fetch; else none. */
+export function envProxySettings(env: NodeJS.ProcessEnv = process.env, execArgv: string[] = process.execArgv): NodeJS.ProcessEnv | undefined {
+  const on = env.NODE_USE_ENV_PROXY === '1' || execArgv.includes('--use-env-proxy') || /(^|\s)--use-env-proxy(\s|$)/.test(env.NODE_OPTIONS ?? '');
+  return on ? env : undefined;
+}
+
+/** How long an idle kept connection lives (undici's default), or less when the server's `Keep-Alive: timeout` says so. */
+const IDLE_SOCKET_MS = 4_000;
 
 /** What of an error response's body is read: the SDK puts its text in the error, of which the run keeps 2,000 characters. */
 export const ERROR_BODY_MAX_BYTES = 1 << 20;
@@ -39,41 +54,38 @@ const HIGH_WATER_BYTES = 256 * 1024;
 type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
 export function modelHttpFetch(opts: ModelHttpOptions): FetchLike & { close(): void } {
-  const agentOpts = { keepAlive: true, maxSockets: Infinity, maxFreeSockets: opts.maxFreeSockets ?? 256, scheduling: 'lifo' as const };
+  const agentOpts: http.AgentOptions = {
+    keepAlive: true,
+    maxSockets: Infinity,
+    maxFreeSockets: opts.maxFreeSockets ?? 256,
+    scheduling: 'lifo',
+    // On an idle socket only: one in use with a request just emits 'timeout', which nothing here
+    // listens to (a model's silence is StreamBounds' to judge).
+    timeout: IDLE_SOCKET_MS,
+    ...(opts.proxyEnv ? { proxyEnv: opts.proxyEnv } : {}),
+  };
   const agents = { 'http:': new http.Agent(agentOpts), 'https:': new https.Agent(agentOpts) };
 
   const fetchModel = async (input: string | URL | Request, init: RequestInit = {}): Promise<Response> => {
     const url = input instanceof URL ? input : new URL(typeof input === 'string' ? input : input.url);
     const body = init.body;
     const plainBody = body === undefined || body === null || typeof body === 'string' || body instanceof Uint8Array;
-    if (!(url.protocol in agents) || !plainBody || typeof input === 'object' && !(input instanceof URL)) return fetch(input, init);
-    const protocol = url.protocol as keyof typeof agents;
+    if (!(url.protocol in agents) || !plainBody || (typeof input === 'object' && !(input instanceof URL))) return fetch(input, init);
     const headers = headerRecord(init.headers);
     if (body !== undefined && body !== null) headers['content-length'] = String(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength);
-    // A keep-alive connection the server closed as it was reused fails before the server read
-    // anything: sent again once, on another connection.
-    try {
-      return await send(protocol, url, init, headers, body);
-    } catch (err) {
-      if (!(err as { reusedSocket?: boolean }).reusedSocket || init.signal?.aborted) throw err;
-      return send(protocol, url, init, headers, body);
-    }
-  };
-
-  const send = (protocol: keyof typeof agents, url: URL, init: RequestInit, headers: Record<string, string>, body: string | Uint8Array | null | undefined) =>
-    new Promise<Response>((resolve, reject) => {
-      const mod = protocol === 'https:' ? https : http;
-      const req = mod.request(url, { method: init.method ?? 'GET', headers, agent: agents[protocol], signal: init.signal ?? undefined }, (res) => {
-        resolve(responseOf(res, url.href, opts.maxResponseBytes));
+    const method = init.method ?? 'GET';
+    const signal = init.signal ?? undefined;
+    return new Promise<Response>((resolve, reject) => {
+      const req = (url.protocol === 'https:' ? https : http).request(url, { method, headers, agent: agents[url.protocol as keyof typeof agents], signal }, (res) => {
+        // A response with no content (and the errors' text) is not held to the model's bound.
+        const status = res.statusCode ?? 0;
+        const empty = method === 'HEAD' || status === 204 || status === 304;
+        resolve(responseOf(res, url.href, status >= 200 && status < 300 ? opts.maxResponseBytes : Infinity, empty, signal));
       });
-      req.on('error', (err) => {
-        const code = (err as NodeJS.ErrnoException).code;
-        // Only a connection reused from the pool and reset before any answer is sent again.
-        if (req.reusedSocket && (code === 'ECONNRESET' || code === 'EPIPE')) Object.assign(err, { reusedSocket: true });
-        reject(err);
-      });
+      req.on('error', reject);
       req.end(body ?? undefined);
     });
+  };
 
   return Object.assign(fetchModel as FetchLike, {
     close() {
@@ -88,7 +100,13 @@ function headerRecord(h: RequestInit['headers']): Record<string, string> {
   const out: Record<string, string> = {};
   if (!h) return out;
   if (h instanceof Headers) h.forEach((v, k) => (out[k] = v));
-  else if (Array.isArray(h)) for (const [k, v] of h) out[k.toLowerCase()] = v;
+  else if (Array.isArray(h)) {
+    // A name given twice is one header whose values are joined, as fetch joins them.
+    for (const [k, v] of h) {
+      const name = k.toLowerCase();
+      out[name] = name in out ? `${out[name]}, ${v}` : v;
+    }
+  }
   else for (const k of Object.keys(h)) out[k.toLowerCase()] = (h as Record<string, string>)[k];
   return out;
 }
@@ -110,12 +128,13 @@ function tooLarge(max: number): FatalError {
   return new FatalError(`the model's response passed ${size} (MODEL_RESPONSE_MAX_MB)`, 'model_response_too_large');
 }
 
-/** A fetch-shaped view of `res`: its body read once, as bytes arriving (`body`) or whole (`text`, `json`, `arrayBuffer`). */
-function responseOf(res: http.IncomingMessage, url: string, maxBytes: number): Response {
-  const body = new ResponseBody(res, maxBytes);
+/** A fetch-shaped view of `res`: its body read once, as bytes arriving (`body`) or whole (`text`, `json`, `arrayBuffer`, `bytes`, `blob`). */
+function responseOf(res: http.IncomingMessage, url: string, maxBytes: number, empty: boolean, signal: AbortSignal | undefined): Response {
+  const body = new ResponseBody(res, maxBytes, signal);
   const status = res.statusCode ?? 0;
   const ok = status >= 200 && status < 300;
   const whole = async (): Promise<Buffer> => body.readAll(ok ? Infinity : ERROR_BODY_MAX_BYTES);
+  const bytes = async () => new Uint8Array(await whole());
   return {
     ok,
     status,
@@ -124,15 +143,17 @@ function responseOf(res: http.IncomingMessage, url: string, maxBytes: number): R
     redirected: false,
     type: 'basic',
     headers: responseHeaders(res.rawHeaders),
-    body,
+    body: empty ? null : body,
     get bodyUsed() {
       return body.used;
     },
     text: async () => (await whole()).toString('utf8'),
     json: async () => JSON.parse((await whole()).toString('utf8')),
-    arrayBuffer: async () => {
-      const b = await whole();
-      return b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength);
+    bytes,
+    arrayBuffer: async () => (await bytes()).buffer,
+    blob: async () => new Blob([await bytes()], { type: res.headers['content-type'] ?? '' }),
+    clone: () => {
+      throw new TypeError('a model response cannot be cloned (MODEL_HTTP_CLIENT=node)');
     },
   } as unknown as Response;
 }
@@ -157,7 +178,8 @@ class ResponseBody implements AsyncIterable<Uint8Array> {
 
   constructor(
     private readonly res: http.IncomingMessage,
-    private readonly maxBytes: number,
+    maxBytes: number,
+    private readonly signal: AbortSignal | undefined,
   ) {
     res.on('data', (chunk: Buffer) => {
       this.received += chunk.length;
@@ -203,8 +225,10 @@ class ResponseBody implements AsyncIterable<Uint8Array> {
         if (this.queued <= HIGH_WATER_BYTES / 2 && this.res.isPaused()) this.res.resume();
         return { value: chunk, done: false };
       }
-      if (this.error) throw this.error;
+      // An abort ends the body as it ends fetch's: with the signal's reason.
+      if (this.error) throw this.signal?.aborted ? (this.signal.reason ?? this.error) : this.error;
       if (this.ended) return { value: undefined, done: true };
+      if (this.wake) throw new TypeError('a response body is read by one reader at a time');
       await new Promise<void>((resolve) => (this.wake = resolve));
     }
   }
@@ -221,8 +245,14 @@ class ResponseBody implements AsyncIterable<Uint8Array> {
     this.res.resume();
   }
 
-  [Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
+  /** Marks the body read, as fetch does: a body is read once. */
+  private take(): void {
+    if (this.used) throw new TypeError('the response body has already been read');
     this.used = true;
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
+    this.take();
     return {
       next: () => this.next(),
       return: async () => {
@@ -234,7 +264,7 @@ class ResponseBody implements AsyncIterable<Uint8Array> {
 
   /** The whole body, at most `keep` bytes of it (the rest dropped); past maxBytes it fails. */
   async readAll(keep: number): Promise<Buffer> {
-    this.used = true;
+    this.take();
     const parts: Buffer[] = [];
     let kept = 0;
     for (let r = await this.next(); !r.done; r = await this.next()) {
