@@ -64,13 +64,14 @@ function eachLine(stream, onLine) {
  * V8 heap sizing the services run with unless NODE_OPTIONS already sizes the heap (the
  * Dockerfile sets the same). With V8's defaults an agent-worker holding 1,000 model streams
  * peaked at ≈ 520–560 MB RSS of which ≈ 40 MB was live: garbage promoted out of a large young
- * generation and collected late. An 8 MB semi-space and a 384 MB old-space cap keep it at
- * ≈ 240–260 MB (either flag alone left it at 340–420 MB; a 4 MB semi-space cost ≈ 20 % more CPU
- * a step). The price is more frequent GC: ≈ 5 % more wall time for 1,000 concurrent runs at
- * 500 ms and ≈ 10–15 % fewer runs/s when CPU-bound at 0 ms (`npm run bench`, BENCHMARKS.md).
+ * generation and collected late. A 384 MB old-space cap with a 32 MB semi-space keeps it at
+ * ≈ 250–265 MB (either flag alone left it at 340–420 MB). The semi-space was 8 MB until the
+ * agent-worker's model calls went over node:http (model-http.ts), which holds less per call in
+ * flight: 32 MB then peaks as 8 MB did before and saves ≈ 12 % of the agent-worker's CPU under
+ * load (bench/findings.md, item 12). The price against V8's defaults is more frequent GC.
  * Raise the cap if AGENT_CONCURRENCY × transcript size needs more live heap.
  */
-export const HEAP_FLAGS = '--max-semi-space-size=8 --max-old-space-size=384';
+export const HEAP_FLAGS = '--max-semi-space-size=32 --max-old-space-size=384';
 
 /** NODE_OPTIONS for a service: `current`, plus HEAP_FLAGS unless `current` sizes the heap itself. */
 export function serviceNodeOptions(current = '') {
