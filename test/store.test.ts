@@ -41,20 +41,20 @@ describe('the run index', () => {
   });
 });
 
-describe("a round's tool messages", () => {
+/** A run whose step 0 asked for `n` tool calls, as the agent-worker leaves it. */
+async function roundOf(n: number, runSpec: RunSpec = spec) {
+  const store = new RunStore({ redis, prefix: `rs${randomBytes(3).toString('hex')}` });
+  const id = newId('run');
+  await store.runs.create({ id, owner: 'o', spec: runSpec, messages: [{ role: 'user', content: 'hi' }] });
+  const { run } = (await store.transcript.loadStep(id, 0))!;
+  const tool_calls = Array.from({ length: n }, (_, i) => ({ id: `call_${i}`, type: 'function' as const, function: { name: 'crm__search', arguments: `{"i":${i}}` } }));
+  const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };
+  const now = new Date().toISOString();
+  await store.transcript.commitStep(run, { depth: 0, status: 'completed', model: 'm', usage, started_at: now, completed_at: now, message: { role: 'assistant', content: null, tool_calls } }, stepEvent(0));
+  return { store, run, id };
+}
 
-  /** A run whose step 0 asked for `n` tool calls, as the agent-worker leaves it. */
-  async function roundOf(n: number, runSpec: RunSpec = spec) {
-    const store = new RunStore({ redis, prefix: `rs${randomBytes(3).toString('hex')}` });
-    const id = newId('run');
-    await store.runs.create({ id, owner: 'o', spec: runSpec, messages: [{ role: 'user', content: 'hi' }] });
-    const { run } = (await store.transcript.loadStep(id, 0))!;
-    const tool_calls = Array.from({ length: n }, (_, i) => ({ id: `call_${i}`, type: 'function' as const, function: { name: 'crm__search', arguments: `{"i":${i}}` } }));
-    const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };
-    const now = new Date().toISOString();
-    await store.transcript.commitStep(run, { depth: 0, status: 'completed', model: 'm', usage, started_at: now, completed_at: now, message: { role: 'assistant', content: null, tool_calls } }, stepEvent(0));
-    return { store, run, id };
-  }
+describe("a round's tool messages", () => {
 
   it('are appended by the call that stores the last result, once and in call order', async () => {
     const { store, run, id } = await roundOf(3);
@@ -204,6 +204,33 @@ describe('beginning tool calls', () => {
 });
 
 describe('completing a tool call', () => {
+  it("stores the results of a step completed together in one script, each as if alone, the round's messages in call order", async () => {
+    const { store, run, id } = await roundOf(3);
+    // Call 1's result was stored before (a redelivered call): it keeps the earlier one.
+    await store.toolCalls.complete(id, 0, 1, results('call_1', 'earlier'), toolEvent(1), { run, count: 3 });
+    const scripts: string[][] = [];
+    const monitor = await monitorRedis(inject('redisUrl'), (c) => {
+      if (/^eval/i.test(c.args[0] ?? '') && c.args.some((a) => a.startsWith(store.keys(id).toolCalls(0)))) scripts.push(c.args);
+    });
+    try {
+      const stored = await Promise.all([2, 1, 0].map((i) => store.toolCalls.complete(id, 0, i, results(`call_${i}`, `out ${i}`), toolEvent(i), { run, count: 3 })));
+      expect(stored.map((r) => r.output)).toEqual(['out 2', 'earlier', 'out 0']);
+      const turn = (await store.transcript.loadStep(id, 1))!;
+      expect(turn.roundAppended).toBe(true);
+      expect(turn.messages.slice(2).map((m) => m.content)).toEqual(['out 0', 'earlier', 'out 2']);
+      expect(turn.run.usage.tool_calls).toBe(3);
+      // One tool.completed for each result stored: call 1's earlier one, then 2 and 0 in the order they came.
+      const completed = (await redis.xrange(store.keys(id).events, '-', '+')).filter(([, f]) => f[1] === 'tool.completed').map(([, f]) => JSON.parse(f[3]!));
+      expect(completed.map((e) => e.index)).toEqual([1, 2, 0]);
+      // Completed apart (another tick), a result has a script of its own.
+      await store.toolCalls.complete(id, 0, 0, results('call_0', 'late'), toolEvent(0), { run, count: 3 });
+      await new Promise((r) => setTimeout(r, 50));
+      expect(scripts).toHaveLength(2);
+    } finally {
+      monitor.close();
+    }
+  });
+
   it('is ordered: what the connection sends next runs after it, even when Redis has lost its scripts', async () => {
     // The tool-worker completes the job on the same connection without waiting for this reply;
     // an EVALSHA refused with NOSCRIPT would be resent after the job's completion had run.
@@ -218,6 +245,7 @@ describe('completing a tool call', () => {
       await store.toolCalls.complete(id, 0, 1, { ...rec, id: 'call_1' }, toolEvent(1));
       await conn.script('FLUSH');
       const completion = store.toolCalls.complete(id, 0, 0, rec, toolEvent(0));
+      store.toolCalls.flushCompletions();
       const seen = await conn.hget(store.keys(id).toolCalls(0), '0');
       expect(seen && JSON.parse(seen)).toEqual(rec);
       await expect(completion).resolves.toEqual(rec);

@@ -177,9 +177,10 @@ export async function processToolCall(data: ToolCallJob, ctx: JobContext, deps: 
     ...(subrunIds ? { subrun_ids: subrunIds } : {}),
   };
   // On one Redis, not awaited: the store shares the worker's connection and completing a call
-  // is ordered, so BullMQ's completion of this job (sent next on that connection) runs after the
-  // result is stored, and the next step, which that completion may release, finds it. Not
-  // waiting for the reply takes a round trip off every tool round's critical path.
+  // is ordered, so BullMQ's completion of this job (sent on that connection after the handler
+  // sends the results it holds, tool-worker.ts) runs after the result is stored, and the next
+  // step, which that completion may release, finds it. Not waiting for the reply takes a round
+  // trip off every tool round's critical path; results that arrive together are stored together.
   const event = { depth, index, tool_call_id: data.toolCallId, name, is_error: rec.is_error, duration_ms: rec.duration_ms, outcome: outcome.kind, ...eventOutput(rec.output) };
   const stored = deps.store.toolCalls
     .complete(runId, depth, index, rec, event, data.count ? { run, count: data.count } : undefined)

@@ -116,8 +116,20 @@ export async function startToolWorker(
   // that failed for good.
   const nextStepJobs = new JobQueues({ connection: workerRedis, prefix: cfg.QUEUE_PREFIX, cells: cfg.CELLS, logger, telemetry });
   const nextSteps = new NextSteps({ jobs: nextStepJobs, redis: workerRedis, store, logger, cells, lookbackMs: 24 * 3600_000 });
+  // Results completed in the same tick are stored together (ToolCalls.complete); a job's handler
+  // sends those it holds as it ends, so that the job's completion, and the next step it may add
+  // or release, follow them on the connection.
+  const resultsFirst =
+    <D, R>(handler: (data: D, ctx: JobContext) => Promise<R>) =>
+    async (data: D, ctx: JobContext): Promise<R> => {
+      try {
+        return await handler(data, ctx);
+      } finally {
+        store.toolCalls.flushCompletions();
+      }
+    };
   const workers = cells.map((cell) =>
-    createQueueWorker({ toolCall: nextSteps.wrap(runCall), toolRound: nextSteps.wrap((data, ctx) => processToolRound(data, ctx, runCall)) }, {
+    createQueueWorker({ toolCall: nextSteps.wrap(resultsFirst(runCall)), toolRound: nextSteps.wrap(resultsFirst((data, ctx) => processToolRound(data, ctx, runCall))) }, {
       connection: workerRedis,
       prefix: cfg.QUEUE_PREFIX,
       cell,

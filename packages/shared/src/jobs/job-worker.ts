@@ -68,13 +68,14 @@ export function createQueueWorker(handlers: JobHandlers, o: JobWorkerOptions): W
   if (queues.size !== 1) throw new Error(`one worker serves one queue: ${kinds.join(', ')}`);
   const label = kinds.join('/');
   const parse = (job: Job): Parsed => {
-    let error = '';
+    let first: z.ZodError | undefined;
     for (const kind of kinds) {
       const parsed = (JOB_KINDS[kind].schema as z.ZodType).safeParse(job.data);
       if (parsed.success) return { kind, data: parsed.data as { runId: string } };
-      error ||= z.prettifyError(parsed.error);
+      first ??= parsed.error;
     }
-    return { kind: undefined, error };
+    // Worded only for data that fits no kind: a tool-round job tried first as a tool call is not an error.
+    return { kind: undefined, error: first ? z.prettifyError(first) : 'no kind' };
   };
   const backoff = kinds.map((k) => (JOB_KINDS[k] as { backoff?: (attemptsMade: number, err: Error | undefined, baseMs: number) => number }).backoff).find(Boolean);
   const baseMs = o.backoffBaseMs ?? 1000;

@@ -82,29 +82,44 @@ return out
 
 /**
  * KEYS: the step's tool-call hash, events, then (when the round's size is known) run, messages
- * and the ancestors' run hashes. ARGV: index, result JSON, maxlen, event data JSON, then depth,
- * the number of calls in the round and this call's `tool` message JSON.
- * Stores a tool result unless one is stored, and only then appends `tool.completed`. The call
- * that stores the round's last result also appends the round's `tool` messages, in call order,
+ * and the ancestors' run hashes. ARGV: maxlen, the number of calls n, depth, the number of calls
+ * in the round, then for each call its index, result JSON, event data JSON and `tool` message
+ * JSON ('' without the round's size).
+ * Stores each call's result unless one is stored, and only then appends its `tool.completed`,
+ * one call after another as if each came alone. When one of them stored its message now and
+ * every call of the round has one, the round's `tool` messages are appended in call order,
  * exactly as the transcript's appendRound would (same marker, same counters), so the next step
- * finds its transcript complete and writes nothing before its model call. If a call of the
- * round has no result (its job failed for good) or its result came without a message (stored by
- * a worker of an earlier version), nothing is appended here and the next step appends the
- * messages itself. Returns the stored result (this one, or the earlier one).
+ * finds its transcript complete and writes nothing before its model call. If a call of the round
+ * has no result (its job failed for good) or its result came without a message (stored by a
+ * worker of an earlier version), nothing is appended here and the next step appends the
+ * messages itself. Returns each call's stored result (this one, or the earlier one).
  */
-const COMPLETE_TOOL_CALL = `${APPEND_ROUND_LUA}${XADD_EVENT_LUA}
-if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return redis.call('HGET', KEYS[1], ARGV[1]) end
-xadd(KEYS[2], ARGV[3], 'tool.completed', ARGV[4])
-if #KEYS < 4 then return ARGV[2] end
-redis.call('HSET', KEYS[1], ARGV[1] .. ${lua(T.messageSuffix)}, ARGV[7])
+const COMPLETE_TOOL_CALLS = `${APPEND_ROUND_LUA}${XADD_EVENT_LUA}
+local n = tonumber(ARGV[2])
+local out = {}
+local storedMessage = false
+for c = 0, n - 1 do
+  local index, result, event, message = ARGV[5 + 4 * c], ARGV[6 + 4 * c], ARGV[7 + 4 * c], ARGV[8 + 4 * c]
+  if redis.call('HSETNX', KEYS[1], index, result) == 0 then
+    out[#out + 1] = redis.call('HGET', KEYS[1], index)
+  else
+    xadd(KEYS[2], ARGV[1], 'tool.completed', event)
+    if #KEYS >= 4 then
+      redis.call('HSET', KEYS[1], index .. ${lua(T.messageSuffix)}, message)
+      storedMessage = true
+    end
+    out[#out + 1] = result
+  end
+end
+if not storedMessage then return out end
 local fields = {}
-for i = 0, tonumber(ARGV[6]) - 1 do fields[#fields + 1] = i .. ${lua(T.messageSuffix)} end
+for i = 0, tonumber(ARGV[4]) - 1 do fields[#fields + 1] = i .. ${lua(T.messageSuffix)} end
 local msgs = redis.call('HMGET', KEYS[1], unpack(fields))
-for i = 1, #fields do if not msgs[i] then return ARGV[2] end end
+for i = 1, #fields do if not msgs[i] then return out end end
 local ancestors = {}
 for k = 5, #KEYS do ancestors[#ancestors + 1] = KEYS[k] end
-if appendRound(KEYS[3], KEYS[4], ancestors, ARGV[5], msgs) == 1 then redis.call('HDEL', KEYS[1], unpack(fields)) end
-return ARGV[2]
+if appendRound(KEYS[3], KEYS[4], ancestors, ARGV[3], msgs) == 1 then redis.call('HDEL', KEYS[1], unpack(fields)) end
+return out
 `;
 
 declare module 'ioredis' {
@@ -129,6 +144,23 @@ interface BeginRequest {
   reject: (err: unknown) => void;
 }
 
+/** A call's result waiting to be stored with the other results of its step completed in the same tick. */
+interface CompleteRequest {
+  index: number;
+  rec: ToolResultRecord;
+  event: RunEventData<'tool.completed'>;
+  resolve: (stored: ToolResultRecord) => void;
+  reject: (err: unknown) => void;
+}
+
+/** The results of one step completed in the same tick, with the round's size and run when known. */
+interface CompleteGroup {
+  runId: string;
+  depth: number;
+  round?: { run: RunState; count: number };
+  calls: CompleteRequest[];
+}
+
 /** The calls of one step (and one line of ancestors) begun in the same tick. */
 interface BeginGroup {
   runId: string;
@@ -140,6 +172,8 @@ interface BeginGroup {
 /** Tool calls of a run's steps: begun once per attempt, a result stored once per call. */
 export class ToolCalls {
   private readonly beginning = new Map<string, BeginGroup>();
+  private readonly completing = new Map<string, CompleteGroup>();
+  private completionsDue = false;
 
   constructor(
     private readonly redis: RedisClient,
@@ -229,16 +263,21 @@ export class ToolCalls {
 
   /**
    * Stores a tool result unless one is stored already and, if this one is, appends
-   * `tool.completed` with `event`: one round trip. With `round` (the run and the number of
-   * calls in the step), the call that stores the round's last result also appends the round's
-   * `tool` messages in call order (see COMPLETE_TOOL_CALL). Returns the result that is stored.
+   * `tool.completed` with `event`. With `round` (the run and the number of calls in the step),
+   * the call that stores the round's last result also appends the round's `tool` messages in
+   * call order (see COMPLETE_TOOL_CALLS). Returns the result that is stored.
    *
-   * Ordered: the script is sent at once as EVAL (never EVALSHA, whose NOSCRIPT fallback would
-   * resend it after later commands), so whatever this connection sends after the call runs
-   * after it in Redis. The tool-worker relies on that: it completes the job on the same
-   * connection without waiting for this reply, and the next step still finds the result.
+   * Results of one step completed in the same tick (a round's calls whose answers arrived
+   * together) are stored by one script, each as if alone: the results are held until the promise
+   * callbacks queued now have run, or until flushCompletions(), whichever comes first.
+   *
+   * Ordered: the script is sent as EVAL (never EVALSHA, whose NOSCRIPT fallback would resend it
+   * after later commands), so whatever this connection sends after it is sent runs after it in
+   * Redis. The tool-worker relies on that: it calls flushCompletions() when a job's handler ends,
+   * then completes the job (and adds the next step) on the same connection without waiting for
+   * the reply, and the next step still finds every result.
    */
-  async complete(
+  complete(
     runId: string,
     depth: number,
     index: number,
@@ -246,23 +285,52 @@ export class ToolCalls {
     event: RunEventData<'tool.completed'>,
     round?: { run: RunState; count: number },
   ): Promise<ToolResultRecord> {
-    const k = this.keys(runId);
-    const head = [k.toolCalls(depth), k.events];
-    const args = [T.result(index), JSON.stringify(rec), EVENTS_MAXLEN, eventJson('tool.completed', runId, event)];
-    const stored = round
-      ? await this.redis.eval(
-          COMPLETE_TOOL_CALL,
-          4 + round.run.spec.ancestors.length,
-          ...head,
-          k.run,
-          k.messages,
-          ...round.run.spec.ancestors.map((a) => this.keys(a).run),
-          ...args,
-          depth,
-          round.count,
-          JSON.stringify(toolMessage(rec.id, rec.output)),
-        )
-      : await this.redis.eval(COMPLETE_TOOL_CALL, 2, ...head, ...args);
-    return JSON.parse(stored as string) as ToolResultRecord;
+    const key = [this.keys(runId).toolCalls(depth), round ? `${round.count}` : '', ...(round?.run.spec.ancestors ?? [])].join('\n');
+    return new Promise((resolve, reject) => {
+      let group = this.completing.get(key);
+      if (!group) {
+        group = { runId, depth, round, calls: [] };
+        this.completing.set(key, group);
+      }
+      group.calls.push({ index, rec, event, resolve, reject });
+      if (!this.completionsDue) {
+        this.completionsDue = true;
+        queueMicrotask(() => process.nextTick(() => this.flushCompletions()));
+      }
+    });
+  }
+
+  /** Sends the results held by complete() now, one script per step, in the order they came. */
+  flushCompletions(): void {
+    this.completionsDue = false;
+    const groups = [...this.completing.values()];
+    this.completing.clear();
+    for (const g of groups) void this.completeTogether(g);
+  }
+
+  private async completeTogether({ runId, depth, round, calls }: CompleteGroup): Promise<void> {
+    try {
+      const k = this.keys(runId);
+      const keys = round ? [k.toolCalls(depth), k.events, k.run, k.messages, ...round.run.spec.ancestors.map((a) => this.keys(a).run)] : [k.toolCalls(depth), k.events];
+      const stored = (await this.redis.eval(
+        COMPLETE_TOOL_CALLS,
+        keys.length,
+        ...keys,
+        EVENTS_MAXLEN,
+        calls.length,
+        depth,
+        round?.count ?? 0,
+        ...calls.flatMap((c) => [T.result(c.index), JSON.stringify(c.rec), eventJson('tool.completed', runId, c.event), round ? JSON.stringify(toolMessage(c.rec.id, c.rec.output)) : '']),
+      )) as string[];
+      calls.forEach((c, i) => {
+        try {
+          c.resolve(JSON.parse(stored[i]!) as ToolResultRecord);
+        } catch (err) {
+          c.reject(err);
+        }
+      });
+    } catch (err) {
+      for (const c of calls) c.reject(err);
+    }
   }
 }
