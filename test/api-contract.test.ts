@@ -277,6 +277,15 @@ describe('GET /v1/runs/:id', () => {
     errorOf(r);
   });
 
+  it('returns the transcript whole, in order, as it was given (written from the stored JSON, never parsed)', async () => {
+    const messages = Array.from({ length: 100 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `message ${i} ✓ "quoted" \\ ${'x'.repeat(i)}` }));
+    const run = await app.createRun({ messages });
+    const r = await call(`/v1/runs/${run.id}/messages`);
+    expect(r.status).toBe(200);
+    expect(r.res.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(JSON.parse(r.text)).toEqual({ data: messages });
+  });
+
   it.each(['messages', 'steps', 'children', 'events'])('404s /%s of an unknown run', async (sub) => {
     const r = await call(`/v1/runs/run_000000000aaaaaaaaaaaa/${sub}`);
     expect(r.status).toBe(404);

@@ -145,8 +145,12 @@ export class Transcript {
   }
 
   async messages(runId: string): Promise<ChatMessage[]> {
-    const raw = await this.redis.lrange(this.keys(runId).messages, 0, -1);
-    return raw.map((m) => JSON.parse(m));
+    return (await this.storedMessages(runId)).map((m) => JSON.parse(m));
+  }
+
+  /** The transcript as stored: each message its JSON text. */
+  async storedMessages(runId: string): Promise<string[]> {
+    return this.redis.lrange(this.keys(runId).messages, 0, -1);
   }
 
   /**
