@@ -173,6 +173,29 @@ describe('the node:http model client', () => {
     }
   });
 
+  it("shows a response's headers as fetch does: any case, a name given twice joined", async () => {
+    const server = await rawServer((_req, res) => {
+      res.setHeader('X-Request-Id', 'req_1');
+      res.setHeader('Retry-After', ['3', '4']);
+      res.writeHead(429, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: 'slow down', type: 'rate_limit' } }));
+    });
+    try {
+      const f = modelHttpFetch({ maxResponseBytes: 1 << 20 });
+      fetches.push(f);
+      const res = await f(`${server.baseURL}/x`, { method: 'POST', body: '{}' });
+      expect(res.headers.get('x-request-id')).toBe('req_1');
+      expect(res.headers.get('X-REQUEST-ID')).toBe('req_1');
+      expect(res.headers.get('retry-after')).toBe('3, 4');
+      expect(res.headers.has('content-type')).toBe(true);
+      expect(res.headers.get('nope')).toBeNull();
+      expect([...res.headers.entries()].map(([k]) => k)).toEqual(expect.arrayContaining(['x-request-id', 'retry-after', 'content-type']));
+      expect(await res.json()).toMatchObject({ error: { message: 'slow down' } });
+    } finally {
+      await server.close();
+    }
+  });
+
   it('sends the request the SDK builds: headers, method and body as the platform fetch would', async () => {
     next = { content: 'ok' };
     const client = clientOf(llm.baseURL);

@@ -111,16 +111,53 @@ function headerRecord(h: RequestInit['headers']): Record<string, string> {
   return out;
 }
 
-function responseHeaders(raw: string[]): Headers {
-  const headers = new Headers();
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    try {
-      headers.append(raw[i], raw[i + 1]);
-    } catch {
-      // A header node:http let through but fetch would refuse: dropped, as fetch would not show it.
+/**
+ * A response's headers as the SDK reads them (`get`, `has`, iteration), from node:http's raw
+ * headers, names lower-cased and the values of a name given twice joined with ', ', as fetch
+ * shows them; but no undici Headers, whose building validates each header and whose iteration
+ * sorts them on every call (the SDK iterates every response's headers).
+ */
+class ResponseHeaders {
+  private readonly entriesList: Array<[string, string]> = [];
+
+  constructor(raw: string[]) {
+    for (let i = 0; i + 1 < raw.length; i += 2) {
+      const name = raw[i]!.toLowerCase();
+      const seen = this.entriesList.find(([k]) => k === name);
+      if (seen) seen[1] = `${seen[1]}, ${raw[i + 1]}`;
+      else this.entriesList.push([name, raw[i + 1]!]);
     }
   }
-  return headers;
+
+  get(name: string): string | null {
+    const lower = name.toLowerCase();
+    for (const [k, v] of this.entriesList) if (k === lower) return v;
+    return null;
+  }
+
+  has(name: string): boolean {
+    return this.get(name) !== null;
+  }
+
+  forEach(fn: (value: string, name: string, parent: ResponseHeaders) => void): void {
+    for (const [k, v] of this.entriesList) fn(v, k, this);
+  }
+
+  entries(): IterableIterator<[string, string]> {
+    return this.entriesList[Symbol.iterator]();
+  }
+
+  keys(): IterableIterator<string> {
+    return this.entriesList.map(([k]) => k)[Symbol.iterator]();
+  }
+
+  values(): IterableIterator<string> {
+    return this.entriesList.map(([, v]) => v)[Symbol.iterator]();
+  }
+
+  [Symbol.iterator](): IterableIterator<[string, string]> {
+    return this.entries();
+  }
 }
 
 function tooLarge(max: number): FatalError {
@@ -142,7 +179,7 @@ function responseOf(res: http.IncomingMessage, url: string, maxBytes: number, em
     url,
     redirected: false,
     type: 'basic',
-    headers: responseHeaders(res.rawHeaders),
+    headers: new ResponseHeaders(res.rawHeaders),
     body: empty ? null : body,
     get bodyUsed() {
       return body.used;
