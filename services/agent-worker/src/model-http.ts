@@ -2,23 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { FatalError } from '@agentq/shared';
 
-/**
- * The `fetch` the openai SDK makes model calls with: node:http on keep-alive agents, its
- * response a fetch-shaped object whose body is an async iterable of the bytes as they arrive.
- *
- * Why not the platform's fetch: a call in flight there holds undici's fetch machinery and web
- * streams (a request, its controllers and signals, a stream and its reader per response), and a
- * model call stays in flight for the model's whole answer, long enough for all of it to be
- * promoted out of V8's young generation. With 1,000 streamed calls in flight this client needs
- * about 30 % less CPU a call and a quarter less memory (bench/findings.md).
- *
- * What it bounds that fetch does not: a response body past `maxResponseBytes` fails the call
- * with `model_response_too_large`, and an error response's text is read up to 1 MB.
- * What it does not do that fetch does: follow redirects (a 3xx is returned as is, and the SDK
- * reports it) and decompress (it asks for none). Like fetch it sends nothing twice: a kept
- * connection that breaks is the step's retry to make. Bodies other than a string or bytes (never
- * sent by a chat completion) and `Request` inputs go to the platform's fetch.
- */
+/** How modelHttpFetch reads and connects. */
 export interface ModelHttpOptions {
   /** Largest response body read, bytes. */
   maxResponseBytes: number;
@@ -53,6 +37,23 @@ const HIGH_WATER_BYTES = 256 * 1024;
 
 type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
+/**
+ * The `fetch` the openai SDK makes model calls with: node:http on keep-alive agents, its
+ * response a fetch-shaped object whose body is an async iterable of the bytes as they arrive.
+ *
+ * Why not the platform's fetch: a call in flight there holds undici's fetch machinery and web
+ * streams (a request, its controllers and signals, a stream and its reader per response), and a
+ * model call stays in flight for the model's whole answer, long enough for all of it to be
+ * promoted out of V8's young generation. With 1,000 streamed calls in flight this client needs
+ * about 30 % less CPU a call and a quarter less memory (bench/findings.md).
+ *
+ * What it bounds that fetch does not: a response body past `maxResponseBytes` fails the call
+ * with `model_response_too_large`, and an error response's text is read up to 1 MB.
+ * What it does not do that fetch does: follow redirects (a 3xx is returned as is, and the SDK
+ * reports it) and decompress (it asks for none). Like fetch it sends nothing twice: a kept
+ * connection that breaks is the step's retry to make. Bodies other than a string or bytes (never
+ * sent by a chat completion) and `Request` inputs go to the platform's fetch.
+ */
 export function modelHttpFetch(opts: ModelHttpOptions): FetchLike & { close(): void } {
   const agentOpts: http.AgentOptions = {
     keepAlive: true,
@@ -305,7 +306,6 @@ class ResponseBody implements AsyncIterable<Uint8Array> {
     const parts: Buffer[] = [];
     let kept = 0;
     for (let r = await this.next(); !r.done; r = await this.next()) {
-      if (kept >= keep) continue;
       const chunk = Buffer.from(r.value.buffer, r.value.byteOffset, Math.min(r.value.byteLength, keep - kept));
       parts.push(chunk);
       kept += chunk.length;
