@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatRequest, Handler } from '@agentq/scripted-llm';
-import { cellPrefix, jobId, runKeys } from '@agentq/shared';
+import { Redis } from 'ioredis';
+import { cellPrefix, jobId, newId, RunStore, runKeys, type JobContext } from '@agentq/shared';
+import { resultsFirst } from '@agentq/tool-worker';
 import { monitorRedis, type MonitoredCommand } from './fixtures/redis-monitor.js';
 import { startStack, type Stack } from './fixtures/services.js';
 
@@ -61,6 +63,27 @@ describe('a tool result and its job', () => {
       }
     } finally {
       monitor.close();
+    }
+  });
+
+  it('sends the results a handler holds as it ends: what the connection sends next finds them stored', async () => {
+    // Results completed together are held until the turn's promise callbacks have run; BullMQ's
+    // completion of the job is sent from such callbacks. Without the flush as the handler ends,
+    // the read below, sent the same way, would run before the results' script.
+    const conn = new Redis(stack.redisUrl);
+    try {
+      const store = new RunStore({ redis: conn, prefix: stack.prefix });
+      const runId = newId('run');
+      await store.runs.create({ id: runId, owner: 'o', spec: { model: 'm', max_depth: 3, on_budget_exhausted: 'final_answer', metadata: {}, ancestors: [], nesting: 0 }, messages: [{ role: 'user', content: 'hi' }] });
+      const now = new Date().toISOString();
+      const handler = resultsFirst(store.toolCalls, async (index: number) => {
+        void store.toolCalls.complete(runId, 0, index, { id: `call_${index}`, name: 't', status: 'completed', output: `out ${index}`, is_error: false, attempts: 1, duration_ms: 1, started_at: now, completed_at: now }, { depth: 0, index, tool_call_id: `call_${index}`, name: 't', is_error: false, duration_ms: 1, output: `out ${index}` });
+        return index;
+      });
+      const seen = await handler(3, {} as JobContext).then(() => conn.hget(runKeys(stack.prefix, runId).toolCalls(0), '3'));
+      expect(seen && JSON.parse(seen).output).toBe('out 3');
+    } finally {
+      conn.disconnect();
     }
   });
 });

@@ -231,7 +231,7 @@ describe('completing a tool call', () => {
     }
   });
 
-  it('is ordered: what the connection sends next runs after it, even when Redis has lost its scripts', async () => {
+  it('is ordered once flushed: what the connection sends after flushCompletions() runs after it, even when Redis has lost its scripts', async () => {
     // The tool-worker completes the job on the same connection without waiting for this reply;
     // an EVALSHA refused with NOSCRIPT would be resent after the job's completion had run.
     const conn = new Redis(inject('redisUrl'));

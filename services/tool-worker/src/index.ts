@@ -2,6 +2,7 @@ export * from './config.js';
 export * from './mcp-config.js';
 export * from './mcp-registry.js';
 export * from './next-steps.js';
+export * from './results-first.js';
 export * from './tool-call-processor.js';
 export * from './tool-output.js';
 export * from './tool-worker.js';

@@ -23,6 +23,7 @@ import {
   type Logger,
   type MetricsServer,
   type ToolCallJob,
+  type ToolRoundJob,
   type Resolver,
   type ToolCatalogEntry,
   type Tracing,
@@ -37,6 +38,7 @@ import { CallSlots } from './call-slots.js';
 import { NextSteps } from './next-steps.js';
 import { processToolCall, type ToolCallDeps } from './tool-call-processor.js';
 import { processToolRound } from './tool-round-processor.js';
+import { resultsFirst } from './results-first.js';
 import { traceToolCall } from './tool-telemetry.js';
 import { deliverWebhook } from './webhook-delivery.js';
 
@@ -116,20 +118,13 @@ export async function startToolWorker(
   // that failed for good.
   const nextStepJobs = new JobQueues({ connection: workerRedis, prefix: cfg.QUEUE_PREFIX, cells: cfg.CELLS, logger, telemetry });
   const nextSteps = new NextSteps({ jobs: nextStepJobs, redis: workerRedis, store, logger, cells, lookbackMs: 24 * 3600_000 });
-  // Results completed in the same tick are stored together (ToolCalls.complete); a job's handler
-  // sends those it holds as it ends, so that the job's completion, and the next step it may add
-  // or release, follow them on the connection.
-  const resultsFirst =
-    <D, R>(handler: (data: D, ctx: JobContext) => Promise<R>) =>
-    async (data: D, ctx: JobContext): Promise<R> => {
-      try {
-        return await handler(data, ctx);
-      } finally {
-        store.toolCalls.flushCompletions();
-      }
-    };
+  // Each job's handler sends the results it holds as it ends, before BullMQ completes the job.
+  const handlers = {
+    toolCall: nextSteps.wrap(resultsFirst(store.toolCalls, runCall)),
+    toolRound: nextSteps.wrap(resultsFirst(store.toolCalls, (data: ToolRoundJob, ctx: JobContext) => processToolRound(data, ctx, runCall))),
+  };
   const workers = cells.map((cell) =>
-    createQueueWorker({ toolCall: nextSteps.wrap(resultsFirst(runCall)), toolRound: nextSteps.wrap(resultsFirst((data, ctx) => processToolRound(data, ctx, runCall))) }, {
+    createQueueWorker(handlers, {
       connection: workerRedis,
       prefix: cfg.QUEUE_PREFIX,
       cell,

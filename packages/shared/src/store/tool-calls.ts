@@ -271,11 +271,14 @@ export class ToolCalls {
    * together) are stored by one script, each as if alone: the results are held until the promise
    * callbacks queued now have run, or until flushCompletions(), whichever comes first.
    *
-   * Ordered: the script is sent as EVAL (never EVALSHA, whose NOSCRIPT fallback would resend it
-   * after later commands), so whatever this connection sends after it is sent runs after it in
-   * Redis. The tool-worker relies on that: it calls flushCompletions() when a job's handler ends,
-   * then completes the job (and adds the next step) on the same connection without waiting for
-   * the reply, and the next step still finds every result.
+   * Ordered once sent: the script is sent as EVAL (never EVALSHA, whose NOSCRIPT fallback would
+   * resend it after later commands), so whatever this connection sends after it is sent runs
+   * after it in Redis. Held, it is not: commands sent before the flush, from promise callbacks of
+   * the same turn, may run before it. So a caller that sends something that needs the result
+   * without waiting for this promise calls flushCompletions() first. The tool-worker does: it
+   * flushes when a job's handler ends, then completes the job (and adds the next step) on the
+   * same connection without waiting for the reply, and the next step still finds every result
+   * (test/result-order.test.ts).
    */
   complete(
     runId: string,
