@@ -47,6 +47,13 @@ describe('classifyProviderError', () => {
     expect(e.retryable).toBe(true);
   });
 
+  it("a connection error names its innermost cause: the SDK's own message says only that it failed", () => {
+    const socket = Object.assign(new Error('self-signed certificate'), { code: 'DEPTH_ZERO_SELF_SIGNED_CERT' });
+    const err = kind(classifyProviderError(new OpenAI.APIConnectionError({ message: 'Connection error.', cause: new TypeError('fetch failed', { cause: socket }) })));
+    expect(err.code).toBe('model_unreachable');
+    expect(err.message).toBe('model endpoint unreachable: Connection error. (self-signed certificate; DEPTH_ZERO_SELF_SIGNED_CERT)');
+  });
+
   it('a connection error and a timeout are retryable', () => {
     expect(kind(classifyProviderError(new OpenAI.APIConnectionError({ message: 'Connection error.' }))).retryable).toBe(true);
     expect(kind(classifyProviderError(new OpenAI.APIConnectionTimeoutError())).retryable).toBe(true);

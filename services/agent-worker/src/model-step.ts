@@ -100,13 +100,26 @@ function retryAfterMs(headers: Headers | undefined): number | undefined {
 const MAX_DETAIL_CHARS = 2_000;
 const headOf = (message: string) => (message.length > MAX_DETAIL_CHARS ? `${message.slice(0, MAX_DETAIL_CHARS)}… (${message.length} characters)` : message);
 
+/**
+ * Why a connection failed, from the error's causes (the SDK says only "Connection error."; fetch
+ * wraps the socket's error in "fetch failed"): the innermost message and code, e.g.
+ * ` (self-signed certificate; DEPTH_ZERO_SELF_SIGNED_CERT)`, or nothing.
+ */
+function rootCause(err: Error): string {
+  let inner: unknown = err.cause;
+  for (let i = 0; i < 5 && inner instanceof Error && inner.cause instanceof Error; i++) inner = inner.cause;
+  if (!(inner instanceof Error)) return '';
+  const code = (inner as NodeJS.ErrnoException).code;
+  return ` (${headOf(inner.message)}${typeof code === 'string' && code !== inner.message ? `; ${code}` : ''})`;
+}
+
 /** Maps an `openai` SDK error to a retryable or fatal agentq error. */
 export function classifyProviderError(err: unknown): Error {
   // Already classified (a malformed or unfinished stream), whatever its message says.
   if (err instanceof AgentqError) return err;
   if (err instanceof OpenAI.APIUserAbortError) return err;
   if (err instanceof OpenAI.APIConnectionTimeoutError) return new RetryableError(`model request timed out`, 'model_timeout', { cause: err });
-  if (err instanceof OpenAI.APIConnectionError) return new RetryableError(`model endpoint unreachable: ${err.message}`, 'model_unreachable', { cause: err });
+  if (err instanceof OpenAI.APIConnectionError) return new RetryableError(`model endpoint unreachable: ${err.message}${rootCause(err)}`, 'model_unreachable', { cause: err });
   if (err instanceof OpenAI.APIError) {
     const status = err.status;
     const detail = headOf(err.message);
