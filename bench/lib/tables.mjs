@@ -34,7 +34,7 @@ export function summaryRows(r, d) {
     for (const n of c.sizes) {
       const a = c.agentq[n];
       const l = c.loop?.[n];
-      rows.push(['3', `${n} runs at once, ${c.modelMs} ms model: wall time`, secs(a), `ideal ${fmt(c.idealMs / 1000)} s; in-process ${fmt(c.inproc[n].wallMs / 1000)} s${l ? `; BullMQ loop ${secs(l)}` : ''}`, `${x(a.wallMs / c.idealMs)} ideal`]);
+      rows.push(['3', `${n} runs at once, ${c.modelMs} ms model: wall time`, secs(a), `ideal ${fmt(c.idealMs / 1000)} s; in-process ${secs(c.inproc[n])}${l ? `; BullMQ loop ${secs(l)}` : ''}`, `${x(a.wallMs / c.idealMs)} ideal`]);
       rows.push(['3', `  run latency p50 / p99`, `${fmt(a.latency.p50)} / ${fmt(a.latency.p99)} ms`, `in-process ${fmt(c.inproc[n].latency.p50)} / ${fmt(c.inproc[n].latency.p99)} ms`, '']);
     }
     const so = c.scaleOut;
