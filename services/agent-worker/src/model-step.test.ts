@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { AgentqError, FatalError, RetryableError } from '@agentq/shared';
@@ -231,6 +232,15 @@ describe.each([
     const err = await callModel(client, req({ timeoutMs: 200 })).catch((e) => e);
     expect(err).toBeInstanceOf(RetryableError);
     expect(err.code).toBe('model_timeout');
+  });
+
+  it("leaves nothing listening on the caller's signal once a call is over, however it ended", async () => {
+    const caller = new AbortController();
+    next = { content: 'one' };
+    await callModel(client, req({ signal: caller.signal }));
+    next = { error: { status: 500, message: 'boom' } };
+    await callModel(client, req({ signal: caller.signal })).catch(() => undefined);
+    expect(getEventListeners(caller.signal, 'abort')).toHaveLength(0);
   });
 
   it("stops a stream when the caller's signal aborts, with the signal's reason", async () => {

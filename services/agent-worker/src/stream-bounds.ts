@@ -8,15 +8,26 @@ import { RetryableError } from '@agentq/shared';
  * says which bound it was and is the error to retry the step with.
  */
 export class StreamBounds {
-  readonly signal: AbortSignal;
   expired: RetryableError | null = null;
   private readonly ctrl = new AbortController();
   private readonly total: NodeJS.Timeout;
   private idle?: NodeJS.Timeout;
+  /** The caller's abort passed on (a listener, not AbortSignal.any: one call's worth of less work). */
+  private readonly onCallerAbort?: () => void;
 
   constructor(private readonly o: { totalMs: number; idleMs: number; signal?: AbortSignal }) {
-    this.signal = o.signal ? AbortSignal.any([o.signal, this.ctrl.signal]) : this.ctrl.signal;
+    const caller = o.signal;
+    if (caller?.aborted) this.ctrl.abort(caller.reason);
+    else if (caller) {
+      this.onCallerAbort = () => this.ctrl.abort(caller.reason);
+      caller.addEventListener('abort', this.onCallerAbort, { once: true });
+    }
     this.total = setTimeout(() => this.expire(`the model step took longer than ${o.totalMs} ms (MODEL_TIMEOUT_MS)`), o.totalMs);
+  }
+
+  /** Aborts when the caller's signal does or a bound runs out. */
+  get signal(): AbortSignal {
+    return this.ctrl.signal;
   }
 
   /** A chunk arrived (or the stream began): the idle bound starts again. */
@@ -28,6 +39,7 @@ export class StreamBounds {
   dispose(): void {
     clearTimeout(this.total);
     clearTimeout(this.idle);
+    if (this.onCallerAbort) this.o.signal?.removeEventListener('abort', this.onCallerAbort);
   }
 
   private expire(why: string): void {
