@@ -73,6 +73,13 @@ describe('the node:http model client', () => {
     }
   });
 
+  it('keeps a request open while the model is silent for longer than an idle connection lives (4 s)', async () => {
+    // A model that thinks before its first token: the connection's idle timeout is for pooled
+    // connections only, not for one waiting on its answer.
+    next = { content: 'after a long think', delayMs: 4_500 };
+    expect((await callModel(clientOf(llm.baseURL), req())).message.content).toBe('after a long think');
+  }, 15_000);
+
   it('sends nothing twice: a kept connection that breaks fails the call, for the step to retry', async () => {
     let served = 0;
     const server = await rawServer((request, res) => {
