@@ -5,8 +5,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { generate } from 'selfsigned';
 import { startScriptedLlm, type ScriptedLlm } from '@agentq/scripted-llm';
+import { certificateFor127 } from '../fixtures/certificate.js';
 import { freePort } from '../fixtures/redis.js';
 import { serviceGroup, waitForOutput } from '../fixtures/processes.js';
 import { waitFor } from '../fixtures/wait.js';
@@ -27,20 +27,12 @@ const services = serviceGroup(() => env);
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'agentq-model-https-'));
   llm = await startScriptedLlm({ handler: () => ({ content: 'answered over TLS' }) });
-  const pems = await generate([{ name: 'commonName', value: '127.0.0.1' }], {
-    keySize: 2048,
-    algorithm: 'sha256',
-    notAfterDate: new Date(Date.now() + 2 * 86_400_000),
-    extensions: [
-      { name: 'basicConstraints', cA: true },
-      { name: 'subjectAltName', altNames: [{ type: 7, ip: '127.0.0.1' }] },
-    ],
-  });
+  const pems = await certificateFor127();
   caFile = join(dir, 'model.pem');
   writeFileSync(caFile, pems.cert);
   // An HTTPS front for the scripted model: each request passed on as it is.
   const target = new URL(llm.baseURL);
-  front = https.createServer({ key: pems.private, cert: pems.cert }, (req, res) => {
+  front = https.createServer({ key: pems.key, cert: pems.cert }, (req, res) => {
     tlsRequests++;
     const upstream = http.request({ host: target.hostname, port: target.port, path: req.url, method: req.method, headers: req.headers }, (up) => {
       res.writeHead(up.statusCode ?? 502, up.headers);

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Redis, type RedisOptions } from 'ioredis';
-import { generate } from 'selfsigned';
 import { startScriptedLlm, type Handler, type ScriptedLlm } from '@agentq/scripted-llm';
+import { certificateFor127 } from '../fixtures/certificate.js';
 import { startCrmMcpServer, type CrmMcpServer } from '../fixtures/crm-mcp-server.js';
 import { freePort, spawnRedisServer, type SpawnedRedis } from '../fixtures/redis.js';
 import { startCluster, startSentinel, type NodeSecurity } from '../fixtures/redis-topologies.js';
@@ -45,18 +45,10 @@ beforeAll(async () => {
   crm = await startCrmMcpServer();
   writeFileSync(join(dir, 'mcp.json'), JSON.stringify({ mcpServers: { crm: { url: crm.url } } }));
   // A certificate of its own for 127.0.0.1, trusted by no one until NODE_EXTRA_CA_CERTS names it.
-  const pems = await generate([{ name: 'commonName', value: '127.0.0.1' }], {
-    keySize: 2048,
-    algorithm: 'sha256',
-    notAfterDate: new Date(Date.now() + 2 * 86_400_000),
-    extensions: [
-      { name: 'basicConstraints', cA: true },
-      { name: 'subjectAltName', altNames: [{ type: 7, ip: '127.0.0.1' }] },
-    ],
-  });
+  const pems = await certificateFor127();
   caFile = join(dir, 'redis.pem');
   writeFileSync(caFile, pems.cert);
-  writeFileSync(join(dir, 'redis.key'), pems.private);
+  writeFileSync(join(dir, 'redis.key'), pems.key);
 });
 
 afterEach(async () => {
