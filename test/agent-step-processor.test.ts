@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, describe, expect, inject, it, vi } from 'vitest';
 import { Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import OpenAI from 'openai';
@@ -181,5 +181,44 @@ describe('a step whose transcript is more than the worker may hold', () => {
     expect(llm.requests.length).toBe(asked + 1);
     expect(inFlight.stats()).toEqual({ held: 0, waiting: 0 });
     await jobs.close();
+  });
+});
+
+describe("a run's first step, told its transcript's size by its job", () => {
+  it('reads its input in one round trip (not its size first), and is still held to the bound when told too little', async () => {
+    llm ??= await startScriptedLlm({ handler: () => ({ content: 'done' }) });
+    const prefix = `ats${randomBytes(3).toString('hex')}`;
+    const store = new RunStore({ redis, prefix });
+    const spec: RunSpec = { model: 'm', max_depth: 5, on_budget_exhausted: 'final_answer', metadata: {}, ancestors: [], nesting: 0 };
+    const deps = stepDeps(store, prefix, { inFlight: new TranscriptsInFlight(64 * 1024) });
+    const { jobs } = deps;
+    // The API's way in: the run's first job carries the size its transcript was stored with.
+    const created = await deps.runs.create(newId('run'), 'o', { spec, messages: [{ role: 'user', content: 'héllo' }] });
+    const first = (await jobs.queue(QUEUES.agent).getJob(`${created.id}-t0`))!;
+    const stored = await redis.hget(store.keys(created.id).run, 'transcript_bytes');
+    expect(first.data.transcriptBytes).toBe(Number(stored));
+
+    const step = (runId: string, transcriptBytes?: number) => {
+      const data = { runId, depth: 0, ...(transcriptBytes !== undefined ? { transcriptBytes } : {}) };
+      return processAgentStep(data, { job: new Job(jobs.queue(QUEUES.agent), 'step', data, { attempts: 3 }, `${runId}-0`) }, deps);
+    };
+    // A read of the messages alone (LRANGE sent by itself) is the second round trip of a step
+    // that reads its transcript's size first.
+    const lrange = vi.spyOn(redis, 'lrange');
+    try {
+      const told = await store.runs.createSized({ id: newId('run'), owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
+      expect(await step(told.run.id, told.transcriptBytes)).toEqual({ outcome: 'final_answer' });
+      expect(lrange).not.toHaveBeenCalled();
+      const untold = await store.runs.create({ id: newId('run'), owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
+      expect(await step(untold.id)).toEqual({ outcome: 'final_answer' });
+      expect(lrange).toHaveBeenCalledTimes(1);
+      // Told 10 bytes of a 100 KB transcript: read, found larger than the bound, and failed as ever.
+      const big = await store.runs.create({ id: newId('run'), owner: 'o', spec, messages: [{ role: 'user', content: 'x'.repeat(100 * 1024) }] });
+      expect(await step(big.id, 10)).toEqual({ failed: 'transcript_too_large' });
+      expect(deps.inFlight!.stats()).toEqual({ held: 0, waiting: 0 });
+    } finally {
+      lrange.mockRestore();
+      await jobs.close();
+    }
   });
 });

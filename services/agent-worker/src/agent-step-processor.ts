@@ -76,7 +76,7 @@ export async function processAgentStep(data: AgentStepJob, ctx: JobContext, deps
   const log = lazyChild(deps.logger, { run_id: runId, job_id: ctx.job.id, depth });
   let read: Awaited<ReturnType<typeof readStepInput>>;
   try {
-    read = await readStepInput(deps, runId, depth, ctx.signal);
+    read = await readStepInput(deps, runId, depth, ctx.signal, data.transcriptBytes);
   } catch (err) {
     // Cancelled while waiting for room (the run has ended: nothing to do), or shutting down.
     if (!ctx.signal?.aborted) throw err;
@@ -111,24 +111,28 @@ const ADDED_GUESS_BYTES = 256 * 1024;
 /**
  * The step's input, read within room for its transcript when the worker bounds transcripts in
  * flight. A step that holds the start of its transcript (the cache) takes room for it and what a
- * round usually adds, and reads as without a bound (one round trip); otherwise, or when the
- * transcript turns out larger, it reads the transcript's size first and, once room for that
- * size is free, the step's whole input again (what it read before waiting may be stale). A step
- * never waits for room while holding some, so steps cannot wait on each other for ever.
+ * round usually adds, and reads as without a bound (one round trip); so does a run's first step
+ * told its transcript's size by its job (`toldBytes`), when that fits what it took. Otherwise, or
+ * when the transcript turns out larger, it reads the transcript's size first and, once room for
+ * that size is free, the step's whole input again (what it read before waiting may be stale). A
+ * step never waits for room while holding some, so steps cannot wait on each other for ever.
  */
 async function readStepInput(
   deps: AgentStepDeps,
   runId: string,
   depth: number,
   signal?: AbortSignal,
+  toldBytes?: number,
 ): Promise<{ input: StepInput | null; room?: TranscriptRoom } | { tooLarge: { run: RunState; size: number } }> {
   const { transcript } = deps.store;
   const known = deps.transcripts?.get(runId);
   const bound = deps.inFlight;
   if (!bound) return { input: await transcript.loadStep(runId, depth, known) };
-  const guess = await bound.take(Math.min(bound.capacity, (known?.size ?? 0) + ADDED_GUESS_BYTES), signal);
-  // Without a start held: the size first, the messages only if they fit (two round trips).
-  const read = await transcript.loadStepWithin(runId, depth, guess.bytes, known).catch((err: unknown) => {
+  const told = known ? undefined : toldBytes;
+  const guess = await bound.take(Math.min(bound.capacity, (known?.size ?? told ?? 0) + ADDED_GUESS_BYTES), signal);
+  // Without a start held or a size told that fits: the size first, the messages only if they
+  // fit (two round trips).
+  const read = await transcript.loadStepWithin(runId, depth, guess.bytes, known, told !== undefined && told <= guess.bytes).catch((err: unknown) => {
     guess.release();
     throw err;
   });

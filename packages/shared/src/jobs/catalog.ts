@@ -10,7 +10,16 @@ export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
 const traceparent = z.string().max(256);
 
 /** One model step of a run: `depth` rounds of tool calls are done before it. */
-export const agentStepJobSchema = z.object({ runId: z.string(), depth: z.number().int().min(0), traceparent: traceparent.optional() });
+export const agentStepJobSchema = z.object({
+  runId: z.string(),
+  depth: z.number().int().min(0),
+  traceparent: traceparent.optional(),
+  /**
+   * The transcript's stored size (bytes) when the run was created, on its first step: the step
+   * takes room for it and reads its input in one round trip, not its size first.
+   */
+  transcriptBytes: z.number().int().min(0).optional(),
+});
 
 /** One tool call of a step, the `index`-th of the assistant's `tool_calls`. */
 export const toolCallJobSchema = z.object({

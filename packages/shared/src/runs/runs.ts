@@ -68,7 +68,7 @@ export class Runs {
    */
   async create(id: string, owner: string, plan: RunPlan, limits: { maxQueued?: number } = {}): Promise<RunObject> {
     const { store, admission } = this.deps;
-    const first: AgentStepJob = { runId: id, depth: 0, ...startRunTrace(id, plan.spec.model) };
+    let first: AgentStepJob = { runId: id, depth: 0, ...startRunTrace(id, plan.spec.model) };
     let created: RunObject;
     let admitted: string[];
     try {
@@ -76,7 +76,9 @@ export class Runs {
       if (plan.context) await store.contexts.put(id, plan.context);
       // The run is written as pending; should this process die before it is lined up or its
       // first step enqueued, sweepPending (every API process, at start and periodically) does it.
-      created = await store.runs.create({ id, owner, spec: plan.spec, messages: plan.messages });
+      const sized = await store.runs.createSized({ id, owner, spec: plan.spec, messages: plan.messages });
+      created = sized.run;
+      first = { ...first, transcriptBytes: sized.transcriptBytes };
       this.deps.failpoint?.('run_written');
       const arrival = await admission.arrive(owner, id, limits.maxQueued);
       if (arrival.full) throw new RateLimitedError(`this key has ${limits.maxQueued} runs waiting to start (max_queued_runs); retry when some have started`, 5_000);
@@ -200,15 +202,16 @@ export class Runs {
   async createChild(parent: RunState, child: { id: string; messages: ChatMessage[]; index: number }, origin: ChildOrigin): Promise<void> {
     const { store } = this.deps;
     const spec = childSpec(parent, origin.job);
+    let transcriptBytes: number | undefined;
     if (!(await store.runs.exists(child.id))) {
-      await store.runs.create({ id: child.id, owner: parent.owner, spec, messages: child.messages, parentRunId: parent.id, rootRunId: parent.rootRunId });
+      ({ transcriptBytes } = await store.runs.createSized({ id: child.id, owner: parent.owner, spec, messages: child.messages, parentRunId: parent.id, rootRunId: parent.rootRunId }));
       this.deps.observer?.runCreated?.(spec);
       await store.runs.addChild(parent.id, child.id);
       await store.events.append(parent.id, 'subrun.started', { run_id: child.id, depth: origin.depth, tool_call_id: origin.toolCallId, index: child.index });
     }
     await this.deps.admission.child(parent.owner, child.id);
     // The sub-run's trace hangs under the tool call's span.
-    const first: AgentStepJob = { runId: child.id, depth: 0, ...startRunTrace(child.id, spec.model) };
+    const first: AgentStepJob = { runId: child.id, depth: 0, ...startRunTrace(child.id, spec.model), ...(transcriptBytes !== undefined ? { transcriptBytes } : {}) };
     await this.deps.jobs.enqueue('agentStep', first, { parent: origin.job });
     void store.runs.settle(child.id).catch(() => {});
   }

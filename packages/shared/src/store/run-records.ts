@@ -106,6 +106,11 @@ export class RunRecords {
    * drops (an id with no run is shed), never a run nobody knows of.
    */
   async create(run: NewRun): Promise<RunObject> {
+    return (await this.createSized(run)).run;
+  }
+
+  /** create, and the transcript's stored size (bytes), which the run's first step is told. */
+  async createSized(run: NewRun): Promise<{ run: RunObject; transcriptBytes: number }> {
     const k = this.keys(run.id);
     const createdAt = (run.createdAt ?? new Date()).toISOString();
     const fields: RunHash = {
@@ -118,7 +123,8 @@ export class RunRecords {
     };
     if (run.parentRunId) fields[F.parentRunId] = run.parentRunId;
     const messages = run.messages.map((m) => JSON.stringify(m));
-    fields[F.transcriptBytes] = String(messages.reduce((n, m) => n + Buffer.byteLength(m), 0));
+    const transcriptBytes = messages.reduce((n, m) => n + Buffer.byteLength(m), 0);
+    fields[F.transcriptBytes] = String(transcriptBytes);
     const index = this.index(run.owner);
     // Ids start with their creation time, so the index sheds the ids of long-expired runs by
     // range as it grows (twice the retention: a run outliving it is merely no longer listed).
@@ -139,7 +145,7 @@ export class RunRecords {
       await this.redis.zadd(pendingSet, Date.parse(createdAt), run.id);
       await Promise.all([execOrThrow(listed(this.redis.multi())), execOrThrow(written(this.redis.multi()))]);
     } else await execOrThrow(written(listed(this.redis.multi().zadd(pendingSet, Date.parse(createdAt), run.id))));
-    return runObjectFrom(run.id, fields);
+    return { run: runObjectFrom(run.id, fields), transcriptBytes };
   }
 
   /** Removes a run that could not be enqueued, so that a client never sees a run nobody runs. */

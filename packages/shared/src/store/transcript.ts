@@ -173,11 +173,13 @@ export class Transcript {
    * messages in a second round trip only if it is at most that large. A transcript that is
    * larger comes back as its head (everything but the messages), its stored size in it: a
    * reader with room for that much then reads with loadStep. (A run stored before sizes were
-   * kept has none, and is read whatever its size.)
+   * kept has none, and is read whatever its size.) A reader that expects the transcript to fit
+   * (`expectFits`: it was told its size, and took room for it) reads it whole in one round trip,
+   * as with a known start: should it be larger after all, it comes back as its head, unparsed.
    */
-  async loadStepWithin(runId: string, depth: number, maxBytes: number, known?: TranscriptPrefix): Promise<StepInput | { tooLarge: true; head: StepHead } | null> {
+  async loadStepWithin(runId: string, depth: number, maxBytes: number, known?: TranscriptPrefix, expectFits = false): Promise<StepInput | { tooLarge: true; head: StepHead } | null> {
     const k = this.keys(runId);
-    if (!known && maxBytes !== Infinity) {
+    if (!known && !expectFits && maxBytes !== Infinity) {
       const head = await this.loadHead(runId, depth);
       if (!head) return null;
       if (head.size !== null && head.size > maxBytes) return { tooLarge: true, head };
