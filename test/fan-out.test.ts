@@ -22,11 +22,11 @@ const spec: RunSpec = { model: 'm', max_depth: 5, on_budget_exhausted: 'final_an
 const calls = (names: string[]): ToolCall[] => names.map((name, i) => ({ id: `call_${i}`, type: 'function', function: { name, arguments: `{"i":${i}}` } }));
 
 /** Fans a round out for a new run; returns the ids of the tool jobs added, their data, and the state of the next step's job. */
-async function fanOutRound(names: string[], roundJobs: boolean, specOf: (s: RunSpec) => RunSpec = (s) => s) {
+async function fanOutRound(names: string[], roundJobs: boolean, specOf: (s: RunSpec) => RunSpec = (s) => s, transcriptBytes?: number) {
   const id = newId('run');
   await store.runs.create({ id, owner: 'o', spec: specOf(spec), messages: [{ role: 'user', content: 'hi' }] });
   const { run } = (await store.transcript.loadStep(id, 0))!;
-  await fanOut({ jobs, actions, catalog: [], parkMs: 60_000, roundJobs }, run, 0, calls(names));
+  await fanOut({ jobs, actions, catalog: [], parkMs: 60_000, roundJobs }, run, 0, calls(names), transcriptBytes);
   const added = (await jobs.queue(QUEUES.tool).getJobs(['waiting', 'active', 'delayed'])).filter((j) => j.data.runId === id);
   const data = Object.fromEntries(added.map((j) => [j.id!.slice(id.length), j.data]));
   return { id, ids: Object.keys(data).sort(), data, round: data['-t0-r'], next: await jobs.queue(QUEUES.agent).getJobState(`${id}-t1`) };
@@ -64,6 +64,13 @@ describe('fanOut', () => {
     // A sub-agent call alone: its job waits for its sub-runs, so a flow's parent waits for it.
     const subagent = await fanOutRound(['agent_query'], true);
     expect([subagent.data['-t0-c0'].nextStep, subagent.next]).toEqual([undefined, 'waiting-children']);
+  });
+
+  it("tells the next step the transcript's size, whichever adds it: the round's job, or the flow", async () => {
+    const lone = await fanOutRound(['crm__a', 'crm__b'], true, undefined, 1234);
+    expect(lone.round.nextStep).toEqual({ transcriptBytes: 1234 });
+    const flow = await fanOutRound(['crm__a', 'agent_query'], true, undefined, 1234);
+    expect((await jobs.queue(QUEUES.agent).getJob(`${flow.id}-t1`))!.data).toMatchObject({ runId: flow.id, depth: 1, transcriptBytes: 1234 });
   });
 
   it("keeps a sub-run's round in a flow: its steps are children of the job that started it", async () => {

@@ -50,6 +50,15 @@ describe('a tool result and its job', () => {
         expect(nextStep, `the next step added after call ${index}'s result, on its connection`).toBeGreaterThan(stored);
         expect(seen[nextStep].source).toBe(seen[stored].source);
       }
+      // The next step was told the transcript's size as the step before it read it (one round
+      // trip for its input on any agent-worker).
+      const conn = new Redis(stack.redisUrl);
+      try {
+        const stepData = JSON.parse((await conn.hget(`${cellPrefix(stack.prefix, 0)}:agent:${id}-t1`, 'data'))!);
+        expect(stepData.transcriptBytes).toBe(Buffer.byteLength(JSON.stringify({ role: 'user', content: user })));
+      } finally {
+        conn.disconnect();
+      }
       // The round's calls begin together: one script begins both (the run read once).
       const toolCallsKey = runKeys(stack.prefix, id).toolCalls(0);
       const begins = seen.filter((c) => c.source !== 'lua' && /^eval/i.test(c.args[0]) && c.args.includes(toolCallsKey) && c.args.some((a) => a.startsWith('{"attempts"')));

@@ -111,8 +111,9 @@ const ADDED_GUESS_BYTES = 256 * 1024;
 /**
  * The step's input, read within room for its transcript when the worker bounds transcripts in
  * flight. A step that holds the start of its transcript (the cache) takes room for it and what a
- * round usually adds, and reads as without a bound (one round trip); so does a run's first step
- * told its transcript's size by its job (`toldBytes`), when that fits what it took. Otherwise, or
+ * round usually adds, and reads as without a bound (one round trip); so does a step told its
+ * transcript's size by its job (`toldBytes`: at creation, or before the previous step), when that
+ * fits what it took. Otherwise, or
  * when the transcript turns out larger, it reads the transcript's size first and, once room for
  * that size is free, the step's whole input again (what it read before waiting may be stale). A
  * step never waits for room while holding some, so steps cannot wait on each other for ever.
@@ -214,7 +215,7 @@ async function stepFrom(input: StepInput | null, data: AgentStepJob, ctx: JobCon
   if (run.status === 'queued') void deps.runs.start(runId).catch((err: Error) => log.warn({ err: err.message }, 'could not mark the run started'));
 
   try {
-    const result = await runStep(deps, run, depth, messages, input.step, tree.treeTokens, log, signal);
+    const result = await runStep(deps, run, depth, messages, size, input.step, tree.treeTokens, log, signal);
     // Only a step that fanned tool calls out has a next step.
     if (!('outcome' in result) || result.outcome !== 'tool_calls') cache?.delete(runId);
     return result;
@@ -252,6 +253,8 @@ async function runStep(
   run: RunState,
   depth: number,
   messages: ChatMessage[],
+  /** The stored size of `messages`, which the next step is told. */
+  size: number,
   committed: StepRecord | null,
   treeTokens: number,
   log: JobLogger,
@@ -279,7 +282,7 @@ async function runStep(
 
   switch (decision.kind) {
     case 'tool_calls':
-      await fanOut({ jobs: deps.jobs, actions: deps.actions, catalog, parkMs: deps.actionParkMs, roundJobs: deps.roundJobs ?? true }, run, depth, decision.toolCalls);
+      await fanOut({ jobs: deps.jobs, actions: deps.actions, catalog, parkMs: deps.actionParkMs, roundJobs: deps.roundJobs ?? true }, run, depth, decision.toolCalls, size);
       return { outcome: 'tool_calls', count: decision.toolCalls.length };
     case 'budget_exhausted':
       await deps.runs.finish(run.id, { status: 'incomplete', stopReason: decision.budget, output: decision.message ?? null });

@@ -33,7 +33,7 @@ const mayWait = (run: RunState) => Boolean(run.spec.approval || run.spec.client_
  * first, and its job is added delayed until the request expires: it holds nothing while it
  * waits, and an answer promotes it. The round's other calls run at once.
  */
-export async function fanOut(deps: FanOutDeps, run: RunState, depth: number, toolCalls: ToolCall[]): Promise<void> {
+export async function fanOut(deps: FanOutDeps, run: RunState, depth: number, toolCalls: ToolCall[], transcriptBytes?: number): Promise<void> {
   const requests = mayWait(run) ? requestsOf(run, depth, toolCalls, deps.catalog) : [];
   const waiting = requests.filter((r) => r !== null);
   if (waiting.length) await deps.actions.require(run, waiting);
@@ -70,8 +70,10 @@ export async function fanOut(deps: FanOutDeps, run: RunState, depth: number, too
   // on sub-runs (its job's life is theirs), nor in a sub-run, whose steps are children of the job
   // that started it (below); and not with TOOL_ROUND_JOBS off (tool-workers of before).
   const lone = children.length === 1 && deps.roundJobs && !run.spec.parent_job && (inRound.size > 0 || !ownJob(0));
+  // The next step is told the transcript's size as this step read it (see AgentStepJob).
+  const told = transcriptBytes !== undefined ? { transcriptBytes } : {};
   if (lone) {
-    const nextStep = nextStepTrace();
+    const nextStep = { ...nextStepTrace(), ...told };
     const only = children[0]!;
     if (only.kind === 'toolRound') await deps.jobs.enqueue('toolRound', { ...(only.data as JobData<'toolRound'>), nextStep });
     else await deps.jobs.enqueue('toolCall', { ...(only.data as JobData<'toolCall'>), nextStep });
@@ -79,7 +81,7 @@ export async function fanOut(deps: FanOutDeps, run: RunState, depth: number, too
   }
   await deps.jobs.addFlow({
     kind: 'agentStep',
-    data: { runId: run.id, depth: depth + 1, ...nextStepTrace() },
+    data: { runId: run.id, depth: depth + 1, ...nextStepTrace(), ...told },
     // A sub-run's every step is a child of the tool job that started it, so that job waits
     // (holding no worker slot) through the sub-run's whole chain and resumes once, at its end.
     parent: run.spec.parent_job,

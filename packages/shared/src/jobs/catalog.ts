@@ -15,8 +15,10 @@ export const agentStepJobSchema = z.object({
   depth: z.number().int().min(0),
   traceparent: traceparent.optional(),
   /**
-   * The transcript's stored size (bytes) when the run was created, on its first step: the step
-   * takes room for it and reads its input in one round trip, not its size first.
+   * The transcript's stored size (bytes) when the step was added: at the run's creation for its
+   * first step, before the step that added it otherwise (whose message and round the step's room
+   * for more covers). The step takes room for it and reads its input in one round trip, not its
+   * size first.
    */
   transcriptBytes: z.number().int().min(0).optional(),
 });
@@ -46,7 +48,7 @@ export const toolCallJobSchema = z.object({
    * the job adds the run's next step itself once its calls are stored (or once it fails for
    * good), joining the trace given here.
    */
-  nextStep: z.object({ traceparent: traceparent.optional() }).optional(),
+  nextStep: z.object({ traceparent: traceparent.optional(), transcriptBytes: z.number().int().min(0).optional() }).optional(),
 });
 
 /** A call of a round that a tool-round job runs: what a tool-call job carries of it. */
