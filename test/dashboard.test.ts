@@ -123,8 +123,8 @@ describe('the Bull Board dashboard in headless Chromium', () => {
       new RegExp(`runId:\\s*"${runId}"`),
       `${runId}-t0-r`, // the round's job id
       // Bull Board shows a job's data two levels deep: the round's calls are listed, each folded,
-      // after the mark that this job adds the next step.
-      /count:\s*2,\s*nextStep:\s*\{\s*\},\s*calls:\s*\[/,
+      // after the mark that this job adds the next step (telling it the transcript's size).
+      /count:\s*2,\s*nextStep:\s*\{\s*transcriptBytes:\s*\d+\s*\},\s*calls:\s*\[/,
     ]);
     await screenshot(page, 'tool-queue');
     await page.close();
