@@ -113,10 +113,10 @@ const ADDED_GUESS_BYTES = 256 * 1024;
  * flight. A step that holds the start of its transcript (the cache) takes room for it and what a
  * round usually adds, and reads as without a bound (one round trip); so does a step told its
  * transcript's size by its job (`toldBytes`: at creation, or before the previous step), when that
- * fits what it took. Otherwise, or
- * when the transcript turns out larger, it reads the transcript's size first and, once room for
- * that size is free, the step's whole input again (what it read before waiting may be stale). A
- * step never waits for room while holding some, so steps cannot wait on each other for ever.
+ * fits what it took. Otherwise, or when the transcript turns out larger, it reads the
+ * transcript's size first and, once room for that size is free, the step's whole input again
+ * (what it read before waiting may be stale). A step never waits for room while holding some, so
+ * steps cannot wait on each other for ever.
  */
 async function readStepInput(
   deps: AgentStepDeps,

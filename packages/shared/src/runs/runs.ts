@@ -68,7 +68,7 @@ export class Runs {
    */
   async create(id: string, owner: string, plan: RunPlan, limits: { maxQueued?: number } = {}): Promise<RunObject> {
     const { store, admission } = this.deps;
-    let first: AgentStepJob = { runId: id, depth: 0, ...startRunTrace(id, plan.spec.model) };
+    const trace = startRunTrace(id, plan.spec.model);
     let created: RunObject;
     let admitted: string[];
     try {
@@ -78,7 +78,7 @@ export class Runs {
       // first step enqueued, sweepPending (every API process, at start and periodically) does it.
       const sized = await store.runs.createSized({ id, owner, spec: plan.spec, messages: plan.messages });
       created = sized.run;
-      first = { ...first, transcriptBytes: sized.transcriptBytes };
+      const first: AgentStepJob = { runId: id, depth: 0, ...trace, transcriptBytes: sized.transcriptBytes };
       this.deps.failpoint?.('run_written');
       const arrival = await admission.arrive(owner, id, limits.maxQueued);
       if (arrival.full) throw new RateLimitedError(`this key has ${limits.maxQueued} runs waiting to start (max_queued_runs); retry when some have started`, 5_000);
