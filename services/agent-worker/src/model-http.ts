@@ -45,7 +45,7 @@ type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<
  * streams (a request, its controllers and signals, a stream and its reader per response), and a
  * model call stays in flight for the model's whole answer, long enough for all of it to be
  * promoted out of V8's young generation. With 1,000 streamed calls in flight this client needs
- * about 30 % less CPU a call and a quarter less memory (bench/findings.md).
+ * about a quarter less CPU a call and 12–15 % less peak memory (bench/findings.md).
  *
  * What it bounds that fetch does not: a response body past `maxResponseBytes` fails the call
  * with `model_response_too_large`, and an error response's text is read up to 1 MB.
