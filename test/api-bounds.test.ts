@@ -28,6 +28,20 @@ function postRaw(url: string, bytes: number): Promise<number | string> {
   });
 }
 
+/** POSTs `body` in chunks (Transfer-Encoding: chunked, no Content-Length); resolves with the status and the answer's error code. */
+function postChunked(url: string, body: string): Promise<{ status: number | string; code?: string }> {
+  return new Promise((resolve) => {
+    const req = request(`${url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } }, (res) => {
+      let text = '';
+      res.on('data', (c: Buffer) => (text += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, code: text ? (JSON.parse(text) as { error?: { code: string } }).error?.code : undefined }));
+    });
+    req.on('error', (err: NodeJS.ErrnoException) => resolve({ status: err.code ?? err.message }));
+    for (let i = 0; i < body.length; i += 64 * 1024) req.write(body.slice(i, i + 64 * 1024));
+    req.end();
+  });
+}
+
 describe('request bodies', () => {
   it('a body far over the limit gets its 413, also twenty at once (the rest of it is drained, not cut off)', async () => {
     const outcomes = await Promise.all(Array.from({ length: 20 }, () => postRaw(stack.api.url, 8 << 20)));
@@ -43,6 +57,14 @@ describe('request bodies', () => {
       ),
     );
     expect(fetched).toEqual(Array(20).fill(413));
+  });
+
+  it('a body sent without a Content-Length is counted as it is read: over the limit a 413, within it a run', async () => {
+    // Padded with spaces: a valid run once read, so only the body limit can refuse it.
+    const over = await postChunked(stack.api.url, `{"input":"hi"${' '.repeat(2 << 20)}}`);
+    expect(over).toEqual({ status: 413, code: 'payload_too_large' });
+    const within = await postChunked(stack.api.url, JSON.stringify({ input: 'b'.repeat(200 * 1024) }));
+    expect(within.status).toBe(202);
   });
 
   it('metadata is at most 16 KB: past it a 400 naming the field', async () => {

@@ -2,10 +2,20 @@ import { createHash, randomBytes } from 'node:crypto';
 
 const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
 
+// Random bytes are drawn from the system 4 KB at a time, each used once: one draw per id cost
+// more than the rest of making it (a system call, ≈ 25 µs on the benchmark's VM).
+const POOL_BYTES = 4096;
+let pool = Buffer.alloc(0);
+let used = 0;
+
 function randomSuffix(n: number): string {
-  const bytes = randomBytes(n);
+  if (used + n > pool.length) {
+    pool = randomBytes(POOL_BYTES);
+    used = 0;
+  }
   let out = '';
-  for (const b of bytes) out += ALPHABET[b % 36];
+  for (let i = used; i < used + n; i++) out += ALPHABET[pool[i]! % 36];
+  used += n;
   return out;
 }
 

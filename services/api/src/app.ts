@@ -1,9 +1,8 @@
 import { Hono } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
 import type { Queue } from 'bullmq';
 import type { ActionItemView, ActionLinks, Admission, AgentqMetrics, Logger, RedisClient, Resolver, RunActions, Runs, RunStore, SchemaValidators, TenantTable, UsageMeter } from '@agentq/shared';
 import { adminAuth, bearerAuth } from './auth.js';
-import { bodyBudget, drainBody } from './body-budget.js';
+import { bodyBudget, drainBody, limitBody } from './body-budget.js';
 import { dashboard, DASHBOARD_PATH } from './dashboard.js';
 import { errorBody, HttpError, onError } from './http-error.js';
 import { healthRoutes } from './routes/health.js';
@@ -78,13 +77,10 @@ export function createApp(deps: AppDeps) {
   app.use('/v1/*', budget);
   app.use(
     '/v1/*',
-    bodyLimit({
-      maxSize: deps.limits.maxBodyBytes,
-      onError: async (c) => {
-        // Let a client that is still sending finish, so that it reads the 413.
-        await drainBody(c, 2 * deps.limits.maxBodyBytes);
-        throw new HttpError(413, 'payload_too_large', `the request body is larger than ${deps.limits.maxBodyBytes} bytes`);
-      },
+    limitBody(deps.limits.maxBodyBytes, async (c) => {
+      // Let a client that is still sending finish, so that it reads the 413.
+      await drainBody(c, 2 * deps.limits.maxBodyBytes);
+      throw new HttpError(413, 'payload_too_large', `the request body is larger than ${deps.limits.maxBodyBytes} bytes`);
     }),
   );
 

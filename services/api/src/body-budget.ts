@@ -1,4 +1,5 @@
 import type { Context, MiddlewareHandler } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
 import { HttpError } from './http-error.js';
 
 /**
@@ -52,5 +53,23 @@ export function bodyBudget(opts: { maxInFlightBytes: number; maxBodyBytes: numbe
     } finally {
       inFlight -= size;
     }
+  };
+}
+
+/**
+ * Refuses a request body over `maxBytes` (`tooLarge` answers it). A body that declares its
+ * Content-Length is judged by it and left unread, so that its route reads it straight from the
+ * socket (Node's parser holds a body to the length it declares); any other body is counted as it
+ * is read, within the limit (hono's bodyLimit). Touching the web Request's body, as hono's
+ * bodyLimit does first, would build a web stream for every body.
+ */
+export function limitBody(maxBytes: number, tooLarge: (c: Context) => Promise<Response>): MiddlewareHandler {
+  const counted = bodyLimit({ maxSize: maxBytes, onError: tooLarge });
+  return async (c, next) => {
+    const declared = c.req.header('content-length');
+    if (declared !== undefined && c.req.header('transfer-encoding') === undefined) {
+      return Number(declared) > maxBytes ? tooLarge(c) : next();
+    }
+    return counted(c, next);
   };
 }

@@ -1,9 +1,8 @@
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
 import { actionView, linkAnswerSchema, type ActionDecision, type ActionLinks, type ActionRecord, type RunActions, type RunStore, type SchemaValidators, type StoredAction } from '@agentq/shared';
 import { checkedDecision } from '../action-answer.js';
 import { ACTION_PAGE_CSP, actionPage, errorPage, recordedPage } from '../action-page.js';
-import { drainBody } from '../body-budget.js';
+import { drainBody, limitBody } from '../body-budget.js';
 import { errorBody, HttpError } from '../http-error.js';
 import { MAX_JSON_DEPTH, nestedDeeperThan, parseOr400, readJson } from '../validation.js';
 
@@ -58,12 +57,9 @@ export function actionLinkRoutes(deps: ActionLinkRouteDeps) {
   app.use(ACTION_LINK_ROUTE, deps.budget);
   app.use(
     ACTION_LINK_ROUTE,
-    bodyLimit({
-      maxSize: maxBytes,
-      onError: async (c) => {
-        await drainBody(c, 2 * maxBytes);
-        throw new HttpError(413, 'payload_too_large', `an answer by link is at most ${maxBytes} bytes`);
-      },
+    limitBody(maxBytes, async (c) => {
+      await drainBody(c, 2 * maxBytes);
+      throw new HttpError(413, 'payload_too_large', `an answer by link is at most ${maxBytes} bytes`);
     }),
   );
 
