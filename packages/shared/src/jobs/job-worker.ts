@@ -67,15 +67,23 @@ export function createQueueWorker(handlers: JobHandlers, o: JobWorkerOptions): W
   const queues = new Set(kinds.map((k) => JOB_KINDS[k].queue));
   if (queues.size !== 1) throw new Error(`one worker serves one queue: ${kinds.join(', ')}`);
   const label = kinds.join('/');
+  // The kinds' data never fit each other's schemas, so the order they are tried in changes only
+  // the cost: the kind that fitted the last job is tried first (a failed parse builds its issues).
+  let likely = 0;
   const parse = (job: Job): Parsed => {
-    let first: z.ZodError | undefined;
-    for (const kind of kinds) {
+    let firstKindError: z.ZodError | undefined;
+    for (let i = 0; i < kinds.length; i++) {
+      const at = (likely + i) % kinds.length;
+      const kind = kinds[at]!;
       const parsed = (JOB_KINDS[kind].schema as z.ZodType).safeParse(job.data);
-      if (parsed.success) return { kind, data: parsed.data as { runId: string } };
-      first ??= parsed.error;
+      if (parsed.success) {
+        likely = at;
+        return { kind, data: parsed.data as { runId: string } };
+      }
+      if (at === 0) firstKindError = parsed.error;
     }
-    // Worded only for data that fits no kind: a tool-round job tried first as a tool call is not an error.
-    return { kind: undefined, error: first ? z.prettifyError(first) : 'no kind' };
+    // Worded only for data that fits no kind, after the first kind's schema.
+    return { kind: undefined, error: firstKindError ? z.prettifyError(firstKindError) : 'no kind' };
   };
   const backoff = kinds.map((k) => (JOB_KINDS[k] as { backoff?: (attemptsMade: number, err: Error | undefined, baseMs: number) => number }).backoff).find(Boolean);
   const baseMs = o.backoffBaseMs ?? 1000;
