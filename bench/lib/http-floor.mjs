@@ -1,0 +1,23 @@
+// The floor under POST /v1/runs on this machine: a bare node:http server that reads a request's
+// JSON body, parses it and answers 202 with a small JSON object, keeping connections alive as the
+// API does. No framework, no validation, no Redis. Prints {"url": …} once it listens on loopback.
+import http from 'node:http';
+
+const server = http.createServer((req, res) => {
+  const chunks = [];
+  req.on('data', (c) => chunks.push(c));
+  req.on('end', () => {
+    let input;
+    try {
+      input = JSON.parse(Buffer.concat(chunks).toString('utf8')).input;
+    } catch {
+      res.writeHead(400).end();
+      return;
+    }
+    const body = JSON.stringify({ id: `run_${Date.now().toString(36)}`, status: 'queued', input: typeof input === 'string' ? input.length : 0 });
+    res.writeHead(202, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), location: '/v1/runs/x' }).end(body);
+  });
+});
+server.keepAliveTimeout = 5_000;
+server.listen(0, '127.0.0.1', () => process.stdout.write(`${JSON.stringify({ url: `http://127.0.0.1:${server.address().port}` })}\n`));
+process.on('SIGTERM', () => server.close(() => process.exit(0)));
