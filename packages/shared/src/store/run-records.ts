@@ -70,8 +70,27 @@ for k = 1, #KEYS do redis.call('EXPIRE', KEYS[k], ARGV[1]) end
 return 1
 `;
 
+/**
+ * A new run on one Redis, in one script: KEYS: the pending set, the owner's index, run, messages,
+ * events. ARGV: run id, created (ms), the index's trim bound ('' for none), events maxlen, the
+ * `run.queued` event's data, how many field and value arguments follow, those, then the messages.
+ */
+const CREATE_RUN = `${XADD_EVENT_LUA}
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+redis.call('ZADD', KEYS[2], 0, ARGV[1])
+if ARGV[3] ~= '' then redis.call('ZREMRANGEBYLEX', KEYS[2], '-', ARGV[3]) end
+local fieldsEnd = 6 + tonumber(ARGV[6])
+redis.call('HSET', KEYS[3], unpack(ARGV, 7, fieldsEnd))
+for i = fieldsEnd + 1, #ARGV, 1000 do
+  redis.call('RPUSH', KEYS[4], unpack(ARGV, i, math.min(i + 999, #ARGV)))
+end
+xadd(KEYS[5], ARGV[4], 'run.queued', ARGV[5])
+return 1
+`;
+
 declare module 'ioredis' {
   interface RedisCommander<Context extends ClientContext = { type: 'default' }> {
+    agentqCreateRun(...keysAndArgs: Array<string | number>): Result<number, Context>;
     agentqStartRun(run: string, events: string, now: string, maxlen: number, data: string): Result<string | null, Context>;
     agentqFinishRun(numKeys: number, ...keysAndArgs: Array<string | number>): Result<number, Context>;
   }
@@ -84,6 +103,7 @@ export class RunRecords {
     private readonly prefix: string,
     readonly retentionSeconds: number,
   ) {
+    redis.defineCommand('agentqCreateRun', { lua: CREATE_RUN, numberOfKeys: 5 });
     redis.defineCommand('agentqStartRun', { lua: START_RUN, numberOfKeys: 2 });
     redis.defineCommand('agentqFinishRun', { lua: FINISH_RUN });
   }
@@ -99,7 +119,7 @@ export class RunRecords {
   /**
    * Stores a new run (record, first messages, `run.queued` event), pending until its first step
    * is enqueued (settle), and lists it in its owner's index; returns it as the API shows it.
-   * On one Redis all of it is one transaction. On a Cluster the run's keys (its tree's slot),
+   * On one Redis all of it is one script. On a Cluster the run's keys (its tree's slot),
    * the pending set (admission's slot) and the index (the owner's) cannot share one: the
    * pending mark and the index entry are written first, so that a process dying in between
    * leaves a mark the sweep settles (no run: nothing to do) and an index entry the listing
@@ -128,23 +148,23 @@ export class RunRecords {
     const index = this.index(run.owner);
     // Ids start with their creation time, so the index sheds the ids of long-expired runs by
     // range as it grows (twice the retention: a run outliving it is merely no longer listed).
-    const cutoff = Date.parse(createdAt) - 2 * this.retentionSeconds * 1000;
-    const listed = (tx: ReturnType<RedisClient['multi']>) => {
-      tx.zadd(index, 0, run.id);
-      if (cutoff > 0) tx.zremrangebylex(index, '-', `(run_${cutoff.toString(36).padStart(9, '0')}`);
-      return tx;
-    };
+    const createdMs = Date.parse(createdAt);
+    const cutoff = createdMs - 2 * this.retentionSeconds * 1000;
+    const trimBelow = cutoff > 0 ? `(run_${cutoff.toString(36).padStart(9, '0')}` : '';
     const pendingSet = globalKeys(this.prefix).pendingRuns;
-    const written = (tx: ReturnType<RedisClient['multi']>) => {
-      tx.hset(k.run, fields);
-      if (messages.length) tx.rpush(k.messages, ...messages);
-      tx.xadd(k.events, 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'type', 'run.queued', 'data', eventJson('run.queued', run.id, {}, createdAt));
-      return tx;
-    };
+    const queued = eventJson('run.queued', run.id, {}, createdAt);
     if (isCluster(this.redis)) {
-      await this.redis.zadd(pendingSet, Date.parse(createdAt), run.id);
-      await Promise.all([execOrThrow(listed(this.redis.multi())), execOrThrow(written(this.redis.multi()))]);
-    } else await execOrThrow(written(listed(this.redis.multi().zadd(pendingSet, Date.parse(createdAt), run.id))));
+      await this.redis.zadd(pendingSet, createdMs, run.id);
+      const listed = this.redis.multi().zadd(index, 0, run.id);
+      if (trimBelow) listed.zremrangebylex(index, '-', trimBelow);
+      const written = this.redis.multi().hset(k.run, fields);
+      if (messages.length) written.rpush(k.messages, ...messages);
+      written.xadd(k.events, 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'type', 'run.queued', 'data', queued);
+      await Promise.all([execOrThrow(listed), execOrThrow(written)]);
+    } else {
+      const hashArgs = Object.entries(fields).flat();
+      await this.redis.agentqCreateRun(pendingSet, index, k.run, k.messages, k.events, run.id, createdMs, trimBelow, EVENTS_MAXLEN, queued, hashArgs.length, ...hashArgs, ...messages);
+    }
     return { run: runObjectFrom(run.id, fields), transcriptBytes };
   }
 
