@@ -7,32 +7,64 @@ export function rateLimited(message: string, retryAfterMs: number): HttpError {
   return new HttpError(429, 'rate_limited', message, undefined, { 'retry-after': String(Math.max(1, Math.ceil(retryAfterMs / 1000))) });
 }
 
+/** How long a process holds its requests' count before it adds them to the key's count in Redis. */
+const COUNT_FLUSH_MS = 20;
+
+/** One key's requests in one minute, as this process knows them. */
+interface MinuteCount {
+  minute: number;
+  /** The key's count in Redis when this process last added to it (every process's requests). */
+  counted: number;
+  /** This process's requests not yet added there, and those whose add is under way. */
+  unsent: number;
+  sending: number;
+}
+
 /**
  * requests_per_minute: counts every `/v1` request of the key in its current minute, across
- * every API process (a counter in Redis), and answers 429 once the count this process last saw
- * is past the limit. The count is sent without waiting for it, so it costs a request no round
- * trip; a burst that arrives at once may pass the limit by the requests already under way.
- * Keys are authenticated owners, so the cache holds one entry per configured key.
+ * every API process (a counter in Redis), and answers 429 once the count is past the limit: the
+ * key's count in Redis as this process last saw it, plus this process's requests not yet there.
+ * A process adds its requests to Redis once every COUNT_FLUSH_MS per key (one INCRBY for all of
+ * them), so that a request costs no command and no round trip; requests that other processes
+ * take at the same moment may pass the limit by what those processes have not added yet. Keys
+ * are authenticated owners, so the map holds one entry per configured key.
  */
 export function requestLimit(deps: { usage: UsageMeter; tenants: TenantTable }): MiddlewareHandler<{ Variables: { owner: string } }> {
-  const seen = new Map<string, { minute: number; count: number }>();
+  const counts = new Map<string, MinuteCount>();
+  let timer: NodeJS.Timeout | undefined;
+  const flush = () => {
+    timer = undefined;
+    for (const [owner, cur] of counts) {
+      if (cur.unsent === 0) continue;
+      const n = cur.unsent;
+      cur.unsent = 0;
+      cur.sending += n;
+      void deps.usage.countRequests(owner, cur.minute, n).then(
+        (count) => {
+          cur.sending -= n;
+          cur.counted = Math.max(cur.counted, count);
+        },
+        () => {
+          cur.sending -= n;
+        },
+      );
+    }
+  };
   return async (c, next) => {
     const owner = c.get('owner');
     const now = Date.now();
     const minute = Math.floor(now / 60_000);
     const limit = limitsOf(deps.tenants, owner).requests_per_minute;
-    const last = seen.get(owner);
-    if (last && last.minute === minute && last.count >= limit) {
-      last.count++;
+    let cur = counts.get(owner);
+    if (!cur || cur.minute !== minute) {
+      cur = { minute, counted: 0, unsent: 0, sending: 0 };
+      counts.set(owner, cur);
+    }
+    if (cur.counted + cur.sending + cur.unsent >= limit) {
       throw rateLimited(`this key made more than ${limit} requests this minute (requests_per_minute); retry after the minute`, (minute + 1) * 60_000 - now);
     }
-    void deps.usage
-      .countRequest(owner, now)
-      .then(({ count }) => {
-        const cur = seen.get(owner);
-        if (!cur || cur.minute < minute || (cur.minute === minute && cur.count < count)) seen.set(owner, { minute, count });
-      })
-      .catch(() => {});
+    cur.unsent++;
+    timer ??= setTimeout(flush, COUNT_FLUSH_MS).unref();
     return next();
   };
 }

@@ -28,12 +28,16 @@ export class UsageMeter {
     return Number((await this.redis.hget(this.g.usage(owner, utcDay(now)), 'tokens')) ?? 0);
   }
 
-  /** Counts one request in the key's current minute; returns the count so far and when the minute ends. */
-  async countRequest(owner: string, now = Date.now()): Promise<{ count: number; resetMs: number }> {
-    const minute = Math.floor(now / 60_000);
+  /**
+   * Adds `n` requests to the key's count for `minute` (minutes since the epoch; kept two minutes);
+   * returns the count there now, this process's and every other's.
+   */
+  async countRequests(owner: string, minute: number, n: number): Promise<number> {
     const key = this.g.requests(owner, minute);
-    const res = (await this.redis.pipeline().incr(key).expire(key, 120).exec()) ?? [];
-    return { count: Number(res[0]?.[1] ?? 0), resetMs: (minute + 1) * 60_000 - now };
+    const res = (await this.redis.pipeline().incrby(key, n).expire(key, 120).exec()) ?? [];
+    const [err, count] = res[0] ?? [];
+    if (err) throw err;
+    return Number(count ?? 0);
   }
 }
 
