@@ -59,17 +59,18 @@ export function bodyBudget(opts: { maxInFlightBytes: number; maxBodyBytes: numbe
 /**
  * Refuses a request body over `maxBytes` (`tooLarge` answers it). A body that declares its
  * Content-Length is judged by it and left unread, so that its route reads it straight from the
- * socket (Node's parser holds a body to the length it declares); any other body is counted as it
- * is read, within the limit (hono's bodyLimit). Touching the web Request's body, as hono's
- * bodyLimit does first, would build a web stream for every body.
+ * socket (Node's parser holds a body to the length it declares); a GET or HEAD that declares no
+ * body has none; any other body is counted as it is read, within the limit (hono's bodyLimit).
+ * Touching the web Request's body, as hono's bodyLimit does first, would build a web Request
+ * (and for a body a web stream) for every request.
  */
 export function limitBody(maxBytes: number, tooLarge: (c: Context) => Promise<Response>): MiddlewareHandler {
   const counted = bodyLimit({ maxSize: maxBytes, onError: tooLarge });
   return async (c, next) => {
     const declared = c.req.header('content-length');
-    if (declared !== undefined && c.req.header('transfer-encoding') === undefined) {
-      return Number(declared) > maxBytes ? tooLarge(c) : next();
-    }
+    const chunked = c.req.header('transfer-encoding') !== undefined;
+    if (declared !== undefined && !chunked) return Number(declared) > maxBytes ? tooLarge(c) : next();
+    if (declared === undefined && !chunked && (c.req.method === 'GET' || c.req.method === 'HEAD')) return next();
     return counted(c, next);
   };
 }
