@@ -1,18 +1,20 @@
 #!/usr/bin/env node
-// `npm run bench:api`: what accepting a run costs the API, `POST /v1/runs` with the benchmark's run
-// (3 rounds of tool calls; nothing consumes it here: no worker runs). The API is the built service
-// with the heap flags it ships with, on a Redis of the benchmark's own (loopback; everything
-// stops by itself), fed 64 requests at a time over kept-alive connections (scenarios 2 and 3
-// submit so). Beside it, the floor: a bare node:http server that reads and parses the same body
-// and answers 202 (bench/lib/http-floor.mjs). The systems alternate window by window, each window
-// 3,000 requests after a warm-up, and the lowest CPU per request of each is kept (other processes
-// only ever add to it); the API's CPU and Redis's are per request.
+// `npm run bench:api`: what the API's two busiest requests cost it: accepting a run (`POST /v1/runs`
+// with the benchmark's run; nothing consumes it here: no worker runs) and polling one (`GET
+// /v1/runs/:id` of a run made before). The API is the built service with the heap flags it ships
+// with, on a Redis of the benchmark's own (loopback; everything stops by itself), fed 64 requests
+// at a time over kept-alive connections (scenarios 2 and 3 submit so). Beside it, the floor: a
+// bare node:http server that answers the same requests with a small JSON object, parsing a POST's
+// body (bench/lib/http-floor.mjs). The systems alternate window by window, each window 3,000
+// requests after a warm-up, and the lowest CPU per request of each is kept (other processes only
+// ever add to it); the API process's CPU (/proc) and Redis's (INFO cpu) are per request.
 // Env: BENCH_COMPARE=<path of another built checkout> (its API too, alternated with this one's),
 // BENCH_QUICK=1 (fewer requests).
 import http from 'node:http';
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { Redis } from 'ioredis';
 import { cpuMs, firstJsonLine, spawnProc, stopProc } from './lib/procs.mjs';
 import { startRedis } from './lib/redis-server.mjs';
 import { fmt, pool, textTable } from './lib/stats.mjs';
@@ -27,17 +29,25 @@ const COMPARE = process.env.BENCH_COMPARE ? resolve(process.env.BENCH_COMPARE) :
 const say = (s) => process.stderr.write(`${s}\n`);
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: IN_FLIGHT });
-const body = JSON.stringify({ input: 'benchmark', model: 'bench', max_depth: 10 });
-function post(url) {
+const runBody = JSON.stringify({ input: 'benchmark', model: 'bench', max_depth: 10 });
+/** One request; resolves with its JSON answer when the status is the one expected. */
+function request(url, method, path, body, expected) {
   return new Promise((done, fail) => {
-    const req = http.request(`${url}/v1/runs`, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      res.resume();
-      res.on('end', () => (res.statusCode === 202 ? done() : fail(new Error(`POST ${url}/v1/runs → ${res.statusCode}`))));
+    const headers = body ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } : {};
+    const req = http.request(`${url}${path}`, { method, agent, headers }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c) => (text += c));
+      res.on('end', () => (res.statusCode === expected ? done(text) : fail(new Error(`${method} ${url}${path} → ${res.statusCode}: ${text.slice(0, 200)}`))));
     });
     req.on('error', fail);
     req.end(body);
   });
 }
+const CASES = [
+  { name: 'POST /v1/runs', send: (s) => request(s.url, 'POST', '/v1/runs', runBody, 202) },
+  { name: 'GET /v1/runs/:id', send: (s) => request(s.url, 'GET', `/v1/runs/${s.runId}`, undefined, 200) },
+];
 
 async function startApi(root, redisUrl, tag) {
   const tenants = join(tmpdir(), `agentq-bench-api-${process.pid}-${tag}.json`);
@@ -68,15 +78,24 @@ async function startApi(root, redisUrl, tag) {
   return { name: tag, url, proc };
 }
 
-async function window(system, redisPid, n) {
+/** Redis's CPU so far (ms), from INFO: µs resolution, where /proc counts 10 ms ticks (a window's Redis time is tens of ms). */
+async function redisCpuMs(ctl) {
+  const info = await ctl.info('cpu');
+  const field = (name) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 0);
+  return (field('used_cpu_user') + field('used_cpu_sys')) * 1000;
+}
+
+async function window(system, ctl, n, send) {
   const s0 = cpuMs(system.proc.pid);
-  const r0 = cpuMs(redisPid);
+  const r0 = await redisCpuMs(ctl);
   const t0 = performance.now();
-  await pool(n, IN_FLIGHT, () => post(system.url));
-  return { wallMs: performance.now() - t0, cpuUs: ((cpuMs(system.proc.pid) - s0) * 1000) / n, redisUs: ((cpuMs(redisPid) - r0) * 1000) / n };
+  await pool(n, IN_FLIGHT, () => send(system));
+  const wallMs = performance.now() - t0;
+  return { wallMs, cpuUs: ((cpuMs(system.proc.pid) - s0) * 1000) / n, redisUs: (((await redisCpuMs(ctl)) - r0) * 1000) / n };
 }
 
 const redis = await startRedis();
+const ctl = new Redis(redis.url, { connectionName: 'bench-api-ctl' });
 const systems = [];
 try {
   const floor = spawnProc('http floor', process.execPath, [join(ROOT, 'bench/lib/http-floor.mjs')]);
@@ -84,29 +103,36 @@ try {
   systems.push(await startApi(ROOT, redis.url, 'this'));
   if (COMPARE) systems.push(await startApi(COMPARE, redis.url, 'other'));
   // Warm-up: the first thousand requests of a fresh process run slower (JIT, heap growth).
-  for (const s of systems) await pool(QUICK ? 300 : 1500, IN_FLIGHT, () => post(s.url));
-  const runs = Object.fromEntries(systems.map((s) => [s.name, []]));
-  for (let w = 0; w < WINDOWS; w++) {
-    // A rotating order, so that drift of the machine's speed weighs on each alike.
-    const order = systems.map((_, i) => systems[(i + w) % systems.length]);
-    for (const s of order) {
-      const r = await window(s, redis.pid, PER_WINDOW);
-      say(`  ${s.name}: ${PER_WINDOW} requests in ${fmt(r.wallMs / 1000)} s, ${fmt(r.cpuUs)} µs of its CPU a request${s.name === 'http floor' ? '' : `, Redis ${fmt(r.redisUs)} µs`}`);
-      runs[s.name].push(r);
+  for (const s of systems) s.runId = JSON.parse(await CASES[0].send(s)).id ?? 'run_x';
+  const rows = [];
+  for (const c of CASES) {
+    // Warm-up: the first thousand requests of a fresh process run slower (JIT, heap growth).
+    for (const s of systems) await pool(QUICK ? 300 : 1500, IN_FLIGHT, () => c.send(s));
+    const runs = Object.fromEntries(systems.map((s) => [s.name, []]));
+    for (let w = 0; w < WINDOWS; w++) {
+      // A rotating order, so that drift of the machine's speed weighs on each alike.
+      const order = systems.map((_, i) => systems[(i + w) % systems.length]);
+      for (const s of order) {
+        const r = await window(s, ctl, PER_WINDOW, c.send);
+        say(`  ${c.name}, ${s.name}: ${PER_WINDOW} requests in ${fmt(r.wallMs / 1000)} s, ${fmt(r.cpuUs)} µs of its CPU a request${s.name === 'http floor' ? '' : `, Redis ${fmt(r.redisUs)} µs`}`);
+        runs[s.name].push(r);
+      }
+    }
+    const best = (name) => runs[name].reduce((a, b) => (b.cpuUs < a.cpuUs ? b : a));
+    const base = best('http floor');
+    for (const s of systems) {
+      const b = best(s.name);
+      const who = s.name === 'this' ? 'agentq API (this checkout)' : s.name === 'other' ? `agentq API (${COMPARE})` : 'bare node:http';
+      rows.push([c.name, who, fmt(b.cpuUs), `${fmt(b.cpuUs / base.cpuUs, 2)}×`, s.name === 'http floor' ? '–' : fmt(b.redisUs), fmt((PER_WINDOW * 1000) / b.wallMs)]);
     }
   }
-  const best = (name) => runs[name].reduce((a, b) => (b.cpuUs < a.cpuUs ? b : a));
-  const base = best('http floor');
-  const rows = systems.map((s) => {
-    const b = best(s.name);
-    return [s.name === 'this' ? 'agentq API (this checkout)' : s.name === 'other' ? `agentq API (${COMPARE})` : 'bare node:http, parse, 202', fmt(b.cpuUs), `${fmt(b.cpuUs / base.cpuUs, 2)}×`, s.name === 'http floor' ? '–' : fmt(b.redisUs), fmt((PER_WINDOW * 1000) / b.wallMs)];
-  });
   process.stdout.write(
-    `\n${textTable(['server', 'CPU µs a request', 'vs the floor', 'Redis CPU µs a request', 'requests/s'], rows)}\n` +
-      `\nPOST /v1/runs, ${IN_FLIGHT} in flight, kept-alive connections; the lowest CPU a request of ${WINDOWS} window(s) of ${PER_WINDOW} each (requests/s from that window).\n`,
+    `\n${textTable(['request', 'server', 'CPU µs a request', 'vs the floor', 'Redis CPU µs a request', 'requests/s'], rows)}\n` +
+      `\n${IN_FLIGHT} requests in flight, kept-alive connections; the lowest CPU a request of ${WINDOWS} window(s) of ${PER_WINDOW} each (requests/s from that window).\n`,
   );
 } finally {
   agent.destroy();
+  ctl.disconnect();
   for (const s of systems) await stopProc(s.proc);
   await redis.stop();
 }

@@ -1,9 +1,15 @@
-// The floor under POST /v1/runs on this machine: a bare node:http server that reads a request's
-// JSON body, parses it and answers 202 with a small JSON object, keeping connections alive as the
-// API does. No framework, no validation, no Redis. Prints {"url": …} once it listens on loopback.
+// The floor under the API's requests on this machine: a bare node:http server that answers a GET
+// with a small JSON object (200) and a POST by reading its JSON body, parsing it and answering
+// 202, keeping connections alive as the API does. No framework, no validation, no Redis. Prints
+// {"url": …} once it listens on loopback.
 import http from 'node:http';
 
 const server = http.createServer((req, res) => {
+  if (req.method === 'GET') {
+    const body = JSON.stringify({ id: req.url.split('/').pop(), object: 'run', status: 'queued', created_at: new Date().toISOString() });
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
+    return;
+  }
   const chunks = [];
   req.on('data', (c) => chunks.push(c));
   req.on('end', () => {
