@@ -10,14 +10,14 @@ const redis = createRedis(inject('redisUrl'), { name: 'rate-limit-test' }) as Re
 afterAll(() => redis.disconnect());
 
 /** One API process's limit in front of a route that answers 200; `owner` is the caller. */
-function apiProcess(prefix: string, perMinute: number) {
+function apiProcess(prefix: string, perMinute: number, connection: Redis = redis) {
   const app = new Hono<{ Variables: { owner: string } }>();
   app.onError((err) => new Response(null, { status: (err as { status?: number }).status ?? 500 }));
   app.use('*', async (c, next) => {
     c.set('owner', 'k');
     await next();
   });
-  app.use('*', requestLimit({ usage: new UsageMeter(redis, prefix), tenants: tenantTable({ default: { requests_per_minute: perMinute }, keys: {} }) }));
+  app.use('*', requestLimit({ usage: new UsageMeter(connection, prefix), tenants: tenantTable({ default: { requests_per_minute: perMinute }, keys: {} }) }));
   app.get('/', (c) => c.body(null, 200));
   return async (n: number) => {
     const out: number[] = [];
@@ -38,6 +38,17 @@ describe('requests_per_minute', () => {
     await awayFromMinuteEnd();
     const p = apiProcess(`rl-burst-${Date.now()}`, 5);
     expect(await p(7)).toEqual([200, 200, 200, 200, 200, 429, 429]);
+  });
+
+  it('a process whose counts cannot reach Redis still stops at the limit', async () => {
+    await awayFromMinuteEnd();
+    const gone = createRedis(inject('redisUrl'), { name: 'rate-limit-gone' }) as Redis;
+    gone.disconnect();
+    const p = apiProcess(`rl-gone-${Date.now()}`, 3, gone);
+    expect(await p(2)).toEqual([200, 200]);
+    // Several batches fail meanwhile; the requests stay counted here.
+    await settle();
+    expect(await p(2)).toEqual([200, 429]);
   });
 
   it("a process counts the other processes' requests once its own count comes back", async () => {

@@ -2,8 +2,8 @@ import { createHash, randomBytes } from 'node:crypto';
 
 const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
 
-// Random bytes are drawn from the system 4 KB at a time, each used once: one draw per id cost
-// more than the rest of making it (a system call, ≈ 25 µs on the benchmark's VM).
+// Random bytes are drawn 4 KB at a time, each used once: a draw per id cost more than the rest
+// of making it (≈ 25 µs a call in a profile of the API on the benchmark's VM).
 const POOL_BYTES = 4096;
 let pool = Buffer.alloc(0);
 let used = 0;

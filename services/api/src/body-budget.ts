@@ -69,7 +69,8 @@ export function limitBody(maxBytes: number, tooLarge: (c: Context) => Promise<Re
   return async (c, next) => {
     const declared = c.req.header('content-length');
     const chunked = c.req.header('transfer-encoding') !== undefined;
-    if (declared !== undefined && !chunked) return Number(declared) > maxBytes ? tooLarge(c) : next();
+    // Node's parser refuses a malformed length; anything else that is not digits is counted.
+    if (declared !== undefined && !chunked && /^\d+$/.test(declared)) return Number(declared) > maxBytes ? tooLarge(c) : next();
     if (declared === undefined && !chunked && (c.req.method === 'GET' || c.req.method === 'HEAD')) return next();
     return counted(c, next);
   };

@@ -45,7 +45,10 @@ export function requestLimit(deps: { usage: UsageMeter; tenants: TenantTable }):
           cur.counted = Math.max(cur.counted, count);
         },
         () => {
+          // Not counted in Redis: counted here still, and sent again with the next batch.
           cur.sending -= n;
+          cur.unsent += n;
+          timer ??= setTimeout(flush, COUNT_FLUSH_MS).unref();
         },
       );
     }
