@@ -6,14 +6,13 @@
 // Redis CPU per read (INFO commandstats), the worker's CPU per read (read + parse), the time of
 // one read, and the bytes Redis sends. Then what the cache holds in memory: the V8 heap that
 // parsed messages take per byte of their stored JSON. Env: BENCH_QUICK=1 (fewer reads).
-import { Redis } from 'ioredis';
 import { startRedis } from './lib/redis-server.mjs';
 import { commandStats } from './lib/redis-cost.mjs';
 import { fmt, quantile, textTable } from './lib/stats.mjs';
 import { shared } from './lib/workload.mjs';
 
 const QUICK = /^(1|true|yes)$/i.test(process.env.BENCH_QUICK ?? '');
-const { RunStore, newId } = shared;
+const { RunStore, createRedis, newId, waitForReady } = shared;
 const spec = { model: 'm', max_depth: 100, on_budget_exhausted: 'final_answer', metadata: {}, ancestors: [], nesting: 0 };
 // What a step adds before the next one: its assistant message and the round's tool result.
 const ADDED = 2;
@@ -71,7 +70,9 @@ function heapPerStoredByte() {
 }
 
 const server = await startRedis();
-const redis = new Redis(server.url);
+// A connection as the agent-worker opens its store's (its writes in bursts).
+const redis = createRedis(server.url, { name: 'bench-transcript' });
+await waitForReady(redis);
 try {
   const prefix = `tr${process.pid}`;
   const store = new RunStore({ redis, prefix });

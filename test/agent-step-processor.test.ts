@@ -202,22 +202,34 @@ describe("a run's first step, told its transcript's size by its job", () => {
       const data = { runId, depth: 0, ...(transcriptBytes !== undefined ? { transcriptBytes } : {}) };
       return processAgentStep(data, { job: new Job(jobs.queue(QUEUES.agent), 'step', data, { attempts: 3 }, `${runId}-0`) }, deps);
     };
-    // A read of the messages alone (LRANGE sent by itself) is the second round trip of a step
-    // that reads its transcript's size first.
-    const lrange = vi.spyOn(redis, 'lrange');
+    // What the connection sends and what comes back, in order: a step that reads its size first
+    // sends its LRANGE only once the run's HGETALL has come back (a second round trip).
+    const seen: string[] = [];
+    const send = redis.sendCommand.bind(redis);
+    const sent = vi.spyOn(redis, 'sendCommand').mockImplementation((command, stream) => {
+      const c = command as unknown as { name: string; promise: Promise<unknown> };
+      seen.push(c.name);
+      c.promise.then(() => seen.push(`${c.name} came back`), () => {});
+      return send(command, stream);
+    });
+    const lrangeBeforeReply = () => seen.indexOf('lrange') < seen.indexOf('hgetall came back');
     try {
       const told = await store.runs.createSized({ id: newId('run'), owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
+      seen.length = 0;
       expect(await step(told.run.id, told.transcriptBytes)).toEqual({ outcome: 'final_answer' });
-      expect(lrange).not.toHaveBeenCalled();
+      expect(seen).toContain('lrange');
+      expect(lrangeBeforeReply()).toBe(true);
       const untold = await store.runs.create({ id: newId('run'), owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
+      seen.length = 0;
       expect(await step(untold.id)).toEqual({ outcome: 'final_answer' });
-      expect(lrange).toHaveBeenCalledTimes(1);
+      expect(seen).toContain('lrange');
+      expect(lrangeBeforeReply()).toBe(false);
       // Told 10 bytes of a 100 KB transcript: read, found larger than the bound, and failed as ever.
       const big = await store.runs.create({ id: newId('run'), owner: 'o', spec, messages: [{ role: 'user', content: 'x'.repeat(100 * 1024) }] });
       expect(await step(big.id, 10)).toEqual({ failed: 'transcript_too_large' });
       expect(deps.inFlight!.stats()).toEqual({ held: 0, waiting: 0 });
     } finally {
-      lrange.mockRestore();
+      sent.mockRestore();
       await jobs.close();
     }
   });

@@ -188,11 +188,9 @@ export class Transcript {
       return raw.length === head.length ? this.inputFrom(head, raw) : null;
     }
     const from = known?.messages.length ?? 0;
-    const res = (await this.headRead(runId, depth).lrange(k.messages, from, -1).exec()) ?? [];
-    for (const [err] of res) if (err) throw err;
-    const head = this.headFrom(runId, depth, res);
+    const [replies, tail] = await Promise.all([this.headReads(runId, depth), this.redis.lrange(k.messages, from, -1)]);
+    const head = this.headFrom(runId, depth, replies);
     if (!head) return null;
-    const tail = res[3][1] as string[];
     // A held start that is not this transcript's (the run was created again under its id, or
     // the lengths do not add up): read it whole.
     if (known && (known.createdAt !== head.run.createdAt || head.length !== from + tail.length)) return this.loadStepWithin(runId, depth, maxBytes);
@@ -202,26 +200,26 @@ export class Transcript {
 
   /** A step's input but the messages, in one round trip; null if the run is gone. */
   private async loadHead(runId: string, depth: number): Promise<StepHead | null> {
-    const res = (await this.headRead(runId, depth).exec()) ?? [];
-    for (const [err] of res) if (err) throw err;
-    return this.headFrom(runId, depth, res);
+    return this.headFrom(runId, depth, await this.headReads(runId, depth));
   }
 
-  /** The reads a head is made of (headFrom), as a pipeline more reads may follow in. */
-  private headRead(runId: string, depth: number) {
+  /**
+   * The reads a head is made of (headFrom), sent back to back: one round trip, with any read
+   * sent in the same tick, on a connection that writes in bursts (no pipeline object: building
+   * one copies every script defined on the connection).
+   */
+  private headReads(runId: string, depth: number): Promise<[RunHash, string | null, number]> {
     const k = this.keys(runId);
-    return this.redis.pipeline().hgetall(k.run).hget(k.steps, String(depth)).llen(k.messages);
+    return Promise.all([this.redis.hgetall(k.run), this.redis.hget(k.steps, String(depth)), this.redis.llen(k.messages)]);
   }
 
   /** A head from the replies to HGETALL run, HGET steps depth, LLEN messages. */
-  private headFrom(runId: string, depth: number, res: Array<[Error | null, unknown]>): StepHead | null {
-    const h = res[0][1] as RunHash;
+  private headFrom(runId: string, depth: number, [h, cur, length]: [RunHash, string | null, number]): StepHead | null {
     if (!isRunHash(h)) return null;
-    const cur = res[1][1] as string | null;
     const bytes = h[F.transcriptBytes];
     return {
       run: runStateFrom(runId, h),
-      length: res[2][1] as number,
+      length,
       size: bytes === undefined ? null : Number(bytes),
       step: cur ? (JSON.parse(cur) as StepRecord) : null,
       roundAppended: depth > 0 && h[`${F.roundMarkerPrefix}${depth - 1}`] === '1',
@@ -234,7 +232,7 @@ export class Transcript {
       ...head,
       messages: [...(known?.messages ?? []), ...raw.map((m) => JSON.parse(m) as ChatMessage)],
       // What was read, not the stored count: the two disagree when an append lands between the
-      // pipeline's reads, or for a run whose count began after it was created (an older version).
+      // step's reads, or for a run whose count began after it was created (an older version).
       size: (known?.size ?? 0) + raw.reduce((n, m) => n + Buffer.byteLength(m), 0),
     };
   }
