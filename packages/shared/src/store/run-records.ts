@@ -215,12 +215,12 @@ export class RunRecords {
    */
   async ancestry(ancestors: string[]): Promise<{ treeTokens: number; ancestorOver: boolean }> {
     if (!ancestors.length) return { treeTokens: 0, ancestorOver: false };
-    const pipe = this.redis.pipeline().hget(this.keys(ancestors[0]).run, `${F.usageTotalPrefix}total_tokens`);
-    for (const a of ancestors) pipe.hget(this.keys(a).run, F.status);
-    const res = (await pipe.exec()) ?? [];
-    for (const [err] of res) if (err) throw err;
-    const statuses = res.slice(1).map(([, v]) => v as string | null);
-    return { treeTokens: Number(res[0][1] ?? 0), ancestorOver: statuses.some((st) => st === null || isTerminal(st as RunStatus)) };
+    // Sent back to back (one round trip), as commands rather than a pipeline: see Transcript.headReads.
+    const [tokens, ...statuses] = await Promise.all([
+      this.redis.hget(this.keys(ancestors[0]).run, `${F.usageTotalPrefix}total_tokens`),
+      ...ancestors.map((a) => this.redis.hget(this.keys(a).run, F.status)),
+    ]);
+    return { treeTokens: Number(tokens ?? 0), ancestorOver: statuses.some((st) => st === null || isTerminal(st as RunStatus)) };
   }
 
   /**
