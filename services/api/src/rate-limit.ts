@@ -25,9 +25,10 @@ interface MinuteCount {
  * every API process (a counter in Redis), and answers 429 once the count is past the limit: the
  * key's count in Redis as this process last saw it, plus this process's requests not yet there.
  * A process adds its requests to Redis once every COUNT_FLUSH_MS per key (one INCRBY for all of
- * them), so that a request costs no command and no round trip; requests that other processes
- * take at the same moment may pass the limit by what those processes have not added yet. Keys
- * are authenticated owners, so the map holds one entry per configured key.
+ * them), so that a request costs no command and no round trip, and learns the other processes'
+ * from the count that comes back: within one process the limit is exact; with several, a key
+ * may pass it by what reaches the others before each learns the count (COUNT_FLUSH_MS and a
+ * round trip). Keys are authenticated owners, so the map holds one entry per configured key.
  */
 export function requestLimit(deps: { usage: UsageMeter; tenants: TenantTable }): MiddlewareHandler<{ Variables: { owner: string } }> {
   const counts = new Map<string, MinuteCount>();
