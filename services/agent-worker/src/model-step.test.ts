@@ -227,6 +227,12 @@ describe.each([
     expect(err.message).toContain('MODEL_IDLE_TIMEOUT_MS');
   });
 
+  it('lets a stream that keeps sending run past MODEL_IDLE_TIMEOUT_MS: each chunk starts the idle bound again', async () => {
+    next = { content: 'one two three four five six', chunkDelayMs: 100 };
+    const res = await callModel(client, req({ idleTimeoutMs: 250 }));
+    expect(res.message.content).toBe('one two three four five six');
+  });
+
   it('ends a call that never answers with model_timeout (MODEL_TIMEOUT_MS)', async () => {
     next = { hang: true };
     const err = await callModel(client, req({ timeoutMs: 200 })).catch((e) => e);

@@ -30,10 +30,10 @@ export class StreamBounds {
     return this.ctrl.signal;
   }
 
-  /** A chunk arrived (or the stream began): the idle bound starts again. */
+  /** A chunk arrived (or the stream began): the idle bound starts again (one timer, restarted). */
   touch(): void {
-    clearTimeout(this.idle);
-    this.idle = setTimeout(() => this.expire(`the model stream sent nothing for ${this.o.idleMs} ms (MODEL_IDLE_TIMEOUT_MS)`), this.o.idleMs);
+    if (this.idle) this.idle.refresh();
+    else this.idle = setTimeout(() => this.expire(`the model stream sent nothing for ${this.o.idleMs} ms (MODEL_IDLE_TIMEOUT_MS)`), this.o.idleMs);
   }
 
   dispose(): void {
