@@ -11,7 +11,7 @@
 // Env: BENCH_COMPARE=<path of another built checkout> (its API too, alternated with this one's),
 // BENCH_QUICK=1 (fewer requests).
 import http from 'node:http';
-import { writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Redis } from 'ioredis';
@@ -75,7 +75,7 @@ async function startApi(root, redisUrl, tag) {
     if (i > 300 || !proc.running) throw new Error(`the API of ${root} did not start:\n${proc.tail.join('\n')}`);
     await new Promise((r) => setTimeout(r, 100));
   }
-  return { name: tag, url, proc };
+  return { name: tag, url, proc, tenants };
 }
 
 /** Redis's CPU so far (ms), from INFO: µs resolution, where /proc counts 10 ms ticks (a window's Redis time is tens of ms). */
@@ -102,8 +102,8 @@ try {
   systems.push({ name: 'http floor', url: (await firstJsonLine(floor)).url, proc: floor });
   systems.push(await startApi(ROOT, redis.url, 'this'));
   if (COMPARE) systems.push(await startApi(COMPARE, redis.url, 'other'));
-  // Warm-up: the first thousand requests of a fresh process run slower (JIT, heap growth).
-  for (const s of systems) s.runId = JSON.parse(await CASES[0].send(s)).id ?? 'run_x';
+  // A run of each API for the GETs to read (the floor answers any id).
+  for (const s of systems) s.runId = JSON.parse(await CASES[0].send(s)).id;
   const rows = [];
   for (const c of CASES) {
     // Warm-up: the first thousand requests of a fresh process run slower (JIT, heap growth).
@@ -133,6 +133,9 @@ try {
 } finally {
   agent.destroy();
   ctl.disconnect();
-  for (const s of systems) await stopProc(s.proc);
+  for (const s of systems) {
+    await stopProc(s.proc);
+    if (s.tenants) rmSync(s.tenants, { force: true });
+  }
   await redis.stop();
 }
