@@ -1,16 +1,22 @@
 import { request } from 'node:http';
+import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
+import { RUN_FIELDS, runKeys, TOOL_CALL_FIELDS, type RunObject } from '@agentq/shared';
 import type { Handler } from '@agentq/scripted-llm';
 import { spawnRedisServer, type SpawnedRedis } from './fixtures/redis.js';
 import { startStack, type Stack } from './fixtures/services.js';
+import { waitFor } from './fixtures/wait.js';
 
 // Every input is hostile until bounded: no request makes the API hold, build or send without end.
 
 const handler: Handler = () => ({ content: 'ok' });
 let stack: Stack;
 beforeAll(async () => {
-  stack = await startStack({ handler, env: { MAX_BODY_BYTES: String(1 << 20), MAX_INPUT_BYTES: String(1 << 20), MAX_CONTEXT_BYTES: String(1 << 20) } });
+  stack = await startStack({
+    handler,
+    env: { MAX_BODY_BYTES: String(1 << 20), MAX_INPUT_BYTES: String(1 << 20), MAX_CONTEXT_BYTES: String(1 << 20), MAX_RESPONSES_IN_FLIGHT_BYTES: String(40 << 20) },
+  });
 });
 afterAll(async () => stack?.close());
 
@@ -84,6 +90,78 @@ describe('request bodies', () => {
     const fine = await stack.request('/v1/runs', { method: 'POST', headers: { 'content-type': 'application/json' }, body: `{"input":"hi","metadata":{"a":${deep(62)}}}` });
     expect(fine.status).toBe(202);
   });
+});
+
+/** A finished run whose transcript (`messages`) or steps (`steps`) the test makes about `mb` MB large, straight in Redis. */
+async function largeRun(mb: number, what: 'messages' | 'steps'): Promise<string> {
+  const res = await stack.request('/v1/runs', { method: 'POST', json: { input: 'large' } });
+  const { id } = (await res.json()) as RunObject;
+  await stack.waitForRun(id);
+  const k = runKeys(stack.prefix, id);
+  const output = 'x'.repeat(100 * 1024);
+  // mb × 10 messages, or steps of one call, of 100 KB each, 40 at a time.
+  for (let i = 0; i < mb * 10; i += 40) {
+    if (what === 'messages') {
+      // Appended as a round's results are, counted in the transcript's stored size.
+      const batch = Array.from({ length: 40 }, () => JSON.stringify({ role: 'tool', tool_call_id: 'c', content: output }));
+      await stack.redis.rpush(k.messages, ...batch);
+      await stack.redis.hincrby(k.run, RUN_FIELDS.transcriptBytes, batch.reduce((n, m) => n + m.length, 0));
+    } else {
+      for (let d = i + 1; d <= i + 40; d++) {
+        const call = { id: `c${d}`, type: 'function', function: { name: 'crm__lookup', arguments: '{}' } };
+        await stack.redis.hset(k.steps, String(d), JSON.stringify({ depth: d, status: 'completed', model: 'm', usage: {}, message: { role: 'assistant', content: null, tool_calls: [call] } }));
+        await stack.redis.hset(k.toolCalls(d), TOOL_CALL_FIELDS.result(0), JSON.stringify({ status: 'completed', output, is_error: false, attempts: 1, duration_ms: 1 }));
+      }
+    }
+  }
+  return id;
+}
+
+/** GETs `path` on a raw connection and reads only the answer's first bytes: the rest stays unread. Resolves with the status and the socket. */
+function askAndNotRead(path: string): Promise<{ status: string; socket: Socket }> {
+  return new Promise((resolve, reject) => {
+    const { port } = new URL(stack.api.url);
+    const socket = connect(Number(port), '127.0.0.1', () => socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`));
+    socket.once('data', (d: Buffer) => {
+      socket.pause();
+      resolve({ status: d.toString('latin1', 9, 12), socket });
+    });
+    socket.once('error', reject);
+  });
+}
+
+describe('answers that grow with a run', () => {
+  it('a client that does not read its large answers holds MAX_RESPONSES_IN_FLIGHT_BYTES at most: the next gets 503 until those are sent', async () => {
+    const transcript = await largeRun(24, 'messages');
+    const steps = await largeRun(24, 'steps');
+    const unread = await askAndNotRead(`/v1/runs/${transcript}/messages`);
+    expect(unread.status).toBe('200');
+    try {
+      // 24 MB are held for it (the socket has taken only part of them): 24 more do not fit in 40.
+      for (const path of [`/v1/runs/${transcript}/messages`, `/v1/runs/${steps}/steps`]) {
+        const busy = await stack.request(path);
+        expect(busy.status).toBe(503);
+        expect(busy.headers.get('retry-after')).toBe('1');
+        expect(((await busy.json()) as { error: { code: string } }).error.code).toBe('server_busy');
+      }
+      // Small answers still go out.
+      expect((await stack.request(`/v1/runs/${transcript}`)).status).toBe(200);
+    } finally {
+      unread.socket.destroy();
+    }
+    // Its connection gone, the room is free again; each large answer alone is always sent.
+    await waitFor(
+      async () => {
+        const res = await stack.request(`/v1/runs/${transcript}/messages`);
+        const body = (await res.json()) as { data?: unknown[] };
+        // Its 2 messages (question, answer) and the 240 added.
+        return res.status === 200 && body.data?.length === 242;
+      },
+      { what: 'the transcript served again', timeoutMs: 5_000 },
+    );
+    const full = (await stack.getJson(`/v1/runs/${steps}/steps`)) as { data: unknown[] };
+    expect(full.data.length).toBe(241);
+  }, 60_000);
 });
 
 describe('a Redis out of memory', () => {

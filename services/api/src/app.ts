@@ -4,6 +4,7 @@ import type { ActionItemView, ActionLinks, Admission, AgentqMetrics, Logger, Red
 import { adminAuth, bearerAuth } from './auth.js';
 import { bodyBudget, drainBody, limitBody } from './body-budget.js';
 import { dashboard, DASHBOARD_PATH } from './dashboard.js';
+import { ResponseBudget } from './response-budget.js';
 import { errorBody, HttpError, onError } from './http-error.js';
 import { healthRoutes } from './routes/health.js';
 import { metricsRoutes } from './routes/metrics.js';
@@ -48,7 +49,7 @@ export interface AppDeps {
   /** Keys that open the dashboard (it shows every tenant's jobs), beside API keys marked admin in `tenants`; no API key opens it otherwise. */
   adminKeys?: string[];
   defaultModel?: string;
-  limits: { maxBodyBytes: number; maxInputBytes: number; maxContextBytes: number; maxBodiesInFlightBytes: number };
+  limits: { maxBodyBytes: number; maxInputBytes: number; maxContextBytes: number; maxBodiesInFlightBytes: number; maxResponsesInFlightBytes: number };
 }
 
 /** The HTTP API as a Hono app (tests drive it with `app.request()`). */
@@ -85,7 +86,7 @@ export function createApp(deps: AppDeps) {
   );
 
   app.route('/v1/runs', eventsRoutes({ store: deps.store, hub: deps.hub, logger: deps.logger, ownRun: (owner, id) => ownRun(deps.store, owner, id) }));
-  app.route('/v1/runs', runsRoutes(deps));
+  app.route('/v1/runs', runsRoutes({ ...deps, responses: new ResponseBudget(deps.limits.maxResponsesInFlightBytes) }));
   app.route('/v1', actionsRoutes({ store: deps.store, actions: deps.actions, validators: deps.validators, decorate: deps.decorateAction }));
   app.route('/v1/tools', toolsRoutes({ store: deps.store }));
   app.route('/v1/usage', usageRoutes(deps));

@@ -153,6 +153,12 @@ export class Transcript {
     return this.redis.lrange(this.keys(runId).messages, 0, -1);
   }
 
+  /** The transcript's stored size (bytes of its messages' JSON); null for a run stored before sizes were kept. */
+  async storedSize(runId: string): Promise<number | null> {
+    const bytes = await this.redis.hget(this.keys(runId).run, F.transcriptBytes);
+    return bytes === null ? null : Number(bytes);
+  }
+
   /**
    * Everything a model step needs in one round trip: the run, its transcript, the step already
    * committed at this depth (a redelivery), and whether the previous round's tool messages are

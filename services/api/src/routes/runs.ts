@@ -22,6 +22,7 @@ import {
 } from '@agentq/shared';
 import { HttpError } from '../http-error.js';
 import { ABANDONED_CLAIM_MS, claimIdempotencyKey } from '../idempotency.js';
+import type { ResponseBudget } from '../response-budget.js';
 import { checkSizes, type RunLimits } from '../run-request.js';
 import { parseOr400, readJson } from '../validation.js';
 import { rateLimited } from '../rate-limit.js';
@@ -42,6 +43,8 @@ export interface RunsRouteDeps {
   webhookResolve?: Resolver;
   /** Adds to each request for an answer as it is shown (a signed link). */
   decorateAction?: (item: ActionItemView) => ActionItemView;
+  /** Holds the answers that grow with a run (its transcript, its steps) until they are sent. */
+  responses: ResponseBudget;
 }
 
 /** A run of `owner`, or a 404: a run of another owner is never revealed (no 403). */
@@ -157,14 +160,21 @@ export function runsRoutes(deps: RunsRouteDeps) {
 
   app.get('/:id/messages', async (c) => {
     const run = await own(c.get('owner'), c.req.param('id'));
+    // Its room taken before the transcript is read, by the size stored with it (a run stored
+    // before sizes were kept: once read).
+    const size = await deps.store.transcript.storedSize(run.id);
+    if (size !== null) deps.responses.hold(c, size);
     // As stored: the messages' JSON text is the answer's, without parsing it to write it again.
-    const stored = await deps.store.transcript.storedMessages(run.id);
-    return c.body(`{"data":[${stored.join(',')}]}`, 200, { 'content-type': 'application/json; charset=UTF-8' });
+    const body = `{"data":[${(await deps.store.transcript.storedMessages(run.id)).join(',')}]}`;
+    if (size === null) deps.responses.hold(c, Buffer.byteLength(body));
+    return c.body(body, 200, { 'content-type': 'application/json; charset=UTF-8' });
   });
 
   app.get('/:id/steps', async (c) => {
     const run = await own(c.get('owner'), c.req.param('id'));
-    return c.json({ data: await deps.store.steps.list(run.id) });
+    const body = JSON.stringify({ data: await deps.store.steps.list(run.id) });
+    deps.responses.hold(c, Buffer.byteLength(body));
+    return c.body(body, 200, { 'content-type': 'application/json' });
   });
 
   app.get('/:id/webhook-deliveries', async (c) => {
