@@ -3,10 +3,10 @@ import type { Context } from 'hono';
 import { HttpError } from './http-error.js';
 
 /**
- * Bounds the bytes of large answers (a run's transcript, its steps) one API process holds until
- * they are sent: an answer holds its size until its connection has taken all of it or closed.
- * One that does not fit beside those in flight gets 503 with Retry-After and is never held: a
- * client that asks for answers and does not read them would otherwise keep them in the
+ * Bounds the bytes of large answers (a run's transcript, steps, sub-runs) one API process holds
+ * until they are sent: an answer holds its size until its connection has taken all of it or
+ * closed. One that does not fit beside those in flight gets 503 with Retry-After and is never
+ * held: a client that asks for answers and does not read them would otherwise keep them in the
  * process's memory for as long as it likes. An answer alone is always let in.
  */
 export class ResponseBudget {

@@ -43,7 +43,7 @@ export interface RunsRouteDeps {
   webhookResolve?: Resolver;
   /** Adds to each request for an answer as it is shown (a signed link). */
   decorateAction?: (item: ActionItemView) => ActionItemView;
-  /** Holds the answers that grow with a run (its transcript, its steps) until they are sent. */
+  /** Holds the answers that grow with a run (its transcript, steps, sub-runs) until they are sent. */
   responses: ResponseBudget;
 }
 
@@ -184,7 +184,9 @@ export function runsRoutes(deps: RunsRouteDeps) {
 
   app.get('/:id/children', async (c) => {
     const run = await own(c.get('owner'), c.req.param('id'));
-    return c.json({ data: await deps.store.runs.children(run.id) });
+    const body = JSON.stringify({ data: await deps.store.runs.children(run.id) });
+    deps.responses.hold(c, Buffer.byteLength(body));
+    return c.body(body, 200, { 'content-type': 'application/json' });
   });
 
   return app;
