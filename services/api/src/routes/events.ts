@@ -1,6 +1,7 @@
 import { Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import { isTerminal, TERMINAL_EVENT_TYPES, type Logger, type RunEvent, type RunStore } from '@agentq/shared';
+import { EventBacklog } from '../event-backlog.js';
 import type { EventHub } from '../event-hub.js';
 import { HttpError } from '../http-error.js';
 import { compareIds, isStreamId } from '../stream-id.js';
@@ -8,6 +9,11 @@ import { compareIds, isStreamId } from '../stream-id.js';
 type Env = { Variables: { owner: string } };
 
 const KEEPALIVE_MS = 15_000;
+/**
+ * Events read from a run's stream at a time, and the most live events a subscriber holds while
+ * its client is not reading (see EventBacklog): an event's data is at most ≈ 16 KB.
+ */
+const PAGE = 200;
 
 /** A resume point given as `field` (the header or the query parameter), or a 400 naming it. */
 function resumePoint(field: string, value: string): string {
@@ -47,13 +53,13 @@ export function eventsRoutes(deps: { store: RunStore; hub: EventHub; logger: Log
       let last = from;
       let finished = false;
       let wake: (() => void) | null = null;
-      const pending: RunEvent[] = [];
+      const backlog = new EventBacklog(PAGE);
       // Subscribe before reading the history so that nothing falls between the two.
       const unsubscribe = deps.hub.subscribe(
         key,
         from,
         (events) => {
-          pending.push(...events);
+          backlog.push(events);
           wake?.();
         },
         // Redis refused to read this stream: end the response; the client may resume.
@@ -78,9 +84,9 @@ export function eventsRoutes(deps: { store: RunStore; hub: EventHub; logger: Log
       try {
         const drain = async () => {
           for (;;) {
-            const page = await deps.store.events.read(id, last, 1000);
+            const page = await deps.store.events.read(id, last, PAGE);
             await send(page);
-            if (page.length < 1000 || finished) break;
+            if (page.length < PAGE || finished) break;
           }
         };
         await drain();
@@ -94,7 +100,11 @@ export function eventsRoutes(deps: { store: RunStore; hub: EventHub; logger: Log
           }
         }
         while (!finished) {
-          if (pending.length === 0) {
+          if (backlog.catchUp()) {
+            await drain();
+            continue;
+          }
+          if (backlog.size === 0) {
             // Woken by new events or an abort, else after the keep-alive interval.
             await new Promise<void>((resolve) => {
               const t = setTimeout(resolve, KEEPALIVE_MS);
@@ -104,12 +114,11 @@ export function eventsRoutes(deps: { store: RunStore; hub: EventHub; logger: Log
               };
             });
             wake = null;
-            if (pending.length === 0 && !finished) {
-              await stream.write(': keep-alive\n\n');
-              continue;
-            }
+            // Nothing to write and nothing dropped: the keep-alive interval passed.
+            if (backlog.size === 0 && !backlog.behind && !finished) await stream.write(': keep-alive\n\n');
+            continue;
           }
-          await send(pending.splice(0));
+          await send(backlog.take());
         }
       } catch (err) {
         // The status line is long gone: log it (no stack for the client) and end the stream.

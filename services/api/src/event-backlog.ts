@@ -1,0 +1,52 @@
+import type { RunEvent } from '@agentq/shared';
+
+/**
+ * The live events one SSE subscriber has been handed and not yet written. A client that does not
+ * read stalls its writes while the hub goes on handing it its run's events: past `max` of them
+ * the backlog drops what it holds and is `behind`, and the writer reads on from the run's stream
+ * in Redis, from the last event it wrote, a page at a time. So a stalled client holds at most
+ * `max` events however busy its run, and, once it reads again, gets every event still in the
+ * stream, in order, once.
+ */
+export class EventBacklog {
+  private events: RunEvent[] = [];
+  private dropped = false;
+
+  constructor(private readonly max: number) {}
+
+  /** Events handed by the hub; dropped (and the backlog behind) once more than `max` are held. */
+  push(events: RunEvent[]): void {
+    if (this.dropped) return;
+    for (const e of events) this.events.push(e);
+    if (this.events.length > this.max) {
+      this.events = [];
+      this.dropped = true;
+    }
+  }
+
+  get size(): number {
+    return this.events.length;
+  }
+
+  /** Events were dropped: the writer is to read them from the stream (catchUp). */
+  get behind(): boolean {
+    return this.dropped;
+  }
+
+  /** What is held, in order, handed over. */
+  take(): RunEvent[] {
+    const out = this.events;
+    this.events = [];
+    return out;
+  }
+
+  /**
+   * True once if events were dropped: the writer must read the stream from its last written
+   * event (what arrives from now on is held again; an event read both ways is written once).
+   */
+  catchUp(): boolean {
+    if (!this.dropped) return false;
+    this.dropped = false;
+    return true;
+  }
+}
