@@ -33,9 +33,4 @@ export class ResponseBudget {
     if (outgoing && !outgoing.destroyed) outgoing.once('close', release);
     else queueMicrotask(release);
   }
-
-  /** Bytes held now (for tests and metrics). */
-  held(): number {
-    return this.inFlight;
-  }
 }
