@@ -1,6 +1,9 @@
 // Counts what a process sends to Redis, from the client side: every command by name (Lua
 // scripts by their registered name: `evalsha:moveToFinished`, `evalsha:agentqCommitStep`) and
-// every round trip (a command sent on its own, or one pipeline / MULTI sent as one write).
+// every round trip: what one connection sends before any reply can have come back, i.e. the
+// commands and pipelines (or MULTIs) it is handed in one stretch of code and the promise
+// callbacks queued with it, which leave together (a connection that writes in bursts sends them
+// in one write; see write-bursts.ts).
 // Redis's own `INFO commandstats` cannot tell these apart: it also counts the commands that
 // scripts run inside the server, and it does not know what arrived together.
 //
@@ -42,17 +45,27 @@ function commandName(command) {
   return name;
 }
 
+// Connections with a round trip open: one that was handed something in the current stretch.
+const open = new WeakSet();
+function trip(connection) {
+  if (open.has(connection)) return;
+  counters.trips++;
+  open.add(connection);
+  // Closed with the stretch: after the promise callbacks queued now (as write-bursts.ts's first burst).
+  process.nextTick(() => open.delete(connection));
+}
+
 const sendCommand = Redis.prototype.sendCommand;
 Redis.prototype.sendCommand = function (command, stream) {
   bump(commandName(command));
-  if (!stream?.isPipeline) counters.trips++;
+  if (!stream?.isPipeline) trip(this);
   return sendCommand.call(this, command, stream);
 };
 
 const exec = Pipeline.prototype.exec;
 Pipeline.prototype.exec = function (...args) {
   // A MULTI passes through exec twice (the second time with EXEC queued); count the write once.
-  if (this._queue?.length && !(this._transactions > 0)) counters.trips++;
+  if (this._queue?.length && !(this._transactions > 0)) trip(this.redis);
   return exec.apply(this, args);
 };
 
