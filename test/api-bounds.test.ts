@@ -92,12 +92,26 @@ describe('request bodies', () => {
   });
 });
 
-/** A finished run whose transcript (`messages`) or steps (`steps`) the test makes about `mb` MB large, straight in Redis. */
-async function largeRun(mb: number, what: 'messages' | 'steps'): Promise<string> {
+/** A finished run. */
+async function finishedRun(): Promise<string> {
   const res = await stack.request('/v1/runs', { method: 'POST', json: { input: 'large' } });
   const { id } = (await res.json()) as RunObject;
   await stack.waitForRun(id);
+  return id;
+}
+
+/** A finished run whose transcript (`messages`), steps (`steps`) or sub-runs (`children`, 4 of them with large outputs) the test makes about `mb` MB large, straight in Redis. */
+async function largeRun(mb: number, what: 'messages' | 'steps' | 'children'): Promise<string> {
+  const id = await finishedRun();
   const k = runKeys(stack.prefix, id);
+  if (what === 'children') {
+    for (let i = 0; i < 4; i++) {
+      const child = await finishedRun();
+      await stack.redis.hset(runKeys(stack.prefix, child).run, RUN_FIELDS.output, JSON.stringify({ role: 'assistant', content: 'z'.repeat((mb << 20) / 4) }));
+      await stack.redis.zadd(k.children, i, child);
+    }
+    return id;
+  }
   const output = 'x'.repeat(100 * 1024);
   // mb × 10 messages, or steps of one call, of 100 KB each, 40 at a time.
   for (let i = 0; i < mb * 10; i += 40) {
@@ -134,11 +148,12 @@ describe('answers that grow with a run', () => {
   it('a client that does not read its large answers holds MAX_RESPONSES_IN_FLIGHT_BYTES at most: the next gets 503 until those are sent', async () => {
     const transcript = await largeRun(24, 'messages');
     const steps = await largeRun(24, 'steps');
+    const tree = await largeRun(24, 'children');
     const unread = await askAndNotRead(`/v1/runs/${transcript}/messages`);
     expect(unread.status).toBe('200');
     try {
       // 24 MB are held for it (the socket has taken only part of them): 24 more do not fit in 40.
-      for (const path of [`/v1/runs/${transcript}/messages`, `/v1/runs/${steps}/steps`]) {
+      for (const path of [`/v1/runs/${transcript}/messages`, `/v1/runs/${steps}/steps`, `/v1/runs/${tree}/children`]) {
         const busy = await stack.request(path);
         expect(busy.status).toBe(503);
         expect(busy.headers.get('retry-after')).toBe('1');
@@ -161,6 +176,8 @@ describe('answers that grow with a run', () => {
     );
     const full = (await stack.getJson(`/v1/runs/${steps}/steps`)) as { data: unknown[] };
     expect(full.data.length).toBe(241);
+    const children = (await stack.getJson(`/v1/runs/${tree}/children`)) as { data: RunObject[] };
+    expect(children.data.map((r) => r.output?.content?.length)).toEqual(Array(4).fill(6 << 20));
   }, 60_000);
 });
 
