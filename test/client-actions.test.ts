@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -339,9 +339,11 @@ describe('the agentq CLI: requests for an answer', () => {
   });
 
   it("run's waiting options: --client-tools (JSON or @file), --approve-destructive with a timeout that stops the run (exit 2), and their misuse (64)", async () => {
-    const file = join(mkdtempSync(join(tmpdir(), 'agentq-cli-')), 'tools.json');
+    const toolsDir = mkdtempSync(join(tmpdir(), 'agentq-cli-'));
+    const file = join(toolsDir, 'tools.json');
     writeFileSync(file, JSON.stringify([locationTool]));
     const detached = await cli(['run', 'LOCATE', '--client-tools', `@${file}`, '--detach']);
+    rmSync(toolsDir, { recursive: true, force: true });
     expect(detached.code, detached.stderr).toBe(0);
     const [item] = (await waiting(cliClient, detached.stdout.trim())).required_action!.items;
     expect(item).toMatchObject({ type: 'client_tool', name: 'get_location' });

@@ -48,11 +48,14 @@ let store: RunStore;
 const services = serviceGroup(() => env);
 const start = services.start;
 
+/** The services' MCP config lives here for the file's tests. */
+let dir: string | undefined;
+
 beforeAll(async () => {
   llm = await startScriptedLlm({ handler });
   crm = await startCrmMcpServer();
   const port = await freePort();
-  const dir = `/tmp/agentq-crash-${randomBytes(4).toString('hex')}`;
+  dir = `/tmp/agentq-crash-${randomBytes(4).toString('hex')}`;
   const { mkdirSync, writeFileSync } = await import('node:fs');
   mkdirSync(dir, { recursive: true });
   writeFileSync(`${dir}/mcp.json`, JSON.stringify({ mcpServers: { crm: { url: crm.url } } }));
@@ -87,6 +90,7 @@ afterAll(async () => {
   await llm?.close();
   await crm?.close();
   redis?.disconnect();
+  if (dir) (await import('node:fs')).rmSync(dir, { recursive: true, force: true });
 });
 
 const post = async (input: string) => {
