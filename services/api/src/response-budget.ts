@@ -33,4 +33,11 @@ export class ResponseBudget {
     if (outgoing && !outgoing.destroyed) outgoing.once('close', release);
     else queueMicrotask(release);
   }
+
+  /** `value` as the JSON answer of `c`, held (see hold) until it is sent. */
+  json(c: Context, value: unknown): Response {
+    const body = JSON.stringify(value);
+    this.hold(c, Buffer.byteLength(body));
+    return c.body(body, 200, { 'content-type': 'application/json' });
+  }
 }

@@ -172,9 +172,7 @@ export function runsRoutes(deps: RunsRouteDeps) {
 
   app.get('/:id/steps', async (c) => {
     const run = await own(c.get('owner'), c.req.param('id'));
-    const body = JSON.stringify({ data: await deps.store.steps.list(run.id) });
-    deps.responses.hold(c, Buffer.byteLength(body));
-    return c.body(body, 200, { 'content-type': 'application/json' });
+    return deps.responses.json(c, { data: await deps.store.steps.list(run.id) });
   });
 
   app.get('/:id/webhook-deliveries', async (c) => {
@@ -184,9 +182,7 @@ export function runsRoutes(deps: RunsRouteDeps) {
 
   app.get('/:id/children', async (c) => {
     const run = await own(c.get('owner'), c.req.param('id'));
-    const body = JSON.stringify({ data: await deps.store.runs.children(run.id) });
-    deps.responses.hold(c, Buffer.byteLength(body));
-    return c.body(body, 200, { 'content-type': 'application/json' });
+    return deps.responses.json(c, { data: await deps.store.runs.children(run.id) });
   });
 
   return app;
