@@ -231,6 +231,28 @@ describe('completing a tool call', () => {
     }
   });
 
+  it("writes a round's messages to the hash only while the round is incomplete", async () => {
+    const { store, run, id } = await roundOf(3);
+    const hash = store.keys(id).toolCalls(0);
+    const messageWrites: string[] = [];
+    const monitor = await monitorRedis(inject('redisUrl'), (c) => {
+      if (c.source === 'lua' && c.args[1] === hash && /^hset$/i.test(c.args[0] ?? '') && (c.args[2] ?? '').endsWith(':msg')) messageWrites.push(c.args[2]!);
+    });
+    try {
+      // Call 0 alone: the round is incomplete, so its message waits in the hash.
+      await store.toolCalls.complete(id, 0, 0, results('call_0', 'out 0'), toolEvent(0), { run, count: 3 });
+      // Calls 1 and 2 together complete the round: appended from the script's arguments.
+      await Promise.all([1, 2].map((i) => store.toolCalls.complete(id, 0, i, results(`call_${i}`, `out ${i}`), toolEvent(i), { run, count: 3 })));
+      const turn = (await store.transcript.loadStep(id, 1))!;
+      expect(turn.messages.slice(2).map((m) => m.content)).toEqual(['out 0', 'out 1', 'out 2']);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(messageWrites).toEqual(['0:msg']);
+      expect((await redis.hkeys(hash)).filter((f) => f.endsWith(':msg'))).toEqual([]);
+    } finally {
+      monitor.close();
+    }
+  });
+
   it('is ordered once flushed: what the connection sends after flushCompletions() runs after it, even when Redis has lost its scripts', async () => {
     // The tool-worker completes the job on the same connection without waiting for this reply;
     // an EVALSHA refused with NOSCRIPT would be resent after the job's completion had run.

@@ -92,11 +92,15 @@ return out
  * finds its transcript complete and writes nothing before its model call. If a call of the round
  * has no result (its job failed for good) or its result came without a message (stored by a
  * worker of an earlier version), nothing is appended here and the next step appends the
- * messages itself. Returns each call's stored result (this one, or the earlier one).
+ * messages itself. A message waits in the hash (`i:msg`) only while its round is incomplete:
+ * the calls stored by the call that completes the round (all of them, when a round's results
+ * come together) are appended from the arguments and never written there. Returns each call's
+ * stored result (this one, or the earlier one).
  */
 const COMPLETE_TOOL_CALLS = `${APPEND_ROUND_LUA}${XADD_EVENT_LUA}
 local n = tonumber(ARGV[2])
 local out = {}
+local storedNow = {}
 local storedMessage = false
 for c = 0, n - 1 do
   local index, result, event, message = ARGV[5 + 4 * c], ARGV[6 + 4 * c], ARGV[7 + 4 * c], ARGV[8 + 4 * c]
@@ -105,20 +109,36 @@ for c = 0, n - 1 do
   else
     xadd(KEYS[2], ARGV[1], 'tool.completed', event)
     if #KEYS >= 4 then
-      redis.call('HSET', KEYS[1], index .. ${lua(T.messageSuffix)}, message)
+      storedNow[index] = message
       storedMessage = true
     end
     out[#out + 1] = result
   end
 end
 if not storedMessage then return out end
-local fields = {}
-for i = 0, tonumber(ARGV[4]) - 1 do fields[#fields + 1] = i .. ${lua(T.messageSuffix)} end
-local msgs = redis.call('HMGET', KEYS[1], unpack(fields))
-for i = 1, #fields do if not msgs[i] then return out end end
+-- The round's messages: those stored now from ARGV, the others from the calls stored before.
+local msgs, earlier = {}, {}
+for i = 0, tonumber(ARGV[4]) - 1 do
+  local index = tostring(i)
+  if storedNow[index] then msgs[i + 1] = storedNow[index] else earlier[#earlier + 1] = index end
+end
+local earlierFields = {}
+for j, index in ipairs(earlier) do earlierFields[j] = index .. ${lua(T.messageSuffix)} end
+local complete = true
+if #earlier > 0 then
+  local got = redis.call('HMGET', KEYS[1], unpack(earlierFields))
+  for j, index in ipairs(earlier) do
+    if got[j] then msgs[tonumber(index) + 1] = got[j] else complete = false end
+  end
+end
+if not complete then
+  -- A call of the round has no result yet: keep this one's message for the call that completes it.
+  for index, message in pairs(storedNow) do redis.call('HSET', KEYS[1], index .. ${lua(T.messageSuffix)}, message) end
+  return out
+end
 local ancestors = {}
 for k = 5, #KEYS do ancestors[#ancestors + 1] = KEYS[k] end
-if appendRound(KEYS[3], KEYS[4], ancestors, ARGV[3], msgs) == 1 then redis.call('HDEL', KEYS[1], unpack(fields)) end
+if appendRound(KEYS[3], KEYS[4], ancestors, ARGV[3], msgs) == 1 and #earlier > 0 then redis.call('HDEL', KEYS[1], unpack(earlierFields)) end
 return out
 `;
 
