@@ -20,13 +20,32 @@ import { limitsOf, type TenantTable } from '../tenants/limits.js';
  * at its max_active_runs waits until a run of it ends, and all keys together stop at the
  * total capacity if one is set. An admitted run is active and pending (its first step to be
  * enqueued by the caller; should the caller die, the pending sweep does it). Returns the
- * admitted run ids.
+ * admitted run ids. When no line holds a run, an arriving run with room is admitted without
+ * joining its line first (the same outcome in fewer writes), and the virtual time is written
+ * only when it moves.
  */
 const ADMISSION = `
 local op, owner, runId, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local lanePrefix, activePrefix = ARGV[5], ARGV[6]
-local vclock = tonumber(redis.call('GET', KEYS[4]) or '0')
+local startClock = tonumber(redis.call('GET', KEYS[4]) or '0')
+local vclock = startClock
 local out = {}
+local function limits(o)
+  local raw = redis.call('HGET', KEYS[2], o) or redis.call('HGET', KEYS[2], '*')
+  if raw then return cjson.decode(raw) end
+  return { max_active_runs = 100, weight = 1 }
+end
+local capacity = nil
+local function underCapacity()
+  capacity = capacity or tonumber(redis.call('HGET', KEYS[2], '#total') or '0')
+  return capacity == 0 or tonumber(redis.call('GET', KEYS[3]) or '0') < capacity
+end
+local function admit(id, active)
+  redis.call('SADD', active, id)
+  redis.call('INCR', KEYS[3])
+  redis.call('ZADD', KEYS[5], now, id)
+  out[#out + 1] = id
+end
 if op == 'child' then
   if redis.call('SADD', KEYS[8], runId) == 1 then redis.call('INCR', KEYS[3]) end
   redis.call('SADD', KEYS[6], owner)
@@ -40,10 +59,23 @@ if op == 'arrive' then
   redis.call('SADD', KEYS[6], owner)
   if redis.call('SISMEMBER', KEYS[8], runId) == 1 then
     out[1] = runId
-  elseif not redis.call('ZSCORE', KEYS[7], runId) then
-    if redis.call('ZCARD', KEYS[7]) >= tonumber(ARGV[8]) then return { '!full' } end
-    redis.call('ZADD', KEYS[7], now, runId)
-    redis.call('ZADD', KEYS[1], 'NX', vclock, owner)
+  else
+    local queued = redis.call('ZCARD', KEYS[7])
+    if queued == 0 and redis.call('ZCARD', KEYS[1]) == 0 then
+      -- Nobody waits, in any line: the run is admitted now if there is room, exactly as joining
+      -- its line and being taken from it below would (the virtual time does not move).
+      if queued >= tonumber(ARGV[8]) then return { '!full' } end
+      if underCapacity() and redis.call('SCARD', KEYS[8]) < limits(owner).max_active_runs then
+        admit(runId, KEYS[8])
+        return out
+      end
+      redis.call('ZADD', KEYS[7], now, runId)
+      redis.call('ZADD', KEYS[1], 'NX', vclock, owner)
+    elseif not redis.call('ZSCORE', KEYS[7], runId) then
+      if queued >= tonumber(ARGV[8]) then return { '!full' } end
+      redis.call('ZADD', KEYS[7], now, runId)
+      redis.call('ZADD', KEYS[1], 'NX', vclock, owner)
+    end
   end
 elseif op == 'release' or op == 'suspend' then
   if redis.call('SREM', KEYS[8], runId) == 1 then
@@ -56,14 +88,8 @@ elseif op == 'release' or op == 'suspend' then
   end
   if redis.call('ZCARD', KEYS[7]) > 0 then redis.call('ZADD', KEYS[1], 'NX', vclock, owner) end
 end
-local function limits(o)
-  local raw = redis.call('HGET', KEYS[2], o) or redis.call('HGET', KEYS[2], '*')
-  if raw then return cjson.decode(raw) end
-  return { max_active_runs = 100, weight = 1 }
-end
-local capacity = tonumber(redis.call('HGET', KEYS[2], '#total') or '0')
 for i = 1, tonumber(ARGV[7]) do
-  if capacity > 0 and tonumber(redis.call('GET', KEYS[3]) or '0') >= capacity then break end
+  if not underCapacity() then break end
   local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
   if #head == 0 then break end
   local o, score = head[1], tonumber(head[2])
@@ -76,16 +102,13 @@ for i = 1, tonumber(ARGV[7]) do
     if not id then
       redis.call('ZREM', KEYS[1], o)
     else
-      redis.call('SADD', active, id)
-      redis.call('INCR', KEYS[3])
-      redis.call('ZADD', KEYS[5], now, id)
+      admit(id, active)
       vclock = score
       if redis.call('ZCARD', lane) > 0 then redis.call('ZADD', KEYS[1], score + 1 / lim.weight, o) else redis.call('ZREM', KEYS[1], o) end
-      out[#out + 1] = id
     end
   end
 end
-redis.call('SET', KEYS[4], vclock)
+if vclock ~= startClock then redis.call('SET', KEYS[4], vclock) end
 return out
 `;
 

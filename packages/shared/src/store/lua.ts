@@ -32,11 +32,12 @@ end
  */
 export const APPEND_ROUND_LUA = `${RUN_OVER_LUA}
 local function appendRound(runKey, messagesKey, ancestorKeys, depth, msgs)
-  if runOver(redis.call('HGET', runKey, ${lua(F.status)})) then return 0 end
+  local run = redis.call('HMGET', runKey, ${lua(F.status)}, ${lua(F.transcriptBytes)})
+  if runOver(run[1]) then return 0 end
   if redis.call('HSETNX', runKey, ${lua(F.roundMarkerPrefix)} .. depth, 1) == 0 then return 0 end
   local n = #msgs
   if n > 0 then redis.call('RPUSH', messagesKey, unpack(msgs)) end
-  if redis.call('HEXISTS', runKey, ${lua(F.transcriptBytes)}) == 1 then
+  if run[2] then
     local bytes = 0
     for _, m in ipairs(msgs) do bytes = bytes + #m end
     redis.call('HINCRBY', runKey, ${lua(F.transcriptBytes)}, bytes)

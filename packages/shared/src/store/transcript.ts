@@ -30,8 +30,9 @@ export interface StepRecord {
  * committed it.
  */
 const COMMIT_STEP = `${RUN_OVER_LUA}${XADD_EVENT_LUA}
-if redis.call('EXISTS', KEYS[1]) == 0 then return 'missing' end
-if runOver(redis.call('HGET', KEYS[1], ${lua(F.status)})) then return 'terminal' end
+local run = redis.call('HMGET', KEYS[1], ${lua(F.status)}, ${lua(F.transcriptBytes)})
+if not run[1] and redis.call('EXISTS', KEYS[1]) == 0 then return 'missing' end
+if runOver(run[1]) then return 'terminal' end
 for k = 5, #KEYS do
   if runOver(redis.call('HGET', KEYS[k], ${lua(F.status)})) then return 'terminal' end
 end
@@ -39,7 +40,7 @@ if redis.call('HSETNX', KEYS[1], ${lua(F.stepMarkerPrefix)} .. ARGV[1], 1) == 0 
   return redis.call('HGET', KEYS[3], ARGV[1])
 end
 redis.call('RPUSH', KEYS[2], ARGV[2])
-if redis.call('HEXISTS', KEYS[1], ${lua(F.transcriptBytes)}) == 1 then redis.call('HINCRBY', KEYS[1], ${lua(F.transcriptBytes)}, #ARGV[2]) end
+if run[2] then redis.call('HINCRBY', KEYS[1], ${lua(F.transcriptBytes)}, #ARGV[2]) end
 redis.call('HSET', KEYS[3], ARGV[1], ARGV[3])
 redis.call('HSET', KEYS[1], ${lua(F.depth)}, ARGV[1])
 local fields = { 'prompt_tokens', 'completion_tokens', 'total_tokens' }
