@@ -5,6 +5,7 @@ import { Redis } from 'ioredis';
 import { RUN_FIELDS, runKeys, TOOL_CALL_FIELDS, type RunObject } from '@agentq/shared';
 import type { Handler } from '@agentq/scripted-llm';
 import { spawnRedisServer, type SpawnedRedis } from './fixtures/redis.js';
+import { monitorRedis } from './fixtures/redis-monitor.js';
 import { startStack, type Stack } from './fixtures/services.js';
 import { waitFor } from './fixtures/wait.js';
 
@@ -178,6 +179,33 @@ describe('answers that grow with a run', () => {
     expect(full.data.length).toBe(241);
     const children = (await stack.getJson(`/v1/runs/${tree}/children`)) as { data: RunObject[] };
     expect(children.data.map((r) => r.output?.content?.length)).toEqual(Array(4).fill(6 << 20));
+  }, 60_000);
+
+  it("an ended run's steps and sub-runs asked for by many at once are read and built once for all of them", async () => {
+    const steps = await largeRun(1, 'steps'); // 40 steps of 100 KB, and its own
+    const tree = await largeRun(1, 'children');
+    const reads: string[] = [];
+    const stepsKey = runKeys(stack.prefix, steps).steps;
+    const childrenKey = runKeys(stack.prefix, tree).children;
+    const monitor = await monitorRedis(stack.redisUrl, (cmd) => {
+      if (cmd.source !== 'lua' && (cmd.args[1] === stepsKey || cmd.args[1] === childrenKey)) reads.push(cmd.args[1]);
+    });
+    try {
+      // Six of each at once (30 MB in all, within MAX_RESPONSES_IN_FLIGHT_BYTES).
+      const answers = await Promise.all(
+        [...Array(6).fill(`/v1/runs/${steps}/steps`), ...Array(6).fill(`/v1/runs/${tree}/children`)].map(async (path: string) => {
+          const res = await stack.request(path);
+          return { path, status: res.status, count: ((await res.json()) as { data: unknown[] }).data.length };
+        }),
+      );
+      expect(answers.filter((a) => a.status === 200 && a.count === (a.path.endsWith('/steps') ? 41 : 4))).toHaveLength(12);
+      await new Promise((r) => setTimeout(r, 50));
+      // Without sharing, six reads of each; the requests overlap, so one or two.
+      expect(reads.filter((k) => k === stepsKey).length).toBeLessThanOrEqual(2);
+      expect(reads.filter((k) => k === childrenKey).length).toBeLessThanOrEqual(2);
+    } finally {
+      monitor.close();
+    }
   }, 60_000);
 });
 

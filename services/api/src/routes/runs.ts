@@ -27,6 +27,7 @@ import { checkSizes, type RunLimits } from '../run-request.js';
 import { parseOr400, readJson } from '../validation.js';
 import { rateLimited } from '../rate-limit.js';
 import { streamRunList } from '../run-list-stream.js';
+import { SharedBuilds } from '../shared-builds.js';
 
 export interface RunsRouteDeps {
   store: RunStore;
@@ -64,6 +65,10 @@ export function runsRoutes(deps: RunsRouteDeps) {
   const own = (owner: string, id: string) => ownRun(deps.store, owner, id);
   // A run that waits shows what it waits for.
   const shown = (run: RunObject) => withRequiredAction(deps.store, run, deps.decorateAction);
+  // An answer that grows with a run, as JSON text: an ended run's built once for the requests that overlap.
+  const builds = new SharedBuilds();
+  const largeAnswer = async (what: string, run: RunObject, build: () => Promise<unknown>) =>
+    isTerminal(run.status) ? builds.json(what, run.id, build) : Buffer.from(JSON.stringify(await build()));
 
   app.post('/', async (c) => {
     const raw = await readJson(c.req);
@@ -172,7 +177,7 @@ export function runsRoutes(deps: RunsRouteDeps) {
 
   app.get('/:id/steps', async (c) => {
     const run = await own(c.get('owner'), c.req.param('id'));
-    return deps.responses.json(c, { data: await deps.store.steps.list(run.id) });
+    return deps.responses.json(c, await largeAnswer('steps', run, async () => ({ data: await deps.store.steps.list(run.id) })));
   });
 
   app.get('/:id/webhook-deliveries', async (c) => {
@@ -182,7 +187,7 @@ export function runsRoutes(deps: RunsRouteDeps) {
 
   app.get('/:id/children', async (c) => {
     const run = await own(c.get('owner'), c.req.param('id'));
-    return deps.responses.json(c, { data: await deps.store.runs.children(run.id) });
+    return deps.responses.json(c, await largeAnswer('children', run, async () => ({ data: await deps.store.runs.children(run.id) })));
   });
 
   return app;
