@@ -101,10 +101,14 @@ async function finishedRun(): Promise<string> {
   return id;
 }
 
-/** A finished run whose transcript (`messages`), steps (`steps`) or sub-runs (`children`, 4 of them with large outputs) the test makes about `mb` MB large, straight in Redis. */
-async function largeRun(mb: number, what: 'messages' | 'steps' | 'children'): Promise<string> {
+/** A finished run whose transcript (`messages`), steps (`steps`), sub-runs (`children`, 4 of them with large outputs) or output (`output`) the test makes about `mb` MB large, straight in Redis. */
+async function largeRun(mb: number, what: 'messages' | 'steps' | 'children' | 'output'): Promise<string> {
   const id = await finishedRun();
   const k = runKeys(stack.prefix, id);
+  if (what === 'output') {
+    await stack.redis.hset(k.run, RUN_FIELDS.output, JSON.stringify({ role: 'assistant', content: 'y'.repeat(mb << 20) }));
+    return id;
+  }
   if (what === 'children') {
     for (let i = 0; i < 4; i++) {
       const child = await finishedRun();
@@ -150,11 +154,12 @@ describe('answers that grow with a run', () => {
     const transcript = await largeRun(24, 'messages');
     const steps = await largeRun(24, 'steps');
     const tree = await largeRun(24, 'children');
+    const answer = await largeRun(24, 'output');
     const unread = await askAndNotRead(`/v1/runs/${transcript}/messages`);
     expect(unread.status).toBe('200');
     try {
       // 24 MB are held for it (the socket has taken only part of them): 24 more do not fit in 40.
-      for (const path of [`/v1/runs/${transcript}/messages`, `/v1/runs/${steps}/steps`, `/v1/runs/${tree}/children`]) {
+      for (const path of [`/v1/runs/${transcript}/messages`, `/v1/runs/${steps}/steps`, `/v1/runs/${tree}/children`, `/v1/runs/${answer}`]) {
         const busy = await stack.request(path);
         expect(busy.status).toBe(503);
         expect(busy.headers.get('retry-after')).toBe('1');
@@ -179,6 +184,7 @@ describe('answers that grow with a run', () => {
     expect(full.data.length).toBe(241);
     const children = (await stack.getJson(`/v1/runs/${tree}/children`)) as { data: RunObject[] };
     expect(children.data.map((r) => r.output?.content?.length)).toEqual(Array(4).fill(6 << 20));
+    expect(((await stack.getJson(`/v1/runs/${answer}`)) as RunObject).output?.content?.length).toBe(24 << 20);
   }, 60_000);
 
   it("an ended run's steps and sub-runs asked for by many at once are read and built once for all of them", async () => {

@@ -3,12 +3,16 @@ import type { Context } from 'hono';
 import { HttpError } from './http-error.js';
 
 /**
- * Bounds the bytes of large answers (a run's transcript, steps, sub-runs) one API process holds
+ * Bounds the bytes of large answers (a run, its transcript, steps, sub-runs) one API process holds
  * until they are sent: an answer holds its size until its connection has taken all of it or
  * closed. One that does not fit beside those in flight gets 503 with Retry-After and is never
  * held: a client that asks for answers and does not read them would otherwise keep them in the
  * process's memory for as long as it likes. An answer alone is always let in.
  */
+// Answers smaller than this are sent without being counted: what they weigh is less than what
+// counting them would cost the API's most frequent answers (a run polled with GET).
+const UNCOUNTED_BELOW_BYTES = 64 * 1024;
+
 export class ResponseBudget {
   private inFlight = 0;
 
@@ -34,9 +38,10 @@ export class ResponseBudget {
     else queueMicrotask(release);
   }
 
-  /** `body` (JSON) as the answer of `c`, held (see hold) until it is sent. */
-  json(c: Context, body: Buffer): Response {
-    this.hold(c, body.byteLength);
-    return c.body(body as Uint8Array<ArrayBuffer>, 200, { 'content-type': 'application/json' });
+  /** `body` (JSON) as the answer of `c`, held (see hold) until it is sent unless it is small. */
+  json(c: Context, body: string | Buffer): Response {
+    const bytes = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
+    if (bytes >= UNCOUNTED_BELOW_BYTES) this.hold(c, bytes);
+    return c.body(body as string | Uint8Array<ArrayBuffer>, 200, { 'content-type': 'application/json' });
   }
 }

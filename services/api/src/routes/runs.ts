@@ -44,7 +44,7 @@ export interface RunsRouteDeps {
   webhookResolve?: Resolver;
   /** Adds to each request for an answer as it is shown (a signed link). */
   decorateAction?: (item: ActionItemView) => ActionItemView;
-  /** Holds the answers that grow with a run (its transcript, steps, sub-runs) until they are sent. */
+  /** Holds the large answers (a run, and its transcript, steps, sub-runs) until they are sent. */
   responses: ResponseBudget;
 }
 
@@ -161,7 +161,8 @@ export function runsRoutes(deps: RunsRouteDeps) {
     return streamRunList(c, deps.store.runs.list(c.get('owner'), q), shown);
   });
 
-  app.get('/:id', async (c) => c.json(await shown(await own(c.get('owner'), c.req.param('id')))));
+  // A run's output may be as large as a model's answer: held like the answers that grow with it.
+  app.get('/:id', async (c) => deps.responses.json(c, JSON.stringify(await shown(await own(c.get('owner'), c.req.param('id'))))));
 
   app.get('/:id/messages', async (c) => {
     const run = await own(c.get('owner'), c.req.param('id'));
