@@ -34,7 +34,7 @@ export const APPEND_ROUND_LUA = `${RUN_OVER_LUA}
 local function appendRound(runKey, messagesKey, ancestorKeys, depth, msgs)
   local run = redis.call('HMGET', runKey, ${lua(F.status)}, ${lua(F.transcriptBytes)})
   if runOver(run[1]) then return 0 end
-  if redis.call('HSETNX', runKey, ${lua(F.roundMarkerPrefix)} .. depth, 1) == 0 then return 0 end
+  if redis.call('HSETNX', runKey, ${lua(F.roundMarkerPrefix)} .. depth, '1') == 0 then return 0 end
   local n = #msgs
   if n > 0 then redis.call('RPUSH', messagesKey, unpack(msgs)) end
   if run[2] then

@@ -36,7 +36,7 @@ if runOver(run[1]) then return 'terminal' end
 for k = 5, #KEYS do
   if runOver(redis.call('HGET', KEYS[k], ${lua(F.status)})) then return 'terminal' end
 end
-if redis.call('HSETNX', KEYS[1], ${lua(F.stepMarkerPrefix)} .. ARGV[1], 1) == 0 then
+if redis.call('HSETNX', KEYS[1], ${lua(F.stepMarkerPrefix)} .. ARGV[1], '1') == 0 then
   return redis.call('HGET', KEYS[3], ARGV[1])
 end
 redis.call('RPUSH', KEYS[2], ARGV[2])
@@ -47,14 +47,14 @@ local fields = { 'prompt_tokens', 'completion_tokens', 'total_tokens' }
 for i, f in ipairs(fields) do
   redis.call('HINCRBY', KEYS[1], ${lua(F.usagePrefix)} .. f, ARGV[3 + i])
 end
-redis.call('HINCRBY', KEYS[1], ${lua(`${F.usagePrefix}model_calls`)}, 1)
+redis.call('HINCRBY', KEYS[1], ${lua(`${F.usagePrefix}model_calls`)}, '1')
 for k = 1, #KEYS do
   if k == 1 or k >= 5 then
     if k == 1 or redis.call('EXISTS', KEYS[k]) == 1 then
       for i, f in ipairs(fields) do
         redis.call('HINCRBY', KEYS[k], ${lua(F.usageTotalPrefix)} .. f, ARGV[3 + i])
       end
-      redis.call('HINCRBY', KEYS[k], ${lua(`${F.usageTotalPrefix}model_calls`)}, 1)
+      redis.call('HINCRBY', KEYS[k], ${lua(`${F.usageTotalPrefix}model_calls`)}, '1')
     end
   end
 end
