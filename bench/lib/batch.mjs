@@ -26,25 +26,36 @@ const bestOf = (all) => ({
   ...all.reduce((a, b) => (b.runsPerSec > a.runsPerSec ? b : a)),
   repetitions: all.map((r) => ({ runsPerSec: r.runsPerSec, wallMs: r.wallMs, p50: r.latency.p50, p99: r.latency.p99, foreignShare: r.foreignShare })),
 });
-const nth = (label, i, repeat) => (repeat > 1 ? `${label} (#${i + 1})` : label);
+export const nth = (label, i, repeat) => (repeat > 1 ? `${label} (#${i + 1})` : label);
 
 /** n runs submitted at once, REPEAT times on the same processes; per-run times from what the system stored. */
 export async function batch(ctx, stack, n, { label, model }) {
-  const { ctl, REPEAT } = ctx;
-  const { submit, times, close } = await submitter(ctx, stack, model);
+  const windows = await batchWindows(ctx, stack, n, { model });
   try {
-    // Warm up (JIT, connections), then measure from the first submission to the last completion.
-    const warm = Math.min(20, n);
-    const before = await ctl.zcard(stack.completedKey);
-    await pool(warm, 10, submit);
-    await waitCompleted(ctl, stack, before + warm * STEPS, { timeoutMs: 60_000 });
     const all = [];
-    for (let i = 0; i < REPEAT; i++) all.push(await batchOnce(ctx, stack, n, { submit, times, label: nth(label, i, REPEAT) }));
+    for (let i = 0; i < ctx.REPEAT; i++) all.push(await windows.once(nth(label, i, ctx.REPEAT)));
     return { ...bestOf(all), label };
   } finally {
-    await close();
+    await windows.close();
   }
 }
+
+/**
+ * Windows of n runs submitted at once to a warmed-up stack, one per once(label), so that another
+ * system's windows can alternate with them; close() when done.
+ */
+export async function batchWindows(ctx, stack, n, { model }) {
+  const { submit, times, close } = await submitter(ctx, stack, model);
+  // Warm up (JIT, connections), then each window is timed from its first submission to its last completion.
+  const warm = Math.min(20, n);
+  const before = await ctx.ctl.zcard(stack.completedKey);
+  await pool(warm, 10, submit);
+  await waitCompleted(ctx.ctl, stack, before + warm * STEPS, { timeoutMs: 60_000 });
+  return { once: (label) => batchOnce(ctx, stack, n, { submit, times, label }), close };
+}
+
+/** The best of alternating windows, as batch() returns it. */
+export const bestWindow = (all, label) => ({ ...bestOf(all), label });
 
 async function batchOnce({ ctl, quiet, redisProc, noteForeign, log, HTTP_CONCURRENCY }, stack, n, { submit, times, label }) {
   await quiet(stack.processes());
@@ -81,28 +92,30 @@ async function batchOnce({ ctl, quiet, redisProc, noteForeign, log, HTTP_CONCURR
 }
 
 /** n in-process runs at once (one process, no queue), `repeat` times: per-run latency, runs/s, CPU. */
-export async function inprocBatch({ quiet, redisProc, noteForeign, log }, inproc, n, { model, label, repeat }) {
+export async function inprocBatch(ctx, inproc, n, { model, label, repeat }) {
   const all = [];
-  for (let i = 0; i < repeat; i++) {
-    const l = nth(label, i, repeat);
-    await quiet(inproc.processes());
-    const cpu0 = cpuSnapshot(inproc.processes(), redisProc);
-    const t0 = performance.now();
-    const lat = await Promise.all(
-      Array.from({ length: n }, async () => {
-        const t = performance.now();
-        await inproc.loop.run('benchmark', model);
-        return performance.now() - t;
-      }),
-    );
-    const wallMs = performance.now() - t0;
-    const cpu1 = cpuSnapshot(inproc.processes(), redisProc);
-    // The loop runs in this process; it uses no Redis.
-    const { 'bench (client)': self, 'redis-server': _, ...cpuMs } = cpuDelta(cpu0, cpu1);
-    const res = { label, n, wallMs, runsPerSec: (n * 1000) / wallMs, toolCallsPerSec: (n * TOOL_CALLS * 1000) / wallMs, latency: summary(lat), cpuMs: { ...cpuMs, 'in-process loop (bench)': self }, foreignShare: foreignShare(cpu0, cpu1) };
-    noteForeign(l, res.foreignShare);
-    log(`  ${l}: ${n} runs in ${(wallMs / 1000).toFixed(2)} s → ${res.runsPerSec.toFixed(1)} runs/s, p50 ${res.latency.p50.toFixed(0)} ms, p99 ${res.latency.p99.toFixed(0)} ms`);
-    all.push(res);
-  }
+  for (let i = 0; i < repeat; i++) all.push(await inprocOnce(ctx, inproc, n, { model, label: nth(label, i, repeat) }));
   return bestOf(all);
+}
+
+/** One window of n in-process runs at once. */
+export async function inprocOnce({ quiet, redisProc, noteForeign, log }, inproc, n, { model, label }) {
+  await quiet(inproc.processes());
+  const cpu0 = cpuSnapshot(inproc.processes(), redisProc);
+  const t0 = performance.now();
+  const lat = await Promise.all(
+    Array.from({ length: n }, async () => {
+      const t = performance.now();
+      await inproc.loop.run('benchmark', model);
+      return performance.now() - t;
+    }),
+  );
+  const wallMs = performance.now() - t0;
+  const cpu1 = cpuSnapshot(inproc.processes(), redisProc);
+  // The loop runs in this process; it uses no Redis.
+  const { 'bench (client)': self, 'redis-server': _, ...cpuMs } = cpuDelta(cpu0, cpu1);
+  const res = { label, n, wallMs, runsPerSec: (n * 1000) / wallMs, toolCallsPerSec: (n * TOOL_CALLS * 1000) / wallMs, latency: summary(lat), cpuMs: { ...cpuMs, 'in-process loop (bench)': self }, foreignShare: foreignShare(cpu0, cpu1) };
+  noteForeign(label, res.foreignShare);
+  log(`  ${label}: ${n} runs in ${(wallMs / 1000).toFixed(2)} s → ${res.runsPerSec.toFixed(1)} runs/s, p50 ${res.latency.p50.toFixed(0)} ms, p99 ${res.latency.p99.toFixed(0)} ms`);
+  return res;
 }

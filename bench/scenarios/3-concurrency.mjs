@@ -1,10 +1,12 @@
 // Scenario 3, realistic latency: many concurrent runs with a 500 ms model against the ideal, the
 // in-process loop and the BullMQ loop, with each process's memory (shipped heap flags, then V8's defaults); and scale-out: capped
-// model-step slots per agent-worker, on 1 and on 2 agent-workers.
+// model-step slots per agent-worker, on 1 and on 2 agent-workers. The largest batch's windows of
+// agentq and of the in-process loop alternate (in-process, agentq, agentq, in-process, …), so that
+// the machine's drift weighs on both alike.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { batch, inprocBatch } from '../lib/batch.mjs';
+import { batch, batchWindows, bestWindow, inprocBatch, inprocOnce, nth } from '../lib/batch.mjs';
 import { memory } from '../lib/machine.mjs';
 import { tmpDir } from '../lib/procs.mjs';
 import { readProbes } from '../lib/redis-cost.mjs';
@@ -21,32 +23,61 @@ export async function scenarioConcurrency(ctx) {
   log(`3. realistic latency: ${sizes.join(' and ')} concurrent runs, ${SLOW_MS} ms model`);
   const loop = await startInproc(MCP);
   const inproc = {};
+  const inprocLabel = (n) => `in-process loop, ${n} at once, ${SLOW_MS} ms model`;
+  let shipped;
+  let queued;
   try {
     await Promise.all(Array.from({ length: 10 }, () => loop.loop.run('benchmark', 'bench')));
     // The best of as many windows as agentq and the BullMQ loop get: a first window runs slower.
-    for (const n of sizes) inproc[n] = await inprocBatch(ctx, loop, n, { model: slowModel, label: `in-process loop, ${n} at once, ${SLOW_MS} ms model`, repeat: ctx.REPEAT });
+    for (const n of sizes.filter((s) => s !== N.many)) inproc[n] = await inprocBatch(ctx, loop, n, { model: slowModel, label: inprocLabel(n), repeat: ctx.REPEAT });
+    queued = await bullmqLoop();
+    // agentq's windows of the largest batch alternate with the in-process loop's (its processes idle meanwhile).
+    const inprocWindows = [];
+    shipped = await measureStack('', false, sizes, async (i) => inprocWindows.push(await inprocOnce(ctx, loop, N.many, { model: slowModel, label: nth(inprocLabel(N.many), i, ctx.REPEAT) })));
+    inproc[N.many] = bestWindow(inprocWindows, inprocLabel(N.many));
   } finally {
     await loop.stop();
   }
   // The BullMQ loop (those runs as bare flows making the model and MCP calls, no store) with a
   // slot per run: what any loop on BullMQ needs for them here, next to the in-process loop.
-  const queued = {};
-  const qloop = await startBare(ctl, redis.url, { work: true, mcpTransport: MCP, agentConcurrency: N.many, toolConcurrency: 100 });
-  try {
-    queued[N.many] = await batch(ctx, qloop, N.many, { model: slowModel, label: `BullMQ loop, ${N.many} runs at once, ${SLOW_MS} ms model` });
-  } finally {
-    await qloop.stop();
+  async function bullmqLoop() {
+    const qloop = await startBare(ctl, redis.url, { work: true, mcpTransport: MCP, agentConcurrency: N.many, toolConcurrency: 100 });
+    try {
+      return { [N.many]: await batch(ctx, qloop, N.many, { model: slowModel, label: `BullMQ loop, ${N.many} runs at once, ${SLOW_MS} ms model` }) };
+    } finally {
+      await qloop.stop();
+    }
   }
 
   // One agent-worker with a slot per concurrent run, with the heap flags the services ship with,
-  // then with V8's default heap sizing.
-  const measureStack = async (label, v8Heap, runSizes) => {
+  // then with V8's default heap sizing. With `alternate`, the largest batch's windows alternate
+  // with it: alternate(i) runs another system's i-th window (before agentq's when i is even,
+  // after it when odd).
+  async function measureStack(label, v8Heap, runSizes, alternate) {
     const probeDir = tmpDir(mkdtempSync(join(tmpdir(), 'agentq-bench-mem-')));
     const stack = await startAgentq(ctl, redis.url, { agentConcurrency: N.many, toolConcurrency: 100, mcpTransport: MCP, probeDir, nodeOptions: '--expose-gc', v8Heap });
     try {
       const idle = memory(stack.processes());
       const batches = {};
-      for (const n of runSizes) batches[n] = await batch(ctx, stack, n, { model: slowModel, label: `agentq${label}, ${n} runs at once, ${SLOW_MS} ms model` });
+      for (const n of runSizes) {
+        const batchLabel = `agentq${label}, ${n} runs at once, ${SLOW_MS} ms model`;
+        if (!alternate || n !== N.many) {
+          batches[n] = await batch(ctx, stack, n, { model: slowModel, label: batchLabel });
+          continue;
+        }
+        const windows = await batchWindows(ctx, stack, n, { model: slowModel });
+        try {
+          const all = [];
+          for (let i = 0; i < ctx.REPEAT; i++) {
+            if (i % 2 === 0) await alternate(i);
+            all.push(await windows.once(nth(batchLabel, i, ctx.REPEAT)));
+            if (i % 2 === 1) await alternate(i);
+          }
+          batches[n] = bestWindow(all, batchLabel);
+        } finally {
+          await windows.close();
+        }
+      }
       const mem = memory([...stack.processes(), ...redisProc]);
       for (const m of mem) m.started = idle.find((i) => i.name === m.name)?.rss;
       // What the services' V8 heaps hold at the end (RSS peaks include garbage not yet collected).
@@ -61,7 +92,7 @@ export async function scenarioConcurrency(ctx) {
       await stack.stop();
       rmSync(probeDir, { recursive: true, force: true });
     }
-  };
+  }
   // Scale-out: capped model-step slots per agent-worker, on 1 and on 2 agent-workers.
   const scaleOut = { slots: SCALE_SLOTS, n: N.scaleOut, runs: {} };
   for (const workers of [1, 2]) {
@@ -72,12 +103,13 @@ export async function scenarioConcurrency(ctx) {
       await stack.stop();
     }
   }
-  const shipped = await measureStack('', false, sizes);
   const v8Run = await measureStack(' (V8 default heap)', true, [N.many]);
   return {
     modelMs: SLOW_MS,
     idealMs: STEPS * SLOW_MS,
     sizes,
+    // The largest batch's windows of agentq and the in-process loop alternated (their i-th repetitions are a pair).
+    alternated: true,
     inproc,
     loop: queued,
     agentq: shipped.batches,
