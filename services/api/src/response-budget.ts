@@ -2,6 +2,10 @@ import type { ServerResponse } from 'node:http';
 import type { Context } from 'hono';
 import { HttpError } from './http-error.js';
 
+// Answers smaller than this are sent without being counted: what they weigh is less than what
+// counting them would cost the API's most frequent answers (a run polled with GET).
+const UNCOUNTED_BELOW_BYTES = 64 * 1024;
+
 /**
  * Bounds the bytes of large answers (a run, its transcript, steps, sub-runs) one API process holds
  * until they are sent: an answer holds its size until its connection has taken all of it or
@@ -9,10 +13,6 @@ import { HttpError } from './http-error.js';
  * held: a client that asks for answers and does not read them would otherwise keep them in the
  * process's memory for as long as it likes. An answer alone is always let in.
  */
-// Answers smaller than this are sent without being counted: what they weigh is less than what
-// counting them would cost the API's most frequent answers (a run polled with GET).
-const UNCOUNTED_BELOW_BYTES = 64 * 1024;
-
 export class ResponseBudget {
   private inFlight = 0;
 

@@ -2,9 +2,10 @@
  * One build of an ended run's large answer (`/steps`, `/children`) for every request that asks
  * for it while it is being built. Building such an answer reads and parses everything the run
  * stored and writes it out again: for a run of 25 MB, tens of clients asking at once would each
- * cost the process that much CPU and hold up its other callers. An ended run's answer does not
- * change, so a request that comes while the same answer is being built gets that build's
- * result (the same bytes: it is encoded once too). A run still going is built for each
+ * cost the process that much CPU and hold up its other callers. An ended run's answer no longer
+ * changes (but for the result of a call still in flight when the run was cancelled), so a request
+ * that comes while the same answer is being built gets that build's result (the same bytes: it
+ * is encoded once too). A run still going is built for each
  * request: its answer may change between two.
  * Requests are told apart by what they ask and the run's id, which the caller has already
  * checked the requester may read.
