@@ -3,6 +3,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { batch, inprocBatch } from '../lib/batch.mjs';
+import { emptyRedis } from '../lib/redis-cost.mjs';
 import { pool } from '../lib/stats.mjs';
 import { startAgentq } from '../lib/start-agentq.mjs';
 import { startBare } from '../lib/start-bare.mjs';
@@ -23,14 +24,19 @@ export async function scenarioThroughput(ctx) {
   }
   for (const workers of [1, 2]) {
     const procs = `${workers} agent-worker${workers > 1 ? 's' : ''}`;
+    // Each system on an emptied Redis with its AOF rewritten, as in scenarios 4 and 5: one that
+    // has served the systems before it is slower, which would be charged to the last one.
+    await emptyRedis(ctx);
     const bare = await startBare(ctl, redis.url, { agentWorkers: workers });
     const b = await batch(ctx, bare, N.many, { label: `bare BullMQ, ${procs}` });
     await bare.stop();
+    await emptyRedis(ctx);
     const qloop = await startBare(ctl, redis.url, { agentWorkers: workers, work: true, mcpTransport: MCP });
     const l = await batch(ctx, qloop, N.many, { label: `BullMQ loop, ${procs}` });
     await qloop.stop();
     const profileDir = PROFILE && workers === 1 ? join(ROOT, 'bench', 'results', 'profiles') : null;
     if (profileDir) mkdirSync(profileDir, { recursive: true });
+    await emptyRedis(ctx);
     const stack = await startAgentq(ctl, redis.url, { agentWorkers: workers, mcpTransport: MCP, nodeOptions: profileDir ? `--cpu-prof --cpu-prof-dir=${profileDir}` : '' });
     const a = await batch(ctx, stack, N.many, { label: `agentq, ${procs}` });
     await stack.stop();

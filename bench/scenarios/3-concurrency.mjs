@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { batch, batchWindows, bestWindow, inprocBatch, inprocOnce, nth } from '../lib/batch.mjs';
 import { memory } from '../lib/machine.mjs';
 import { tmpDir } from '../lib/procs.mjs';
-import { readProbes } from '../lib/redis-cost.mjs';
+import { emptyRedis, readProbes } from '../lib/redis-cost.mjs';
 import { startAgentq } from '../lib/start-agentq.mjs';
 import { startBare } from '../lib/start-bare.mjs';
 import { startInproc } from '../lib/start-inproc.mjs';
@@ -41,6 +41,7 @@ export async function scenarioConcurrency(ctx) {
   // The BullMQ loop (those runs as bare flows making the model and MCP calls, no store) with a
   // slot per run: what any loop on BullMQ needs for them here, next to the in-process loop.
   async function bullmqLoop() {
+    await emptyRedis(ctx);
     const qloop = await startBare(ctl, redis.url, { work: true, mcpTransport: MCP, agentConcurrency: N.many, toolConcurrency: 100 });
     try {
       return { [N.many]: await batch(ctx, qloop, N.many, { model: slowModel, label: `BullMQ loop, ${N.many} runs at once, ${SLOW_MS} ms model` }) };
@@ -55,6 +56,7 @@ export async function scenarioConcurrency(ctx) {
   // after it when odd).
   async function measureStack(label, v8Heap, runSizes, alternate) {
     const probeDir = tmpDir(mkdtempSync(join(tmpdir(), 'agentq-bench-mem-')));
+    await emptyRedis(ctx);
     const stack = await startAgentq(ctl, redis.url, { agentConcurrency: N.many, toolConcurrency: 100, mcpTransport: MCP, probeDir, nodeOptions: '--expose-gc', v8Heap });
     try {
       const idle = memory(stack.processes());
@@ -96,6 +98,7 @@ export async function scenarioConcurrency(ctx) {
   // Scale-out: capped model-step slots per agent-worker, on 1 and on 2 agent-workers.
   const scaleOut = { slots: SCALE_SLOTS, n: N.scaleOut, runs: {} };
   for (const workers of [1, 2]) {
+    await emptyRedis(ctx);
     const stack = await startAgentq(ctl, redis.url, { agentWorkers: workers, agentConcurrency: SCALE_SLOTS, mcpTransport: MCP });
     try {
       scaleOut.runs[workers] = await batch(ctx, stack, N.scaleOut, { model: slowModel, label: `agentq, ${N.scaleOut} runs at once, ${SLOW_MS} ms model, ${workers} agent-worker${workers > 1 ? 's' : ''} × ${SCALE_SLOTS} slots` });
