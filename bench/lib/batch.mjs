@@ -34,7 +34,7 @@ export async function batch(ctx, stack, n, { label, model }) {
   try {
     const all = [];
     for (let i = 0; i < ctx.REPEAT; i++) all.push(await windows.once(nth(label, i, ctx.REPEAT)));
-    return { ...bestOf(all), label };
+    return bestWindow(all, label);
   } finally {
     await windows.close();
   }
@@ -54,7 +54,7 @@ export async function batchWindows(ctx, stack, n, { model }) {
   return { once: (label) => batchOnce(ctx, stack, n, { submit, times, label }), close };
 }
 
-/** The best of alternating windows, as batch() returns it. */
+/** The best of a system's windows, with the label of the measurement. */
 export const bestWindow = (all, label) => ({ ...bestOf(all), label });
 
 async function batchOnce({ ctl, quiet, redisProc, noteForeign, log, HTTP_CONCURRENCY }, stack, n, { submit, times, label }) {
