@@ -11,7 +11,9 @@ type Env = { Variables: { owner: string } };
 const KEEPALIVE_MS = 15_000;
 /**
  * Events read from a run's stream at a time, and the most live events a subscriber holds while
- * its client is not reading (see EventBacklog): an event's data is at most ≈ 16 KB.
+ * its client is not reading (see EventBacklog). Most events' data is small (a tool call's output
+ * is cut at 16 KB), but a step's `step.completed` and the terminal event carry the model's whole
+ * answer (up to MODEL_RESPONSE_MAX_MB): a page is bounded in events, not in bytes.
  */
 const PAGE = 200;
 
