@@ -18,8 +18,9 @@ export class ResponseBudget {
 
   constructor(private readonly maxBytes: number) {}
 
-  /** Holds `bytes` for the answer `c` is about to send, or throws the 503. */
+  /** Holds `bytes` for the answer `c` is about to send (unless it is small), or throws the 503. */
   hold(c: Context, bytes: number): void {
+    if (bytes < UNCOUNTED_BELOW_BYTES) return;
     if (this.inFlight > 0 && this.inFlight + bytes > this.maxBytes) {
       throw new HttpError(503, 'server_busy', `this API process is sending ${this.inFlight} bytes of other answers (MAX_RESPONSES_IN_FLIGHT_BYTES); retry shortly`, undefined, {
         'retry-after': '1',
@@ -38,10 +39,9 @@ export class ResponseBudget {
     else queueMicrotask(release);
   }
 
-  /** `body` (JSON) as the answer of `c`, held (see hold) until it is sent unless it is small. */
+  /** `body` (JSON) as the answer of `c`, held (see hold) until it is sent. */
   json(c: Context, body: string | Buffer): Response {
-    const bytes = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
-    if (bytes >= UNCOUNTED_BELOW_BYTES) this.hold(c, bytes);
+    this.hold(c, typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength);
     return c.body(body as string | Uint8Array<ArrayBuffer>, 200, { 'content-type': 'application/json' });
   }
 }
