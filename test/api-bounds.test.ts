@@ -7,6 +7,7 @@ import type { Handler } from '@agentq/scripted-llm';
 import { spawnRedisServer, type SpawnedRedis } from './fixtures/redis.js';
 import { monitorRedis } from './fixtures/redis-monitor.js';
 import { startStack, type Stack } from './fixtures/services.js';
+import { readSse } from './fixtures/sse.js';
 import { waitFor } from './fixtures/wait.js';
 
 // Every input is hostile until bounded: no request makes the API hold, build or send without end.
@@ -212,6 +213,57 @@ describe('answers that grow with a run', () => {
     } finally {
       monitor.close();
     }
+  }, 60_000);
+});
+
+/** A finished run whose event stream has, after its first event, a `step.completed` of `mb` MB (as a model's long answer would), straight in Redis. */
+async function largeEventRun(mb: number): Promise<string> {
+  const id = await finishedRun();
+  const key = runKeys(stack.prefix, id).events;
+  const [first, ...rest] = await stack.redis.xrange(key, '-', '+');
+  await stack.redis.del(key);
+  await stack.redis.xadd(key, '*', ...first[1]);
+  const data = { run_id: id, depth: 0, finish_reason: 'stop', content: 'y'.repeat(mb << 20), tool_calls: [], at: new Date().toISOString() };
+  await stack.redis.xadd(key, '*', 'type', 'step.completed', 'data', JSON.stringify(data));
+  for (const [, fields] of rest) await stack.redis.xadd(key, '*', ...fields);
+  return id;
+}
+
+describe('an SSE stream', () => {
+  it('holds its large events within MAX_RESPONSES_IN_FLIGHT_BYTES: while its client does not read, large answers get 503 and other streams wait, then go on', async () => {
+    const run = await largeEventRun(24);
+    const answer = await largeRun(24, 'output');
+    const unread = await askAndNotRead(`/v1/runs/${run}/events`);
+    expect(unread.status).toBe('200');
+    const seen: string[] = [];
+    let second: Promise<Awaited<ReturnType<typeof readSse>>> | undefined;
+    try {
+      // Its 24 MB event is held (the socket has taken only part of it): 24 more do not fit in 40.
+      await waitFor(
+        async () => {
+          const res = await stack.request(`/v1/runs/${answer}`);
+          await res.arrayBuffer(); // read: an answer not read is held itself
+          return res.status === 503;
+        },
+        { what: 'a large answer refused beside the unread stream', timeoutMs: 5_000 },
+      );
+      // A stream, whose status line is sent, waits for room instead: its small events go out.
+      second = stack.request(`/v1/runs/${run}/events`).then((res) => readSse(res, { stopAfter: (e) => (seen.push(e.event), false) }));
+      second.catch(() => {}); // awaited below; ended with the stack if an assertion fails first
+      await waitFor(() => seen.length > 0, { what: 'the first event of the second stream', timeoutMs: 5_000 });
+      // Unheld, its 24 MB event arrives here within about 0.2 s.
+      await new Promise((r) => setTimeout(r, 1_000));
+      expect(seen).toEqual(['run.queued']);
+    } finally {
+      unread.socket.destroy();
+    }
+    // The unread stream gone, its room is free: the waiting stream gets every event, in order.
+    const events = await second!;
+    expect(events.map((e) => e.event).slice(0, 2)).toEqual(['run.queued', 'step.completed']);
+    expect((events[1].data as { content: string }).content).toHaveLength(24 << 20);
+    expect(events.at(-1)?.event).toBe('run.completed');
+    expect(new Set(events.map((e) => e.id)).size).toBe(events.length);
+    expect((await stack.request(`/v1/runs/${answer}`)).status).toBe(200);
   }, 60_000);
 });
 

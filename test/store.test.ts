@@ -380,3 +380,42 @@ describe('a step reading a transcript whose start it holds', () => {
     }
   });
 });
+
+describe("a page of a run's events", () => {
+  it('holds no more than its bytes: an event that does not fit is named, and one larger than a page is read alone', async () => {
+    const store = new RunStore({ redis, prefix: `rs${randomBytes(3).toString('hex')}` });
+    const runId = newId('run');
+    const key = store.events.key(runId);
+    try {
+      const sizes = [1_000, 2_000, 50_000, 3_000, 200_000, 10];
+      const ids: string[] = [];
+      for (const n of sizes) ids.push((await redis.xadd(key, '*', 'type', 'step.completed', 'data', JSON.stringify({ content: 'x'.repeat(n) })))!);
+      // As stored: the fields' names and values.
+      const stored = (n: number) => 'type'.length + 'step.completed'.length + 'data'.length + JSON.stringify({ content: 'x'.repeat(n) }).length;
+
+      const first = await store.events.readPage(runId, '0', 200, 10_000);
+      expect(first.events.map((e) => e.id)).toEqual(ids.slice(0, 2));
+      expect(first.next).toEqual({ id: ids[2], bytes: stored(50_000) });
+      // A page also stops at its count.
+      expect((await store.events.readPage(runId, '0', 1, 1 << 20)).events.map((e) => e.id)).toEqual([ids[0]]);
+      expect((await store.events.readPage(runId, '0', 1, 1 << 20)).next).toBeNull();
+
+      const second = await store.events.readPage(runId, ids[1], 200, 64_000);
+      expect(second.events.map((e) => e.id)).toEqual(ids.slice(2, 4));
+      expect(second.next).toEqual({ id: ids[4], bytes: stored(200_000) });
+      // Alone larger than a page: nothing in the page, the event named, then read by itself.
+      const alone = await store.events.readPage(runId, ids[3], 200, 64_000);
+      expect(alone).toEqual({ events: [], next: { id: ids[4], bytes: stored(200_000) } });
+      const read = await store.events.readOne(runId, ids[4]);
+      // As stored: the data is the JSON it was written as.
+      expect(read).toEqual({ id: ids[4], type: 'step.completed', data: JSON.stringify({ content: 'x'.repeat(200_000) }) });
+      expect(await store.events.readOne(runId, '1-1')).toBeNull();
+
+      const rest = await store.events.readPage(runId, ids[4], 200, 64_000);
+      expect(rest).toEqual({ events: [expect.objectContaining({ id: ids[5], type: 'step.completed' })], next: null });
+      expect(await store.events.readPage(runId, ids[5], 200, 64_000)).toEqual({ events: [], next: null });
+    } finally {
+      await redis.del(key);
+    }
+  });
+});

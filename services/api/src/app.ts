@@ -85,8 +85,10 @@ export function createApp(deps: AppDeps) {
     }),
   );
 
-  app.route('/v1/runs', eventsRoutes({ store: deps.store, hub: deps.hub, logger: deps.logger, ownRun: (owner, id) => ownRun(deps.store, owner, id) }));
-  app.route('/v1/runs', runsRoutes({ ...deps, responses: new ResponseBudget(deps.limits.maxResponsesInFlightBytes) }));
+  // One budget for every large answer this process sends, an SSE stream's large events included.
+  const responses = new ResponseBudget(deps.limits.maxResponsesInFlightBytes);
+  app.route('/v1/runs', eventsRoutes({ store: deps.store, hub: deps.hub, responses, logger: deps.logger, ownRun: (owner, id) => ownRun(deps.store, owner, id) }));
+  app.route('/v1/runs', runsRoutes({ ...deps, responses }));
   app.route('/v1', actionsRoutes({ store: deps.store, actions: deps.actions, validators: deps.validators, decorate: deps.decorateAction }));
   app.route('/v1/tools', toolsRoutes({ store: deps.store }));
   app.route('/v1/usage', usageRoutes(deps));

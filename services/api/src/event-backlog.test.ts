@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { RunEvent } from '@agentq/shared';
+import type { StoredEvent } from '@agentq/shared';
 import { EventBacklog } from './event-backlog.js';
 
-const event = (i: number): RunEvent => ({ id: `1700000000000-${i}`, type: 'message.delta', data: { run_id: 'r', at: '', depth: 0, text: `t${i}` } });
+const event = (i: number): StoredEvent => ({ id: `1700000000000-${i}`, type: 'message.delta', data: JSON.stringify({ run_id: 'r', at: '', depth: 0, text: `t${i}` }) });
 const events = (from: number, n: number) => Array.from({ length: n }, (_, i) => event(from + i));
 
 describe('EventBacklog', () => {

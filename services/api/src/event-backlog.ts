@@ -1,4 +1,4 @@
-import type { RunEvent } from '@agentq/shared';
+import type { StoredEvent } from '@agentq/shared';
 
 /**
  * The live events one SSE subscriber has been handed and not yet written. A client that does not
@@ -9,13 +9,13 @@ import type { RunEvent } from '@agentq/shared';
  * stream, in order, once.
  */
 export class EventBacklog {
-  private events: RunEvent[] = [];
+  private events: StoredEvent[] = [];
   private dropped = false;
 
   constructor(private readonly max: number) {}
 
   /** Events handed by the hub; dropped (and the backlog behind) once more than `max` are held. */
-  push(events: RunEvent[]): void {
+  push(events: StoredEvent[]): void {
     if (this.dropped) return;
     for (const e of events) this.events.push(e);
     if (this.events.length > this.max) {
@@ -34,7 +34,7 @@ export class EventBacklog {
   }
 
   /** What is held, in order, handed over. */
-  take(): RunEvent[] {
+  take(): StoredEvent[] {
     const out = this.events;
     this.events = [];
     return out;

@@ -1,8 +1,8 @@
-import { eventFrom, isCluster, type Logger, type RedisClient, type RunEvent } from '@agentq/shared';
+import { isCluster, storedEventFrom, type Logger, type RedisClient, type StoredEvent } from '@agentq/shared';
 import { isStreamId } from './stream-id.js';
 
-/** Takes a stream's new events, oldest first. */
-type Listener = (events: RunEvent[]) => void;
+/** Takes a stream's new events, oldest first (the same objects for every subscriber of the stream). */
+type Listener = (events: StoredEvent[]) => void;
 
 // How long the Cluster's way waits between reads that found nothing.
 const POLL_MS = 50;
@@ -103,7 +103,7 @@ export class EventHub {
         for (const [key, entries] of res ?? []) {
           if (!entries.length || !this.positions.has(key)) continue;
           this.positions.set(key, entries[entries.length - 1][0]);
-          const events = entries.map(([id, f]) => eventFrom(id, f));
+          const events = entries.map(([id, f]) => storedEventFrom(id, f));
           for (const s of this.subscribers.get(key) ?? []) s.listener(events);
         }
       } catch (err) {
@@ -141,7 +141,7 @@ export class EventHub {
       if (!entries.length || !this.positions.has(key)) continue;
       news = true;
       this.positions.set(key, entries[entries.length - 1][0]);
-      const events = entries.map(([id, f]) => eventFrom(id, f));
+      const events = entries.map(([id, f]) => storedEventFrom(id, f));
       for (const s of this.subscribers.get(key) ?? []) s.listener(events);
     }
     if (down) this.logger.warn('event hub read failed; retrying');

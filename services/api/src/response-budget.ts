@@ -2,46 +2,107 @@ import type { ServerResponse } from 'node:http';
 import type { Context } from 'hono';
 import { HttpError } from './http-error.js';
 
-// Answers smaller than this are sent without being counted: what they weigh is less than what
-// counting them would cost the API's most frequent answers (a run polled with GET).
-const UNCOUNTED_BELOW_BYTES = 64 * 1024;
+/**
+ * Answers smaller than this are sent without being counted: what they weigh is less than what
+ * counting them would cost the API's most frequent answers (a run polled with GET). A page of
+ * events an SSE stream reads from Redis stays under it (routes/events.ts).
+ */
+export const UNCOUNTED_BELOW_BYTES = 64 * 1024;
+
+/** An SSE stream waiting for room to write an event (ResponseBudget.waitFor). */
+interface Waiter {
+  bytes: number;
+  admit: () => void;
+}
 
 /**
- * Bounds the bytes of large answers (a run, its transcript, steps, sub-runs) one API process holds
- * until they are sent: an answer holds its size until its connection has taken all of it or
- * closed. One that does not fit beside those in flight gets 503 with Retry-After and is never
- * held: a client that asks for answers and does not read them would otherwise keep them in the
- * process's memory for as long as it likes. An answer alone is always let in.
+ * Bounds the bytes of large answers (a run, its transcript, steps, sub-runs, a large event of an
+ * SSE stream) one API process holds until they are sent: an answer holds its size until its
+ * connection has taken all of it or closed. One that does not fit beside those in flight gets 503
+ * with Retry-After and is never held: a client that asks for answers and does not read them would
+ * otherwise keep them in the process's memory for as long as it likes. An SSE stream, whose
+ * status line is long sent, waits instead (waitFor), in the order the streams asked. An answer
+ * alone is always let in.
  */
 export class ResponseBudget {
   private inFlight = 0;
+  private readonly waiters: Waiter[] = [];
 
   constructor(private readonly maxBytes: number) {}
+
+  /** Bytes held by answers not yet sent (for tests and metrics). */
+  get bytesInFlight(): number {
+    return this.inFlight;
+  }
 
   /** Holds `bytes` for the answer `c` is about to send (unless it is small), or throws the 503. */
   hold(c: Context, bytes: number): void {
     if (bytes < UNCOUNTED_BELOW_BYTES) return;
-    if (this.inFlight > 0 && this.inFlight + bytes > this.maxBytes) {
+    // Streams waiting for room go first: an answer that fits now would otherwise pass them forever.
+    if (this.inFlight > 0 && (this.waiters.length > 0 || this.inFlight + bytes > this.maxBytes)) {
       throw new HttpError(503, 'server_busy', `this API process is sending ${this.inFlight} bytes of other answers (MAX_RESPONSES_IN_FLIGHT_BYTES); retry shortly`, undefined, {
         'retry-after': '1',
       });
     }
-    this.inFlight += bytes;
-    let held = true;
-    const release = () => {
-      if (!held) return;
-      held = false;
-      this.inFlight -= bytes;
-    };
+    const release = this.take(bytes);
     // The node server's response: closed once the answer is all written, or the client is gone.
     const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
     if (outgoing && !outgoing.destroyed) outgoing.once('close', release);
     else queueMicrotask(release);
   }
 
+  /**
+   * Waits until `bytes` fit beside the answers in flight (or none is in flight), in the order
+   * asked, then holds them; resolves with their release, or with null if `signal` ended the wait
+   * first. Small sizes are not counted and never wait.
+   */
+  async waitFor(bytes: number, signal: AbortSignal): Promise<(() => void) | null> {
+    if (bytes < UNCOUNTED_BELOW_BYTES) return () => {};
+    if (signal.aborted) return null;
+    if (this.waiters.length === 0 && this.fits(bytes)) return this.take(bytes);
+    return new Promise((resolve) => {
+      const waiter: Waiter = {
+        bytes,
+        admit: () => {
+          signal.removeEventListener('abort', giveUp);
+          resolve(this.take(bytes));
+        },
+      };
+      const giveUp = () => {
+        const i = this.waiters.indexOf(waiter);
+        if (i >= 0) this.waiters.splice(i, 1);
+        resolve(null);
+        // The one that left may have been what the next in line waited behind.
+        this.admitWaiters();
+      };
+      signal.addEventListener('abort', giveUp, { once: true });
+      this.waiters.push(waiter);
+    });
+  }
+
   /** `body` (JSON) as the answer of `c`, held (see hold) until it is sent. */
   json(c: Context, body: string | Buffer): Response {
     this.hold(c, typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength);
     return c.body(body as string | Uint8Array<ArrayBuffer>, 200, { 'content-type': 'application/json' });
+  }
+
+  private fits(bytes: number): boolean {
+    return this.inFlight === 0 || this.inFlight + bytes <= this.maxBytes;
+  }
+
+  /** Counts `bytes` in flight; the release (idempotent) gives them back and lets waiters in. */
+  private take(bytes: number): () => void {
+    this.inFlight += bytes;
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      this.inFlight -= bytes;
+      this.admitWaiters();
+    };
+  }
+
+  private admitWaiters(): void {
+    while (this.waiters.length > 0 && this.fits(this.waiters[0].bytes)) this.waiters.shift()!.admit();
   }
 }

@@ -1,3 +1,4 @@
+import type { ClientContext, Result } from 'ioredis';
 import type { RedisClient } from '../redis.js';
 import type { z } from 'zod';
 import type { Known, runEventDataSchemas } from '../schemas/api.js';
@@ -19,12 +20,65 @@ export type RunEventData<T extends RunEventType> = Omit<Known<z.input<(typeof ru
 export const eventJson = <T extends RunEventType>(_type: T, runId: string, data: RunEventData<T>, at = new Date().toISOString()): string =>
   JSON.stringify({ run_id: runId, ...data, at });
 
+// Up to ARGV[2] events after ARGV[1] ('-' or '(<id>'), stopping before the first that would take
+// the page past ARGV[3] bytes (an entry's size: its fields' names and values). Returns the page,
+// and the id and size of the event it stopped before ('' and 0 when it did not stop for size).
+// Read one entry at a time: an entry is copied into Lua to be measured, and those past the one
+// that does not fit (each possibly a model's whole answer) are not.
+const READ_PAGE = `
+local count = tonumber(ARGV[2])
+local limit = tonumber(ARGV[3])
+local start = ARGV[1]
+local page = {}
+local bytes = 0
+while #page < count do
+  local row = redis.call('XRANGE', KEYS[1], start, '+', 'COUNT', 1)[1]
+  if not row then break end
+  local size = 0
+  for j = 1, #row[2] do size = size + #row[2][j] end
+  if bytes + size > limit then return {page, row[1], size} end
+  bytes = bytes + size
+  page[#page + 1] = row
+  start = '(' .. row[1]
+end
+return {page, '', 0}
+`;
+
+declare module 'ioredis' {
+  interface RedisCommander<Context extends ClientContext = { type: 'default' }> {
+    agentqReadEventPage(...keysAndArgs: string[]): Result<[[string, string[]][], string, number], Context>;
+  }
+}
+
+/**
+ * An event as its stream stores it, its data still the JSON it was written as: what an SSE frame
+ * carries as it is, without parsing and serializing it again.
+ */
+export interface StoredEvent {
+  id: string;
+  type: RunEventType;
+  /** The event's data, JSON. */
+  data: string;
+}
+
+/** A page of a run's events read with a byte limit (RunEventLog.readPage). */
+export interface EventPage {
+  events: StoredEvent[];
+  /**
+   * The event the page stopped before because it would not fit in the page's bytes: its id and
+   * its size as stored. Alone larger than a page, it is read by itself (readOne).
+   */
+  next: { id: string; bytes: number } | null;
+}
+
 /** A run's event stream (a capped Redis Stream): what SSE clients read and resume. */
 export class RunEventLog {
   constructor(
     private readonly redis: RedisClient,
     private readonly prefix: string,
-  ) {}
+  ) {
+    redis.defineCommand('agentqReadEventPage', { lua: READ_PAGE, numberOfKeys: 1 });
+  }
 
   key(runId: string): string {
     return runKeys(this.prefix, runId).events;
@@ -47,13 +101,41 @@ export class RunEventLog {
     const rows = await this.redis.xrange(this.key(runId), start, '+', 'COUNT', String(count));
     return rows.map(([id, f]) => eventFrom(id, f));
   }
+
+  /**
+   * Events after `afterId` (exclusive; '0' for all), oldest first: at most `count`, and no more
+   * than `maxBytes` of them as stored, so that what a reader holds does not grow with the
+   * events' size. An event that would not fit is `next`; the page is empty when it alone is
+   * larger than `maxBytes`.
+   */
+  async readPage(runId: string, afterId: string, count: number, maxBytes: number): Promise<EventPage> {
+    const start = afterId === '0' ? '-' : `(${afterId}`;
+    const [rows, nextId, nextBytes] = await this.redis.agentqReadEventPage(this.key(runId), start, String(count), String(maxBytes));
+    return { events: rows.map(([id, f]) => storedEventFrom(id, f)), next: nextId ? { id: nextId, bytes: Number(nextBytes) } : null };
+  }
+
+  /** The event `id` of the run's stream, or null when it is not there (trimmed, or the stream is gone). */
+  async readOne(runId: string, id: string): Promise<StoredEvent | null> {
+    const rows = await this.redis.xrange(this.key(runId), id, id);
+    return rows[0] ? storedEventFrom(rows[0][0], rows[0][1]) : null;
+  }
+}
+
+/** One stream entry (`type`, `data` fields) as stored; a missing `data` is an empty object. */
+export function storedEventFrom(id: string, fields: string[]): StoredEvent {
+  let type = '';
+  let data = '{}';
+  for (let i = 0; i < fields.length; i += 2) {
+    if (fields[i] === 'type') type = fields[i + 1];
+    else if (fields[i] === 'data') data = fields[i + 1];
+  }
+  return { id, type: type as RunEventType, data };
 }
 
 /** Parses one stream entry (`type`, `data` fields). */
 export function eventFrom(id: string, fields: string[]): RunEvent {
-  const f: Record<string, string> = {};
-  for (let i = 0; i < fields.length; i += 2) f[fields[i]] = fields[i + 1];
-  return { id, type: f.type as RunEventType, data: parseJson(f.data, {}) };
+  const { type, data } = storedEventFrom(id, fields);
+  return { id, type, data: parseJson(data, {}) };
 }
 
 /** How much of a tool call's output its `tool.completed` event carries. */

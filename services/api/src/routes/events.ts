@@ -1,9 +1,10 @@
 import { Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
-import { isTerminal, TERMINAL_EVENT_TYPES, type Logger, type RunEvent, type RunStore } from '@agentq/shared';
+import { isTerminal, TERMINAL_EVENT_TYPES, type Logger, type RunStore, type StoredEvent } from '@agentq/shared';
 import { EventBacklog } from '../event-backlog.js';
 import type { EventHub } from '../event-hub.js';
 import { HttpError } from '../http-error.js';
+import { UNCOUNTED_BELOW_BYTES, type ResponseBudget } from '../response-budget.js';
 import { compareIds, isStreamId } from '../stream-id.js';
 
 type Env = { Variables: { owner: string } };
@@ -13,9 +14,33 @@ const KEEPALIVE_MS = 15_000;
  * Events read from a run's stream at a time, and the most live events a subscriber holds while
  * its client is not reading (see EventBacklog). Most events' data is small (a tool call's output
  * is cut at 16 KB), but a step's `step.completed` and the terminal event carry the model's whole
- * answer (up to MODEL_RESPONSE_MAX_MB): a page is bounded in events, not in bytes.
+ * answer (up to MODEL_RESPONSE_MAX_MB).
  */
 const PAGE = 200;
+/**
+ * The most bytes of events a page read from Redis holds: pages stay below what the response
+ * budget counts, and an event larger than a page is read on its own once the budget has room.
+ */
+const PAGE_BYTES = UNCOUNTED_BELOW_BYTES - 1;
+/**
+ * Writes that resolve after a frame before it has surely left the process: one sits in the
+ * stream's transform, one in the response's readable, one in the socket's buffer until it drains.
+ */
+const FRAMES_BUFFERED = 3;
+const EMPTY = new Uint8Array(0);
+
+const encoder = new TextEncoder();
+/**
+ * An event's SSE frame, its data the JSON as stored, encoded once however many streams write it:
+ * the hub hands every subscriber of a run the same event objects. The same bytes hono's writeSSE
+ * writes (JSON as the stream stores it has no line breaks).
+ */
+const frames = new WeakMap<StoredEvent, Uint8Array>();
+function frameOf(e: StoredEvent): Uint8Array {
+  let frame = frames.get(e);
+  if (!frame) frames.set(e, (frame = encoder.encode(`event: ${e.type}\ndata: ${e.data}\nid: ${e.id}\n\n`)));
+  return frame;
+}
 
 /** A resume point given as `field` (the header or the query parameter), or a 400 naming it. */
 function resumePoint(field: string, value: string): string {
@@ -28,7 +53,7 @@ function resumePoint(field: string, value: string): string {
  * `GET /v1/runs/:id/events`: the run's history, then its live events, as SSE; resumable with
  * `Last-Event-ID` (no duplicates, no gaps); closes after the terminal event.
  */
-export function eventsRoutes(deps: { store: RunStore; hub: EventHub; logger: Logger; ownRun: (owner: string, id: string) => Promise<unknown> }) {
+export function eventsRoutes(deps: { store: RunStore; hub: EventHub; responses: ResponseBudget; logger: Logger; ownRun: (owner: string, id: string) => Promise<unknown> }) {
   const app = new Hono<Env>();
   app.get('/:id/events', async (c) => {
     const id = c.req.param('id');
@@ -56,6 +81,7 @@ export function eventsRoutes(deps: { store: RunStore; hub: EventHub; logger: Log
       let finished = false;
       let wake: (() => void) | null = null;
       const backlog = new EventBacklog(PAGE);
+      const gone = new AbortController();
       // Subscribe before reading the history so that nothing falls between the two.
       const unsubscribe = deps.hub.subscribe(
         key,
@@ -72,23 +98,56 @@ export function eventsRoutes(deps: { store: RunStore; hub: EventHub; logger: Log
       );
       stream.onAbort(() => {
         finished = true;
+        gone.abort();
         wake?.();
       });
-      const send = async (events: RunEvent[]) => {
+      /**
+       * Writes `frame`; one the response budget counts waits for room in it (unless the caller
+       * `held` it) and holds it until the frame has left the process (its client has taken it,
+       * or is gone). False if the client went away first.
+       */
+      const write = async (frame: Uint8Array, held: boolean): Promise<boolean> => {
+        const release = held ? () => {} : await deps.responses.waitFor(frame.byteLength, gone.signal);
+        if (!release) return false;
+        try {
+          await stream.write(frame);
+          if (frame.byteLength >= UNCOUNTED_BELOW_BYTES) for (let i = 0; i < FRAMES_BUFFERED && !stream.aborted; i++) await stream.write(EMPTY);
+        } finally {
+          release();
+        }
+        return !stream.aborted;
+      };
+      const send = async (events: StoredEvent[], held = false) => {
         for (const e of events) {
           if (finished) return;
           if (last !== '0' && compareIds(e.id, last) <= 0) continue;
-          await stream.writeSSE({ id: e.id, event: e.type, data: JSON.stringify(e.data) });
+          if (!(await write(frameOf(e), held))) return;
           last = e.id;
           if (TERMINAL_EVENT_TYPES.has(e.type)) finished = true;
         }
       };
       try {
+        // The stream from the last event written on, a page at a time; an event too large for a
+        // page is read alone once the response budget has room for it.
         const drain = async () => {
-          for (;;) {
-            const page = await deps.store.events.read(id, last, PAGE);
-            await send(page);
-            if (page.length < PAGE || finished) break;
+          while (!finished) {
+            const { events, next } = await deps.store.events.readPage(id, last, PAGE, PAGE_BYTES);
+            await send(events);
+            if (finished) break;
+            if (next && next.bytes > PAGE_BYTES) {
+              // Held while it is written: the event as read, and its frame.
+              const release = await deps.responses.waitFor(2 * next.bytes, gone.signal);
+              if (!release) break;
+              try {
+                // Gone if trimmed meanwhile: the next page goes on from what is there.
+                const alone = await deps.store.events.readOne(id, next.id);
+                if (alone) await send([alone], true);
+              } finally {
+                release();
+              }
+              continue;
+            }
+            if (!next && events.length < PAGE) break;
           }
         };
         await drain();

@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest';
+import { ResponseBudget, UNCOUNTED_BELOW_BYTES } from './response-budget.js';
+
+const MB = 1 << 20;
+const settled = () => new Promise((r) => setImmediate(r));
+
+describe('ResponseBudget.waitFor', () => {
+  it('lets streams in while they fit, then in the order they asked as room is given back', async () => {
+    const budget = new ResponseBudget(10 * MB);
+    const signal = new AbortController().signal;
+    const a = (await budget.waitFor(6 * MB, signal))!;
+    const admitted: string[] = [];
+    const b = budget.waitFor(6 * MB, signal).then((r) => (admitted.push('b'), r));
+    const c = budget.waitFor(1 * MB, signal).then((r) => (admitted.push('c'), r));
+    await settled();
+    // c would fit beside a, but b asked first.
+    expect(admitted).toEqual([]);
+    expect(budget.bytesInFlight).toBe(6 * MB);
+    a();
+    a(); // a release counts once
+    const releaseB = (await b)!;
+    const releaseC = (await c)!;
+    expect(admitted).toEqual(['b', 'c']);
+    expect(budget.bytesInFlight).toBe(7 * MB);
+    releaseB();
+    releaseC();
+    expect(budget.bytesInFlight).toBe(0);
+  });
+
+  it('lets one larger than the budget in alone, and never counts or holds up small writes', async () => {
+    const budget = new ResponseBudget(10 * MB);
+    const signal = new AbortController().signal;
+    const small = (await budget.waitFor(UNCOUNTED_BELOW_BYTES - 1, signal))!;
+    const huge = (await budget.waitFor(30 * MB, signal))!;
+    expect(budget.bytesInFlight).toBe(30 * MB);
+    expect(await budget.waitFor(100, signal)).toBeTypeOf('function');
+    let next = false;
+    const after = budget.waitFor(UNCOUNTED_BELOW_BYTES, signal).then((r) => ((next = true), r));
+    await settled();
+    expect(next).toBe(false);
+    huge();
+    small();
+    (await after)!();
+    expect(budget.bytesInFlight).toBe(0);
+  });
+
+  it('gives up the wait of a stream whose client left, and the next in line goes on', async () => {
+    const budget = new ResponseBudget(10 * MB);
+    const held = (await budget.waitFor(8 * MB, new AbortController().signal))!;
+    const left = new AbortController();
+    const gone = budget.waitFor(8 * MB, left.signal);
+    const next = budget.waitFor(2 * MB, new AbortController().signal);
+    left.abort();
+    expect(await gone).toBeNull();
+    // With the one ahead of it gone, it fits beside what is held.
+    (await next)!();
+    held();
+    expect(budget.bytesInFlight).toBe(0);
+    expect(await budget.waitFor(8 * MB, left.signal)).toBeNull();
+  });
+});
