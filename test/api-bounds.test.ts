@@ -216,6 +216,39 @@ describe('answers that grow with a run', () => {
   }, 60_000);
 });
 
+describe("a run still going: its steps and sub-runs", () => {
+  it('asked for by many at once are built at most twice, and a request sees what was written before it', async () => {
+    const steps = await largeRun(1, 'steps');
+    const tree = await largeRun(1, 'children');
+    for (const id of [steps, tree]) await stack.redis.hset(runKeys(stack.prefix, id).run, RUN_FIELDS.status, 'running');
+    const reads: string[] = [];
+    const stepsKey = runKeys(stack.prefix, steps).steps;
+    const childrenKey = runKeys(stack.prefix, tree).children;
+    const monitor = await monitorRedis(stack.redisUrl, (cmd) => {
+      if (cmd.source !== 'lua' && (cmd.args[1] === stepsKey || cmd.args[1] === childrenKey)) reads.push(cmd.args[1]);
+    });
+    try {
+      const ask = async (path: string) => {
+        const res = await stack.request(path);
+        return { status: res.status, count: ((await res.json()) as { data: unknown[] }).data.length };
+      };
+      const answers = await Promise.all([...Array(6).fill(`/v1/runs/${steps}/steps`), ...Array(6).fill(`/v1/runs/${tree}/children`)].map(ask));
+      expect(answers.map((a) => a.status)).toEqual(Array(12).fill(200));
+      expect(answers.map((a) => a.count)).toEqual([...Array(6).fill(41), ...Array(6).fill(4)]);
+      await new Promise((r) => setTimeout(r, 50));
+      // Built for each request, six reads of each; shared, the one under way and the next.
+      expect(reads.filter((k) => k === stepsKey).length).toBeLessThanOrEqual(2);
+      expect(reads.filter((k) => k === childrenKey).length).toBeLessThanOrEqual(2);
+      // A step stored, then asked for: the answer has it.
+      const call = { id: 'c_new', type: 'function', function: { name: 'crm__lookup', arguments: '{}' } };
+      await stack.redis.hset(stepsKey, '42', JSON.stringify({ depth: 42, status: 'completed', model: 'm', usage: {}, message: { role: 'assistant', content: null, tool_calls: [call] } }));
+      expect((await ask(`/v1/runs/${steps}/steps`)).count).toBe(42);
+    } finally {
+      monitor.close();
+    }
+  }, 60_000);
+});
+
 /** A finished run whose event stream has, after its first event, a `step.completed` of `mb` MB (as a model's long answer would), straight in Redis. */
 async function largeEventRun(mb: number): Promise<string> {
   const id = await finishedRun();

@@ -65,10 +65,11 @@ export function runsRoutes(deps: RunsRouteDeps) {
   const own = (owner: string, id: string) => ownRun(deps.store, owner, id);
   // A run that waits shows what it waits for.
   const shown = (run: RunObject) => withRequiredAction(deps.store, run, deps.decorateAction);
-  // An answer that grows with a run, as JSON text: an ended run's built once for the requests that overlap.
+  // An answer that grows with a run, as JSON text, built once for the requests that overlap (a
+  // run still going, once for those that came before the build started).
   const builds = new SharedBuilds();
   const largeAnswer = async (what: string, run: RunObject, build: () => Promise<unknown>) =>
-    isTerminal(run.status) ? builds.json(what, run.id, build) : Buffer.from(JSON.stringify(await build()));
+    isTerminal(run.status) ? builds.json(what, run.id, build) : builds.fresh(what, run.id, build);
 
   app.post('/', async (c) => {
     const raw = await readJson(c.req);
