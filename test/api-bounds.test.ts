@@ -300,6 +300,71 @@ describe('an SSE stream', () => {
   }, 60_000);
 });
 
+describe('event streams held open', () => {
+  const KEY_A = 'key-a-streams';
+  const KEY_B = 'key-b-streams';
+  let held: Stack;
+  beforeAll(async () => {
+    // The model never answers: the runs stay running and their streams open.
+    held = await startStack({ handler: () => ({ hang: true }), apiKey: `${KEY_A},${KEY_B}`, env: { MAX_EVENT_STREAMS: '5', MAX_EVENT_STREAMS_PER_KEY: '3' } });
+  });
+  afterAll(async () => held?.close());
+
+  /** Opens a run's event stream on a raw connection with `key`; resolves with the status line's code, the body's first bytes and the socket. */
+  function openStream(runId: string, key: string): Promise<{ status: string; head: string; socket: Socket }> {
+    return new Promise((resolve, reject) => {
+      const { port } = new URL(held.api.url);
+      const socket = connect(Number(port), '127.0.0.1', () => socket.write(`GET /v1/runs/${runId}/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\n\r\n`));
+      socket.once('data', (d: Buffer) => resolve({ status: d.toString('latin1', 9, 12), head: d.toString('latin1'), socket }));
+      socket.once('error', reject);
+    });
+  }
+
+  it('are at most MAX_EVENT_STREAMS_PER_KEY a key (429) and MAX_EVENT_STREAMS in all (503); a slot is free again once its stream ends', async () => {
+    const runA = (await held.createRun({ input: 'a' }, KEY_A)).id;
+    const runB = (await held.createRun({ input: 'b' }, KEY_B)).id;
+    const sockets: Socket[] = [];
+    try {
+      for (let i = 0; i < 3; i++) {
+        const s = await openStream(runA, KEY_A);
+        sockets.push(s.socket);
+        expect(s.status).toBe('200');
+      }
+      const overKey = await openStream(runA, KEY_A);
+      sockets.push(overKey.socket);
+      expect(overKey.status).toBe('429');
+      expect(overKey.head).toContain('"rate_limited"');
+      expect(overKey.head).toContain('MAX_EVENT_STREAMS_PER_KEY');
+      // The other key is not held up by the first one's streams, up to the process's limit.
+      for (let i = 0; i < 2; i++) {
+        const s = await openStream(runB, KEY_B);
+        sockets.push(s.socket);
+        expect(s.status).toBe('200');
+      }
+      const overAll = await openStream(runB, KEY_B);
+      sockets.push(overAll.socket);
+      expect(overAll.status).toBe('503');
+      expect(overAll.head).toContain('"server_busy"');
+      expect(overAll.head.toLowerCase()).toContain('retry-after: 1');
+      // One of A's streams closed by its client: its slot is free again.
+      sockets[0].destroy();
+      await waitFor(
+        async () => {
+          const again = await openStream(runA, KEY_A);
+          sockets.push(again.socket);
+          return again.status === '200';
+        },
+        { what: "a stream of A's again", timeoutMs: 5_000 },
+      );
+    } finally {
+      for (const s of sockets) s.destroy();
+      // Their model calls never answer: cancelled, the workers can stop.
+      await held.request(`/v1/runs/${runA}/cancel`, { method: 'POST', key: KEY_A });
+      await held.request(`/v1/runs/${runB}/cancel`, { method: 'POST', key: KEY_B });
+    }
+  });
+});
+
 describe('a Redis out of memory', () => {
   let redis: SpawnedRedis;
   let oom: Stack;

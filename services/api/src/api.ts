@@ -114,7 +114,7 @@ export async function createApiContext(cfg: ApiConfig, logger: Logger, opts: Api
     apiKeys: cfg.API_KEYS,
     adminKeys: cfg.ADMIN_API_KEYS,
     defaultModel: cfg.MODEL,
-    limits: { maxBodyBytes: cfg.MAX_BODY_BYTES, maxInputBytes: cfg.MAX_INPUT_BYTES, maxContextBytes: cfg.MAX_CONTEXT_BYTES, maxBodiesInFlightBytes: cfg.MAX_BODIES_IN_FLIGHT_BYTES, maxResponsesInFlightBytes: cfg.MAX_RESPONSES_IN_FLIGHT_BYTES },
+    limits: { maxBodyBytes: cfg.MAX_BODY_BYTES, maxInputBytes: cfg.MAX_INPUT_BYTES, maxContextBytes: cfg.MAX_CONTEXT_BYTES, maxBodiesInFlightBytes: cfg.MAX_BODIES_IN_FLIGHT_BYTES, maxResponsesInFlightBytes: cfg.MAX_RESPONSES_IN_FLIGHT_BYTES, maxEventStreams: cfg.MAX_EVENT_STREAMS, maxEventStreamsPerKey: cfg.MAX_EVENT_STREAMS_PER_KEY },
   };
   return {
     deps,

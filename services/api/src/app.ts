@@ -5,6 +5,7 @@ import { adminAuth, bearerAuth } from './auth.js';
 import { bodyBudget, drainBody, limitBody } from './body-budget.js';
 import { dashboard, DASHBOARD_PATH } from './dashboard.js';
 import { ResponseBudget } from './response-budget.js';
+import { StreamSlots } from './stream-slots.js';
 import { errorBody, HttpError, onError } from './http-error.js';
 import { healthRoutes } from './routes/health.js';
 import { metricsRoutes } from './routes/metrics.js';
@@ -49,7 +50,16 @@ export interface AppDeps {
   /** Keys that open the dashboard (it shows every tenant's jobs), beside API keys marked admin in `tenants`; no API key opens it otherwise. */
   adminKeys?: string[];
   defaultModel?: string;
-  limits: { maxBodyBytes: number; maxInputBytes: number; maxContextBytes: number; maxBodiesInFlightBytes: number; maxResponsesInFlightBytes: number };
+  limits: {
+    maxBodyBytes: number;
+    maxInputBytes: number;
+    maxContextBytes: number;
+    maxBodiesInFlightBytes: number;
+    maxResponsesInFlightBytes: number;
+    /** Event streams open at once on this process, in all and per key. @defaultValue 10,000 and 1,000 */
+    maxEventStreams?: number;
+    maxEventStreamsPerKey?: number;
+  };
 }
 
 /** The HTTP API as a Hono app (tests drive it with `app.request()`). */
@@ -87,7 +97,8 @@ export function createApp(deps: AppDeps) {
 
   // One budget for every large answer this process sends, an SSE stream's large events included.
   const responses = new ResponseBudget(deps.limits.maxResponsesInFlightBytes);
-  app.route('/v1/runs', eventsRoutes({ store: deps.store, hub: deps.hub, responses, logger: deps.logger, ownRun: (owner, id) => ownRun(deps.store, owner, id) }));
+  const streams = new StreamSlots({ total: deps.limits.maxEventStreams ?? 10_000, perKey: deps.limits.maxEventStreamsPerKey ?? 1_000 });
+  app.route('/v1/runs', eventsRoutes({ store: deps.store, hub: deps.hub, responses, streams, logger: deps.logger, ownRun: (owner, id) => ownRun(deps.store, owner, id) }));
   app.route('/v1/runs', runsRoutes({ ...deps, responses }));
   app.route('/v1', actionsRoutes({ store: deps.store, actions: deps.actions, validators: deps.validators, decorate: deps.decorateAction }));
   app.route('/v1/tools', toolsRoutes({ store: deps.store }));

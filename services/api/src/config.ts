@@ -28,6 +28,10 @@ export const apiEnvSchema = baseEnvSchema.extend({
   MAX_BODIES_IN_FLIGHT_BYTES: z.coerce.number().int().min(1024).default(48 * 1024 * 1024),
   /** Large answers (a run, its transcript, steps, sub-runs; 64 KB and over) one API process holds until sent; past it 503 with Retry-After. */
   MAX_RESPONSES_IN_FLIGHT_BYTES: z.coerce.number().int().min(1024).default(64 * 1024 * 1024),
+  /** Event streams (`GET /v1/runs/:id/events`) one API process holds open at once; past it 503 with Retry-After. */
+  MAX_EVENT_STREAMS: z.coerce.number().int().min(1).default(10_000),
+  /** Event streams one key holds open on one API process at once; past it 429 rate_limited. */
+  MAX_EVENT_STREAMS_PER_KEY: z.coerce.number().int().min(1).default(1_000),
   /** How often this process looks for runs whose creator died before enqueueing them. */
   PENDING_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).default(5_000),
   /** How long a run may stay pending before a sweep enqueues it (a live creator takes milliseconds). */

@@ -199,7 +199,7 @@ export function buildOpenApiDocument(): Json {
           description:
             'Server-sent events: each has `id:` (resumable with Last-Event-ID), `event:` (the type) and JSON `data:`. A late subscriber first gets the history. ' +
             'The stream closes after the one terminal event (run.completed, run.failed, run.cancelled or run.incomplete). Comment lines keep idle connections open. ' +
-            'Each event, parsed, is a RunEvent.',
+            'Each event, parsed, is a RunEvent. An API process holds at most MAX_EVENT_STREAMS_PER_KEY open streams of one key (past it 429 rate_limited) and MAX_EVENT_STREAMS in all (503 server_busy).',
           parameters: [
             runIdParam,
             { name: 'Last-Event-ID', in: 'header', required: false, description: 'Resume after this event id: `<ms>-<seq>`, each part below 2^64, not after the run\'s last event (else 400 naming the header).', schema: { type: 'string', pattern: '^\\d{1,20}-\\d{1,20}$' } },

@@ -1,11 +1,12 @@
 import { Hono } from 'hono';
-import { streamSSE } from 'hono/streaming';
+import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
 import { isTerminal, TERMINAL_EVENT_TYPES, type Logger, type RunStore, type StoredEvent } from '@agentq/shared';
 import { EventBacklog } from '../event-backlog.js';
 import type { EventHub } from '../event-hub.js';
 import { HttpError } from '../http-error.js';
 import { UNCOUNTED_BELOW_BYTES, type ResponseBudget } from '../response-budget.js';
 import { compareIds, isStreamId } from '../stream-id.js';
+import type { StreamSlots } from '../stream-slots.js';
 
 type Env = { Variables: { owner: string } };
 
@@ -53,7 +54,14 @@ function resumePoint(field: string, value: string): string {
  * `GET /v1/runs/:id/events`: the run's history, then its live events, as SSE; resumable with
  * `Last-Event-ID` (no duplicates, no gaps); closes after the terminal event.
  */
-export function eventsRoutes(deps: { store: RunStore; hub: EventHub; responses: ResponseBudget; logger: Logger; ownRun: (owner: string, id: string) => Promise<unknown> }) {
+export function eventsRoutes(deps: {
+  store: RunStore;
+  hub: EventHub;
+  responses: ResponseBudget;
+  streams: StreamSlots;
+  logger: Logger;
+  ownRun: (owner: string, id: string) => Promise<unknown>;
+}) {
   const app = new Hono<Env>();
   app.get('/:id/events', async (c) => {
     const id = c.req.param('id');
@@ -74,120 +82,125 @@ export function eventsRoutes(deps: { store: RunStore; hub: EventHub; responses: 
         throw new HttpError(400, 'validation_error', message, [{ field, message }]);
       }
     }
-    const key = deps.store.events.key(id);
+    // Held from here until the stream ends (a 429 or 503 if this key or this process has no room).
+    const slot = deps.streams.take(c.get('owner'));
 
-    return streamSSE(c, async (stream) => {
-      let last = from;
-      let finished = false;
-      let wake: (() => void) | null = null;
-      const backlog = new EventBacklog(PAGE);
-      const gone = new AbortController();
-      // Subscribe before reading the history so that nothing falls between the two.
-      const unsubscribe = deps.hub.subscribe(
-        key,
-        from,
-        (events) => {
-          backlog.push(events);
-          wake?.();
-        },
-        // Redis refused to read this stream: end the response; the client may resume.
-        () => {
-          finished = true;
-          wake?.();
-        },
-      );
-      stream.onAbort(() => {
-        finished = true;
-        gone.abort();
-        wake?.();
-      });
-      /**
-       * Writes `frame`; one the response budget counts waits for room in it (unless the caller
-       * `held` it) and holds it until the frame has left the process (its client has taken it,
-       * or is gone). False if the client went away first.
-       */
-      const write = async (frame: Uint8Array, held: boolean): Promise<boolean> => {
-        const release = held ? () => {} : await deps.responses.waitFor(frame.byteLength, gone.signal);
-        if (!release) return false;
-        try {
-          await stream.write(frame);
-          if (frame.byteLength >= UNCOUNTED_BELOW_BYTES) for (let i = 0; i < FRAMES_BUFFERED && !stream.aborted; i++) await stream.write(EMPTY);
-        } finally {
-          release();
-        }
-        return !stream.aborted;
-      };
-      const send = async (events: StoredEvent[], held = false) => {
-        for (const e of events) {
-          if (finished) return;
-          if (last !== '0' && compareIds(e.id, last) <= 0) continue;
-          if (!(await write(frameOf(e), held))) return;
-          last = e.id;
-          if (TERMINAL_EVENT_TYPES.has(e.type)) finished = true;
-        }
-      };
-      try {
-        // The stream from the last event written on, a page at a time; an event too large for a
-        // page is read alone once the response budget has room for it.
-        const drain = async () => {
-          while (!finished) {
-            const { events, next } = await deps.store.events.readPage(id, last, PAGE, PAGE_BYTES);
-            await send(events);
-            if (finished) break;
-            if (next && next.bytes > PAGE_BYTES) {
-              // Held while it is written: the event as read, and its frame.
-              const release = await deps.responses.waitFor(2 * next.bytes, gone.signal);
-              if (!release) break;
-              try {
-                // Gone if trimmed meanwhile: the next page goes on from what is there.
-                const alone = await deps.store.events.readOne(id, next.id);
-                if (alone) await send([alone], true);
-              } finally {
-                release();
-              }
-              continue;
-            }
-            if (!next && events.length < PAGE) break;
-          }
-        };
-        await drain();
-        // Resumed after the terminal event (or it fell out of the capped stream): the run has
-        // ended, so read what may have come meanwhile and close instead of idling forever.
-        if (!finished) {
-          const run = await deps.store.runs.get(id);
-          if (!run || isTerminal(run.status)) {
-            await drain();
-            finished = true;
-          }
-        }
-        while (!finished) {
-          if (backlog.catchUp()) {
-            await drain();
-            continue;
-          }
-          if (backlog.size === 0) {
-            // Woken by new events or an abort, else after the keep-alive interval.
-            await new Promise<void>((resolve) => {
-              const t = setTimeout(resolve, KEEPALIVE_MS);
-              wake = () => {
-                clearTimeout(t);
-                resolve();
-              };
-            });
-            wake = null;
-            // Nothing to write and nothing dropped: the keep-alive interval passed.
-            if (backlog.size === 0 && !backlog.behind && !finished) await stream.write(': keep-alive\n\n');
-            continue;
-          }
-          await send(backlog.take());
-        }
-      } catch (err) {
-        // The status line is long gone: log it (no stack for the client) and end the stream.
-        deps.logger.warn({ run_id: id, err: (err as Error).message }, 'event stream ended by an error');
-      } finally {
-        unsubscribe();
-      }
-    });
+    return streamSSE(c, (stream) => follow(stream, id, from).finally(slot));
   });
+
+  /** Writes run `id`'s events after `from` to `stream`: its history, then its live events, until its terminal event. */
+  async function follow(stream: SSEStreamingApi, id: string, from: string): Promise<void> {
+    const key = deps.store.events.key(id);
+    let last = from;
+    let finished = false;
+    let wake: (() => void) | null = null;
+    const backlog = new EventBacklog(PAGE);
+    const gone = new AbortController();
+    // Subscribe before reading the history so that nothing falls between the two.
+    const unsubscribe = deps.hub.subscribe(
+      key,
+      from,
+      (events) => {
+        backlog.push(events);
+        wake?.();
+      },
+      // Redis refused to read this stream: end the response; the client may resume.
+      () => {
+        finished = true;
+        wake?.();
+      },
+    );
+    stream.onAbort(() => {
+      finished = true;
+      gone.abort();
+      wake?.();
+    });
+    /**
+     * Writes `frame`; one the response budget counts waits for room in it (unless the caller
+     * `held` it) and holds it until the frame has left the process (its client has taken it,
+     * or is gone). False if the client went away first.
+     */
+    const write = async (frame: Uint8Array, held: boolean): Promise<boolean> => {
+      const release = held ? () => {} : await deps.responses.waitFor(frame.byteLength, gone.signal);
+      if (!release) return false;
+      try {
+        await stream.write(frame);
+        if (frame.byteLength >= UNCOUNTED_BELOW_BYTES) for (let i = 0; i < FRAMES_BUFFERED && !stream.aborted; i++) await stream.write(EMPTY);
+      } finally {
+        release();
+      }
+      return !stream.aborted;
+    };
+    const send = async (events: StoredEvent[], held = false) => {
+      for (const e of events) {
+        if (finished) return;
+        if (last !== '0' && compareIds(e.id, last) <= 0) continue;
+        if (!(await write(frameOf(e), held))) return;
+        last = e.id;
+        if (TERMINAL_EVENT_TYPES.has(e.type)) finished = true;
+      }
+    };
+    try {
+      // The stream from the last event written on, a page at a time; an event too large for a
+      // page is read alone once the response budget has room for it.
+      const drain = async () => {
+        while (!finished) {
+          const { events, next } = await deps.store.events.readPage(id, last, PAGE, PAGE_BYTES);
+          await send(events);
+          if (finished) break;
+          if (next && next.bytes > PAGE_BYTES) {
+            // Held while it is written: the event as read, and its frame.
+            const release = await deps.responses.waitFor(2 * next.bytes, gone.signal);
+            if (!release) break;
+            try {
+              // Gone if trimmed meanwhile: the next page goes on from what is there.
+              const alone = await deps.store.events.readOne(id, next.id);
+              if (alone) await send([alone], true);
+            } finally {
+              release();
+            }
+            continue;
+          }
+          if (!next && events.length < PAGE) break;
+        }
+      };
+      await drain();
+      // Resumed after the terminal event (or it fell out of the capped stream): the run has
+      // ended, so read what may have come meanwhile and close instead of idling forever.
+      if (!finished) {
+        const run = await deps.store.runs.get(id);
+        if (!run || isTerminal(run.status)) {
+          await drain();
+          finished = true;
+        }
+      }
+      while (!finished) {
+        if (backlog.catchUp()) {
+          await drain();
+          continue;
+        }
+        if (backlog.size === 0) {
+          // Woken by new events or an abort, else after the keep-alive interval.
+          await new Promise<void>((resolve) => {
+            const t = setTimeout(resolve, KEEPALIVE_MS);
+            wake = () => {
+              clearTimeout(t);
+              resolve();
+            };
+          });
+          wake = null;
+          // Nothing to write and nothing dropped: the keep-alive interval passed.
+          if (backlog.size === 0 && !backlog.behind && !finished) await stream.write(': keep-alive\n\n');
+          continue;
+        }
+        await send(backlog.take());
+      }
+    } catch (err) {
+      // The status line is long gone: log it (no stack for the client) and end the stream.
+      deps.logger.warn({ run_id: id, err: (err as Error).message }, 'event stream ended by an error');
+    } finally {
+      unsubscribe();
+    }
+  }
   return app;
 }
