@@ -249,6 +249,13 @@ describe("a run still going: its steps and sub-runs", () => {
   }, 60_000);
 });
 
+/** A gauge of the API's /metrics (NaN when it is not there). */
+async function gauge(on: Stack, name: string): Promise<number> {
+  const text = await (await fetch(`${on.api.url}/metrics`)).text();
+  const m = new RegExp(`^${name}\\{[^}]*\\} (\\S+)$`, 'm').exec(text);
+  return m ? Number(m[1]) : NaN;
+}
+
 /** A finished run whose event stream has, after its first event, a `step.completed` of `mb` MB (as a model's long answer would), straight in Redis. */
 async function largeEventRun(mb: number): Promise<string> {
   const id = await finishedRun();
@@ -283,9 +290,7 @@ describe('an SSE stream', () => {
       // A stream, whose status line is sent, waits for room instead: its small events go out.
       second = stack.request(`/v1/runs/${run}/events`).then((res) => readSse(res, { stopAfter: (e) => (seen.push(e.event), false) }));
       second.catch(() => {}); // awaited below; ended with the stack if an assertion fails first
-      await waitFor(() => seen.length > 0, { what: 'the first event of the second stream', timeoutMs: 5_000 });
-      // Unheld, its 24 MB event arrives here within about 0.2 s.
-      await new Promise((r) => setTimeout(r, 1_000));
+      await waitFor(async () => (await gauge(stack, 'agentq_event_streams_waiting_for_room')) === 1, { what: 'the second stream waiting for room', timeoutMs: 5_000 });
       expect(seen).toEqual(['run.queued']);
     } finally {
       unread.socket.destroy();
@@ -297,6 +302,51 @@ describe('an SSE stream', () => {
     expect(events.at(-1)?.event).toBe('run.completed');
     expect(new Set(events.map((e) => e.id)).size).toBe(events.length);
     expect((await stack.request(`/v1/runs/${answer}`)).status).toBe(200);
+  }, 60_000);
+});
+
+describe("a run's live large event", () => {
+  let live: Stack;
+  beforeAll(async () => {
+    // The model never answers: the run stays running, its streams open, its events live.
+    live = await startStack({ handler: () => ({ hang: true }), env: { MAX_RESPONSES_IN_FLIGHT_BYTES: String(64 << 20) } });
+  });
+  afterAll(async () => live?.close());
+
+  it('is one buffer for all its subscribers, held once: a stalled one does not hold up the others', async () => {
+    const run = (await live.createRun({ input: 'live' })).id;
+    const { port } = new URL(live.api.url);
+    const stalled = await new Promise<Socket>((resolve, reject) => {
+      const socket = connect(Number(port), '127.0.0.1', () => socket.write(`GET /v1/runs/${run}/events HTTP/1.1\r\nHost: x\r\n\r\n`));
+      socket.once('data', () => {
+        socket.pause();
+        resolve(socket);
+      });
+      socket.once('error', reject);
+    });
+    const seen: Array<{ event: string; length: number }> = [];
+    const reader = live.request(`/v1/runs/${run}/events`).then((res) =>
+      readSse(res, { stopAfter: (e) => (seen.push({ event: e.event, length: JSON.stringify(e.data).length }), e.event === 'step.completed') }),
+    );
+    reader.catch(() => {});
+    try {
+      await waitFor(async () => (await gauge(live, 'agentq_event_streams_open')) === 2 && seen.length > 0, { what: 'both streams following the run', timeoutMs: 5_000 });
+      // A model's 40 MB answer arrives: each subscriber's share counted, 80 MB would not fit in 64.
+      const data = { run_id: run, depth: 0, finish_reason: 'stop', content: 'z'.repeat(40 << 20), tool_calls: [], at: new Date().toISOString() };
+      await live.redis.xadd(runKeys(live.prefix, run).events, '*', 'type', 'step.completed', 'data', JSON.stringify(data));
+      // Counted for each subscriber, the reading one would wait for the stalled one's room.
+      await waitFor(() => seen.at(-1)?.event === 'step.completed', { what: 'the reading stream to get the answer', timeoutMs: 10_000 });
+      await reader;
+      expect(seen.at(-1)!.length).toBeGreaterThan(40 << 20);
+      // The stalled stream still holds it, once.
+      const held = await gauge(live, 'agentq_response_bytes_in_flight');
+      expect(held).toBeGreaterThan(40 << 20);
+      expect(held).toBeLessThan(41 << 20);
+    } finally {
+      stalled.destroy();
+      await live.request(`/v1/runs/${run}/cancel`, { method: 'POST' });
+    }
+    await waitFor(async () => (await gauge(live, 'agentq_response_bytes_in_flight')) === 0, { what: 'the room given back', timeoutMs: 5_000 });
   }, 60_000);
 });
 

@@ -46,6 +46,8 @@ export function createMetrics(opts: {
   transcriptsInFlight?: () => { held: number; waiting: number };
   /** A tool-worker's MCP answers being read, read at each scrape. */
   mcpAnswersInFlight?: () => { held: number; readers: number };
+  /** An API process's large answers not yet sent and its event streams, read at each scrape. */
+  responsesInFlight?: () => { held: number; waiting: number; streams: number };
 }): AgentqMetrics {
   const registry = new Registry();
   registry.setDefaultLabels({ service: opts.service });
@@ -59,6 +61,12 @@ export function createMetrics(opts: {
   const answers = opts.mcpAnswersInFlight;
   if (answers) {
     new Gauge({ name: 'agentq_mcp_answer_bytes_in_flight', help: 'Bytes of MCP answers being read from HTTP servers (past MCP_ANSWERS_IN_FLIGHT_MB, reading waits)', registers, collect() { this.set(answers().held); } });
+  }
+  const responses = opts.responsesInFlight;
+  if (responses) {
+    new Gauge({ name: 'agentq_response_bytes_in_flight', help: 'Bytes of large answers and events (64 KB and over) the API holds until their clients take them (bounded by MAX_RESPONSES_IN_FLIGHT_BYTES)', registers, collect() { this.set(responses().held); } });
+    new Gauge({ name: 'agentq_event_streams_waiting_for_room', help: 'Event streams waiting for room in MAX_RESPONSES_IN_FLIGHT_BYTES to write a large event', registers, collect() { this.set(responses().waiting); } });
+    new Gauge({ name: 'agentq_event_streams_open', help: 'Event streams open on the API process (bounded by MAX_EVENT_STREAMS)', registers, collect() { this.set(responses().streams); } });
   }
   return {
     registry,

@@ -22,6 +22,8 @@ import {
 import { loadTenants } from './tenants-config.js';
 import { createApp, type AppDeps } from './app.js';
 import { EventHub } from './event-hub.js';
+import { ResponseBudget } from './response-budget.js';
+import { StreamSlots } from './stream-slots.js';
 import { startPendingSweep } from './pending-sweep.js';
 import type { ApiConfig } from './config.js';
 
@@ -60,7 +62,14 @@ export async function createApiContext(cfg: ApiConfig, logger: Logger, opts: Api
   }
   const jobs = new JobQueues({ connection: queueConnection, prefix: cfg.QUEUE_PREFIX, cells: cfg.CELLS, logger, telemetry: opts.tracing?.bullmq });
   const queues = jobs.all();
-  const metrics = createMetrics({ service: 'api', queues, onQueueError: (err) => logger.warn({ err: err.message }, 'could not read queue depths for /metrics') });
+  const responses = new ResponseBudget(cfg.MAX_RESPONSES_IN_FLIGHT_BYTES);
+  const streams = new StreamSlots({ total: cfg.MAX_EVENT_STREAMS, perKey: cfg.MAX_EVENT_STREAMS_PER_KEY });
+  const metrics = createMetrics({
+    service: 'api',
+    queues,
+    onQueueError: (err) => logger.warn({ err: err.message }, 'could not read queue depths for /metrics'),
+    responsesInFlight: () => ({ held: responses.bytesInFlight, waiting: responses.waiting, streams: streams.size }),
+  });
   const store = new RunStore({ redis: requests, prefix: cfg.QUEUE_PREFIX, retentionSeconds: cfg.RUN_RETENTION_SECONDS });
   const tenants = opts.tenants ?? loadTenants(cfg.TENANTS_CONFIG);
   const admission = new Admission(requests, cfg.QUEUE_PREFIX);
@@ -114,7 +123,9 @@ export async function createApiContext(cfg: ApiConfig, logger: Logger, opts: Api
     apiKeys: cfg.API_KEYS,
     adminKeys: cfg.ADMIN_API_KEYS,
     defaultModel: cfg.MODEL,
-    limits: { maxBodyBytes: cfg.MAX_BODY_BYTES, maxInputBytes: cfg.MAX_INPUT_BYTES, maxContextBytes: cfg.MAX_CONTEXT_BYTES, maxBodiesInFlightBytes: cfg.MAX_BODIES_IN_FLIGHT_BYTES, maxResponsesInFlightBytes: cfg.MAX_RESPONSES_IN_FLIGHT_BYTES, maxEventStreams: cfg.MAX_EVENT_STREAMS, maxEventStreamsPerKey: cfg.MAX_EVENT_STREAMS_PER_KEY },
+    limits: { maxBodyBytes: cfg.MAX_BODY_BYTES, maxInputBytes: cfg.MAX_INPUT_BYTES, maxContextBytes: cfg.MAX_CONTEXT_BYTES, maxBodiesInFlightBytes: cfg.MAX_BODIES_IN_FLIGHT_BYTES },
+    responses,
+    streams,
   };
   return {
     deps,

@@ -4,8 +4,8 @@ import type { ActionItemView, ActionLinks, Admission, AgentqMetrics, Logger, Red
 import { adminAuth, bearerAuth } from './auth.js';
 import { bodyBudget, drainBody, limitBody } from './body-budget.js';
 import { dashboard, DASHBOARD_PATH } from './dashboard.js';
-import { ResponseBudget } from './response-budget.js';
-import { StreamSlots } from './stream-slots.js';
+import type { ResponseBudget } from './response-budget.js';
+import type { StreamSlots } from './stream-slots.js';
 import { errorBody, HttpError, onError } from './http-error.js';
 import { healthRoutes } from './routes/health.js';
 import { metricsRoutes } from './routes/metrics.js';
@@ -50,16 +50,11 @@ export interface AppDeps {
   /** Keys that open the dashboard (it shows every tenant's jobs), beside API keys marked admin in `tenants`; no API key opens it otherwise. */
   adminKeys?: string[];
   defaultModel?: string;
-  limits: {
-    maxBodyBytes: number;
-    maxInputBytes: number;
-    maxContextBytes: number;
-    maxBodiesInFlightBytes: number;
-    maxResponsesInFlightBytes: number;
-    /** Event streams open at once on this process, in all and per key. @defaultValue 10,000 and 1,000 */
-    maxEventStreams?: number;
-    maxEventStreamsPerKey?: number;
-  };
+  limits: { maxBodyBytes: number; maxInputBytes: number; maxContextBytes: number; maxBodiesInFlightBytes: number };
+  /** The large answers (and events) this process holds until they are sent (MAX_RESPONSES_IN_FLIGHT_BYTES). */
+  responses: ResponseBudget;
+  /** The event streams this process holds open (MAX_EVENT_STREAMS, MAX_EVENT_STREAMS_PER_KEY). */
+  streams: StreamSlots;
 }
 
 /** The HTTP API as a Hono app (tests drive it with `app.request()`). */
@@ -96,10 +91,8 @@ export function createApp(deps: AppDeps) {
   );
 
   // One budget for every large answer this process sends, an SSE stream's large events included.
-  const responses = new ResponseBudget(deps.limits.maxResponsesInFlightBytes);
-  const streams = new StreamSlots({ total: deps.limits.maxEventStreams ?? 10_000, perKey: deps.limits.maxEventStreamsPerKey ?? 1_000 });
-  app.route('/v1/runs', eventsRoutes({ store: deps.store, hub: deps.hub, responses, streams, logger: deps.logger, ownRun: (owner, id) => ownRun(deps.store, owner, id) }));
-  app.route('/v1/runs', runsRoutes({ ...deps, responses }));
+  app.route('/v1/runs', eventsRoutes({ store: deps.store, hub: deps.hub, responses: deps.responses, streams: deps.streams, logger: deps.logger, ownRun: (owner, id) => ownRun(deps.store, owner, id) }));
+  app.route('/v1/runs', runsRoutes(deps));
   app.route('/v1', actionsRoutes({ store: deps.store, actions: deps.actions, validators: deps.validators, decorate: deps.decorateAction }));
   app.route('/v1/tools', toolsRoutes({ store: deps.store }));
   app.route('/v1/usage', usageRoutes(deps));

@@ -59,3 +59,48 @@ describe('ResponseBudget.waitFor', () => {
     expect(await budget.waitFor(8 * MB, left.signal)).toBeNull();
   });
 });
+
+describe('ResponseBudget.waitForShared', () => {
+  it('holds a buffer several streams write once, until the last of them lets go', async () => {
+    const budget = new ResponseBudget(10 * MB);
+    const signal = new AbortController().signal;
+    const frame = {};
+    const first = (await budget.waitForShared(frame, 6 * MB, signal))!;
+    // The same buffer again: no more memory, so no wait, though 6 more would not fit.
+    const second = (await budget.waitForShared(frame, 6 * MB, signal))!;
+    expect(budget.bytesInFlight).toBe(6 * MB);
+    first();
+    first();
+    expect(budget.bytesInFlight).toBe(6 * MB);
+    second();
+    expect(budget.bytesInFlight).toBe(0);
+    // Another buffer is another hold.
+    const a = (await budget.waitForShared({}, 6 * MB, signal))!;
+    let other = false;
+    const b = budget.waitForShared({}, 6 * MB, signal).then((r) => ((other = true), r));
+    await settled();
+    expect(other).toBe(false);
+    a();
+    (await b)!();
+    expect(budget.bytesInFlight).toBe(0);
+  });
+
+  it('lets a stream whose client left stop waiting, and takes nothing once every stream has left', async () => {
+    const budget = new ResponseBudget(10 * MB);
+    const blocker = (await budget.waitFor(8 * MB, new AbortController().signal))!;
+    const frame = {};
+    const leftA = new AbortController();
+    const leftB = new AbortController();
+    const a = budget.waitForShared(frame, 4 * MB, leftA.signal);
+    const b = budget.waitForShared(frame, 4 * MB, leftB.signal);
+    leftA.abort();
+    expect(await a).toBeNull();
+    expect(budget.waiting).toBe(1); // b still waits, for both
+    leftB.abort();
+    expect(await b).toBeNull();
+    expect(budget.waiting).toBe(0);
+    blocker();
+    await settled();
+    expect(budget.bytesInFlight).toBe(0);
+  });
+});

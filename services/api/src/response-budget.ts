@@ -15,6 +15,16 @@ interface Waiter {
   admit: () => void;
 }
 
+/** One hold for a buffer several streams write (ResponseBudget.waitForShared). */
+interface SharedHold {
+  holders: number;
+  /** Ends the wait once no stream wants the buffer any more. */
+  giveUp: AbortController;
+  ready: Promise<(() => void) | null>;
+  /** What `ready` resolved with, once it has. */
+  release?: (() => void) | null;
+}
+
 /**
  * Bounds the bytes of large answers (a run, its transcript, steps, sub-runs, a large event of an
  * SSE stream) one API process holds until they are sent: an answer holds its size until its
@@ -27,12 +37,18 @@ interface Waiter {
 export class ResponseBudget {
   private inFlight = 0;
   private readonly waiters: Waiter[] = [];
+  private readonly shared = new Map<object, SharedHold>();
 
   constructor(private readonly maxBytes: number) {}
 
   /** Bytes held by answers not yet sent (for tests and metrics). */
   get bytesInFlight(): number {
     return this.inFlight;
+  }
+
+  /** Streams waiting for room (for metrics). */
+  get waiting(): number {
+    return this.waiters.length;
   }
 
   /** Holds `bytes` for the answer `c` is about to send (unless it is small), or throws the 503. */
@@ -78,6 +94,51 @@ export class ResponseBudget {
       signal.addEventListener('abort', giveUp, { once: true });
       this.waiters.push(waiter);
     });
+  }
+
+  /**
+   * waitFor for `buffer`, which several streams may write at once (a live event's frame is one
+   * buffer for all the run's subscribers): its bytes are held once, from the first stream's wait
+   * until the last of them has released it. Resolves with this stream's release, or with null if
+   * `signal` ended its wait first.
+   */
+  async waitForShared(buffer: object, bytes: number, signal: AbortSignal): Promise<(() => void) | null> {
+    if (bytes < UNCOUNTED_BELOW_BYTES) return () => {};
+    if (signal.aborted) return null;
+    let hold = this.shared.get(buffer);
+    if (!hold) {
+      const giveUp = new AbortController();
+      const created: SharedHold = { holders: 0, giveUp, ready: this.waitFor(bytes, giveUp.signal) };
+      void created.ready.then((release) => (created.release = release));
+      this.shared.set(buffer, (hold = created));
+    }
+    const h = hold;
+    h.holders++;
+    let left = false;
+    const leave = () => {
+      if (left) return;
+      left = true;
+      if (--h.holders > 0) return;
+      if (this.shared.get(buffer) === h) this.shared.delete(buffer);
+      if (h.release !== undefined) h.release?.();
+      else {
+        h.giveUp.abort();
+        void h.ready.then((release) => release?.());
+      }
+    };
+    const got = await new Promise<(() => void) | null>((resolve) => {
+      const onAbort = () => resolve(null);
+      signal.addEventListener('abort', onAbort, { once: true });
+      void h.ready.then((release) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(release);
+      });
+    });
+    if (!got) {
+      leave();
+      return null;
+    }
+    return leave;
   }
 
   /** `body` (JSON) as the answer of `c`, held (see hold) until it is sent. */

@@ -24,7 +24,8 @@ export const eventJson = <T extends RunEventType>(_type: T, runId: string, data:
 // the page past ARGV[3] bytes (an entry's size: its fields' names and values). Returns the page,
 // and the id and size of the event it stopped before ('' and 0 when it did not stop for size).
 // Read one entry at a time: an entry is copied into Lua to be measured, and those past the one
-// that does not fit (each possibly a model's whole answer) are not.
+// that does not fit (each possibly a model's whole answer) are not. So a stream that reaches an
+// event larger than a page costs Redis a passing copy of that one event, then its read.
 const READ_PAGE = `
 local count = tonumber(ARGV[2])
 local limit = tonumber(ARGV[3])

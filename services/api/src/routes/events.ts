@@ -11,6 +11,7 @@ import type { StreamSlots } from '../stream-slots.js';
 type Env = { Variables: { owner: string } };
 
 const KEEPALIVE_MS = 15_000;
+const KEEPALIVE = Symbol('keep-alive');
 /**
  * Events read from a run's stream at a time, and the most live events a subscriber holds while
  * its client is not reading (see EventBacklog). Most events' data is small (a tool call's output
@@ -39,7 +40,7 @@ const encoder = new TextEncoder();
 const frames = new WeakMap<StoredEvent, Uint8Array>();
 function frameOf(e: StoredEvent): Uint8Array {
   let frame = frames.get(e);
-  if (!frame) frames.set(e, (frame = encoder.encode(`event: ${e.type}\ndata: ${e.data}\nid: ${e.id}\n\n`)));
+  if (!frame) frames.set(e, (frame = encoder.encode(`${e.type ? `event: ${e.type}\n` : ''}data: ${e.data}\nid: ${e.id}\n\n`)));
   return frame;
 }
 
@@ -107,6 +108,7 @@ export function eventsRoutes(deps: {
       // Redis refused to read this stream: end the response; the client may resume.
       () => {
         finished = true;
+        gone.abort();
         wake?.();
       },
     );
@@ -116,12 +118,27 @@ export function eventsRoutes(deps: {
       wake?.();
     });
     /**
+     * `wait` (for room in the response budget), with a keep-alive comment every KEEPALIVE_MS
+     * meanwhile: a proxy may cut a stream that stays silent.
+     */
+    const keptAlive = async <T>(wait: Promise<T>): Promise<T> => {
+      for (;;) {
+        let timer: NodeJS.Timeout | undefined;
+        const tick = new Promise<typeof KEEPALIVE>((resolve) => (timer = setTimeout(() => resolve(KEEPALIVE), KEEPALIVE_MS)));
+        const got = await Promise.race([wait, tick]);
+        clearTimeout(timer);
+        if (got !== KEEPALIVE) return got as T;
+        await stream.write(': keep-alive\n\n');
+      }
+    };
+    /**
      * Writes `frame`; one the response budget counts waits for room in it (unless the caller
      * `held` it) and holds it until the frame has left the process (its client has taken it,
-     * or is gone). False if the client went away first.
+     * or is gone). A frame the hub hands every subscriber of the run is one buffer, held once
+     * for all of them. False if the client went away first.
      */
     const write = async (frame: Uint8Array, held: boolean): Promise<boolean> => {
-      const release = held ? () => {} : await deps.responses.waitFor(frame.byteLength, gone.signal);
+      const release = held ? () => {} : await keptAlive(deps.responses.waitForShared(frame, frame.byteLength, gone.signal));
       if (!release) return false;
       try {
         await stream.write(frame);
@@ -150,7 +167,7 @@ export function eventsRoutes(deps: {
           if (finished) break;
           if (next && next.bytes > PAGE_BYTES) {
             // Held while it is written: the event as read, and its frame.
-            const release = await deps.responses.waitFor(2 * next.bytes, gone.signal);
+            const release = await keptAlive(deps.responses.waitFor(2 * next.bytes, gone.signal));
             if (!release) break;
             try {
               // Gone if trimmed meanwhile: the next page goes on from what is there.
