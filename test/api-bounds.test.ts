@@ -350,6 +350,48 @@ describe("a run's live large event", () => {
   }, 60_000);
 });
 
+describe('a connection that makes no progress', () => {
+  let idle: Stack;
+  beforeAll(async () => {
+    // The model never answers: a run stays running and its stream open.
+    idle = await startStack({ handler: () => ({ hang: true }), env: { CLIENT_IDLE_TIMEOUT_MS: '1500', MAX_RESPONSES_IN_FLIGHT_BYTES: String(40 << 20) } });
+  });
+  afterAll(async () => idle?.close());
+
+  it('is closed after CLIENT_IDLE_TIMEOUT_MS, and what its answer held is free again; a stream that has nothing to send stays open on its keep-alives', async () => {
+    const run = (await idle.createRun({ input: 'idle' })).id;
+    await idle.redis.hset(runKeys(idle.prefix, run).run, RUN_FIELDS.output, JSON.stringify({ role: 'assistant', content: 'y'.repeat(24 << 20) }));
+    const { port } = new URL(idle.api.url);
+    const raw = (path: string) => connect(Number(port), '127.0.0.1', function (this: Socket) {
+      this.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`);
+    });
+    // A client that asks for the 24 MB run and stops reading (paused, it does not see the close).
+    const stalled = raw(`/v1/runs/${run}`);
+    stalled.once('data', () => stalled.pause());
+    // A client that follows the run's events, which has nothing to send.
+    const follower = raw(`/v1/runs/${run}/events`);
+    const comments: string[] = [];
+    let followerClosed = false;
+    follower.on('data', (d: Buffer) => comments.push(...(d.toString().match(/: keep-alive/g) ?? [])));
+    follower.on('close', () => (followerClosed = true));
+    try {
+      await waitFor(async () => (await gauge(idle, 'agentq_response_bytes_in_flight')) > 0, { what: 'the stalled answer held', timeoutMs: 5_000 });
+      const heldAt = Date.now();
+      // The API closes the connection once it has taken nothing for 1.5 s, and the room is free.
+      await waitFor(async () => (await gauge(idle, 'agentq_response_bytes_in_flight')) === 0, { what: 'the stalled connection closed, its room given back', timeoutMs: 10_000 });
+      expect(Date.now() - heldAt).toBeGreaterThanOrEqual(1_000);
+      // Three timeouts on, the follower is still there, kept alive every 0.5 s.
+      await new Promise((r) => setTimeout(r, 3 * 1500));
+      expect(followerClosed).toBe(false);
+      expect(comments.length).toBeGreaterThanOrEqual(6);
+    } finally {
+      stalled.destroy();
+      follower.destroy();
+      await idle.request(`/v1/runs/${run}/cancel`, { method: 'POST' });
+    }
+  }, 60_000);
+});
+
 describe('event streams held open', () => {
   const KEY_A = 'key-a-streams';
   const KEY_B = 'key-b-streams';

@@ -126,6 +126,7 @@ export async function createApiContext(cfg: ApiConfig, logger: Logger, opts: Api
     limits: { maxBodyBytes: cfg.MAX_BODY_BYTES, maxInputBytes: cfg.MAX_INPUT_BYTES, maxContextBytes: cfg.MAX_CONTEXT_BYTES, maxBodiesInFlightBytes: cfg.MAX_BODIES_IN_FLIGHT_BYTES },
     responses,
     streams,
+    keepAliveMs: Math.min(15_000, Math.floor(cfg.CLIENT_IDLE_TIMEOUT_MS / 3)),
   };
   return {
     deps,
@@ -146,6 +147,9 @@ export async function startApi(cfg: ApiConfig, logger: Logger, opts: ApiOptions 
   const server: ServerType = await new Promise((resolve) => {
     const s = serve({ fetch: app.fetch, port: cfg.PORT, hostname: cfg.HOST }, () => resolve(s));
   });
+  // A connection that makes no progress for this long is closed (no 'timeout' listener: Node
+  // destroys the socket), and with it what its answer held.
+  server.setTimeout(cfg.CLIENT_IDLE_TIMEOUT_MS);
   const port = (server.address() as AddressInfo).port;
   const url = `http://${cfg.HOST === '0.0.0.0' ? '127.0.0.1' : cfg.HOST}:${port}`;
   logger.info({ url, dashboard: `${url}/admin/queues` }, 'api listening');

@@ -55,6 +55,8 @@ export interface AppDeps {
   responses: ResponseBudget;
   /** The event streams this process holds open (MAX_EVENT_STREAMS, MAX_EVENT_STREAMS_PER_KEY). */
   streams: StreamSlots;
+  /** How often an event stream with nothing to send writes a keep-alive comment. */
+  keepAliveMs: number;
 }
 
 /** The HTTP API as a Hono app (tests drive it with `app.request()`). */
@@ -91,7 +93,7 @@ export function createApp(deps: AppDeps) {
   );
 
   // One budget for every large answer this process sends, an SSE stream's large events included.
-  app.route('/v1/runs', eventsRoutes({ store: deps.store, hub: deps.hub, responses: deps.responses, streams: deps.streams, logger: deps.logger, ownRun: (owner, id) => ownRun(deps.store, owner, id) }));
+  app.route('/v1/runs', eventsRoutes({ store: deps.store, hub: deps.hub, responses: deps.responses, streams: deps.streams, keepAliveMs: deps.keepAliveMs, logger: deps.logger, ownRun: (owner, id) => ownRun(deps.store, owner, id) }));
   app.route('/v1/runs', runsRoutes(deps));
   app.route('/v1', actionsRoutes({ store: deps.store, actions: deps.actions, validators: deps.validators, decorate: deps.decorateAction }));
   app.route('/v1/tools', toolsRoutes({ store: deps.store }));

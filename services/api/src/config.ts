@@ -28,6 +28,13 @@ export const apiEnvSchema = baseEnvSchema.extend({
   MAX_BODIES_IN_FLIGHT_BYTES: z.coerce.number().int().min(1024).default(48 * 1024 * 1024),
   /** Large answers (a run, its transcript, steps, sub-runs; 64 KB and over) one API process holds until sent; past it 503 with Retry-After. */
   MAX_RESPONSES_IN_FLIGHT_BYTES: z.coerce.number().int().min(1024).default(64 * 1024 * 1024),
+  /**
+   * How long a connection may make no progress (its client sends nothing and takes none of what
+   * it is sent) before the API closes it: what bounds how long a client that stops reading holds
+   * its answer's room in MAX_RESPONSES_IN_FLIGHT_BYTES and its stream's slot. Event streams send
+   * a keep-alive comment every third of it (at most every 15 s).
+   */
+  CLIENT_IDLE_TIMEOUT_MS: z.coerce.number().int().min(1000).default(120_000),
   /** Event streams (`GET /v1/runs/:id/events`) one API process holds open at once; past it 503 with Retry-After. */
   MAX_EVENT_STREAMS: z.coerce.number().int().min(1).default(10_000),
   /** Event streams one key holds open on one API process at once; past it 429 rate_limited. */

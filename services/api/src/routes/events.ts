@@ -10,7 +10,6 @@ import type { StreamSlots } from '../stream-slots.js';
 
 type Env = { Variables: { owner: string } };
 
-const KEEPALIVE_MS = 15_000;
 const KEEPALIVE = Symbol('keep-alive');
 /**
  * Events read from a run's stream at a time, and the most live events a subscriber holds while
@@ -60,6 +59,8 @@ export function eventsRoutes(deps: {
   hub: EventHub;
   responses: ResponseBudget;
   streams: StreamSlots;
+  /** How often a stream with nothing to send writes a keep-alive comment (a third of CLIENT_IDLE_TIMEOUT_MS, at most 15 s). */
+  keepAliveMs: number;
   logger: Logger;
   ownRun: (owner: string, id: string) => Promise<unknown>;
 }) {
@@ -118,13 +119,13 @@ export function eventsRoutes(deps: {
       wake?.();
     });
     /**
-     * `wait` (for room in the response budget), with a keep-alive comment every KEEPALIVE_MS
+     * `wait` (for room in the response budget), with a keep-alive comment every keepAliveMs
      * meanwhile: a proxy may cut a stream that stays silent.
      */
     const keptAlive = async <T>(wait: Promise<T>): Promise<T> => {
       for (;;) {
         let timer: NodeJS.Timeout | undefined;
-        const tick = new Promise<typeof KEEPALIVE>((resolve) => (timer = setTimeout(() => resolve(KEEPALIVE), KEEPALIVE_MS)));
+        const tick = new Promise<typeof KEEPALIVE>((resolve) => (timer = setTimeout(() => resolve(KEEPALIVE), deps.keepAliveMs)));
         const got = await Promise.race([wait, tick]);
         clearTimeout(timer);
         if (got !== KEEPALIVE) return got as T;
@@ -199,7 +200,7 @@ export function eventsRoutes(deps: {
         if (backlog.size === 0) {
           // Woken by new events or an abort, else after the keep-alive interval.
           await new Promise<void>((resolve) => {
-            const t = setTimeout(resolve, KEEPALIVE_MS);
+            const t = setTimeout(resolve, deps.keepAliveMs);
             wake = () => {
               clearTimeout(t);
               resolve();
