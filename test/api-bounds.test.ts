@@ -137,18 +137,26 @@ async function largeRun(mb: number, what: 'messages' | 'steps' | 'children' | 'o
   return id;
 }
 
-/** GETs `path` on a raw connection and reads only the answer's first bytes: the rest stays unread. Resolves with the status and the socket. */
-function askAndNotRead(path: string): Promise<{ status: string; socket: Socket }> {
+/**
+ * GETs `path` of `on`'s API on a raw connection (with `key`, if given) and resolves at the
+ * answer's first bytes with the status, those bytes and the socket; with `stopReading` the rest
+ * stays unread.
+ */
+function rawGet(on: Stack, path: string, opts: { key?: string; stopReading?: boolean } = {}): Promise<{ status: string; head: string; socket: Socket }> {
   return new Promise((resolve, reject) => {
-    const { port } = new URL(stack.api.url);
-    const socket = connect(Number(port), '127.0.0.1', () => socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`));
+    const { port } = new URL(on.api.url);
+    const auth = opts.key ? `Authorization: Bearer ${opts.key}\r\n` : '';
+    const socket = connect(Number(port), '127.0.0.1', () => socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n${auth}\r\n`));
     socket.once('data', (d: Buffer) => {
-      socket.pause();
-      resolve({ status: d.toString('latin1', 9, 12), socket });
+      if (opts.stopReading) socket.pause();
+      resolve({ status: d.toString('latin1', 9, 12), head: d.toString('latin1'), socket });
     });
     socket.once('error', reject);
   });
 }
+
+/** GETs `path` and reads only the answer's first bytes: the rest stays unread. */
+const askAndNotRead = (path: string) => rawGet(stack, path, { stopReading: true });
 
 describe('answers that grow with a run', () => {
   it('a client that does not read its large answers holds MAX_RESPONSES_IN_FLIGHT_BYTES at most: the next gets 503 until those are sent', async () => {
@@ -315,15 +323,7 @@ describe("a run's live large event", () => {
 
   it('is one buffer for all its subscribers, held once: a stalled one does not hold up the others', async () => {
     const run = (await live.createRun({ input: 'live' })).id;
-    const { port } = new URL(live.api.url);
-    const stalled = await new Promise<Socket>((resolve, reject) => {
-      const socket = connect(Number(port), '127.0.0.1', () => socket.write(`GET /v1/runs/${run}/events HTTP/1.1\r\nHost: x\r\n\r\n`));
-      socket.once('data', () => {
-        socket.pause();
-        resolve(socket);
-      });
-      socket.once('error', reject);
-    });
+    const stalled = (await rawGet(live, `/v1/runs/${run}/events`, { stopReading: true })).socket;
     const seen: Array<{ event: string; length: number }> = [];
     const reader = live.request(`/v1/runs/${run}/events`).then((res) =>
       readSse(res, { stopAfter: (e) => (seen.push({ event: e.event, length: JSON.stringify(e.data).length }), e.event === 'step.completed') }),
@@ -402,14 +402,14 @@ describe('event streams held open', () => {
   });
   afterAll(async () => held?.close());
 
-  /** Opens a run's event stream on a raw connection with `key`; resolves with the status line's code, the body's first bytes and the socket. */
-  function openStream(runId: string, key: string): Promise<{ status: string; head: string; socket: Socket }> {
-    return new Promise((resolve, reject) => {
-      const { port } = new URL(held.api.url);
-      const socket = connect(Number(port), '127.0.0.1', () => socket.write(`GET /v1/runs/${runId}/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\n\r\n`));
-      socket.once('data', (d: Buffer) => resolve({ status: d.toString('latin1', 9, 12), head: d.toString('latin1'), socket }));
-      socket.once('error', reject);
-    });
+  const openStream = (runId: string, key: string) => rawGet(held, `/v1/runs/${runId}/events`, { key });
+  /** Opens `n` streams of a run, each answered 200. */
+  async function openAll(n: number, runId: string, key: string, sockets: Socket[]): Promise<void> {
+    for (let i = 0; i < n; i++) {
+      const s = await openStream(runId, key);
+      sockets.push(s.socket);
+      expect(s.status).toBe('200');
+    }
   }
 
   it('are at most MAX_EVENT_STREAMS_PER_KEY a key (429) and MAX_EVENT_STREAMS in all (503); a slot is free again once its stream ends', async () => {
@@ -417,22 +417,14 @@ describe('event streams held open', () => {
     const runB = (await held.createRun({ input: 'b' }, KEY_B)).id;
     const sockets: Socket[] = [];
     try {
-      for (let i = 0; i < 3; i++) {
-        const s = await openStream(runA, KEY_A);
-        sockets.push(s.socket);
-        expect(s.status).toBe('200');
-      }
+      await openAll(3, runA, KEY_A, sockets);
       const overKey = await openStream(runA, KEY_A);
       sockets.push(overKey.socket);
       expect(overKey.status).toBe('429');
       expect(overKey.head).toContain('"rate_limited"');
       expect(overKey.head).toContain('MAX_EVENT_STREAMS_PER_KEY');
       // The other key is not held up by the first one's streams, up to the process's limit.
-      for (let i = 0; i < 2; i++) {
-        const s = await openStream(runB, KEY_B);
-        sockets.push(s.socket);
-        expect(s.status).toBe('200');
-      }
+      await openAll(2, runB, KEY_B, sockets);
       const overAll = await openStream(runB, KEY_B);
       sockets.push(overAll.socket);
       expect(overAll.status).toBe('503');
