@@ -158,6 +158,31 @@ function rawGet(on: Stack, path: string, opts: { key?: string; stopReading?: boo
 /** GETs `path` and reads only the answer's first bytes: the rest stays unread. */
 const askAndNotRead = (path: string) => rawGet(stack, path, { stopReading: true });
 
+/**
+ * Asks for the steps of `steps` and the sub-runs of `tree` six times each, all at once; resolves
+ * with each answer (status, items) and how often Redis was asked for each run's steps or sub-runs.
+ */
+async function sixOfEachAtOnce(steps: string, tree: string) {
+  const stepsKey = runKeys(stack.prefix, steps).steps;
+  const childrenKey = runKeys(stack.prefix, tree).children;
+  const reads: string[] = [];
+  const monitor = await monitorRedis(stack.redisUrl, (cmd) => {
+    if (cmd.source !== 'lua' && (cmd.args[1] === stepsKey || cmd.args[1] === childrenKey)) reads.push(cmd.args[1]);
+  });
+  try {
+    const answers = await Promise.all(
+      [...Array(6).fill(`/v1/runs/${steps}/steps`), ...Array(6).fill(`/v1/runs/${tree}/children`)].map(async (path: string) => {
+        const res = await stack.request(path);
+        return { path, status: res.status, count: ((await res.json()) as { data: unknown[] }).data.length };
+      }),
+    );
+    await new Promise((r) => setTimeout(r, 50));
+    return { answers, stepsReads: reads.filter((k) => k === stepsKey).length, childrenReads: reads.filter((k) => k === childrenKey).length };
+  } finally {
+    monitor.close();
+  }
+}
+
 describe('answers that grow with a run', () => {
   it('a client that does not read its large answers holds MAX_RESPONSES_IN_FLIGHT_BYTES at most: the next gets 503 until those are sent', async () => {
     const transcript = await largeRun(24, 'messages');
@@ -199,28 +224,12 @@ describe('answers that grow with a run', () => {
   it("an ended run's steps and sub-runs asked for by many at once are read and built once for all of them", async () => {
     const steps = await largeRun(1, 'steps'); // 40 steps of 100 KB, and its own
     const tree = await largeRun(1, 'children');
-    const reads: string[] = [];
-    const stepsKey = runKeys(stack.prefix, steps).steps;
-    const childrenKey = runKeys(stack.prefix, tree).children;
-    const monitor = await monitorRedis(stack.redisUrl, (cmd) => {
-      if (cmd.source !== 'lua' && (cmd.args[1] === stepsKey || cmd.args[1] === childrenKey)) reads.push(cmd.args[1]);
-    });
-    try {
-      // Six of each at once (30 MB in all, within MAX_RESPONSES_IN_FLIGHT_BYTES).
-      const answers = await Promise.all(
-        [...Array(6).fill(`/v1/runs/${steps}/steps`), ...Array(6).fill(`/v1/runs/${tree}/children`)].map(async (path: string) => {
-          const res = await stack.request(path);
-          return { path, status: res.status, count: ((await res.json()) as { data: unknown[] }).data.length };
-        }),
-      );
-      expect(answers.filter((a) => a.status === 200 && a.count === (a.path.endsWith('/steps') ? 41 : 4))).toHaveLength(12);
-      await new Promise((r) => setTimeout(r, 50));
-      // Without sharing, six reads of each; the requests overlap, so one or two.
-      expect(reads.filter((k) => k === stepsKey).length).toBeLessThanOrEqual(2);
-      expect(reads.filter((k) => k === childrenKey).length).toBeLessThanOrEqual(2);
-    } finally {
-      monitor.close();
-    }
+    // Six of each at once (30 MB in all, within MAX_RESPONSES_IN_FLIGHT_BYTES).
+    const { answers, stepsReads, childrenReads } = await sixOfEachAtOnce(steps, tree);
+    expect(answers.filter((a) => a.status === 200 && a.count === (a.path.endsWith('/steps') ? 41 : 4))).toHaveLength(12);
+    // Without sharing, six reads of each; the requests overlap, so one or two.
+    expect(stepsReads).toBeLessThanOrEqual(2);
+    expect(childrenReads).toBeLessThanOrEqual(2);
   }, 60_000);
 });
 
@@ -229,31 +238,17 @@ describe("a run still going: its steps and sub-runs", () => {
     const steps = await largeRun(1, 'steps');
     const tree = await largeRun(1, 'children');
     for (const id of [steps, tree]) await stack.redis.hset(runKeys(stack.prefix, id).run, RUN_FIELDS.status, 'running');
-    const reads: string[] = [];
-    const stepsKey = runKeys(stack.prefix, steps).steps;
-    const childrenKey = runKeys(stack.prefix, tree).children;
-    const monitor = await monitorRedis(stack.redisUrl, (cmd) => {
-      if (cmd.source !== 'lua' && (cmd.args[1] === stepsKey || cmd.args[1] === childrenKey)) reads.push(cmd.args[1]);
-    });
-    try {
-      const ask = async (path: string) => {
-        const res = await stack.request(path);
-        return { status: res.status, count: ((await res.json()) as { data: unknown[] }).data.length };
-      };
-      const answers = await Promise.all([...Array(6).fill(`/v1/runs/${steps}/steps`), ...Array(6).fill(`/v1/runs/${tree}/children`)].map(ask));
-      expect(answers.map((a) => a.status)).toEqual(Array(12).fill(200));
-      expect(answers.map((a) => a.count)).toEqual([...Array(6).fill(41), ...Array(6).fill(4)]);
-      await new Promise((r) => setTimeout(r, 50));
-      // Built for each request, six reads of each; shared, the one under way and the next.
-      expect(reads.filter((k) => k === stepsKey).length).toBeLessThanOrEqual(2);
-      expect(reads.filter((k) => k === childrenKey).length).toBeLessThanOrEqual(2);
-      // A step stored, then asked for: the answer has it.
-      const call = { id: 'c_new', type: 'function', function: { name: 'crm__lookup', arguments: '{}' } };
-      await stack.redis.hset(stepsKey, '42', JSON.stringify({ depth: 42, status: 'completed', model: 'm', usage: {}, message: { role: 'assistant', content: null, tool_calls: [call] } }));
-      expect((await ask(`/v1/runs/${steps}/steps`)).count).toBe(42);
-    } finally {
-      monitor.close();
-    }
+    const { answers, stepsReads, childrenReads } = await sixOfEachAtOnce(steps, tree);
+    expect(answers.map((a) => a.status)).toEqual(Array(12).fill(200));
+    expect(answers.map((a) => a.count)).toEqual([...Array(6).fill(41), ...Array(6).fill(4)]);
+    // Built for each request, six reads of each; shared, the one under way and the next.
+    expect(stepsReads).toBeLessThanOrEqual(2);
+    expect(childrenReads).toBeLessThanOrEqual(2);
+    // A step stored, then asked for: the answer has it.
+    const call = { id: 'c_new', type: 'function', function: { name: 'crm__lookup', arguments: '{}' } };
+    await stack.redis.hset(runKeys(stack.prefix, steps).steps, '42', JSON.stringify({ depth: 42, status: 'completed', model: 'm', usage: {}, message: { role: 'assistant', content: null, tool_calls: [call] } }));
+    const after = (await stack.getJson(`/v1/runs/${steps}/steps`)) as { data: unknown[] };
+    expect(after.data).toHaveLength(42);
   }, 60_000);
 });
 
