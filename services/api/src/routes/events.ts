@@ -4,13 +4,13 @@ import { isTerminal, TERMINAL_EVENT_TYPES, type Logger, type RunStore, type Stor
 import { EventBacklog } from '../event-backlog.js';
 import type { EventHub } from '../event-hub.js';
 import { HttpError } from '../http-error.js';
+import { EventWriter } from '../event-writer.js';
 import { UNCOUNTED_BELOW_BYTES, type ResponseBudget } from '../response-budget.js';
 import { compareIds, isStreamId } from '../stream-id.js';
 import type { StreamSlots } from '../stream-slots.js';
 
 type Env = { Variables: { owner: string } };
 
-const KEEPALIVE = Symbol('keep-alive');
 /**
  * Events read from a run's stream at a time, and the most live events a subscriber holds while
  * its client is not reading (see EventBacklog). Most events' data is small (a tool call's output
@@ -23,25 +23,6 @@ const PAGE = 200;
  * budget counts, and an event larger than a page is read on its own once the budget has room.
  */
 const PAGE_BYTES = UNCOUNTED_BELOW_BYTES - 1;
-/**
- * Writes that resolve after a frame before it has surely left the process: one sits in the
- * stream's transform, one in the response's readable, one in the socket's buffer until it drains.
- */
-const FRAMES_BUFFERED = 3;
-const EMPTY = new Uint8Array(0);
-
-const encoder = new TextEncoder();
-/**
- * An event's SSE frame, its data the JSON as stored, encoded once however many streams write it:
- * the hub hands every subscriber of a run the same event objects. The same bytes hono's writeSSE
- * writes (JSON as the stream stores it has no line breaks).
- */
-const frames = new WeakMap<StoredEvent, Uint8Array>();
-function frameOf(e: StoredEvent): Uint8Array {
-  let frame = frames.get(e);
-  if (!frame) frames.set(e, (frame = encoder.encode(`${e.type ? `event: ${e.type}\n` : ''}data: ${e.data}\nid: ${e.id}\n\n`)));
-  return frame;
-}
 
 /** A resume point given as `field` (the header or the query parameter), or a 400 naming it. */
 function resumePoint(field: string, value: string): string {
@@ -118,42 +99,12 @@ export function eventsRoutes(deps: {
       gone.abort();
       wake?.();
     });
-    /**
-     * `wait` (for room in the response budget), with a keep-alive comment every keepAliveMs
-     * meanwhile: a proxy may cut a stream that stays silent.
-     */
-    const keptAlive = async <T>(wait: Promise<T>): Promise<T> => {
-      for (;;) {
-        let timer: NodeJS.Timeout | undefined;
-        const tick = new Promise<typeof KEEPALIVE>((resolve) => (timer = setTimeout(() => resolve(KEEPALIVE), deps.keepAliveMs)));
-        const got = await Promise.race([wait, tick]);
-        clearTimeout(timer);
-        if (got !== KEEPALIVE) return got as T;
-        await stream.write(': keep-alive\n\n');
-      }
-    };
-    /**
-     * Writes `frame`; one the response budget counts waits for room in it (unless the caller
-     * `held` it) and holds it until the frame has left the process (its client has taken it,
-     * or is gone). A frame the hub hands every subscriber of the run is one buffer, held once
-     * for all of them. False if the client went away first.
-     */
-    const write = async (frame: Uint8Array, held: boolean): Promise<boolean> => {
-      const release = held ? () => {} : await keptAlive(deps.responses.waitForShared(frame, frame.byteLength, gone.signal));
-      if (!release) return false;
-      try {
-        await stream.write(frame);
-        if (frame.byteLength >= UNCOUNTED_BELOW_BYTES) for (let i = 0; i < FRAMES_BUFFERED && !stream.aborted; i++) await stream.write(EMPTY);
-      } finally {
-        release();
-      }
-      return !stream.aborted;
-    };
+    const out = new EventWriter(stream, deps.responses, deps.keepAliveMs, gone.signal);
     const send = async (events: StoredEvent[], held = false) => {
       for (const e of events) {
         if (finished) return;
         if (last !== '0' && compareIds(e.id, last) <= 0) continue;
-        if (!(await write(frameOf(e), held))) return;
+        if (!(await out.write(e, held))) return;
         last = e.id;
         if (TERMINAL_EVENT_TYPES.has(e.type)) finished = true;
       }
@@ -168,7 +119,7 @@ export function eventsRoutes(deps: {
           if (finished) break;
           if (next && next.bytes > PAGE_BYTES) {
             // Held while it is written: the event as read, and its frame.
-            const release = await keptAlive(deps.responses.waitFor(2 * next.bytes, gone.signal));
+            const release = await out.room(2 * next.bytes);
             if (!release) break;
             try {
               // Gone if trimmed meanwhile: the next page goes on from what is there.
@@ -208,7 +159,7 @@ export function eventsRoutes(deps: {
           });
           wake = null;
           // Nothing to write and nothing dropped: the keep-alive interval passed.
-          if (backlog.size === 0 && !backlog.behind && !finished) await stream.write(': keep-alive\n\n');
+          if (backlog.size === 0 && !backlog.behind && !finished) await out.keepAlive();
           continue;
         }
         await send(backlog.take());

@@ -1,0 +1,79 @@
+import type { SSEStreamingApi } from 'hono/streaming';
+import type { StoredEvent } from '@agentq/shared';
+import { UNCOUNTED_BELOW_BYTES, type ResponseBudget } from './response-budget.js';
+
+/**
+ * Writes that resolve after a frame before it has surely left the process: one sits in the
+ * stream's transform, one in the response's readable, one in the socket's buffer until it drains.
+ */
+const FRAMES_BUFFERED = 3;
+const EMPTY = new Uint8Array(0);
+const KEEPALIVE = Symbol('keep-alive');
+
+const encoder = new TextEncoder();
+/**
+ * An event's SSE frame, its data the JSON as stored, encoded once however many streams write it:
+ * the hub hands every subscriber of a run the same event objects. The same bytes hono's writeSSE
+ * writes (JSON as the stream stores it has no line breaks).
+ */
+const frames = new WeakMap<StoredEvent, Uint8Array>();
+function frameOf(e: StoredEvent): Uint8Array {
+  let frame = frames.get(e);
+  if (!frame) frames.set(e, (frame = encoder.encode(`${e.type ? `event: ${e.type}\n` : ''}data: ${e.data}\nid: ${e.id}\n\n`)));
+  return frame;
+}
+
+/**
+ * Writes one SSE response's events within the response budget: an event's frame that the budget
+ * counts waits for room in it and holds it until the frame has left the process (its client has
+ * taken it, or is gone). A stream waiting for room writes a keep-alive comment every
+ * `keepAliveMs`: a proxy may cut a stream that stays silent.
+ */
+export class EventWriter {
+  constructor(
+    private readonly stream: SSEStreamingApi,
+    private readonly responses: ResponseBudget,
+    private readonly keepAliveMs: number,
+    /** Aborted when the client has gone (or the stream is ended): waits for room give up. */
+    private readonly gone: AbortSignal,
+  ) {}
+
+  /** Waits for room for `bytes` the caller will hold (see ResponseBudget.waitFor); null if the client went away first. */
+  room(bytes: number): Promise<(() => void) | null> {
+    return this.keptAlive(this.responses.waitFor(bytes, this.gone));
+  }
+
+  /**
+   * Writes event `e`. A frame the hub hands every subscriber of the run is one buffer, held once
+   * for all of them; `held` says the caller holds its room already (room). False if the client
+   * went away first.
+   */
+  async write(e: StoredEvent, held = false): Promise<boolean> {
+    const frame = frameOf(e);
+    const release = held ? () => {} : await this.keptAlive(this.responses.waitForShared(frame, frame.byteLength, this.gone));
+    if (!release) return false;
+    try {
+      await this.stream.write(frame);
+      if (frame.byteLength >= UNCOUNTED_BELOW_BYTES) for (let i = 0; i < FRAMES_BUFFERED && !this.stream.aborted; i++) await this.stream.write(EMPTY);
+    } finally {
+      release();
+    }
+    return !this.stream.aborted;
+  }
+
+  /** A comment line that keeps an idle stream open. */
+  keepAlive(): Promise<unknown> {
+    return this.stream.write(': keep-alive\n\n');
+  }
+
+  private async keptAlive<T>(wait: Promise<T>): Promise<T> {
+    for (;;) {
+      let timer: NodeJS.Timeout | undefined;
+      const tick = new Promise<typeof KEEPALIVE>((resolve) => (timer = setTimeout(() => resolve(KEEPALIVE), this.keepAliveMs)));
+      const got = await Promise.race([wait, tick]);
+      clearTimeout(timer);
+      if (got !== KEEPALIVE) return got as T;
+      await this.keepAlive();
+    }
+  }
+}
