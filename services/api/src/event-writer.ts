@@ -50,11 +50,16 @@ export class EventWriter {
    */
   async write(e: StoredEvent, held = false): Promise<boolean> {
     const frame = frameOf(e);
+    if (frame.byteLength < UNCOUNTED_BELOW_BYTES) {
+      // Not counted: written at once (most events).
+      await this.stream.write(frame);
+      return !this.stream.aborted;
+    }
     const release = held ? () => {} : await this.keptAlive(this.responses.waitForShared(frame, frame.byteLength, this.gone));
     if (!release) return false;
     try {
       await this.stream.write(frame);
-      if (frame.byteLength >= UNCOUNTED_BELOW_BYTES) for (let i = 0; i < FRAMES_BUFFERED && !this.stream.aborted; i++) await this.stream.write(EMPTY);
+      for (let i = 0; i < FRAMES_BUFFERED && !this.stream.aborted; i++) await this.stream.write(EMPTY);
     } finally {
       release();
     }

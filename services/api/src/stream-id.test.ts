@@ -36,4 +36,23 @@ describe('stream ids', () => {
     expect(compareIds('0', '0-0')).toBe(0);
     expect(compareIds('0', '1-0')).toBe(-1);
   });
+
+  it('compares a resume point given with leading zeros by value', () => {
+    expect(compareIds('0001700000000000-2', '1700000000000-2')).toBe(0);
+    expect(compareIds('1700000000000-0010', '1700000000000-9')).toBe(1);
+    expect(compareIds('09-0', '10-0')).toBe(-1);
+    expect(compareIds('18446744073709551615-0', '018446744073709551614-9')).toBe(1);
+  });
+
+  it('agrees with comparing the numbers, over many random ids', () => {
+    const part = () => (Math.random() < 0.3 ? String(Math.floor(Math.random() * 12)) : String(BigInt(Math.floor(Math.random() * 2 ** 53)) * BigInt(1 + Math.floor(Math.random() * 2000))));
+    const pad = (p: string) => (Math.random() < 0.1 ? `00${p}` : p);
+    for (let i = 0; i < 5000; i++) {
+      const [am, as, bm, bs] = [part(), part(), Math.random() < 0.3 ? null : part(), part()];
+      const a = `${pad(am)}-${pad(as)}`;
+      const b = `${pad(bm ?? am)}-${pad(bs)}`;
+      const d = BigInt(am) - BigInt(bm ?? am) || BigInt(as) - BigInt(bs);
+      expect(compareIds(a, b)).toBe(d < 0n ? -1 : d > 0n ? 1 : 0);
+    }
+  });
 });
