@@ -1,13 +1,7 @@
-import type { SSEStreamingApi } from 'hono/streaming';
 import type { StoredEvent } from '@agentq/shared';
 import { UNCOUNTED_BELOW_BYTES, type ResponseBudget } from './response-budget.js';
+import type { SseSink } from './sse-sink.js';
 
-/**
- * Writes that resolve after a frame before it has surely left the process: one sits in the
- * stream's transform, one in the response's readable, one in the socket's buffer until it drains.
- */
-const FRAMES_BUFFERED = 3;
-const EMPTY = new Uint8Array(0);
 const KEEPALIVE = Symbol('keep-alive');
 
 const encoder = new TextEncoder();
@@ -31,7 +25,7 @@ function frameOf(e: StoredEvent): Uint8Array {
  */
 export class EventWriter {
   constructor(
-    private readonly stream: SSEStreamingApi,
+    private readonly sink: SseSink,
     private readonly responses: ResponseBudget,
     private readonly keepAliveMs: number,
     /** Aborted when the client has gone (or the stream is ended): waits for room give up. */
@@ -52,23 +46,22 @@ export class EventWriter {
     const frame = frameOf(e);
     if (frame.byteLength < UNCOUNTED_BELOW_BYTES) {
       // Not counted: written at once (most events).
-      await this.stream.write(frame);
-      return !this.stream.aborted;
+      await this.sink.write(frame);
+      return !this.sink.aborted;
     }
     const release = held ? () => {} : await this.keptAlive(this.responses.waitForShared(frame, frame.byteLength, this.gone));
     if (!release) return false;
     try {
-      await this.stream.write(frame);
-      for (let i = 0; i < FRAMES_BUFFERED && !this.stream.aborted; i++) await this.stream.write(EMPTY);
+      await this.sink.writeOut(frame);
     } finally {
       release();
     }
-    return !this.stream.aborted;
+    return !this.sink.aborted;
   }
 
   /** A comment line that keeps an idle stream open. */
-  keepAlive(): Promise<unknown> {
-    return this.stream.write(': keep-alive\n\n');
+  keepAlive(): Promise<void> {
+    return this.sink.write(': keep-alive\n\n');
   }
 
   private async keptAlive<T>(wait: Promise<T>): Promise<T> {

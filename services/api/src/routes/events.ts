@@ -1,11 +1,14 @@
 import { Hono } from 'hono';
-import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
+import type { ServerResponse } from 'node:http';
+import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
+import { streamSSE } from 'hono/streaming';
 import { isTerminal, TERMINAL_EVENT_TYPES, type Logger, type RunStore, type StoredEvent } from '@agentq/shared';
 import { EventBacklog } from '../event-backlog.js';
 import type { EventHub } from '../event-hub.js';
 import { HttpError } from '../http-error.js';
 import { EventWriter } from '../event-writer.js';
 import { UNCOUNTED_BELOW_BYTES, type ResponseBudget } from '../response-budget.js';
+import { HonoSink, NodeSink, type SseSink } from '../sse-sink.js';
 import { compareIds, isStreamId } from '../stream-id.js';
 import type { StreamSlots } from '../stream-slots.js';
 
@@ -68,11 +71,19 @@ export function eventsRoutes(deps: {
     // Held from here until the stream ends (a 429 or 503 if this key or this process has no room).
     const slot = deps.streams.take(c.get('owner'));
 
-    return streamSSE(c, (stream) => follow(stream, id, from).finally(slot));
+    // On Node, straight to the response; else (`app.request()`) through hono's stream.
+    const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
+    if (!outgoing) return streamSSE(c, (stream) => follow(new HonoSink(stream), id, from).finally(slot));
+    const sink = new NodeSink(outgoing);
+    void follow(sink, id, from).finally(() => {
+      slot();
+      sink.end();
+    });
+    return RESPONSE_ALREADY_SENT;
   });
 
-  /** Writes run `id`'s events after `from` to `stream`: its history, then its live events, until its terminal event. */
-  async function follow(stream: SSEStreamingApi, id: string, from: string): Promise<void> {
+  /** Writes run `id`'s events after `from` to `sink`: its history, then its live events, until its terminal event. */
+  async function follow(sink: SseSink, id: string, from: string): Promise<void> {
     const key = deps.store.events.key(id);
     let last = from;
     let finished = false;
@@ -94,12 +105,12 @@ export function eventsRoutes(deps: {
         wake?.();
       },
     );
-    stream.onAbort(() => {
+    sink.onAbort(() => {
       finished = true;
       gone.abort();
       wake?.();
     });
-    const out = new EventWriter(stream, deps.responses, deps.keepAliveMs, gone.signal);
+    const out = new EventWriter(sink, deps.responses, deps.keepAliveMs, gone.signal);
     const send = async (events: StoredEvent[], held = false) => {
       for (const e of events) {
         if (finished) return;

@@ -1,0 +1,105 @@
+import type { ServerResponse } from 'node:http';
+import type { SSEStreamingApi } from 'hono/streaming';
+
+/** Where an SSE response's bytes go: the Node response itself, or hono's stream where there is none (`app.request()`). */
+export interface SseSink {
+  /** Writes `chunk`; resolves once the response can take more (backpressure), or its client is gone. */
+  write(chunk: Uint8Array | string): Promise<void>;
+  /** Writes `chunk`; resolves once it has left the process (its client has taken it), or its client is gone. */
+  writeOut(chunk: Uint8Array): Promise<void>;
+  /** The client is gone. */
+  readonly aborted: boolean;
+  onAbort(listener: () => void): void;
+}
+
+const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' } as const;
+
+/**
+ * Writes straight to the Node response: a chunk goes to the socket with no stream in between,
+ * and the socket's own callbacks say when a chunk has left the process.
+ */
+export class NodeSink implements SseSink {
+  private closed = false;
+  private readonly listeners: Array<() => void> = [];
+
+  constructor(private readonly res: ServerResponse) {
+    res.writeHead(200, SSE_HEADERS);
+    res.flushHeaders();
+    res.once('close', () => {
+      this.closed = true;
+      for (const l of this.listeners) l();
+    });
+  }
+
+  get aborted(): boolean {
+    return this.closed || this.res.destroyed;
+  }
+
+  onAbort(listener: () => void): void {
+    if (this.aborted) listener();
+    else this.listeners.push(listener);
+  }
+
+  async write(chunk: Uint8Array | string): Promise<void> {
+    if (this.aborted || this.res.write(chunk)) return;
+    await this.untilClosedOr('drain');
+  }
+
+  writeOut(chunk: Uint8Array): Promise<void> {
+    if (this.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        this.res.off('close', done);
+        resolve();
+      };
+      this.res.once('close', done);
+      // Called once the chunk is handed to the system (or the write failed).
+      this.res.write(chunk, done);
+    });
+  }
+
+  /** Ends the response (a no-op once its client is gone). */
+  end(): void {
+    if (!this.aborted) this.res.end();
+  }
+
+  private untilClosedOr(event: 'drain'): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        this.res.off(event, done);
+        this.res.off('close', done);
+        resolve();
+      };
+      this.res.once(event, done);
+      this.res.once('close', done);
+    });
+  }
+}
+
+/**
+ * Writes through hono's SSE stream. Its writes resolve before a chunk has left the process: up
+ * to three chunks wait in its TransformStream, the ReadableStream around it and the socket until
+ * it drains, so a chunk is out once three more have been written after it.
+ */
+export class HonoSink implements SseSink {
+  private static readonly EMPTY = new Uint8Array(0);
+
+  constructor(private readonly stream: SSEStreamingApi) {}
+
+  get aborted(): boolean {
+    return this.stream.aborted;
+  }
+
+  onAbort(listener: () => void): void {
+    this.stream.onAbort(listener);
+  }
+
+  async write(chunk: Uint8Array | string): Promise<void> {
+    await this.stream.write(chunk);
+  }
+
+  async writeOut(chunk: Uint8Array): Promise<void> {
+    await this.stream.write(chunk);
+    for (let i = 0; i < 3 && !this.stream.aborted; i++) await this.stream.write(HonoSink.EMPTY);
+  }
+}
