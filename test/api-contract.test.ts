@@ -4,6 +4,7 @@ import type { RunObject } from '@agentq/shared';
 import type { ApiClient, TestRequestInit } from './fixtures/api-client.js';
 import { startApp, type TestApp } from './fixtures/app.js';
 import { startStack, type Stack } from './fixtures/services.js';
+import { readSse } from './fixtures/sse.js';
 import { waitFor } from './fixtures/wait.js';
 
 // The public HTTP contract of /work/shared/API.md, checked from the outside: statuses, the
@@ -339,6 +340,24 @@ describe('health, the dashboard and unknown routes', () => {
       expect(r.status, `${method} ${path}`).toBe(404);
       errorOf(r);
     }
+  });
+});
+
+describe('GET /v1/runs/:id/events without a Node server (app.request(): hono\'s stream)', () => {
+  it('sends the history, then the live events, and ends after the terminal one', async () => {
+    const run = await app.createRun({ input: 'followed through hono' }, KEY_A);
+    const res = await app.request(`/v1/runs/${run.id}/events`, { key: KEY_A });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('text/event-stream');
+    const seen: string[] = [];
+    const events = readSse(res, { stopAfter: (e) => (seen.push(e.event), false) });
+    await waitFor(() => seen.includes('run.queued'), { what: 'the history' });
+    // No worker here: the run is still queued, and its cancel is a live event.
+    expect((await call(`/v1/runs/${run.id}/cancel`, { method: 'POST', key: KEY_A })).status).toBe(202);
+    const all = await events;
+    expect(all.map((e) => e.event)).toEqual(['run.queued', 'run.cancelled']);
+    expect(all[1].data).toMatchObject({ run_id: run.id });
+    expect(all[0].id && all[1].id && all[0].id < all[1].id).toBe(true);
   });
 });
 
