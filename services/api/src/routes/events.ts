@@ -75,10 +75,12 @@ export function eventsRoutes(deps: {
     const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
     if (!outgoing) return streamSSE(c, (stream) => follow(new HonoSink(stream), id, from).finally(slot));
     const sink = new NodeSink(outgoing);
-    void follow(sink, id, from).finally(() => {
-      slot();
-      sink.end();
-    });
+    void follow(sink, id, from)
+      .catch((err: Error) => deps.logger.warn({ run_id: id, err: err.message }, 'event stream ended by an error'))
+      .finally(() => {
+        slot();
+        sink.end();
+      });
     return RESPONSE_ALREADY_SENT;
   });
 
