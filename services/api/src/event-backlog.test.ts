@@ -15,6 +15,20 @@ describe('EventBacklog', () => {
     expect(b.catchUp()).toBe(false);
   });
 
+  it('holds at most `maxBytes` of events\' data: past it, it is behind', () => {
+    const b = new EventBacklog(1_000, 10_000);
+    const big = (i: number): StoredEvent => ({ id: `1700000000000-${i}`, type: 'step.completed', data: 'x'.repeat(4_000) });
+    b.push([big(0), big(1)]);
+    expect(b.size).toBe(2);
+    expect(b.take()).toHaveLength(2);
+    // What was taken no longer counts.
+    b.push([big(2), big(3)]);
+    expect(b.behind).toBe(false);
+    b.push([big(4)]);
+    expect(b.size).toBe(0);
+    expect(b.behind).toBe(true);
+  });
+
   it('a subscriber whose client does not read holds at most `max` events, however many come: then it is behind, once', () => {
     const b = new EventBacklog(200);
     for (let i = 0; i < 10_000; i += 100) b.push(events(i, 100));

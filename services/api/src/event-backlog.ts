@@ -2,24 +2,33 @@ import type { StoredEvent } from '@agentq/shared';
 
 /**
  * The live events one SSE subscriber has been handed and not yet written. A client that does not
- * read stalls its writes while the hub goes on handing it its run's events: past `max` of them
- * the backlog drops what it holds and is `behind`, and the writer reads on from the run's stream
- * in Redis, from the last event it wrote, a page at a time. So a stalled client holds at most
- * `max` events however busy its run, and, once it reads again, gets every event still in the
- * stream, in order, once.
+ * read stalls its writes while the hub goes on handing it its run's events: past `maxEvents` of
+ * them, or `maxBytes` of their data, the backlog drops what it holds and is `behind`, and the
+ * writer reads on from the run's stream in Redis, from the last event it wrote, a page at a time.
+ * So a stalled client holds at most that many events however busy its run (the hub hands every
+ * subscriber the same objects: what a backlog holds is shared, but a stalled one keeps it alive),
+ * and, once it reads again, gets every event still in the stream, in order, once.
  */
 export class EventBacklog {
   private events: StoredEvent[] = [];
+  private bytes = 0;
   private dropped = false;
 
-  constructor(private readonly max: number) {}
+  constructor(
+    private readonly maxEvents: number,
+    private readonly maxBytes = Infinity,
+  ) {}
 
-  /** Events handed by the hub; dropped (and the backlog behind) once more than `max` are held. */
+  /** Events handed by the hub; dropped (and the backlog behind) once more than it may hold are held. */
   push(events: StoredEvent[]): void {
     if (this.dropped) return;
-    for (const e of events) this.events.push(e);
-    if (this.events.length > this.max) {
+    for (const e of events) {
+      this.events.push(e);
+      this.bytes += e.data.length;
+    }
+    if (this.events.length > this.maxEvents || this.bytes > this.maxBytes) {
       this.events = [];
+      this.bytes = 0;
       this.dropped = true;
     }
   }
@@ -37,6 +46,7 @@ export class EventBacklog {
   take(): StoredEvent[] {
     const out = this.events;
     this.events = [];
+    this.bytes = 0;
     return out;
   }
 

@@ -15,12 +15,18 @@ import type { StreamSlots } from '../stream-slots.js';
 type Env = { Variables: { owner: string } };
 
 /**
- * Events read from a run's stream at a time, and the most live events a subscriber holds while
- * its client is not reading (see EventBacklog). Most events' data is small (a tool call's output
- * is cut at 16 KB), but a step's `step.completed` and the terminal event carry the model's whole
+ * Events read from a run's stream at a time. Most events' data is small (a tool call's output is
+ * cut at 16 KB), but a step's `step.completed` and the terminal event carry the model's whole
  * answer (up to MODEL_RESPONSE_MAX_MB).
  */
 const PAGE = 200;
+/**
+ * The most live events, and bytes of their data, a subscriber holds while its client does not
+ * take them (see EventBacklog): past them it reads on from Redis. Above the hub's read of 500 a
+ * stream at a time, so that a burst of small events is written from memory by every subscriber.
+ */
+const BACKLOG_EVENTS = 1_000;
+const BACKLOG_BYTES = 1024 * 1024;
 /**
  * The most bytes of events a page read from Redis holds: pages stay below what the response
  * budget counts, and an event larger than a page is read on its own once the budget has room.
@@ -90,7 +96,7 @@ export function eventsRoutes(deps: {
     let last = from;
     let finished = false;
     let wake: (() => void) | null = null;
-    const backlog = new EventBacklog(PAGE);
+    const backlog = new EventBacklog(BACKLOG_EVENTS, BACKLOG_BYTES);
     const gone = new AbortController();
     // Subscribe before reading the history so that nothing falls between the two.
     const unsubscribe = deps.hub.subscribe(
