@@ -29,6 +29,16 @@ describe('EventBacklog', () => {
     expect(b.behind).toBe(true);
   });
 
+  it('holds one event alone whatever its size, but not a second beside it', () => {
+    const b = new EventBacklog(1_000, 10_000);
+    const huge = (i: number): StoredEvent => ({ id: `1700000000000-${i}`, type: 'step.completed', data: 'x'.repeat(50_000) });
+    b.push([huge(0)]);
+    expect(b.size).toBe(1);
+    expect(b.behind).toBe(false);
+    b.push([huge(1)]);
+    expect(b.behind).toBe(true);
+  });
+
   it('a subscriber whose client does not read holds at most `max` events, however many come: then it is behind, once', () => {
     const b = new EventBacklog(200);
     for (let i = 0; i < 10_000; i += 100) b.push(events(i, 100));

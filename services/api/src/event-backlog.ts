@@ -3,11 +3,11 @@ import type { StoredEvent } from '@agentq/shared';
 /**
  * The live events one SSE subscriber has been handed and not yet written. A client that does not
  * read stalls its writes while the hub goes on handing it its run's events: past `maxEvents` of
- * them, or `maxBytes` of their data, the backlog drops what it holds and is `behind`, and the
- * writer reads on from the run's stream in Redis, from the last event it wrote, a page at a time.
- * So a stalled client holds at most that many events however busy its run (the hub hands every
- * subscriber the same objects: what a backlog holds is shared, but a stalled one keeps it alive),
- * and, once it reads again, gets every event still in the stream, in order, once.
+ * them, or `maxBytes` of their data (but for one event alone), the backlog drops what it holds
+ * and is `behind`, and the writer reads on from the run's stream in Redis, from the last event it
+ * wrote, a page at a time. So a stalled client holds at most that much however busy its run (the
+ * hub hands every subscriber the same objects: what a backlog holds is shared, but a stalled one
+ * keeps it alive), and, once it reads again, gets every event still in the stream, in order, once.
  */
 export class EventBacklog {
   private events: StoredEvent[] = [];
@@ -26,7 +26,10 @@ export class EventBacklog {
       this.events.push(e);
       this.bytes += e.data.length;
     }
-    if (this.events.length > this.maxEvents || this.bytes > this.maxBytes) {
+    // One event alone is held whatever its size: a model's long answer, which the hub hands
+    // every subscriber as one object, is then written from it (and held once in the response
+    // budget) rather than read again from Redis by each of them.
+    if (this.events.length > this.maxEvents || (this.bytes > this.maxBytes && this.events.length > 1)) {
       this.events = [];
       this.bytes = 0;
       this.dropped = true;
