@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runEventSchema, type RunObject } from '@agentq/shared';
 import type { ChatRequest, Handler } from '@agentq/scripted-llm';
@@ -46,5 +47,36 @@ describe('every event', () => {
     expect(Buffer.byteLength(big.output)).toBeLessThanOrEqual(16 * 1024);
     expect(Buffer.byteLength(big.output)).toBeGreaterThan(16 * 1024 - 4);
     expect(stored('crm__fail').startsWith(big.output)).toBe(true);
+  });
+});
+
+describe('the events response on the Node server', () => {
+  it('has the event-stream headers; HEAD gets them without a stream, holding nothing', async () => {
+    const run: RunObject = await stack.waitForRun((await stack.createRun({ input: 'headers please' })).id);
+    const res = await stack.request(`/v1/runs/${run.id}/events`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('text/event-stream');
+    expect(res.headers.get('cache-control')).toBe('no-cache');
+    expect((await readSse(res)).at(-1)?.event).toBe('run.completed');
+    for (let i = 0; i < 3; i++) {
+      const head = await stack.request(`/v1/runs/${run.id}/events`, { method: 'HEAD' });
+      expect(head.status).toBe(200);
+      expect(head.headers.get('content-type')).toBe('text/event-stream');
+      expect(await head.text()).toBe('');
+    }
+    // The connection stays usable after a HEAD: the next request on it is answered.
+    const { port } = new URL(stack.api.url);
+    const answers = await new Promise<string>((resolve, reject) => {
+      let text = '';
+      const socket = connect(Number(port), '127.0.0.1', () =>
+        socket.write(`HEAD /v1/runs/${run.id}/events HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`),
+      );
+      socket.on('data', (d: Buffer) => (text += d.toString()));
+      socket.on('close', () => resolve(text));
+      socket.on('error', reject);
+    });
+    expect(answers.match(/^HTTP\/1\.1 200/gm)).toHaveLength(2);
+    const metrics = await (await fetch(`${stack.api.url}/metrics`)).text();
+    expect(metrics).toMatch(/^agentq_event_streams_open\{[^}]*\} 0$/m);
   });
 });

@@ -8,7 +8,7 @@ import type { EventHub } from '../event-hub.js';
 import { HttpError } from '../http-error.js';
 import { EventWriter } from '../event-writer.js';
 import { UNCOUNTED_BELOW_BYTES, type ResponseBudget } from '../response-budget.js';
-import { HonoSink, NodeSink, type SseSink } from '../sse-sink.js';
+import { HonoSink, NodeSink, SSE_HEADERS, type SseSink } from '../sse-sink.js';
 import { compareIds, isStreamId } from '../stream-id.js';
 import type { StreamSlots } from '../stream-slots.js';
 
@@ -74,15 +74,23 @@ export function eventsRoutes(deps: {
         throw new HttpError(400, 'validation_error', message, [{ field, message }]);
       }
     }
+    // HEAD (hono routes it here): the headers a stream would have, and no stream.
+    if (c.req.method === 'HEAD') return c.body(null, 200, SSE_HEADERS);
     // Held from here until the stream ends (a 429 or 503 if this key or this process has no room).
     const slot = deps.streams.take(c.get('owner'));
 
     // On Node, straight to the response; else (`app.request()`) through hono's stream.
     const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
     if (!outgoing) return streamSSE(c, (stream) => follow(new HonoSink(stream), id, from).finally(slot));
-    const sink = new NodeSink(outgoing);
+    let sink: NodeSink;
+    try {
+      sink = new NodeSink(outgoing);
+    } catch (err) {
+      slot();
+      throw err;
+    }
     void follow(sink, id, from)
-      .catch((err: Error) => deps.logger.warn({ run_id: id, err: err.message }, 'event stream ended by an error'))
+      .catch((err: unknown) => deps.logger.warn({ run_id: id, err: err instanceof Error ? err.message : String(err) }, 'event stream ended by an error'))
       .finally(() => {
         slot();
         sink.end();
