@@ -26,7 +26,7 @@ export const apiEnvSchema = baseEnvSchema.extend({
   MAX_CONTEXT_BYTES: z.coerce.number().int().min(1024).default(32 * 1024 * 1024),
   /** Request bodies one API process holds at once; past it a request gets 503 with Retry-After. */
   MAX_BODIES_IN_FLIGHT_BYTES: z.coerce.number().int().min(1024).default(48 * 1024 * 1024),
-  /** Large answers (a run, its transcript, steps, sub-runs; 64 KB and over) one API process holds until sent; past it 503 with Retry-After. */
+  /** Large answers (a run, its transcript, steps, sub-runs, an event stream's events; 64 KB and over) one API process holds until sent; past it 503 with Retry-After (an event stream waits). */
   MAX_RESPONSES_IN_FLIGHT_BYTES: z.coerce.number().int().min(1024).default(64 * 1024 * 1024),
   /**
    * How long a connection may make no progress (its client sends nothing and takes none of what

@@ -3,6 +3,12 @@ import { ResponseBudget, UNCOUNTED_BELOW_BYTES } from './response-budget.js';
 
 const MB = 1 << 20;
 const settled = () => new Promise((r) => setImmediate(r));
+/** `wait`, and whether it has resolved yet. */
+function watched<T>(wait: Promise<T>): { done: boolean; wait: Promise<T> } {
+  const w = { done: false, wait };
+  w.wait = wait.then((v) => ((w.done = true), v));
+  return w;
+}
 
 describe('ResponseBudget.waitFor', () => {
   it('lets streams in while they fit, then in the order they asked as room is given back', async () => {
@@ -34,13 +40,12 @@ describe('ResponseBudget.waitFor', () => {
     const huge = (await budget.waitFor(30 * MB, signal))!;
     expect(budget.bytesInFlight).toBe(30 * MB);
     expect(await budget.waitFor(100, signal)).toBeTypeOf('function');
-    let next = false;
-    const after = budget.waitFor(UNCOUNTED_BELOW_BYTES, signal).then((r) => ((next = true), r));
+    const after = watched(budget.waitFor(UNCOUNTED_BELOW_BYTES, signal));
     await settled();
-    expect(next).toBe(false);
+    expect(after.done).toBe(false);
     huge();
     small();
-    (await after)!();
+    (await after.wait)!();
     expect(budget.bytesInFlight).toBe(0);
   });
 
@@ -76,12 +81,11 @@ describe('ResponseBudget.waitForShared', () => {
     expect(budget.bytesInFlight).toBe(0);
     // Another buffer is another hold.
     const a = (await budget.waitForShared({}, 6 * MB, signal))!;
-    let other = false;
-    const b = budget.waitForShared({}, 6 * MB, signal).then((r) => ((other = true), r));
+    const b = watched(budget.waitForShared({}, 6 * MB, signal));
     await settled();
-    expect(other).toBe(false);
+    expect(b.done).toBe(false);
     a();
-    (await b)!();
+    (await b.wait)!();
     expect(budget.bytesInFlight).toBe(0);
   });
 

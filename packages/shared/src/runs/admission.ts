@@ -61,18 +61,14 @@ if op == 'arrive' then
     out[1] = runId
   else
     local queued = redis.call('ZCARD', KEYS[7])
-    if queued == 0 and redis.call('ZCARD', KEYS[1]) == 0 then
+    if queued == 0 or not redis.call('ZSCORE', KEYS[7], runId) then
+      if queued >= tonumber(ARGV[8]) then return { '!full' } end
       -- Nobody waits, in any line: the run is admitted now if there is room, exactly as joining
       -- its line and being taken from it below would (the virtual time does not move).
-      if queued >= tonumber(ARGV[8]) then return { '!full' } end
-      if underCapacity() and redis.call('SCARD', KEYS[8]) < limits(owner).max_active_runs then
+      if queued == 0 and redis.call('ZCARD', KEYS[1]) == 0 and underCapacity() and redis.call('SCARD', KEYS[8]) < limits(owner).max_active_runs then
         admit(runId, KEYS[8])
         return out
       end
-      redis.call('ZADD', KEYS[7], now, runId)
-      redis.call('ZADD', KEYS[1], 'NX', vclock, owner)
-    elseif not redis.call('ZSCORE', KEYS[7], runId) then
-      if queued >= tonumber(ARGV[8]) then return { '!full' } end
       redis.call('ZADD', KEYS[7], now, runId)
       redis.call('ZADD', KEYS[1], 'NX', vclock, owner)
     end
