@@ -109,5 +109,29 @@ describe('Sentinel', () => {
     const refused = await timed();
     expect(refused.res.status).toBe(503);
     expect(((await refused.res.json()) as { error: { code: string } }).error.code).toBe('replication_timeout');
-  }, 60_000);
+
+    // A refused run was made all the same: a retry with the same Idempotency-Key gets that run
+    // (once the replicas hold it), never a second one.
+    const keyed = () => stack.request('/v1/runs', { method: 'POST', json: { input: 'kept once' }, headers: { 'idempotency-key': 'wait-replicas' } });
+    const runNamed = async (res: Response) => {
+      const { error } = (await res.json()) as { error: { code: string; message: string } };
+      expect(error.code).toBe('replication_timeout');
+      return /run_\w+/.exec(error.message)?.[0];
+    };
+    const first = await keyed();
+    expect(first.status).toBe(503);
+    const made = await runNamed(first);
+    expect(made).toBeDefined();
+    const retried = await keyed();
+    expect(retried.status).toBe(503);
+    expect(await runNamed(retried)).toBe(made);
+    await sentinel.replica.restart();
+    let replayed: Response | undefined;
+    await waitFor(async () => (replayed = await keyed()).status === 200, { what: 'the retry to get the run once the replica is back', timeoutMs: 30_000, intervalMs: 500 });
+    expect(((await replayed!.json()) as RunObject).id).toBe(made);
+    const listed = ((await stack.getJson('/v1/runs?limit=100')) as { data: RunObject[] }).data.map((r) => r.id);
+    // The run accepted, the one refused without a key (made all the same), and the keyed one, once.
+    expect(listed).toHaveLength(3);
+    expect(listed).toContain(made);
+  }, 90_000);
 });

@@ -92,14 +92,18 @@ export class Runs {
     // Not awaited: a run left pending is settled again by the sweep, at no harm.
     void store.runs.settle(id).catch(() => {});
     await this.enqueueAdmitted(admitted.filter((a) => a !== id));
-    await this.awaitReplicas(id);
+    await this.confirmReplicated(id);
     this.deps.observer?.runCreated?.(plan.spec);
     this.deps.logger.info({ run_id: id, model: plan.spec.model, queued: !admitted.includes(id) }, 'run accepted');
     return created;
   }
 
-  /** REDIS_WAIT_REPLICAS: the run is accepted only once that many replicas hold what made it. */
-  private async awaitReplicas(runId: string): Promise<void> {
+  /**
+   * REDIS_WAIT_REPLICAS: the run is accepted only once that many replicas hold what made it;
+   * else a ReplicationError. The run was made all the same: a retry with the same
+   * Idempotency-Key gets it, once the replicas confirm it.
+   */
+  async confirmReplicated(runId: string): Promise<void> {
     const d = this.deps.durability;
     if (!d || d.replicas <= 0) return;
     const g = this.deps.store.global;

@@ -9,6 +9,7 @@ import {
   listRunsQuerySchema,
   newId,
   refuseNonPublicUrl,
+  ReplicationError,
   withRequiredAction,
   type ActionItemView,
   type Admission,
@@ -87,10 +88,10 @@ export function runsRoutes(deps: RunsRouteDeps) {
       let claim = await claimIdempotencyKey(deps.redis, deps.store.global.idempotency, owner, idemKey, raw, id);
       if (claim.kind === 'replay') {
         const replayed = await replay(claim.runId, claim.claimedAt);
-        if (replayed) return c.json(replayed, 200, { location: `/v1/runs/${claim.runId}` });
+        if (replayed) return replayOf(replayed);
         // The request that claimed the key died before writing its run: this one makes it.
         claim = await claim.takeOver();
-        if (claim.kind === 'replay') return c.json(await awaitRun(claim.runId), 200, { location: `/v1/runs/${claim.runId}` });
+        if (claim.kind === 'replay') return replayOf(await awaitRun(claim.runId));
       }
       release = claim.release;
     }
@@ -98,10 +99,18 @@ export function runsRoutes(deps: RunsRouteDeps) {
     try {
       created = await deps.runs.create(id, owner, plan, { maxQueued: limitsOf(deps.tenants, owner).max_queued_runs });
     } catch (err) {
-      await release?.().catch(() => {});
+      // A run its replicas did not confirm in time was made all the same: the key stays
+      // claimed, so that a retry gets that run instead of making a second one.
+      if (!(err instanceof ReplicationError)) await release?.().catch(() => {});
       throw err;
     }
     return c.json(created, 202, { location: `/v1/runs/${id}` });
+
+    /** The run an earlier request with this key made, once (REDIS_WAIT_REPLICAS) its replicas hold it. */
+    async function replayOf(run: RunObject) {
+      await deps.runs.confirmReplicated(run.id);
+      return c.json(run, 200, { location: `/v1/runs/${run.id}` });
+    }
   });
 
   /**
