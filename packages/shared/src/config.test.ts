@@ -50,6 +50,12 @@ describe('parseEnv with the base schema', () => {
     expect(p.find((l) => l.startsWith('LOG_LEVEL'))).toContain('"loud"');
   });
 
+  it('does not echo a password with a raw / inside a bad REDIS_URL', () => {
+    const p = problems(() => parseEnv(baseEnvSchema, { REDIS_URL: 'redis+cluster://app:s3cr/t+K@a:1,b:2' }));
+    expect(p[0]).toMatch(/^REDIS_URL/);
+    expect(p.join('\n')).not.toMatch(/s3cr|t\+K/);
+  });
+
   it('does not echo a password inside a bad REDIS_URL', () => {
     const p = problems(() => parseEnv(baseEnvSchema, { REDIS_URL: 'redis//:s3cr3t-pa55@redis.internal:6379' }));
     expect(p).toHaveLength(1);

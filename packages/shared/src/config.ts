@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { MIN_ACTION_LINK_SECRET_CHARS } from './actions/action-links.js';
 import { ConfigError } from './errors.js';
-import { parseRedisUrl } from './redis-url.js';
+import { parseRedisUrl, redactUrl } from './redis-url.js';
 
 const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -118,7 +118,7 @@ export function parseEnv<S extends z.ZodType>(schema: S, env: Record<string, str
     const value = cleaned[name];
     // Secrets never reach a terminal or a log: named ones are hidden, and so is a URL's password.
     const secret = /KEY|SECRET|TOKEN|PASSWORD/.test(name);
-    const safe = value?.replace(/\/\/[^@/]*@/, '//***@');
+    const safe = value === undefined ? undefined : redactUrl(value);
     const shown = safe === undefined ? '' : secret ? ' (value hidden)' : ` (got ${JSON.stringify(safe.slice(0, 80))})`;
     return `${name}: ${issue.message}${shown}`;
   });

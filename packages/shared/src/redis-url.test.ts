@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseRedisUrl } from './redis-url.js';
+import { parseRedisUrl, redactUrl } from './redis-url.js';
 
 describe('parseRedisUrl', () => {
   it('reads one Redis, with or without TLS', () => {
@@ -43,6 +43,38 @@ describe('parseRedisUrl', () => {
     ['redis://h:p1,h:p2', /not a valid URL/],
   ])('refuses %s with a message that says why', (url, why) => {
     expect(() => parseRedisUrl(url)).toThrow(why);
+  });
+
+  it('keeps a + in a sentinel password, as in the password itself', () => {
+    expect(parseRedisUrl('redis+sentinel://:a+b%2Bc@s1:26379/m?x=1&sentinel_password=a+b%2Bc')).toMatchObject({ password: 'a+b+c', sentinelPassword: 'a+b+c' });
+  });
+
+  it.each([
+    ['redis://:100%@h:1', /password .* not valid percent-encoding/],
+    ['redis://u%zz:p@h:1', /user .* not valid percent-encoding/],
+    ['redis+cluster://app:100%@a:1,b:2', /password .* not valid percent-encoding/],
+    ['redis+sentinel://s1:1/m?sentinel_password=100%', /sentinel_password .* not valid percent-encoding/],
+  ])('refuses %s, whose % is not percent-encoding, with a message instead of a crash', (url, why) => {
+    expect(() => parseRedisUrl(url)).toThrow(why);
+  });
+
+  it.each([
+    'redis+cluster://app:s3cr@t+K@a:1,b:2',
+    'redis+cluster://app:s3cr/t+K@a:1,nope',
+    'redis+sentinel://:s3cr@t+K@s1:1/m',
+  ])('never echoes a password with a raw @ or / (%s)', (url) => {
+    expect(() => parseRedisUrl(url)).toThrow();
+    try {
+      parseRedisUrl(url);
+    } catch (err) {
+      expect((err as Error).message).not.toMatch(/s3cr|t\+K/);
+    }
+  });
+
+  it('hides user, password and sentinel password when a URL is shown', () => {
+    expect(redactUrl('redis+cluster://app:s3cr/t@x@a:1,b:2')).toBe('redis+cluster://***@a:1,b:2');
+    expect(redactUrl('redis+sentinel://s1:1/m?sentinel_password=sp&x=1')).toBe('redis+sentinel://s1:1/m?sentinel_password=***&x=1');
+    expect(redactUrl('redis://127.0.0.1:6379')).toBe('redis://127.0.0.1:6379');
   });
 
   it('never puts the password in its message', () => {
