@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { cellOf, cellPrefix, type RunObject } from '@agentq/shared';
+import { cellOf, cellPrefix, runKeys, type RunObject } from '@agentq/shared';
 import type { ChatRequest, Handler } from '@agentq/scripted-llm';
 import { startCluster, startSentinel, type TestCluster, type TestSentinel } from '../fixtures/redis-topologies.js';
 import { startStack, type Stack } from '../fixtures/services.js';
@@ -72,6 +72,37 @@ describe('cells on a Redis Cluster', () => {
     // And new runs are accepted and run on the promoted replica.
     const after = await stack.createRun({ input: 'after the failover' });
     expect((await stack.waitForRun(after.id, { timeoutMs: 30_000 })).status).toBe('completed');
+  }, 120_000);
+});
+
+describe("a run's shard failing over while its tool calls run", () => {
+  // One call that sleeps 3 s, then an answer that quotes the tool messages the step got.
+  const quoting: Handler = (req) =>
+    round(req) < 1 ? { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 3000, label: 'x' } }] } : { content: JSON.stringify(req.messages.filter((m: any) => m.role === 'tool').map((m: any) => m.content)) };
+
+  it('waits for the new master to store each result: the next step gets the result, never "no result was recorded"', async () => {
+    const cluster = await startCluster({ masters: 3, replicasEach: 1 });
+    topologies.push(cluster);
+    const stack = await startStack({ handler: quoting, redisUrl: cluster.url, env: { JOB_LOCK_MS: '2000', STALLED_INTERVAL_MS: '1000' } });
+    stacks.push(stack);
+    const cellMaster = await cluster.masterOf(`${cellPrefix(stack.prefix, 0)}:agent`);
+    const t0 = Date.now();
+    const runs = await runMany(stack, 12);
+    const masters = await Promise.all(runs.map((r) => cluster.masterOf(runKeys(stack.prefix, r.id).run)));
+    // A master that holds some runs' keys and not the cell's queues: the jobs carry on, the results must wait.
+    const victim = masters.find((m) => m.port !== cellMaster.port)!;
+    expect(victim).toBeDefined();
+    await waitFor(async () => (await Promise.all(runs.map((r) => stack.getJson(`/v1/runs/${r.id}/steps`)))).every((s) => s.data.length >= 1), { what: 'every run to be in its tool call' });
+    // Killed just before the sleeps end: their results come while no master serves those keys.
+    await new Promise((r) => setTimeout(r, Math.max(0, t0 + 2_800 - Date.now())));
+    await victim.kill();
+    for (const [i, r] of runs.entries()) {
+      const done = await stack.waitForRun(r.id, { timeoutMs: 60_000 });
+      expect(done.status).toBe('completed');
+      const quoted = String((done.output as { content?: string } | null)?.content ?? '');
+      expect(quoted, `run ${i} (its keys on the killed master: ${masters[i].port === victim.port})`).toContain('slept 3000 ms x');
+      expect(quoted).not.toContain('no result was recorded');
+    }
   }, 120_000);
 });
 

@@ -10,6 +10,10 @@ export type RedisClient = Redis | Cluster;
 // Reconnect forever with a capped backoff: Redis restarts (and failovers) must heal by themselves.
 const retryStrategy = (times: number) => Math.min(50 * 2 ** Math.min(times, 6), 2000);
 
+// How long a blocking Cluster connection waits for a slot's new master, and how often it asks.
+const FAILOVER_WAIT_MS = 60_000;
+const FAILOVER_RETRY_MS = 200;
+
 // A master that became a replica (a failover, the old master back) answers writes with READONLY:
 // reconnect, so that Sentinel (or the Cluster's slot map) leads to the new master, and resend.
 const reconnectOnError = (err: Error) => (err.message.startsWith('READONLY') ? 2 : false);
@@ -50,6 +54,11 @@ export function createRedis(url: string, opts: { blocking?: boolean; name?: stri
     const clusterOptions: ClusterOptions = {
       enableOfflineQueue: Boolean(blocking),
       clusterRetryStrategy: retryStrategy,
+      // A blocking connection waits out a failover: a command for a slot whose master is gone is
+      // sent again every 200 ms until a replica has taken over (cluster-node-timeout, 15 s by
+      // default, and the election), for up to a minute. ioredis's default gives up after 16
+      // tries, 1.6 s, which would fail a tool result's write while the tool has run.
+      ...(blocking ? { retryDelayOnFailover: FAILOVER_RETRY_MS, retryDelayOnClusterDown: FAILOVER_RETRY_MS, maxRedirections: Math.ceil(FAILOVER_WAIT_MS / FAILOVER_RETRY_MS) } : {}),
       redisOptions: { ...behaviour, username: target.username, password: target.password, ...(target.tls ? { tls: {} } : {}) },
     };
     client = new Cluster(target.nodes, clusterOptions);

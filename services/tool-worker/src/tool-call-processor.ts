@@ -182,10 +182,12 @@ export async function processToolCall(data: ToolCallJob, ctx: JobContext, deps: 
   // step, which that completion may release, finds it. Not waiting for the reply takes a round
   // trip off every tool round's critical path; results that arrive together are stored together.
   const event = { depth, index, tool_call_id: data.toolCallId, name, is_error: rec.is_error, duration_ms: rec.duration_ms, outcome: outcome.kind, ...eventOutput(rec.output) };
-  const stored = deps.store.toolCalls
-    .complete(runId, depth, index, rec, event, data.count ? { run, count: data.count } : undefined)
-    .catch((err: Error) => log.error({ err: err.message }, 'could not store the tool result; the next step records the call as failed'));
+  const stored = deps.store.toolCalls.complete(runId, depth, index, rec, event, data.count ? { run, count: data.count } : undefined);
+  // On a Cluster a result not stored fails the job's attempt instead of letting it complete
+  // (its run's shard may be failing over while the job's is fine): the retry finds the call
+  // begun and redoes it, or reports it unknown_outcome if it may not run twice.
   if (deps.awaitResultWrite) await stored;
+  else stored.catch((err: Error) => log.error({ err: err.message }, 'could not store the tool result; the next step records the call as failed'));
   log.debug({ outcome: rec.outcome, duration_ms: rec.duration_ms }, 'tool call done');
   return { index, record: rec };
 }
