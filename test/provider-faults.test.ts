@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatRequest, Handler, Reply } from '@agentq/scripted-llm';
 import { startStack, type Stack } from './fixtures/services.js';
+import { waitFor } from './fixtures/wait.js';
 
 // Each scenario scripts the provider's answers for one run: by call number (a list), or from
 // the request itself (a function), for a scenario whose calls may be retried.
@@ -33,7 +34,20 @@ beforeAll(async () => {
 afterAll(async () => stack?.close());
 
 describe('provider faults', () => {
-  it('429: honours Retry-After by pausing the agent queue, without burning attempts', async () => {
+  it("429: the step waits out Retry-After alone; another run's steps go on meanwhile", async () => {
+    const a = 'rate limited for three seconds';
+    const b = 'not rate limited';
+    scripts.set(a, [{ error: { status: 429, message: 'slow down', headers: { 'retry-after': '3' } } }, { content: 'after the wait' }]);
+    const runA = await stack.createRun({ input: a });
+    await waitFor(async () => callsOf(a).length === 1, { what: "the first run's 429" });
+    const runB = await stack.waitForRun((await stack.createRun({ input: b })).id);
+    expect(runB.output?.content).toBe('ok');
+    // The first run's step is still waiting for its Retry-After: the 429 held up no other run.
+    expect(callsOf(a)).toHaveLength(1);
+    expect((await stack.waitForRun(runA.id)).output?.content).toBe('after the wait');
+  });
+
+  it('429: honours Retry-After by delaying the step, without burning attempts', async () => {
     const u = 'rate limited';
     // More 429s than the 8 attempts a turn has: they must not count as attempts.
     scripts.set(u, [...Array(10).fill({ error: { status: 429, message: 'slow down', headers: { 'retry-after-ms': '60' } } }), { content: 'finally' }]);
@@ -42,8 +56,7 @@ describe('provider faults', () => {
     expect(run.usage.model_calls).toBe(1);
     expect(callsOf(u)).toHaveLength(11);
     const t = arrivals.get(u)!;
-    // The queue pauses for each Retry-After (agentq waits at least 100 ms); BullMQ may let one
-    // fetch already under way slip through a pause, so look at the typical gap and the total.
+    // The step waits for each Retry-After (agentq waits at least 100 ms): look at the typical gap and the total.
     const gaps = t.slice(1).map((x, i) => x - t[i]);
     const sorted = [...gaps].sort((a, b) => a - b);
     expect(sorted[Math.floor(sorted.length / 2)], String(gaps)).toBeGreaterThanOrEqual(90);

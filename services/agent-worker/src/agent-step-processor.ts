@@ -1,4 +1,4 @@
-import { RateLimitError } from 'bullmq';
+import { DelayedError } from 'bullmq';
 import type OpenAI from 'openai';
 import {
   AgentqError,
@@ -52,8 +52,6 @@ export interface AgentStepDeps {
   tokens?: TokenTally;
   modelTimeoutMs: number;
   modelIdleTimeoutMs: number;
-  /** Pauses the agent queue; set by the worker so a 429 slows the queue instead of burning attempts. */
-  rateLimit?: (ms: number) => Promise<void>;
   /** Transcripts of this worker's last steps: a run's next step here reads only what was added since. */
   transcripts?: TranscriptCache;
   /** Bounds the transcripts this worker's steps hold at once (TRANSCRIPTS_IN_FLIGHT_MB); unset: no bound. */
@@ -229,11 +227,13 @@ async function stepFrom(input: StepInput | null, data: AgentStepJob, ctx: JobCon
       if (!now || isTerminal(now.status)) return { skipped: 'cancelled' };
       throw err;
     }
-    if (err instanceof RetryableError && err.code === 'model_rate_limited' && deps.rateLimit) {
+    if (err instanceof RetryableError && err.code === 'model_rate_limited') {
+      // This step alone waits for the provider's Retry-After, without using up an attempt; the
+      // other runs' steps go on (one key's rate-limited model does not hold up another's).
       const ms = Math.min(Math.max(err.retryAfterMs ?? 1000, 100), 60_000);
-      log.warn({ retry_after_ms: ms }, 'model rate limited; pausing the agent queue');
-      await deps.rateLimit(ms);
-      throw new RateLimitError();
+      log.warn({ retry_after_ms: ms }, 'model rate limited; the step waits');
+      await job.moveToDelayed(Date.now() + ms, ctx.token);
+      throw new DelayedError();
     }
     if (!final) {
       log.warn({ err: (err as Error).message, attempt: job.attemptsMade + 1 }, 'model step failed; will retry');

@@ -100,14 +100,10 @@ export async function startAgentWorker(cfg: AgentWorkerConfig, logger: Logger, o
       telemetry,
       backoffBaseMs: cfg.MODEL_BACKOFF_BASE_MS,
       lock: workerLockOptions(cfg),
-      // AGENT_RATE_LIMIT caps model steps for the whole queue (a provider's quota). Without it a
-      // limiter far above any real throughput is still set: BullMQ honours worker.rateLimit() (a
-      // provider's 429) only when one is configured.
-      limiter: cfg.AGENT_RATE_LIMIT ?? { max: 1_000_000, duration: 1000 },
+      // AGENT_RATE_LIMIT caps model steps for the whole queue (a provider's quota).
+      ...(cfg.AGENT_RATE_LIMIT ? { limiter: cfg.AGENT_RATE_LIMIT } : {}),
     }),
   );
-  // A provider's 429 pauses the agent queues (of every worker) for its Retry-After.
-  deps.rateLimit = async (ms) => void (await Promise.all(workers.map((w) => w.rateLimit(ms))));
   for (const w of workers) observeWorkerJobs(w, metrics);
   await Promise.all(workers.map((w) => w.waitUntilReady()));
   const metricsServer: MetricsServer | undefined =
