@@ -72,7 +72,7 @@ describe('a round job that adds the next step', () => {
   });
 
   it('adds it once the job has failed for good, and not on a failure that will be retried', async () => {
-    const id = newId('run');
+    const id = await newRun();
     const seenAtAttempt: string[] = [];
     const worker = createJobWorker(
       'toolRound',
@@ -91,6 +91,8 @@ describe('a round job that adds the next step', () => {
       expect(seenAtAttempt).toEqual(['attempt 1: next step unknown', 'attempt 2: next step unknown']);
     } finally {
       await worker.close();
+      // Ended, so that the sweeps of the tests below find nothing more to add for it.
+      await store.runs.finishMany([id], { status: 'cancelled', stopReason: 'cancelled' });
     }
   });
 

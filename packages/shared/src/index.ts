@@ -13,6 +13,7 @@ export * from './schemas/events.js';
 export * from './schemas/api.js';
 export * from './jobs/backoff.js';
 export * from './jobs/catalog.js';
+export * from './jobs/failed-jobs.js';
 export * from './jobs/cells.js';
 export * from './jobs/job-queues.js';
 export * from './jobs/job-worker.js';

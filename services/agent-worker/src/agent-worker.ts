@@ -24,6 +24,7 @@ import {
   untilRedisAnswers,
 } from '@agentq/shared';
 import { processAgentStep, type AgentStepDeps } from './agent-step-processor.js';
+import { failedSteps } from './failed-steps.js';
 import { TranscriptCache } from './transcript-cache.js';
 import { defaultTranscriptsInFlightBytes, TranscriptsInFlight } from './transcripts-in-flight.js';
 import type { AgentWorkerConfig } from './config.js';
@@ -49,7 +50,8 @@ export async function startAgentWorker(cfg: AgentWorkerConfig, logger: Logger, o
   const redis = new RedisConnections(cfg.REDIS_URL);
   const storeRedis = redis.connect('agentq-agent-store', { blocking: true });
   const store = new RunStore({ redis: storeRedis, prefix: cfg.QUEUE_PREFIX, retentionSeconds: cfg.RUN_RETENTION_SECONDS });
-  const jobs = new JobQueues({ connection: redis.connect('agentq-agent-queue', { blocking: true }), prefix: cfg.QUEUE_PREFIX, cells: cfg.CELLS, logger, telemetry });
+  const jobsRedis = redis.connect('agentq-agent-queue', { blocking: true });
+  const jobs = new JobQueues({ connection: jobsRedis, prefix: cfg.QUEUE_PREFIX, cells: cfg.CELLS, logger, telemetry });
   const runs = new Runs({ store, jobs, admission: new Admission(storeRedis, cfg.QUEUE_PREFIX), logger, observer: runMetricsObserver(metrics) });
   const tokens = new TokenTally(new UsageMeter(storeRedis, cfg.QUEUE_PREFIX));
   // BullMQ retries model faults (with backoff, without holding a worker slot); the SDK must not also.
@@ -104,8 +106,14 @@ export async function startAgentWorker(cfg: AgentWorkerConfig, logger: Logger, o
       ...(cfg.AGENT_RATE_LIMIT ? { limiter: cfg.AGENT_RATE_LIMIT } : {}),
     }),
   );
-  for (const w of workers) observeWorkerJobs(w, metrics);
+  // A step job that BullMQ fails for good without the step ending its run ends it (failed-steps.ts).
+  const stuck = failedSteps({ jobs, redis: jobsRedis, runs, logger, cells: cellList(cfg.CELLS, cfg.WORKER_CELLS), lookbackMs: 24 * 3600_000 });
+  for (const w of workers) {
+    observeWorkerJobs(w, metrics);
+    stuck.watch(w);
+  }
   await Promise.all(workers.map((w) => w.waitUntilReady()));
+  stuck.start(cfg.STALLED_INTERVAL_MS);
   const metricsServer: MetricsServer | undefined =
     cfg.METRICS_PORT !== undefined ? await startMetricsServer({ registry: metrics.registry, port: cfg.METRICS_PORT, host: cfg.HOST, logger }) : undefined;
   logger.info({ queues: workers.map((w) => w.name), concurrency: cfg.AGENT_CONCURRENCY, transcripts_in_flight_mb: Math.round(inFlight.capacity / 1024 / 1024) }, 'agent-worker started');
@@ -114,7 +122,7 @@ export async function startAgentWorker(cfg: AgentWorkerConfig, logger: Logger, o
     workers,
     metricsUrl: metricsServer?.url,
     async close() {
-      const steps = [() => Promise.all(workers.map((w) => w.close())), async () => metricsServer?.close(), () => cancels.close(), () => tokens.close(), () => jobs.close(), () => redis.closeAll(), async () => modelFetch?.close()];
+      const steps = [() => Promise.all(workers.map((w) => w.close())), () => stuck.close(), async () => metricsServer?.close(), () => cancels.close(), () => tokens.close(), () => jobs.close(), () => redis.closeAll(), async () => modelFetch?.close()];
       for (const s of steps) await s().catch((err: Error) => logger.warn({ err: err.message }, 'error while closing'));
     },
   };

@@ -1,0 +1,30 @@
+import { FailedJobs, isRunId, QUEUES, type JobQueues, type Logger, type RedisClient, type Runs } from '@agentq/shared';
+
+/**
+ * Ends the runs whose step job BullMQ failed for good without the step's processor ending the
+ * run: a job that stalled too often (its worker died mid-step on each delivery: BullMQ's
+ * stalled-jobs check fails it without calling the processor), whose data no longer parses, or
+ * whose last attempt threw before it could end the run. Nothing else would add that run's next
+ * step: it would stay running for ever, holding its key's slot. It fails (`step_failed`), its
+ * slot is released and its webhook sent, as when a step fails for good in the processor. A run
+ * that has ended already is left as it is.
+ */
+export function failedSteps(opts: { jobs: JobQueues; redis: RedisClient; runs: Runs; logger: Logger; cells: number[]; lookbackMs: number }): FailedJobs {
+  return new FailedJobs({
+    ...opts,
+    queue: QUEUES.agent,
+    what: 'a step job',
+    handle: async (job) => {
+      const runId = (job.data as { runId?: unknown } | undefined)?.runId;
+      if (typeof runId !== 'string' || !isRunId(runId)) return false;
+      const reason = (job.failedReason || 'no reason given').slice(0, 500);
+      const ended = await opts.runs.finish(runId, {
+        status: 'failed',
+        stopReason: 'error',
+        error: { code: 'step_failed', message: `a model step of this run failed for good and was not retried (${reason})` },
+      });
+      if (ended) opts.logger.error({ run_id: runId, job_id: job.id, reason }, 'a step job failed for good; the run fails');
+      return ended !== null;
+    },
+  });
+}
