@@ -107,6 +107,23 @@ export class RunActions {
    */
   async decisionOnWake(run: RunState, stored: StoredAction, now = Date.now()): Promise<ActionDecision | null> {
     if (stored.decision) return stored.decision;
+    return this.expireIfDue(run, stored, now);
+  }
+
+  /**
+   * An answer that comes once its request has expired is too late, even before the request's
+   * job has woken to expire it: the expiry is stored then (the first decision stored wins, so an
+   * answer stored just before stands) and the job woken to act on it. Returns the decision that
+   * stands, or null if the request has not expired.
+   */
+  async expireBeforeAnswer(run: RunState, stored: StoredAction, now = Date.now()): Promise<ActionDecision | null> {
+    const decision = await this.expireIfDue(run, stored, now);
+    if (decision?.decision === 'expired') await this.wake(stored.record.id);
+    return decision;
+  }
+
+  /** Stores `expired` on a request whose time has passed (unless a decision won the race); the decision that stands, or null if it has not expired. */
+  private async expireIfDue(run: RunState, stored: StoredAction, now: number): Promise<ActionDecision | null> {
     const { expires_at } = stored.record;
     if (!expires_at || Date.parse(expires_at) > now) return null;
     const expired: ActionDecision = { decision: 'expired', by: 'agentq', at: new Date(now).toISOString() };

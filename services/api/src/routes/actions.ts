@@ -54,6 +54,9 @@ export function actionsRoutes(deps: ActionsRouteDeps) {
         throw new HttpError(404, 'not_found', `${field}.id: no request "${r.id.slice(0, 64)}" waits on run ${run.id}`, [{ field: `${field}.id`, message: 'no such request on this run' }]);
       }
       if (stored.decision) throw resolvedError([{ id: r.id, decision: stored.decision }]);
+      // Past its expires_at the request is expired, whether or not its job has woken to say so.
+      const expired = await deps.actions.expireBeforeAnswer(waiting, stored);
+      if (expired) throw resolvedError([{ id: r.id, decision: expired }]);
       const decision = await checkedDecision(deps, stored.record, r, owner, field);
       planned.push({ waiting, id: r.id, decision });
     }
