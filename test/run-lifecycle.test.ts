@@ -328,6 +328,15 @@ describe('budgets beyond depth', () => {
     else expect(run.output).toBeNull();
   });
 
+  it('timeout_ms abandons a model step in flight at max_depth under stop', async () => {
+    const user = 'Slow last step';
+    // One round, then (at max_depth 1) a step whose model answers long after the deadline.
+    scenarios.set(user, (_req, round) => (round === 0 ? { tool_calls: [{ name: 'crm__count_calls', arguments: {} }] } : { content: 'too late', delayMs: 3000 }));
+    const run = await stack.waitForRun((await stack.createRun({ input: user, max_depth: 1, timeout_ms: 800, on_budget_exhausted: 'stop' })).id);
+    expect(run).toMatchObject({ status: 'incomplete', stop_reason: 'timeout', depth: 1 });
+    expect(run.output).toBeNull();
+  });
+
   it('timeout_ms abandons a model step in flight', async () => {
     const user = 'Slow model';
     scenarios.set(user, (req) => (req.tool_choice === 'none' ? { content: 'late answer' } : { hang: true }));

@@ -57,6 +57,27 @@ describe('sub-agents', () => {
     expect(events.filter((e) => e.includes('subrun.completed'))).toHaveLength(3);
   });
 
+  it('starts no sub-run once the deadline has passed, when the call starts late behind a busy tool queue', async () => {
+    on('Late child', () => ({ content: 'should not run' }));
+    on('PARENT late', (req) => (req.tool_choice === 'none' ? { content: 'out of time' } : round(req) === 0 ? { tool_calls: [{ name: 'agent_query', arguments: { prompt: 'Late child' } }] } : { content: 'never' }));
+    // The tool queue is busy: the call's job starts only after the run's deadline.
+    await Promise.all(stack.tool.workers.map((w) => w.pause()));
+    let id: string;
+    try {
+      ({ id } = await stack.createRun({ input: 'PARENT late', timeout_ms: 600, on_budget_exhausted: 'final_answer', subagents: { enabled: true } }));
+      await waitFor(async () => (await json(`/v1/runs/${id}/steps`)).data.length === 1, { what: 'the sub-agent call to be made' });
+      const created = Date.parse((await json(`/v1/runs/${id}`)).created_at);
+      await new Promise((r) => setTimeout(r, Math.max(0, created + 700 - Date.now())));
+    } finally {
+      for (const w of stack.tool.workers) w.resume();
+    }
+    const run = await stack.waitForRun(id!);
+    expect(run).toMatchObject({ status: 'completed', stop_reason: 'timeout', output: { content: 'out of time' } });
+    expect((await json(`/v1/runs/${id!}/children`)).data).toEqual([]);
+    const steps = (await json(`/v1/runs/${id!}/steps`)).data;
+    expect(steps[0].tool_calls[0].output).toMatch(/deadline/);
+  });
+
   it('lets a child use tools and sub-agents of its own, within max_nesting', async () => {
     on('NEST ', (req) => {
       const level = Number(firstUser(req).slice(5));

@@ -324,7 +324,10 @@ async function makeStep(
   };
 
   const deadline = runDeadline(spec, Date.parse(run.createdAt));
-  const deadlineSignal = deadline !== undefined && !first.budget ? AbortSignal.timeout(Math.max(1, deadline - Date.now())) : undefined;
+  // The deadline bounds every call but final_answer's last one (tools disabled on a budget), which
+  // a run under that policy gets even past its deadline. A call at max_depth under `stop` is bounded.
+  const lastCall = first.budget !== null && spec.on_budget_exhausted === 'final_answer';
+  const deadlineSignal = deadline !== undefined && !lastCall ? AbortSignal.timeout(Math.max(1, deadline - Date.now())) : undefined;
   let plan = first;
   let response: Awaited<ReturnType<typeof callModel>> | undefined;
   let answer: ModelAnswer;

@@ -120,6 +120,10 @@ export async function processToolCall(data: ToolCallJob, ctx: JobContext, deps: 
     outcome = run.spec.human_input
       ? toolFailed('invalid_arguments', 'ask_human takes {"question": string, "choices"?: [string, …]}')
       : toolFailed('refused', 'this run does not take questions to the user (human_input is off)');
+  } else if (BUILTIN_TOOL_NAMES.has(name) && !resumed && deadline !== undefined && deadline <= Date.now()) {
+    // A sub-agent call that starts late (behind a busy queue) makes no sub-runs past the deadline;
+    // one that made them before it comes back for their results.
+    outcome = toolFailed('refused', "the run's deadline (timeout_ms) passed before the call started");
   } else if (BUILTIN_TOOL_NAMES.has(name)) {
     // Built-in tools are safe to run again: their effects (sub-runs) have ids fixed by the job.
     const parsed = parseArguments(args);
