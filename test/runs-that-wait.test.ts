@@ -173,6 +173,23 @@ describe('tool approvals', () => {
   });
 });
 
+describe('a run that ends on an expiry', () => {
+  it('under "stop" takes its sub-runs still at work with it', async () => {
+    on('Slow child', () => ({ content: 'child done', delayMs: 5000 }));
+    on('EXPIRE tree', callsThenEcho([
+      { name: 'crm__non_idempotent_write', arguments: { key: 'tree-write' } },
+      { name: 'agent_query', arguments: { prompt: 'Slow child' } },
+    ]));
+    const { id } = await stack.createRun({ input: 'EXPIRE tree', subagents: { enabled: true }, approval: { tools: ['crm__non_idempotent_write'], timeout_ms: 500, on_timeout: 'stop' } });
+    const child = await waitFor(async () => (await json(`/v1/runs/${id}/children`)).data[0], { what: 'the sub-run to start' });
+    const done = await stack.waitForRun(id);
+    expect(done).toMatchObject({ status: 'incomplete', stop_reason: 'approval_timeout' });
+    // The sub-run, its model call still in flight when its parent ended, ends too.
+    expect(await stack.waitForRun(child.id, { timeoutMs: 3_000 })).toMatchObject({ status: 'cancelled' });
+    expect(stack.crm.calls.filter((c) => c.args?.key === 'tree-write')).toEqual([]);
+  });
+});
+
 describe('late answers', () => {
   it('an answer after the request expired is too late, even before its job woke to expire it: 409 expired, the call never runs', async () => {
     on('LATE approval', callsThenEcho([{ name: 'crm__non_idempotent_write', arguments: { key: 'late-write' } }]));

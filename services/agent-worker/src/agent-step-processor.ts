@@ -276,7 +276,14 @@ async function runStep(
   if (committed) decision = decideStep(planOfStoredStep(plan, committed), { kind: 'message', message: committed.message }, spec, hasTools);
   else {
     const made = await makeStep(deps, run, depth, messages, tools, plan, log, signal);
-    if (!made) return { skipped: 'ended during the step' };
+    if (!made) {
+      // The run ended meanwhile, or an ancestor did: then this sub-run ends too (a cancel would
+      // have ended it already; an ancestor that ended otherwise, or a cancel cut short, did not).
+      if (run.spec.ancestors.length && (await deps.store.runs.ancestry(run.spec.ancestors)).ancestorOver) {
+        await deps.runs.finish(run.id, { status: 'cancelled', stopReason: 'cancelled' });
+      }
+      return { skipped: 'ended during the step' };
+    }
     decision = made;
   }
 

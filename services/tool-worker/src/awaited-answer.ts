@@ -69,7 +69,8 @@ export async function awaitedAnswer(actionId: string, runId: string, ctx: JobCon
       const deadline = runDeadline(run.spec, Date.parse(run.createdAt));
       const pastDeadline = deadline !== undefined && deadline <= Date.parse(decision.at);
       if (stored.record.on_timeout === 'stop' && !pastDeadline) {
-        await deps.runs.finish(runId, { status: 'incomplete', stopReason: 'approval_timeout' });
+        // Its sub-runs still at work (another call of the round) stop with it.
+        await deps.runs.endTree(runId, { status: 'incomplete', stopReason: 'approval_timeout' });
         return { kind: 'skip', why: 'approval_timeout' };
       }
       return { kind: 'result', outcome: toolFailed('timeout', EXPIRED[stored.record.type]) };

@@ -91,7 +91,8 @@ export async function startToolWorker(
   republish.unref();
 
   const jobs = new JobQueues({ connection: redis.connect('agentq-tool-queues', { blocking: true }), prefix: cfg.QUEUE_PREFIX, cells: cfg.CELLS, logger, telemetry });
-  const runs = new Runs({ store, jobs, admission: new Admission(workerRedis, cfg.QUEUE_PREFIX), logger, observer: runMetricsObserver(metrics) });
+  // The publisher tells every worker to abort the in-flight work of a tree ended here (endTree).
+  const runs = new Runs({ store, jobs, admission: new Admission(workerRedis, cfg.QUEUE_PREFIX), logger, observer: runMetricsObserver(metrics), publisher: workerRedis });
   const searchThreads = new SearchThreads({ size: cfg.CONTEXT_SEARCH_THREADS, timeoutMs: cfg.CONTEXT_SEARCH_TIMEOUT_MS });
   const deps: ToolCallDeps = {
     store,

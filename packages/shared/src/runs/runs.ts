@@ -278,8 +278,17 @@ export class Runs {
    * events and metrics) and their queued steps removed.
    */
   async cancel(runId: string): Promise<RunObject | null> {
+    return this.endTree(runId, { status: 'cancelled', stopReason: 'cancelled' });
+  }
+
+  /**
+   * Ends a run as `input` says and cancels the tree below it, as cancel does: a run that ends
+   * while sub-runs of it still work (a request's expiry under `on_timeout: "stop"`) leaves none
+   * of them running.
+   */
+  async endTree(runId: string, input: FinishInput): Promise<RunObject | null> {
     const cancelled = { status: 'cancelled', stopReason: 'cancelled' } as const;
-    const ended = await this.finish(runId, cancelled);
+    const ended = await this.finish(runId, input);
     const state = await this.deps.store.runs.getState(runId);
     await this.stopQueued([{ id: runId, depth: state?.depth ?? 0 }]);
     const descendants = await this.deps.store.runs.descendants(runId);
