@@ -176,7 +176,12 @@ async function stepFrom(input: StepInput | null, data: AgentStepJob, ctx: JobCon
     return { skipped: 'missing' };
   }
   const { run } = input;
-  if (isTerminal(run.status)) return { skipped: run.status };
+  if (isTerminal(run.status)) {
+    // Redelivered after the run ended: its webhook may not have been queued (the process that
+    // ended it died first).
+    await deps.runs.ensureEndWebhook(run);
+    return { skipped: run.status };
+  }
   // Its round is done, so the next step was added already: this job came again (see next-steps.ts).
   if (input.done) return { skipped: 'done before' };
   // A sub-run reads its tree in one round trip: the tokens used, and whether an ancestor has

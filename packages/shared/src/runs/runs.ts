@@ -8,7 +8,7 @@ import type { AgentStepJob } from '../jobs/catalog.js';
 import type { JobQueues, ParentJob } from '../jobs/job-queues.js';
 import { inTrace, startRunTrace } from '../run-tracing.js';
 import type { ChatMessage } from '../schemas/message.js';
-import { isTerminal, type RunObject, type RunSpec } from '../schemas/run.js';
+import { isTerminal, type RunObject, type RunSpec, type RunStatus } from '../schemas/run.js';
 import type { RunState } from '../store/run-hash.js';
 import type { EndedRun, FinishInput } from '../store/run-records.js';
 import type { RunStore } from '../store/run-store.js';
@@ -263,11 +263,25 @@ export class Runs {
           .then(({ resumed }) => this.resumed(owner, resumed))
           .catch((err: Error) => this.deps.logger.warn({ run_id: run.id, err: err.message }, 'could not cancel the requests of an ended run'));
       }
-      if (spec.webhook) await this.deps.jobs.enqueue('webhook', { runId: run.id, webhookId: newId('whk'), type: `run.${run.status}` });
+      if (spec.webhook) await this.enqueueEndWebhook(run.id, run.status);
     } finally {
       // A slot not released here (Redis refused) is found by the API's reconciling sweep.
       await this.enqueueAdmitted(await this.deps.admission.release(owner, run.id));
     }
+  }
+
+  /**
+   * For a step that finds its run ended: the run's terminal webhook is queued, if it has one and
+   * it was not (the process that ended the run died before it queued it, or Redis refused). Its
+   * job id, like its `webhook-id`, is fixed by the run, so one queued before makes this a no-op.
+   */
+  async ensureEndWebhook(run: Pick<RunState, 'id' | 'status' | 'spec'>): Promise<void> {
+    if (run.spec.webhook && isTerminal(run.status)) await this.enqueueEndWebhook(run.id, run.status);
+  }
+
+  // One terminal event a run: its webhook's id is the run's, sent again under the same id.
+  private enqueueEndWebhook(runId: string, status: RunStatus): Promise<unknown> {
+    return this.deps.jobs.enqueue('webhook', { runId, webhookId: `whk_${runId.slice(runId.indexOf('_') + 1)}`, type: `run.${status}` });
   }
 
   /**
