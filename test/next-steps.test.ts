@@ -122,7 +122,12 @@ describe('a round job that adds the next step', () => {
 
     // Once its step has run (it appends the round), a sweep adds nothing for it, here or on another worker.
     const run = (await store.transcript.loadStep(stalled, 3))!.run;
-    await store.transcript.appendRound(run, 2, [0, 1].map((i) => ({ role: 'tool' as const, tool_call_id: `call_${i}`, content: 'no result' })));
+    // (Its step at depth 2 was committed: tool messages follow the assistant message that asked for them.)
+    const now = new Date().toISOString();
+    const tool_calls = [0, 1].map((i) => ({ id: `call_${i}`, type: 'function' as const, function: { name: 'crm__a', arguments: '{}' } }));
+    const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };
+    await store.transcript.commitStep(run, { depth: 2, status: 'completed', model: 'm', usage, started_at: now, completed_at: now, message: { role: 'assistant', content: null, tool_calls } }, { depth: 2, usage, finish_reason: 'tool_calls', content: null, tool_calls: [] });
+    expect(await store.transcript.appendRound(run, 2, [0, 1].map((i) => ({ role: 'tool' as const, tool_call_id: `call_${i}`, content: 'no result' })))).toBe(true);
     await jobs.queue(QUEUES.agent).remove(`${stalled}-t3`);
     expect(await nextSteps.sweep()).toBe(0);
     expect(await nextStepState(stalled)).toBe('unknown');

@@ -87,6 +87,18 @@ describe("a round's tool messages", () => {
     expect(await ended.store.transcript.messages(ended.id)).toHaveLength(2);
   });
 
+  it('are never appended without the assistant message that asked for them (a commit a failover lost)', async () => {
+    const store = new RunStore({ redis, prefix: `rs${randomBytes(3).toString('hex')}` });
+    const id = newId('run');
+    await store.runs.create({ id, owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
+    const { run } = (await store.transcript.loadStep(id, 0))!;
+    // The step at depth 0 was never committed here, but its call ran and stores its result.
+    await store.toolCalls.complete(id, 0, 0, results('call_0', 'out 0'), toolEvent(0), { run, count: 1 });
+    expect(await store.transcript.messages(id)).toEqual([{ role: 'user', content: 'hi' }]);
+    expect(await store.transcript.appendRound(run, 0, [{ role: 'tool', tool_call_id: 'call_0', content: 'out 0' }])).toBe(false);
+    expect(await store.transcript.messages(id)).toEqual([{ role: 'user', content: 'hi' }]);
+  });
+
   it("count toward the ancestors' usage_total", async () => {
     const store = new RunStore({ redis, prefix: `rs${randomBytes(3).toString('hex')}` });
     const parent = newId('run');

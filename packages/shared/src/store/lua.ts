@@ -28,12 +28,15 @@ end
  * `appendRound(runKey, messagesKey, ancestorKeys, depth, msgs)`: appends the tool messages of
  * the step at `depth` (JSON strings, in call order) once per depth, unless the run has ended;
  * counts them in the run's usage and every existing ancestor's usage_total and their bytes in the
- * transcript's size (a run stored before sizes were kept has none), and moves the run's depth on. Returns 1 if appended now, 0 if appended before or the run has ended.
+ * transcript's size (a run stored before sizes were kept has none), and moves the run's depth on. Returns 1 if appended now, 0 if appended before, if the run has ended, or if the step's assistant message is not in the transcript (its commit lost).
  */
 export const APPEND_ROUND_LUA = `${RUN_OVER_LUA}
 local function appendRound(runKey, messagesKey, ancestorKeys, depth, msgs)
-  local run = redis.call('HMGET', runKey, ${lua(F.status)}, ${lua(F.transcriptBytes)})
+  local run = redis.call('HMGET', runKey, ${lua(F.status)}, ${lua(F.transcriptBytes)}, ${lua(F.stepMarkerPrefix)} .. depth)
   if runOver(run[1]) then return 0 end
+  -- Tool messages follow the assistant message that asked for them, or nothing: a step whose
+  -- commit a failover lost (replication is asynchronous) gets no orphan tool messages.
+  if not run[3] then return 0 end
   if redis.call('HSETNX', runKey, ${lua(F.roundMarkerPrefix)} .. depth, '1') == 0 then return 0 end
   local n = #msgs
   if n > 0 then redis.call('RPUSH', messagesKey, unpack(msgs)) end
