@@ -41,12 +41,14 @@ describe('parseRedisUrl', () => {
     ['redis+cluster://a:1/0', /no path/],
     ['redis+sentinel://s1:26379', /\/<master-name>/],
     ['redis://h:p1,h:p2', /not a valid URL/],
+    ['redis+cluster://a:1,b:2?tls=true', /takes no \?query/],
+    ['redis+sentinel://s1:1/m?tls=true', /takes only \?sentinel_password=/],
   ])('refuses %s with a message that says why', (url, why) => {
     expect(() => parseRedisUrl(url)).toThrow(why);
   });
 
   it('keeps a + in a sentinel password, as in the password itself', () => {
-    expect(parseRedisUrl('redis+sentinel://:a+b%2Bc@s1:26379/m?x=1&sentinel_password=a+b%2Bc')).toMatchObject({ password: 'a+b+c', sentinelPassword: 'a+b+c' });
+    expect(parseRedisUrl('redis+sentinel://:a+b%2Bc@s1:26379/m?sentinel_password=a+b%2Bc')).toMatchObject({ password: 'a+b+c', sentinelPassword: 'a+b+c' });
   });
 
   it.each([

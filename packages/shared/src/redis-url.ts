@@ -77,9 +77,12 @@ export function parseRedisUrl(url: string): RedisTarget {
   const tls = scheme === 'rediss';
   if (kind === 'cluster') {
     if (path) throw new Error('a cluster URL has no path (no database: a Cluster has only db 0)');
+    if (query) throw new Error('a cluster URL takes no ?query (TLS is rediss+cluster://)');
     return { kind: 'cluster', nodes: nodesOf(hosts, url), tls, ...auth };
   }
   if (!path || !/^[A-Za-z0-9._-]+$/.test(path)) throw new Error('a sentinel URL ends with /<master-name> (letters, digits, . _ -)');
+  const unknown = (query ?? '').split('&').filter((p) => p && !p.startsWith('sentinel_password='));
+  if (unknown.length) throw new Error('a sentinel URL takes only ?sentinel_password= (TLS is rediss+sentinel://)');
   const sentinelPassword = queryParam(query, 'sentinel_password');
   return { kind: 'sentinel', sentinels: nodesOf(hosts, url), masterName: path, tls, ...auth, ...(sentinelPassword ? { sentinelPassword } : {}) };
 }

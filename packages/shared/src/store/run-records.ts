@@ -56,10 +56,11 @@ return xadd(KEYS[2], ARGV[2], 'run.started', ARGV[3])
 /**
  * KEYS: run, events, then every other key of the run (to expire). ARGV: retention seconds,
  * maxlen, event type, status, stop_reason, completed_at, output, output_parsed, error, event data.
- * Returns 1 if this call ended the run, 0 if it had ended (or was gone) already.
+ * Returns the status this call ended the run from, or 0 if it had ended (or was gone) already.
  */
 const FINISH_RUN = `${RUN_OVER_LUA}${XADD_EVENT_LUA}
-if runOver(redis.call('HGET', KEYS[1], ${lua(F.status)})) then return 0 end
+local was = redis.call('HGET', KEYS[1], ${lua(F.status)})
+if runOver(was) then return 0 end
 redis.call('HSET', KEYS[1], ${lua(F.status)}, ARGV[4], ${lua(F.stopReason)}, ARGV[5], ${lua(F.completedAt)}, ARGV[6],
   ${lua(F.output)}, ARGV[7], ${lua(F.outputParsed)}, ARGV[8], ${lua(F.error)}, ARGV[9])
 if redis.call('HEXISTS', KEYS[1], ${lua(F.startedAt)}) == 0 then
@@ -67,7 +68,7 @@ if redis.call('HEXISTS', KEYS[1], ${lua(F.startedAt)}) == 0 then
 end
 xadd(KEYS[2], ARGV[2], ARGV[3], ARGV[10])
 for k = 1, #KEYS do redis.call('EXPIRE', KEYS[k], ARGV[1]) end
-return 1
+return was
 `;
 
 /**
@@ -92,7 +93,7 @@ declare module 'ioredis' {
   interface RedisCommander<Context extends ClientContext = { type: 'default' }> {
     agentqCreateRun(...keysAndArgs: Array<string | number>): Result<number, Context>;
     agentqStartRun(run: string, events: string, now: string, maxlen: number, data: string): Result<string | null, Context>;
-    agentqFinishRun(numKeys: number, ...keysAndArgs: Array<string | number>): Result<number, Context>;
+    agentqFinishRun(numKeys: number, ...keysAndArgs: Array<string | number>): Result<string | 0, Context>;
   }
 }
 
@@ -355,7 +356,9 @@ export class RunRecords {
       fields[F.error],
       eventJson(type, runId, { run }, completedAt),
     );
-    if (done !== 1) return null;
-    return { run, spec: JSON.parse(h[F.spec]) as RunSpec, owner: h[F.owner], wasWaiting: h[F.status] === 'requires_action' };
+    if (!done) return null;
+    // Whether it waited is the status the script replaced: a request stored since the hash was
+    // read made it `requires_action`, and that request is then cancelled with the run.
+    return { run, spec: JSON.parse(h[F.spec]) as RunSpec, owner: h[F.owner], wasWaiting: done === 'requires_action' };
   }
 }
