@@ -210,7 +210,10 @@ export class Runs {
     if (!(await store.runs.exists(child.id))) {
       ({ transcriptBytes } = await store.runs.createSized({ id: child.id, owner: parent.owner, spec, messages: child.messages, parentRunId: parent.id, rootRunId: parent.rootRunId }));
       this.deps.observer?.runCreated?.(spec);
-      await store.runs.addChild(parent.id, child.id);
+    }
+    // Listed under its parent whether it was written now or by a delivery that died before
+    // listing it (a sub-run /children would never show otherwise); announced once, when listed.
+    if (await store.runs.addChild(parent.id, child.id)) {
       await store.events.append(parent.id, 'subrun.started', { run_id: child.id, depth: origin.depth, tool_call_id: origin.toolCallId, index: child.index });
     }
     await this.deps.admission.child(parent.owner, child.id);

@@ -277,8 +277,9 @@ export class RunRecords {
   }
 
   /** Records a sub-run under its parent (for `/children` and cascading cancel). */
-  async addChild(parentId: string, childId: string): Promise<void> {
-    await this.redis.zadd(this.keys(parentId).children, 'NX', Date.now(), childId);
+  /** Lists a sub-run under its parent; true if it was not listed yet. */
+  async addChild(parentId: string, childId: string): Promise<boolean> {
+    return (await this.redis.zadd(this.keys(parentId).children, 'NX', Date.now(), childId)) === 1;
   }
 
   /** The sub-runs a run started, oldest first. */
