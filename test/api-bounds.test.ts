@@ -138,15 +138,17 @@ async function largeRun(mb: number, what: 'messages' | 'steps' | 'children' | 'o
 }
 
 /**
- * GETs `path` of `on`'s API on a raw connection (with `key`, if given) and resolves at the
- * answer's first bytes with the status, those bytes and the socket; with `stopReading` the rest
- * stays unread.
+ * GETs (or POSTs, with no body) `path` of `on`'s API on a raw connection (with `key`, if given)
+ * and resolves at the answer's first bytes with the status, those bytes and the socket; with
+ * `stopReading` the rest stays unread.
  */
-function rawGet(on: Stack, path: string, opts: { key?: string; stopReading?: boolean } = {}): Promise<{ status: string; head: string; socket: Socket }> {
+function rawGet(on: Stack, path: string, opts: { key?: string; stopReading?: boolean; method?: 'GET' | 'POST' } = {}): Promise<{ status: string; head: string; socket: Socket }> {
   return new Promise((resolve, reject) => {
     const { port } = new URL(on.api.url);
     const auth = opts.key ? `Authorization: Bearer ${opts.key}\r\n` : '';
-    const socket = connect(Number(port), '127.0.0.1', () => socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n${auth}\r\n`));
+    const method = opts.method ?? 'GET';
+    const length = method === 'POST' ? 'Content-Length: 0\r\n' : '';
+    const socket = connect(Number(port), '127.0.0.1', () => socket.write(`${method} ${path} HTTP/1.1\r\nHost: x\r\n${auth}${length}\r\n`));
     socket.once('data', (d: Buffer) => {
       if (opts.stopReading) socket.pause();
       resolve({ status: d.toString('latin1', 9, 12), head: d.toString('latin1'), socket });
@@ -219,6 +221,19 @@ describe('answers that grow with a run', () => {
     const children = (await stack.getJson(`/v1/runs/${tree}/children`)) as { data: RunObject[] };
     expect(children.data.map((r) => r.output?.content?.length)).toEqual(Array(4).fill(6 << 20));
     expect(((await stack.getJson(`/v1/runs/${answer}`)) as RunObject).output?.content?.length).toBe(24 << 20);
+  }, 60_000);
+
+  it('a cancel that answers with a large run is held as GET of the run is: unread, the next large answer gets 503', async () => {
+    const answer = await largeRun(24, 'output');
+    const unread = await rawGet(stack, `/v1/runs/${answer}/cancel`, { method: 'POST', stopReading: true });
+    expect(unread.status).toBe('202');
+    try {
+      expect((await stack.request(`/v1/runs/${answer}`)).status).toBe(503);
+      expect((await stack.request(`/v1/runs/${answer}/cancel`, { method: 'POST' })).status).toBe(503);
+    } finally {
+      unread.socket.destroy();
+    }
+    await waitFor(async () => (await stack.request(`/v1/runs/${answer}/cancel`, { method: 'POST' })).status === 202, { what: 'the room free again', timeoutMs: 5_000 });
   }, 60_000);
 
   it("an ended run's steps and sub-runs asked for by many at once are read and built once for all of them", async () => {

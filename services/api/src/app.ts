@@ -95,7 +95,7 @@ export function createApp(deps: AppDeps) {
   // One budget for every large answer this process sends, an SSE stream's large events included.
   app.route('/v1/runs', eventsRoutes({ store: deps.store, hub: deps.hub, responses: deps.responses, streams: deps.streams, keepAliveMs: deps.keepAliveMs, logger: deps.logger, ownRun: (owner, id) => ownRun(deps.store, owner, id) }));
   app.route('/v1/runs', runsRoutes(deps));
-  app.route('/v1', actionsRoutes({ store: deps.store, actions: deps.actions, validators: deps.validators, decorate: deps.decorateAction }));
+  app.route('/v1', actionsRoutes({ responses: deps.responses, store: deps.store, actions: deps.actions, validators: deps.validators, decorate: deps.decorateAction }));
   app.route('/v1/tools', toolsRoutes({ store: deps.store }));
   app.route('/v1/usage', usageRoutes(deps));
   app.route(DASHBOARD_PATH, dashboard(deps.queues));

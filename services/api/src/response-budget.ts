@@ -142,9 +142,9 @@ export class ResponseBudget {
   }
 
   /** `body` (JSON) as the answer of `c`, held (see hold) until it is sent. */
-  json(c: Context, body: string | Buffer): Response {
+  json(c: Context, body: string | Buffer, status: 200 | 202 = 200, headers: Record<string, string> = {}): Response {
     this.hold(c, typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength);
-    return c.body(body as string | Uint8Array<ArrayBuffer>, 200, { 'content-type': 'application/json' });
+    return c.body(body as string | Uint8Array<ArrayBuffer>, status, { ...headers, 'content-type': 'application/json' });
   }
 
   private fits(bytes: number): boolean {

@@ -13,11 +13,14 @@ import {
 } from '@agentq/shared';
 import { checkedDecision } from '../action-answer.js';
 import { HttpError } from '../http-error.js';
+import type { ResponseBudget } from '../response-budget.js';
 import { parseOr400, readJson } from '../validation.js';
 import { ownRun } from './runs.js';
 
 export interface ActionsRouteDeps {
   store: RunStore;
+  /** Holds the run answered (its output may be a model's whole answer) until it is sent. */
+  responses: ResponseBudget;
   actions: RunActions;
   /** Checks edited arguments against the tool's input schema. */
   validators: SchemaValidators;
@@ -68,7 +71,7 @@ export function actionsRoutes(deps: ActionsRouteDeps) {
     }
     if (lost.length) throw resolvedError(lost, planned.length - lost.length);
     const now = await deps.store.runs.get(run.id);
-    return c.json(now ? await withRequiredAction(deps.store, now, decorate) : run);
+    return deps.responses.json(c, JSON.stringify(now ? await withRequiredAction(deps.store, now, decorate) : run));
   });
 
   app.get('/actions', async (c) => {

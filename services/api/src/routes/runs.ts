@@ -109,7 +109,7 @@ export function runsRoutes(deps: RunsRouteDeps) {
     /** The run an earlier request with this key made, once (REDIS_WAIT_REPLICAS) its replicas hold it. */
     async function replayOf(run: RunObject) {
       await deps.runs.confirmReplicated(run.id);
-      return c.json(run, 200, { location: `/v1/runs/${run.id}` });
+      return deps.responses.json(c, JSON.stringify(run), 200, { location: `/v1/runs/${run.id}` });
     }
   });
 
@@ -158,12 +158,14 @@ export function runsRoutes(deps: RunsRouteDeps) {
     if (why) throw new HttpError(400, 'validation_error', `webhook.url ${why}`, [{ field: 'webhook.url', message: why }]);
   }
 
+  // The run answered, as GET /:id answers it (its output may be a model's whole answer), is held
+  // within MAX_RESPONSES_IN_FLIGHT_BYTES.
   app.post('/:id/cancel', async (c) => {
     const run = await own(c.get('owner'), c.req.param('id'));
-    if (isTerminal(run.status)) return c.json(run, 202);
+    if (isTerminal(run.status)) return deps.responses.json(c, JSON.stringify(run), 202);
     const ended = await deps.runs.cancel(run.id);
     const now = ended ?? (await deps.store.runs.get(run.id));
-    return c.json(now ? await shown(now) : now, 202);
+    return deps.responses.json(c, JSON.stringify(now ? await shown(now) : now), 202);
   });
 
   app.get('/', async (c) => {
