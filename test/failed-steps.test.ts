@@ -37,3 +37,23 @@ it('a step job failed for good without its step ending the run (as after too man
   // Its key's slot is free again.
   await waitFor(async () => (await stack.getJson('/v1/usage')).active_runs === 0, { what: 'the run to leave active_runs' });
 });
+
+it("leaves a run its step carried on before its job was failed (the round's tool job exists)", async () => {
+  const run = await stack.createRun({ input: 'carried on' });
+  await waitFor(async () => (await stack.jobState('agentStep', { runId: run.id, depth: 0 })) === 'active', { what: 'the step to be in flight' });
+  // A delivery that lost its lock had fanned out: the round's job waits in the tool queue.
+  await Promise.all(stack.tool.workers.map((w) => w.pause()));
+  try {
+    await jobs.enqueue('toolRound', { runId: run.id, depth: 0, count: 2, calls: [0, 1].map((index) => ({ index, toolCallId: `call_${index}`, name: 'crm__count_calls', arguments: '{}' })) });
+    const queue = jobs.queue(QUEUES.agent, 0);
+    const job = (await queue.getJob(`${run.id}-t0`))!;
+    const token = (await stack.redis.get(queue.toKey(`${job.id}:lock`)))!;
+    await job.moveToFailed(new UnrecoverableError('job stalled more than allowable limit'), token);
+    // Several sweeps later (one every 300 ms here) the run is still going.
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect((await stack.getJson(`/v1/runs/${run.id}`)).status).toBe('running');
+  } finally {
+    await stack.request(`/v1/runs/${run.id}/cancel`, { method: 'POST' });
+    for (const w of stack.tool.workers) w.resume();
+  }
+});

@@ -10,9 +10,9 @@ export type RedisClient = Redis | Cluster;
 // Reconnect forever with a capped backoff: Redis restarts (and failovers) must heal by themselves.
 const retryStrategy = (times: number) => Math.min(50 * 2 ** Math.min(times, 6), 2000);
 
-// How long a blocking Cluster connection waits for a slot's new master, and how often it asks.
-const FAILOVER_WAIT_MS = 60_000;
+// How often a blocking Cluster connection tries a slot whose master is gone, and how many times.
 const FAILOVER_RETRY_MS = 200;
+const FAILOVER_TRIES = 300;
 
 // A master that became a replica (a failover, the old master back) answers writes with READONLY:
 // reconnect, so that Sentinel (or the Cluster's slot map) leads to the new master, and resend.
@@ -55,10 +55,13 @@ export function createRedis(url: string, opts: { blocking?: boolean; name?: stri
       enableOfflineQueue: Boolean(blocking),
       clusterRetryStrategy: retryStrategy,
       // A blocking connection waits out a failover: a command for a slot whose master is gone is
-      // sent again every 200 ms until a replica has taken over (cluster-node-timeout, 15 s by
-      // default, and the election), for up to a minute. ioredis's default gives up after 16
-      // tries, 1.6 s, which would fail a tool result's write while the tool has run.
-      ...(blocking ? { retryDelayOnFailover: FAILOVER_RETRY_MS, retryDelayOnClusterDown: FAILOVER_RETRY_MS, maxRedirections: Math.ceil(FAILOVER_WAIT_MS / FAILOVER_RETRY_MS) } : {}),
+      // tried again (every 200 ms after a refused connection) until a replica has taken over
+      // (cluster-node-timeout, 15 s by default, and the election), up to 300 tries: about a
+      // minute when the dead master's host refuses connections at once, longer when each try
+      // waits for its connect timeout. ioredis's default gives up after 16 tries, about 1.6 s,
+      // which would fail a tool result's write while the tool has run. A worker shutting down
+      // meanwhile waits for its jobs' writes as long.
+      ...(blocking ? { retryDelayOnFailover: FAILOVER_RETRY_MS, retryDelayOnClusterDown: FAILOVER_RETRY_MS, maxRedirections: FAILOVER_TRIES } : {}),
       redisOptions: { ...behaviour, username: target.username, password: target.password, ...(target.tls ? { tls: {} } : {}) },
     };
     client = new Cluster(target.nodes, clusterOptions);

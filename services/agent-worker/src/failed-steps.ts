@@ -1,4 +1,4 @@
-import { FailedJobs, isRunId, QUEUES, type JobQueues, type Logger, type RedisClient, type Runs } from '@agentq/shared';
+import { cellOf, FailedJobs, isRunId, JOB_KINDS, QUEUES, type JobQueues, type Logger, type RedisClient, type Runs, type ToolRoundJob, type ToolCallJob } from '@agentq/shared';
 
 /**
  * Ends the runs whose step job BullMQ failed for good without the step's processor ending the
@@ -7,16 +7,24 @@ import { FailedJobs, isRunId, QUEUES, type JobQueues, type Logger, type RedisCli
  * whose last attempt threw before it could end the run. Nothing else would add that run's next
  * step: it would stay running for ever, holding its key's slot. It fails (`step_failed`), its
  * slot is released and its webhook sent, as when a step fails for good in the processor. A run
- * that has ended already is left as it is.
+ * that has ended already is left as it is, and so is one the step carried on before its job was
+ * failed (its round's tool job exists: a delivery that lost its lock had fanned out).
  */
 export function failedSteps(opts: { jobs: JobQueues; redis: RedisClient; runs: Runs; logger: Logger; cells: number[]; lookbackMs: number }): FailedJobs {
+  const carriedOn = async (runId: string, depth: number): Promise<boolean> => {
+    const tools = opts.jobs.queue(QUEUES.tool, cellOf(runId, opts.jobs.cells));
+    const ids = [JOB_KINDS.toolRound.id({ runId, depth } as ToolRoundJob), JOB_KINDS.toolCall.id({ runId, depth, index: 0 } as ToolCallJob)];
+    return (await Promise.all(ids.map((id) => tools.getJobState(id)))).some((state) => state !== 'unknown');
+  };
   return new FailedJobs({
     ...opts,
     queue: QUEUES.agent,
     what: 'a step job',
     handle: async (job) => {
-      const runId = (job.data as { runId?: unknown } | undefined)?.runId;
+      const data = job.data as { runId?: unknown; depth?: unknown } | undefined;
+      const runId = data?.runId;
       if (typeof runId !== 'string' || !isRunId(runId)) return false;
+      if (Number.isInteger(data?.depth) && (await carriedOn(runId, data!.depth as number))) return false;
       const reason = (job.failedReason || 'no reason given').slice(0, 500);
       const ended = await opts.runs.finish(runId, {
         status: 'failed',

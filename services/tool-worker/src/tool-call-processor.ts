@@ -27,6 +27,8 @@ import type { SearchThreads } from './builtin/search-threads.js';
 import { maySendAgain, unknownOutcome } from './rerun-rule.js';
 import { capToolOutput } from './tool-output.js';
 
+const DEADLINE_PASSED = "the run's deadline (timeout_ms) passed before the call started";
+
 /** The part of the MCP registry a tool call needs. */
 export interface ToolRunner {
   tools(): ToolDescriptor[];
@@ -123,7 +125,7 @@ export async function processToolCall(data: ToolCallJob, ctx: JobContext, deps: 
   } else if (BUILTIN_TOOL_NAMES.has(name) && !resumed && deadline !== undefined && deadline <= Date.now()) {
     // A sub-agent call that starts late (behind a busy queue) makes no sub-runs past the deadline;
     // one that made them before it comes back for their results.
-    outcome = toolFailed('refused', "the run's deadline (timeout_ms) passed before the call started");
+    outcome = toolFailed('refused', DEADLINE_PASSED);
   } else if (BUILTIN_TOOL_NAMES.has(name)) {
     // Built-in tools are safe to run again: their effects (sub-runs) have ids fixed by the job.
     const parsed = parseArguments(args);
@@ -140,7 +142,7 @@ export async function processToolCall(data: ToolCallJob, ctx: JobContext, deps: 
     // A previous attempt started this call and never reported back (a crash): it may have had its effect.
     outcome = unknownOutcome('a worker stopped while this call was running');
   } else if (deadline !== undefined && deadline <= Date.now()) {
-    outcome = toolFailed('refused', "the run's deadline (timeout_ms) passed before the call started");
+    outcome = toolFailed('refused', DEADLINE_PASSED);
   } else {
     try {
       // A call in flight at the run's deadline is abandoned, not waited for (the registry takes
