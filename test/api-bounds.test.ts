@@ -84,6 +84,32 @@ describe('request bodies', () => {
     expect((await stack.request('/v1/runs', { method: 'POST', json: { input: 'hi', metadata: { blob: 'x'.repeat(15 * 1024) } } })).status).toBe(202);
   });
 
+  it('response_format and client_tools are bounded (64 KB, 256 KB as JSON): past it a 400 naming the field', async () => {
+    const schema = { type: 'object', properties: Object.fromEntries(Array.from({ length: 3000 }, (_, i) => [`p${i}`, { type: 'string' }])) };
+    const big = await stack.request('/v1/runs', { method: 'POST', json: { input: 'hi', response_format: { type: 'json_schema', json_schema: { name: 'x', schema } } } });
+    expect(big.status).toBe(400);
+    expect(((await big.json()) as { error: { details: Array<{ field: string }> } }).error.details.map((d) => d.field)).toEqual(['response_format']);
+    const tools = Array.from({ length: 64 }, (_, i) => ({ type: 'function', function: { name: `t${i}`, parameters: { type: 'object', description: 'x'.repeat(5000) } } }));
+    const many = await stack.request('/v1/runs', { method: 'POST', json: { input: 'hi', client_tools: tools } });
+    expect(many.status).toBe(400);
+    expect(((await many.json()) as { error: { details: Array<{ field: string }> } }).error.details.map((d) => d.field)).toEqual(['client_tools']);
+    const fits = { type: 'object', properties: Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`p${i}`, { type: 'string' }])) };
+    expect((await stack.request('/v1/runs', { method: 'POST', json: { input: 'hi', response_format: { type: 'json_schema', json_schema: { name: 'x', schema: fits } } } })).status).toBe(202);
+  });
+
+  it('a body of 20,000 unknown fields gets a 400 of a few KB naming the first 50', async () => {
+    const body: Record<string, unknown> = { input: 'hi' };
+    for (let i = 0; i < 20_000; i++) body[`k${i}`] = 0;
+    body['y'.repeat(10_000)] = 0;
+    const res = await stack.request('/v1/runs', { method: 'POST', json: body });
+    expect(res.status).toBe(400);
+    const text = await res.text();
+    expect(text.length).toBeLessThan(16 * 1024);
+    const details = (JSON.parse(text) as { error: { details: Array<{ field: string; message: string }> } }).error.details;
+    expect(details).toHaveLength(50);
+    expect(details[0]).toEqual({ field: 'k0', message: 'unknown field' });
+  });
+
   it('JSON nested 5,000 deep is a 400, not a 500 (and 64 levels are fine)', async () => {
     const deep = (n: number) => `${'['.repeat(n)}${']'.repeat(n)}`;
     const tooDeep = await stack.request('/v1/runs', { method: 'POST', headers: { 'content-type': 'application/json' }, body: `{"input":"hi","metadata":{"a":${deep(5000)}}}` });

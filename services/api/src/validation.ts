@@ -1,16 +1,25 @@
 import type { z } from 'zod';
 import { HttpError } from './http-error.js';
 
-/** Parses with a zod schema or throws a 400 whose details name each bad field. */
+const MAX_DETAILS = 50;
+const MAX_FIELD_CHARS = 200;
+
+/** Parses with a zod schema or throws a 400 whose details name each bad field (the first 50). */
 export function parseOr400<S extends z.ZodType>(schema: S, value: unknown, what: string): z.output<S> {
   const r = schema.safeParse(value);
   if (r.success) return r.data;
-  const details = r.error.issues.slice(0, 50).flatMap((i) => {
-    const at = i.path.map(String).join('.');
-    // zod reports unknown keys on the object that holds them: name each key as its own field.
-    if (i.code === 'unrecognized_keys') return i.keys.map((k) => ({ field: at ? `${at}.${k}` : k, message: 'unknown field' }));
-    return [{ field: at || '(body)', message: i.message }];
-  });
+  // At most 50 problems, each field named in at most 200 characters: a body of a million unknown
+  // (or very long) keys gets an answer of a few KB, not one larger than itself.
+  const name = (s: string) => (s.length > MAX_FIELD_CHARS ? `${s.slice(0, MAX_FIELD_CHARS)}…` : s);
+  const details = r.error.issues
+    .slice(0, MAX_DETAILS)
+    .flatMap((i) => {
+      const at = i.path.map(String).join('.');
+      // zod reports unknown keys on the object that holds them: name each key as its own field.
+      if (i.code === 'unrecognized_keys') return i.keys.slice(0, MAX_DETAILS).map((k) => ({ field: name(at ? `${at}.${k}` : k), message: 'unknown field' }));
+      return [{ field: name(at || '(body)'), message: i.message }];
+    })
+    .slice(0, MAX_DETAILS);
   const summary = details
     .slice(0, 5)
     .map((d) => `${d.field}: ${d.message}`)

@@ -16,6 +16,13 @@ export type BudgetName = 'max_depth' | 'max_total_tokens' | 'timeout';
 
 /** `metadata` is echoed with every run (lists too), so it is kept small. */
 export const METADATA_MAX_BYTES = 16 * 1024;
+/**
+ * The largest `response_format` and `client_tools` (as JSON, the latter all together): both are
+ * kept with the run and read with it by every request about the run, and sent with every step.
+ */
+export const RESPONSE_FORMAT_MAX_BYTES = 64 * 1024;
+export const CLIENT_TOOLS_MAX_BYTES = 256 * 1024;
+const jsonBytes = (v: unknown) => Buffer.byteLength(JSON.stringify(v), 'utf8');
 
 /** How many entries `tools` may list, and how long each may be. */
 export const MAX_TOOLS_ENTRIES = 500;
@@ -117,15 +124,15 @@ export const createRunBodySchema = z
         max_batch: z.number().int().min(1).max(100).default(10),
       })
       .optional(),
-    response_format: responseFormatSchema.optional(),
+    response_format: responseFormatSchema.refine((f) => jsonBytes(f) <= RESPONSE_FORMAT_MAX_BYTES, `must be at most ${RESPONSE_FORMAT_MAX_BYTES} bytes as JSON`).optional(),
     context: z.union([z.string(), z.array(contextDocSchema).min(1).max(1000)]).optional(),
     approval: approvalSchema.optional(),
-    client_tools: clientToolsSchema.optional(),
+    client_tools: clientToolsSchema.refine((t) => jsonBytes(t) <= CLIENT_TOOLS_MAX_BYTES, `must be at most ${CLIENT_TOOLS_MAX_BYTES} bytes as JSON, all together`).optional(),
     human_input: z.boolean().default(false),
     webhook: z.strictObject({ url: z.url({ protocol: /^https?$/ }), secret: z.string().min(1).optional() }).optional(),
     metadata: z
       .record(z.string(), z.unknown())
-      .refine((m) => Buffer.byteLength(JSON.stringify(m), 'utf8') <= METADATA_MAX_BYTES, `must be at most ${METADATA_MAX_BYTES} bytes as JSON`)
+      .refine((m) => jsonBytes(m) <= METADATA_MAX_BYTES, `must be at most ${METADATA_MAX_BYTES} bytes as JSON`)
       .optional(),
   })
   .superRefine((body, ctx) => {
