@@ -428,6 +428,46 @@ describe('a connection that makes no progress', () => {
   }, 60_000);
 });
 
+describe('request bodies of two keys', () => {
+  const KEY_A = 'key-a-bodies';
+  const KEY_B = 'key-b-bodies';
+  let two: Stack;
+  beforeAll(async () => {
+    two = await startStack({ handler: () => ({ content: 'ok' }), apiKey: `${KEY_A},${KEY_B}`, env: { MAX_BODY_BYTES: String(3 << 20), MAX_BODIES_IN_FLIGHT_BYTES: String(4 << 20) } });
+  });
+  afterAll(async () => two?.close());
+
+  /** A POST /v1/runs that declares `bytes` and sends one (its body held open), or all of them (`whole`). */
+  function slowPost(key: string, bytes: number, whole = false): Promise<{ socket: Socket; answer: Promise<string> }> {
+    return new Promise((resolve, reject) => {
+      const { port } = new URL(two.api.url);
+      const socket = connect(Number(port), '127.0.0.1', () => {
+        socket.write(`POST /v1/runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${bytes}\r\n\r\n{`);
+        if (whole) socket.write(' '.repeat(bytes - 1));
+        const answer = new Promise<string>((r) => socket.once('data', (d: Buffer) => r(d.toString('latin1', 9, 12))));
+        resolve({ socket, answer });
+      });
+      socket.once('error', reject);
+    });
+  }
+
+  it("one key sending large bodies slowly holds at most half of MAX_BODIES_IN_FLIGHT_BYTES (or one largest body): another key's requests still get in", async () => {
+    const first = await slowPost(KEY_A, 3 << 20);
+    try {
+      await new Promise((r) => setTimeout(r, 200));
+      // The key's second body would pass its share (3 MB: one largest body, more than half of 4).
+      const second = await slowPost(KEY_A, 1 << 20, true);
+      expect(await second.answer).toBe('503');
+      second.socket.destroy();
+      // Another key's run still gets in beside it.
+      const res = await two.request('/v1/runs', { method: 'POST', json: { input: 'b' }, key: KEY_B });
+      expect(res.status).toBe(202);
+    } finally {
+      first.socket.destroy();
+    }
+  });
+});
+
 describe('event streams held open', () => {
   const KEY_A = 'key-a-streams';
   const KEY_B = 'key-b-streams';

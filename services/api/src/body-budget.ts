@@ -31,27 +31,41 @@ export async function drainBody(c: Context, maxBytes: number, timeoutMs = 10_000
  * Content-Length (or the largest body allowed, when it sends none) until it is answered; a
  * request that does not fit beside those in flight gets 503 with Retry-After, its body drained
  * but never held. A request alone is always let in, whatever its size (the body limit bounds it).
+ * One key holds at most half of the budget, or one largest body if that is more (its first
+ * request is always let in): a key that sends large bodies slowly leaves room for the others.
  */
 export function bodyBudget(opts: { maxInFlightBytes: number; maxBodyBytes: number }): MiddlewareHandler {
   let inFlight = 0;
+  const maxPerKey = Math.max(opts.maxBodyBytes, Math.floor(opts.maxInFlightBytes / 2));
+  // Bytes in flight by key (the server's name of the caller; signed links share one).
+  const byKey = new Map<string, number>();
+  const busy = async (c: Context, message: string) => {
+    await drainBody(c, opts.maxBodyBytes);
+    return new HttpError(503, 'server_busy', message, undefined, { 'retry-after': '1', connection: 'close' });
+  };
   return async (c, next) => {
     const declared = c.req.header('content-length');
     const hasBody = declared !== undefined ? declared !== '0' : c.req.header('transfer-encoding') !== undefined;
     if (!hasBody) return next();
     const n = Number(declared);
     const size = Number.isSafeInteger(n) && n >= 0 ? Math.min(n, opts.maxBodyBytes) : opts.maxBodyBytes;
+    const key = (c.get('owner') as string | undefined) ?? '';
+    const own = byKey.get(key) ?? 0;
     if (inFlight > 0 && inFlight + size > opts.maxInFlightBytes) {
-      await drainBody(c, opts.maxBodyBytes);
-      throw new HttpError(503, 'server_busy', `this API process is reading ${inFlight} bytes of other requests (MAX_BODIES_IN_FLIGHT_BYTES); retry shortly`, undefined, {
-        'retry-after': '1',
-        connection: 'close',
-      });
+      throw await busy(c, `this API process is reading ${inFlight} bytes of other requests (MAX_BODIES_IN_FLIGHT_BYTES); retry shortly`);
+    }
+    if (own > 0 && own + size > maxPerKey) {
+      throw await busy(c, `this API process is reading ${own} bytes of this key's other requests (at most ${maxPerKey}: half of MAX_BODIES_IN_FLIGHT_BYTES, or MAX_BODY_BYTES); retry shortly`);
     }
     inFlight += size;
+    byKey.set(key, own + size);
     try {
       await next();
     } finally {
       inFlight -= size;
+      const left = (byKey.get(key) ?? size) - size;
+      if (left > 0) byKey.set(key, left);
+      else byKey.delete(key);
     }
   };
 }
