@@ -259,7 +259,15 @@ describe('answers that grow with a run', () => {
     } finally {
       unread.socket.destroy();
     }
-    await waitFor(async () => (await stack.request(`/v1/runs/${answer}/cancel`, { method: 'POST' })).status === 202, { what: 'the room free again', timeoutMs: 5_000 });
+    // Read whole: an answer left unread would hold its room from the tests that follow.
+    await waitFor(
+      async () => {
+        const res = await stack.request(`/v1/runs/${answer}/cancel`, { method: 'POST' });
+        const run = (await res.json()) as RunObject;
+        return res.status === 202 && run.output?.content?.length === 24 << 20;
+      },
+      { what: 'the room free again', timeoutMs: 5_000 },
+    );
   }, 60_000);
 
   it("an ended run's steps and sub-runs asked for by many at once are read and built once for all of them", async () => {

@@ -17,17 +17,17 @@ const handler: Handler = (req) => {
 
 /** The first index of each read of the run's transcript (LRANGE key start -1), in order. */
 async function transcriptReads(stack: Stack, input: string) {
-  const starts: number[] = [];
-  let key = '';
+  // Every read is kept with its key: the run's first step may read before createRun has answered.
+  const reads: Array<{ key: string; start: number }> = [];
   const monitor = await monitorRedis(stack.redisUrl, (c) => {
-    if (c.source !== 'lua' && c.args[0]?.toLowerCase() === 'lrange' && c.args[1] === key) starts.push(Number(c.args[2]));
+    if (c.source !== 'lua' && c.args[0]?.toLowerCase() === 'lrange') reads.push({ key: c.args[1], start: Number(c.args[2]) });
   });
   try {
     const { id } = await stack.createRun({ input });
-    key = runKeys(stack.prefix, id).messages;
     const run = await stack.waitForRun(id);
     expect(run.output?.content).toBe('done');
-    return { id, starts };
+    const key = runKeys(stack.prefix, id).messages;
+    return { id, starts: reads.filter((r) => r.key === key).map((r) => r.start) };
   } finally {
     monitor.close();
   }
