@@ -10,10 +10,6 @@ export type RedisClient = Redis | Cluster;
 // Reconnect forever with a capped backoff: Redis restarts (and failovers) must heal by themselves.
 const retryStrategy = (times: number) => Math.min(50 * 2 ** Math.min(times, 6), 2000);
 
-// How often a blocking Cluster connection tries a slot whose master is gone, and how many times.
-const FAILOVER_RETRY_MS = 200;
-const FAILOVER_TRIES = 300;
-
 // A master that became a replica (a failover, the old master back) answers writes with READONLY:
 // reconnect, so that Sentinel (or the Cluster's slot map) leads to the new master, and resend.
 const reconnectOnError = (err: Error) => (err.message.startsWith('READONLY') ? 2 : false);
@@ -54,14 +50,6 @@ export function createRedis(url: string, opts: { blocking?: boolean; name?: stri
     const clusterOptions: ClusterOptions = {
       enableOfflineQueue: Boolean(blocking),
       clusterRetryStrategy: retryStrategy,
-      // A blocking connection waits out a failover: a command for a slot whose master is gone is
-      // tried again (every 200 ms after a refused connection) until a replica has taken over
-      // (cluster-node-timeout, 15 s by default, and the election), up to 300 tries: about a
-      // minute when the dead master's host refuses connections at once, longer when each try
-      // waits for its connect timeout. ioredis's default gives up after 16 tries, about 1.6 s,
-      // which would fail a tool result's write while the tool has run. A worker shutting down
-      // meanwhile waits for its jobs' writes as long.
-      ...(blocking ? { retryDelayOnFailover: FAILOVER_RETRY_MS, retryDelayOnClusterDown: FAILOVER_RETRY_MS, maxRedirections: FAILOVER_TRIES } : {}),
       redisOptions: { ...behaviour, username: target.username, password: target.password, ...(target.tls ? { tls: {} } : {}) },
     };
     client = new Cluster(target.nodes, clusterOptions);

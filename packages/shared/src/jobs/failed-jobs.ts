@@ -6,6 +6,8 @@ import type { JobQueues } from './job-queues.js';
 
 /** Failed jobs read at once while sweeping. */
 const PAGE_SIZE = 100;
+/** The longest close() waits for a sweep under way. */
+const CLOSE_WAIT_MS = 1000;
 /** How far a sweep's window reaches back before the previous sweep began: a job failed meanwhile, clocks differ. */
 const OVERLAP_MS = 5 * 60_000;
 
@@ -122,9 +124,15 @@ export class FailedJobs {
     return handled;
   }
 
+  /**
+   * Stops sweeping; waits for a sweep under way for a second at most (a command of it may be
+   * waiting out a failover: the sweep is made again by any process, so nothing is lost).
+   */
   async close(): Promise<void> {
     clearTimeout(this.timer);
     this.timer = undefined;
-    await this.running;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.running, new Promise((r) => (timer = setTimeout(r, CLOSE_WAIT_MS)))]);
+    clearTimeout(timer);
   }
 }
