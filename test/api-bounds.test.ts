@@ -436,12 +436,16 @@ describe('a connection that makes no progress', () => {
   }, 60_000);
 });
 
-describe('request bodies of two keys', () => {
+describe('two keys', () => {
   const KEY_A = 'key-a-bodies';
   const KEY_B = 'key-b-bodies';
   let two: Stack;
   beforeAll(async () => {
-    two = await startStack({ handler: () => ({ content: 'ok' }), apiKey: `${KEY_A},${KEY_B}`, env: { MAX_BODY_BYTES: String(3 << 20), MAX_BODIES_IN_FLIGHT_BYTES: String(4 << 20) } });
+    two = await startStack({
+      handler: () => ({ content: 'ok' }),
+      apiKey: `${KEY_A},${KEY_B}`,
+      env: { MAX_BODY_BYTES: String(3 << 20), MAX_BODIES_IN_FLIGHT_BYTES: String(4 << 20), MAX_RESPONSES_IN_FLIGHT_BYTES: String(40 << 20) },
+    });
   });
   afterAll(async () => two?.close());
 
@@ -474,6 +478,33 @@ describe('request bodies of two keys', () => {
       first.socket.destroy();
     }
   });
+
+  it("one key that does not read its large answers holds at most half of MAX_RESPONSES_IN_FLIGHT_BYTES: another key's large answers still go out", async () => {
+    // Runs of 12 MB outputs, one of each key (written straight in Redis, as a long answer would be).
+    const bigRun = async (key: string) => {
+      const { id } = await two.createRun({ input: 'big' }, key);
+      await two.waitForRun(id, { key });
+      await two.redis.hset(runKeys(two.prefix, id).run, RUN_FIELDS.output, JSON.stringify({ role: 'assistant', content: 'y'.repeat(12 << 20) }));
+      return id;
+    };
+    const [a, b] = [await bigRun(KEY_A), await bigRun(KEY_B)];
+    const unread = [await rawGet(two, `/v1/runs/${a}`, { key: KEY_A, stopReading: true })];
+    expect(unread[0].status).toBe('200');
+    try {
+      // Its next two, unread too, would hold 36 MB of the 40: each is refused (24 MB of its 20).
+      for (let i = 0; i < 2; i++) {
+        unread.push(await rawGet(two, `/v1/runs/${a}`, { key: KEY_A, stopReading: true }));
+        expect(unread.at(-1)!.status).toBe('503');
+        expect(unread.at(-1)!.head).toContain("this key's other answers");
+      }
+      // Another key's large answer goes out beside them.
+      const other = await two.request(`/v1/runs/${b}`, { key: KEY_B });
+      expect(other.status).toBe(200);
+      expect(((await other.json()) as RunObject).output?.content?.length).toBe(12 << 20);
+    } finally {
+      for (const u of unread) u.socket.destroy();
+    }
+  }, 60_000);
 });
 
 describe('event streams held open', () => {

@@ -38,8 +38,14 @@ export class ResponseBudget {
   private inFlight = 0;
   private readonly waiters: Waiter[] = [];
   private readonly shared = new Map<object, SharedHold>();
+  /** What each key's answers (hold) hold: the server's name of the caller (signed links share one). */
+  private readonly byKey = new Map<string, number>();
+  /** The most one key's answers hold at once, when it has more than one in flight. */
+  private readonly maxPerKey: number;
 
-  constructor(private readonly maxBytes: number) {}
+  constructor(private readonly maxBytes: number) {
+    this.maxPerKey = Math.floor(maxBytes / 2);
+  }
 
   /** Bytes held by answers not yet sent (for tests and metrics). */
   get bytesInFlight(): number {
@@ -54,13 +60,32 @@ export class ResponseBudget {
   /** Holds `bytes` for the answer `c` is about to send (unless it is small), or throws the 503. */
   hold(c: Context, bytes: number): void {
     if (bytes < UNCOUNTED_BELOW_BYTES) return;
+    // One key's answers hold at most half of the budget (one answer alone always goes): a key
+    // that does not read its answers leaves room for the others'.
+    const key = (c.get('owner') as string | undefined) ?? '';
+    const own = this.byKey.get(key) ?? 0;
+    if (own > 0 && own + bytes > this.maxPerKey) {
+      throw new HttpError(503, 'server_busy', `this API process is sending ${own} bytes of this key's other answers (at most half of MAX_RESPONSES_IN_FLIGHT_BYTES a key); retry shortly`, undefined, {
+        'retry-after': '1',
+      });
+    }
     // Streams waiting for room go first: an answer that fits now would otherwise pass them forever.
     if (this.inFlight > 0 && (this.waiters.length > 0 || this.inFlight + bytes > this.maxBytes)) {
       throw new HttpError(503, 'server_busy', `this API process is sending ${this.inFlight} bytes of other answers (MAX_RESPONSES_IN_FLIGHT_BYTES); retry shortly`, undefined, {
         'retry-after': '1',
       });
     }
-    const release = this.take(bytes);
+    const untake = this.take(bytes);
+    this.byKey.set(key, own + bytes);
+    let held = true;
+    const release = () => {
+      if (!held) return;
+      held = false;
+      const left = (this.byKey.get(key) ?? bytes) - bytes;
+      if (left > 0) this.byKey.set(key, left);
+      else this.byKey.delete(key);
+      untake();
+    };
     // The node server's response: closed once the answer is all written, or the client is gone.
     const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
     if (outgoing && !outgoing.destroyed) outgoing.once('close', release);
