@@ -25,6 +25,13 @@ interface SharedHold {
   release?: (() => void) | null;
 }
 
+/** Calls `release` once the node server's response of `c` has closed (all written, or its client gone). */
+function whenSent(c: Context, release: () => void): void {
+  const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
+  if (outgoing && !outgoing.destroyed) outgoing.once('close', release);
+  else queueMicrotask(release);
+}
+
 /**
  * Bounds the bytes of large answers (a run, its transcript, steps, sub-runs, a large event of an
  * SSE stream) one API process holds until they are sent: an answer holds its size until its
@@ -42,6 +49,8 @@ export class ResponseBudget {
   private readonly byKey = new Map<string, number>();
   /** The most one key's answers hold at once, when it has more than one in flight. */
   private readonly maxPerKey: number;
+  /** Buffers answered to several requests (shared builds), each held once. */
+  private readonly sharedBodies = new WeakMap<Buffer, { holders: number; release: () => void }>();
 
   constructor(private readonly maxBytes: number) {
     this.maxPerKey = Math.floor(maxBytes / 2);
@@ -60,6 +69,35 @@ export class ResponseBudget {
   /** Holds `bytes` for the answer `c` is about to send (unless it is small), or throws the 503. */
   hold(c: Context, bytes: number): void {
     if (bytes < UNCOUNTED_BELOW_BYTES) return;
+    whenSent(c, this.reserve(c, bytes));
+  }
+
+  /**
+   * Holds a buffer answered to several requests at once (a shared build: one body in memory)
+   * once, for the key that asked first, until the last of them has been sent.
+   */
+  private holdBuffer(c: Context, body: Buffer): void {
+    if (body.byteLength < UNCOUNTED_BELOW_BYTES) return;
+    let held = this.sharedBodies.get(body);
+    if (!held) {
+      held = { holders: 0, release: this.reserve(c, body.byteLength) };
+      this.sharedBodies.set(body, held);
+    }
+    const h = held;
+    h.holders++;
+    whenSent(c, () => {
+      if (--h.holders > 0) return;
+      this.sharedBodies.delete(body);
+      h.release();
+    });
+  }
+
+  /**
+   * Takes `bytes` for the key of `c`, or throws the 503: when the answers in flight leave no room
+   * (or streams wait for it), or when the key's own answers would pass their share. Returns the
+   * release (idempotent).
+   */
+  private reserve(c: Context, bytes: number): () => void {
     // One key's answers hold at most half of the budget (one answer alone always goes): a key
     // that does not read its answers leaves room for the others'.
     const key = (c.get('owner') as string | undefined) ?? '';
@@ -78,7 +116,7 @@ export class ResponseBudget {
     const untake = this.take(bytes);
     this.byKey.set(key, own + bytes);
     let held = true;
-    const release = () => {
+    return () => {
       if (!held) return;
       held = false;
       const left = (this.byKey.get(key) ?? bytes) - bytes;
@@ -86,10 +124,6 @@ export class ResponseBudget {
       else this.byKey.delete(key);
       untake();
     };
-    // The node server's response: closed once the answer is all written, or the client is gone.
-    const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
-    if (outgoing && !outgoing.destroyed) outgoing.once('close', release);
-    else queueMicrotask(release);
   }
 
   /**
@@ -168,7 +202,8 @@ export class ResponseBudget {
 
   /** `body` (JSON) as the answer of `c`, held (see hold) until it is sent. */
   json(c: Context, body: string | Buffer, status: 200 | 202 = 200, headers: Record<string, string> = {}): Response {
-    this.hold(c, typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength);
+    if (typeof body === 'string') this.hold(c, Buffer.byteLength(body));
+    else this.holdBuffer(c, body);
     return c.body(body as string | Uint8Array<ArrayBuffer>, status, { ...headers, 'content-type': 'application/json' });
   }
 
