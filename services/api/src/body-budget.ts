@@ -1,6 +1,7 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { HttpError } from './http-error.js';
+import { KeyShares } from './key-shares.js';
 
 /**
  * Reads and throws away what is left of a request's body, up to `maxBytes` (or `timeoutMs`), so
@@ -36,9 +37,7 @@ export async function drainBody(c: Context, maxBytes: number, timeoutMs = 10_000
  */
 export function bodyBudget(opts: { maxInFlightBytes: number; maxBodyBytes: number }): MiddlewareHandler {
   let inFlight = 0;
-  const maxPerKey = Math.max(opts.maxBodyBytes, Math.floor(opts.maxInFlightBytes / 2));
-  // Bytes in flight by key (the server's name of the caller; signed links share one).
-  const byKey = new Map<string, number>();
+  const shares = new KeyShares(Math.max(opts.maxBodyBytes, Math.floor(opts.maxInFlightBytes / 2)));
   const busy = async (c: Context, message: string) => {
     await drainBody(c, opts.maxBodyBytes);
     return new HttpError(503, 'server_busy', message, undefined, { 'retry-after': '1', connection: 'close' });
@@ -49,23 +48,21 @@ export function bodyBudget(opts: { maxInFlightBytes: number; maxBodyBytes: numbe
     if (!hasBody) return next();
     const n = Number(declared);
     const size = Number.isSafeInteger(n) && n >= 0 ? Math.min(n, opts.maxBodyBytes) : opts.maxBodyBytes;
+    // The server's name of the caller; signed links share one.
     const key = (c.get('owner') as string | undefined) ?? '';
-    const own = byKey.get(key) ?? 0;
     if (inFlight > 0 && inFlight + size > opts.maxInFlightBytes) {
       throw await busy(c, `this API process is reading ${inFlight} bytes of other requests (MAX_BODIES_IN_FLIGHT_BYTES); retry shortly`);
     }
-    if (own > 0 && own + size > maxPerKey) {
-      throw await busy(c, `this API process is reading ${own} bytes of this key's other requests (at most ${maxPerKey}: half of MAX_BODIES_IN_FLIGHT_BYTES, or MAX_BODY_BYTES); retry shortly`);
+    if (!shares.allows(key, size)) {
+      throw await busy(c, `this API process is reading ${shares.of(key)} bytes of this key's other requests (at most ${shares.maxPerKey}: half of MAX_BODIES_IN_FLIGHT_BYTES, or MAX_BODY_BYTES); retry shortly`);
     }
     inFlight += size;
-    byKey.set(key, own + size);
+    const release = shares.take(key, size);
     try {
       await next();
     } finally {
       inFlight -= size;
-      const left = (byKey.get(key) ?? size) - size;
-      if (left > 0) byKey.set(key, left);
-      else byKey.delete(key);
+      release();
     }
   };
 }

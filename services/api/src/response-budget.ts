@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Context } from 'hono';
 import { HttpError } from './http-error.js';
+import { KeyShares } from './key-shares.js';
 
 /**
  * Answers smaller than this are sent without being counted: what they weigh is less than what
@@ -45,15 +46,13 @@ export class ResponseBudget {
   private inFlight = 0;
   private readonly waiters: Waiter[] = [];
   private readonly shared = new Map<object, SharedHold>();
-  /** What each key's answers (hold) hold: the server's name of the caller (signed links share one). */
-  private readonly byKey = new Map<string, number>();
-  /** The most one key's answers hold at once, when it has more than one in flight. */
-  private readonly maxPerKey: number;
+  /** What each key's answers (not streams) hold: at most half of the budget when more than one. */
+  private readonly shares: KeyShares;
   /** Buffers answered to several requests (shared builds), each held once. */
   private readonly sharedBodies = new WeakMap<Buffer, { holders: number; release: () => void }>();
 
   constructor(private readonly maxBytes: number) {
-    this.maxPerKey = Math.floor(maxBytes / 2);
+    this.shares = new KeyShares(Math.floor(maxBytes / 2));
   }
 
   /** Bytes held by answers not yet sent (for tests and metrics). */
@@ -99,11 +98,11 @@ export class ResponseBudget {
    */
   private reserve(c: Context, bytes: number): () => void {
     // One key's answers hold at most half of the budget (one answer alone always goes): a key
-    // that does not read its answers leaves room for the others'.
+    // that does not read its answers leaves room for the others'. The key is the server's name
+    // of the caller; signed links share one.
     const key = (c.get('owner') as string | undefined) ?? '';
-    const own = this.byKey.get(key) ?? 0;
-    if (own > 0 && own + bytes > this.maxPerKey) {
-      throw new HttpError(503, 'server_busy', `this API process is sending ${own} bytes of this key's other answers (at most half of MAX_RESPONSES_IN_FLIGHT_BYTES a key); retry shortly`, undefined, {
+    if (!this.shares.allows(key, bytes)) {
+      throw new HttpError(503, 'server_busy', `this API process is sending ${this.shares.of(key)} bytes of this key's other answers (at most half of MAX_RESPONSES_IN_FLIGHT_BYTES a key); retry shortly`, undefined, {
         'retry-after': '1',
       });
     }
@@ -114,14 +113,9 @@ export class ResponseBudget {
       });
     }
     const untake = this.take(bytes);
-    this.byKey.set(key, own + bytes);
-    let held = true;
+    const unshare = this.shares.take(key, bytes);
     return () => {
-      if (!held) return;
-      held = false;
-      const left = (this.byKey.get(key) ?? bytes) - bytes;
-      if (left > 0) this.byKey.set(key, left);
-      else this.byKey.delete(key);
+      unshare();
       untake();
     };
   }
