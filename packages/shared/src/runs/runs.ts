@@ -3,7 +3,6 @@ import type { Logger } from 'pino';
 import { RateLimitedError, ReplicationError } from '../errors.js';
 import { cellOf, cellPrefix } from '../jobs/cells.js';
 import { waitForReplicas } from '../redis-wait.js';
-import { newId } from '../ids.js';
 import type { AgentStepJob } from '../jobs/catalog.js';
 import type { JobQueues, ParentJob } from '../jobs/job-queues.js';
 import { inTrace, startRunTrace } from '../run-tracing.js';
