@@ -42,7 +42,7 @@ it("leaves a run its step carried on before its job was failed (the round's tool
   const run = await stack.createRun({ input: 'carried on' });
   await waitFor(async () => (await stack.jobState('agentStep', { runId: run.id, depth: 0 })) === 'active', { what: 'the step to be in flight' });
   // A delivery that lost its lock had fanned out: the round's job waits in the tool queue.
-  await Promise.all(stack.tool.workers.map((w) => w.pause()));
+  const release = await stack.holdToolQueue();
   try {
     await jobs.enqueue('toolRound', { runId: run.id, depth: 0, count: 2, calls: [0, 1].map((index) => ({ index, toolCallId: `call_${index}`, name: 'crm__count_calls', arguments: '{}' })) });
     const queue = jobs.queue(QUEUES.agent, 0);
@@ -54,6 +54,6 @@ it("leaves a run its step carried on before its job was failed (the round's tool
     expect((await stack.getJson(`/v1/runs/${run.id}`)).status).toBe('running');
   } finally {
     await stack.request(`/v1/runs/${run.id}/cancel`, { method: 'POST' });
-    for (const w of stack.tool.workers) w.resume();
+    await release();
   }
 });

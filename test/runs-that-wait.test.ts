@@ -196,14 +196,14 @@ describe('late answers', () => {
     const { id } = await stack.createRun({ input: 'LATE approval', approval: { tools: ['crm__non_idempotent_write'], timeout_ms: 1500, on_timeout: 'stop' } });
     const [item] = (await waiting(id)).required_action.items;
     // The tool queue is busy: the request's job does not wake when the request expires.
-    await Promise.all(stack.tool.workers.map((w) => w.pause()));
+    const release = await stack.holdToolQueue();
     try {
       await new Promise((r) => setTimeout(r, Math.max(0, Date.parse(item.expires_at) + 100 - Date.now())));
       const late = await respond(id, [{ id: item.id, approve: true }]);
       expect(late.status).toBe(409);
       expect(await late.json()).toMatchObject({ error: { code: 'action_resolved', details: [{ id: item.id, decision: 'expired' }] } });
     } finally {
-      for (const w of stack.tool.workers) w.resume();
+      await release();
     }
     const done = await stack.waitForRun(id);
     expect(done).toMatchObject({ status: 'incomplete', stop_reason: 'approval_timeout' });

@@ -61,7 +61,7 @@ describe('sub-agents', () => {
     on('Late child', () => ({ content: 'should not run' }));
     on('PARENT late', (req) => (req.tool_choice === 'none' ? { content: 'out of time' } : round(req) === 0 ? { tool_calls: [{ name: 'agent_query', arguments: { prompt: 'Late child' } }] } : { content: 'never' }));
     // The tool queue is busy: the call's job starts only after the run's deadline.
-    await Promise.all(stack.tool.workers.map((w) => w.pause()));
+    const release = await stack.holdToolQueue();
     let id: string;
     try {
       ({ id } = await stack.createRun({ input: 'PARENT late', timeout_ms: 600, on_budget_exhausted: 'final_answer', subagents: { enabled: true } }));
@@ -69,7 +69,7 @@ describe('sub-agents', () => {
       const created = Date.parse((await json(`/v1/runs/${id}`)).created_at);
       await new Promise((r) => setTimeout(r, Math.max(0, created + 700 - Date.now())));
     } finally {
-      for (const w of stack.tool.workers) w.resume();
+      await release();
     }
     const run = await stack.waitForRun(id!);
     expect(run).toMatchObject({ status: 'completed', stop_reason: 'timeout', output: { content: 'out of time' } });
