@@ -23,7 +23,8 @@ let stack: Stack;
 beforeAll(async () => {
   // A failed step is retried after 10–30 ms instead of 0.5–1.5 s: these tests are about what is
   // retried, not about how long the backoff is (Retry-After, which overrides it, is tested below).
-  stack = await startStack({ handler, env: { MODEL_TIMEOUT_MS: '400', MODEL_BACKOFF_BASE_MS: '20' } });
+  // A step waits for a provider that keeps answering 429 at most 4 s in all here (15 min by default).
+  stack = await startStack({ handler, env: { MODEL_TIMEOUT_MS: '400', MODEL_BACKOFF_BASE_MS: '20', MODEL_RATE_LIMIT_MAX_WAIT_MS: '4000' } });
   const h = handler;
   stack.llm.setHandler((req, ctx) => {
     const u = firstUser(req);
@@ -61,6 +62,18 @@ describe('provider faults', () => {
     const sorted = [...gaps].sort((a, b) => a - b);
     expect(sorted[Math.floor(sorted.length / 2)], String(gaps)).toBeGreaterThanOrEqual(90);
     expect(t.at(-1)! - t[0], String(gaps)).toBeGreaterThanOrEqual(600);
+  });
+
+  it('429 for longer than MODEL_RATE_LIMIT_MAX_WAIT_MS: the run fails with model_rate_limited instead of waiting for ever', async () => {
+    const u = 'rate limited for good';
+    scripts.set(u, [{ error: { status: 429, message: 'quota exhausted', headers: { 'retry-after-ms': '500' } } }]);
+    const run = await stack.waitForRun((await stack.createRun({ input: u })).id, { timeoutMs: 15_000 });
+    expect(run).toMatchObject({ status: 'failed', stop_reason: 'error', error: { code: 'model_rate_limited' } });
+    expect(run.error?.message).toMatch(/quota exhausted.*MODEL_RATE_LIMIT_MAX_WAIT_MS/);
+    // It waited out the 429s (every 500 ms) until the next wait would pass the bound.
+    const t = arrivals.get(u)!;
+    expect(t.at(-1)! - t[0]).toBeGreaterThanOrEqual(3_000);
+    expect((await stack.getJson('/v1/usage')).active_runs).toBe(0);
   });
 
   it('429 with Retry-After in seconds waits that long', async () => {

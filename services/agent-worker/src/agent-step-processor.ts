@@ -52,6 +52,8 @@ export interface AgentStepDeps {
   tokens?: TokenTally;
   modelTimeoutMs: number;
   modelIdleTimeoutMs: number;
+  /** The longest a step waits in all for a provider that keeps answering 429 (MODEL_RATE_LIMIT_MAX_WAIT_MS). @defaultValue 15 minutes */
+  rateLimitMaxWaitMs?: number;
   /** Transcripts of this worker's last steps: a run's next step here reads only what was added since. */
   transcripts?: TranscriptCache;
   /** Bounds the transcripts this worker's steps hold at once (TRANSCRIPTS_IN_FLIGHT_MB); unset: no bound. */
@@ -235,9 +237,21 @@ async function stepFrom(input: StepInput | null, data: AgentStepJob, ctx: JobCon
     if (err instanceof RetryableError && err.code === 'model_rate_limited') {
       // This step alone waits for the provider's Retry-After, without using up an attempt; the
       // other runs' steps go on (one key's rate-limited model does not hold up another's).
+      // It waits at most MODEL_RATE_LIMIT_MAX_WAIT_MS in all: a quota that never comes back ends
+      // the run (a run without timeout_ms would otherwise wait for ever, holding its key's slot).
       const ms = Math.min(Math.max(err.retryAfterMs ?? 1000, 100), 60_000);
+      const now = Date.now();
+      const since = data.rateLimitedSince ?? now;
+      const maxWaitMs = deps.rateLimitMaxWaitMs ?? 900_000;
+      if (now + ms - since > maxWaitMs) {
+        const message = `${err.message}; the model endpoint has answered 429 for ${Math.round((now - since) / 1000)} s, and the step waits at most ${Math.round(maxWaitMs / 1000)} s (MODEL_RATE_LIMIT_MAX_WAIT_MS)`;
+        log.error({ rate_limited_ms: now - since }, 'model rate limited for too long; the run fails');
+        await deps.runs.finish(runId, { status: 'failed', stopReason: 'error', error: { code: 'model_rate_limited', message } });
+        return { failed: 'model_rate_limited' };
+      }
       log.warn({ retry_after_ms: ms }, 'model rate limited; the step waits');
-      await job.moveToDelayed(Date.now() + ms, ctx.token);
+      if (data.rateLimitedSince === undefined) await job.updateData({ ...data, rateLimitedSince: since });
+      await job.moveToDelayed(now + ms, ctx.token);
       throw new DelayedError();
     }
     if (!final) {

@@ -16,6 +16,8 @@ export const agentWorkerEnvSchema = workerEnvSchema.extend({
   AGENT_RATE_LIMIT: rateLimit.optional(),
   /** First retry delay of a failed model step without Retry-After; doubles per attempt (±50 % jitter). */
   MODEL_BACKOFF_BASE_MS: z.coerce.number().int().min(1).default(1000),
+  /** The longest a step waits, in all, for a provider that keeps answering 429; past it the run fails with model_rate_limited. */
+  MODEL_RATE_LIMIT_MAX_WAIT_MS: z.coerce.number().int().min(1).default(900_000),
   /** Transcripts kept between a run's steps, so that the next step reads only what was added (MB of stored JSON; 0: off). */
   TRANSCRIPT_CACHE_MB: z.coerce.number().min(0).max(65_536).default(16),
   /**

@@ -21,6 +21,8 @@ export const agentStepJobSchema = z.object({
    * size first.
    */
   transcriptBytes: z.number().int().min(0).optional(),
+  /** When this step first got a 429 (ms since the epoch): it waits for the provider's quota at most MODEL_RATE_LIMIT_MAX_WAIT_MS from then. */
+  rateLimitedSince: z.number().int().min(0).optional(),
 });
 
 /** One tool call of a step, the `index`-th of the assistant's `tool_calls`. */
