@@ -1,5 +1,8 @@
+import { createHash } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { cellOf, cellPrefix, runKeys, type RunObject } from '@agentq/shared';
+import calculateSlot from 'cluster-key-slot';
+import type { Cluster } from 'ioredis';
+import { cellOf, cellPrefix, globalKeys, runKeys, type RunObject } from '@agentq/shared';
 import type { ChatRequest, Handler } from '@agentq/scripted-llm';
 import { startCluster, startSentinel, type TestCluster, type TestSentinel } from '../fixtures/redis-topologies.js';
 import { startStack, type Stack } from '../fixtures/services.js';
@@ -74,6 +77,43 @@ describe('cells on a Redis Cluster', () => {
     const after = await stack.createRun({ input: 'after the failover' });
     expect((await stack.waitForRun(after.id, { timeoutMs: 30_000 })).status).toBe('completed');
   }, 120_000);
+});
+
+describe('REDIS_WAIT_REPLICAS on a Cluster', () => {
+  it("waits for the Idempotency-Key's claim on its own shard too: with that shard's replica gone, a keyed run is refused (503), never accepted unconfirmed", async () => {
+    const cluster = await startCluster({ masters: 3, replicasEach: 1 });
+    topologies.push(cluster);
+    const stack = await stackOn(cluster.url, { REDIS_WAIT_REPLICAS: '1', REDIS_WAIT_TIMEOUT_MS: '500' });
+    const redis = stack.redis as Cluster;
+    const g = globalKeys(stack.prefix);
+    const masterPortOf = (key: string) => Number(redis.slots[calculateSlot(key)][0].split(':')[1]);
+    const claimKey = (header: string) => g.idempotency('open', createHash('sha256').update(header).digest('hex'));
+    // A master that holds neither the pending set nor the queues, whose replica then dies: only
+    // a run's own keys or its claim can be on it.
+    const busy = new Set([masterPortOf(g.pendingRuns), masterPortOf(`${cellPrefix(stack.prefix, 0)}:agent`)]);
+    // {b}, {c} and {a} hash to slots 3300, 7365 and 15495: one in each master's third.
+    const masters = await Promise.all(['{b}', '{c}', '{a}'].map((key) => cluster.masterOf(key)));
+    const victim = masters.find((m) => !busy.has(m.port))!.port;
+    const headers = Array.from({ length: 2_000 }, (_, i) => `claim-${i}`).filter((h) => masterPortOf(claimKey(h)) === victim).slice(0, 12);
+    expect(headers).toHaveLength(12);
+    const replicas = await cluster.replicasOf(masters.find((m) => m.port === victim)!);
+    expect(replicas).toHaveLength(1);
+    await replicas[0].kill();
+
+    // A keyed run whose own keys are on a healthy shard: its claim's shard cannot confirm.
+    let checked = 0;
+    for (const header of headers) {
+      const res = await stack.request('/v1/runs', { method: 'POST', json: { input: 'claimed' }, headers: { 'idempotency-key': header } });
+      const body = (await res.json()) as RunObject & { error?: { code: string; message: string } };
+      const runId = body.error ? /run_\w+/.exec(body.error.message)![0] : body.id;
+      if (masterPortOf(runKeys(stack.prefix, runId).run) === victim) continue;
+      expect(res.status, `run ${runId}, its keys on a healthy shard, its claim on the one without a replica`).toBe(503);
+      expect(body.error?.code).toBe('replication_timeout');
+      checked++;
+    }
+    // Each run's keys land on the victim one time in three: some of the twelve did not.
+    expect(checked).toBeGreaterThan(0);
+  }, 90_000);
 });
 
 describe("a run's shard failing over while its tool calls run", () => {

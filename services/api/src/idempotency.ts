@@ -8,9 +8,10 @@ const TTL_SECONDS = 24 * 3600;
 export const ABANDONED_CLAIM_MS = 30_000;
 
 /** What an Idempotency-Key resolves to: a new run to create, or the run made (or reserved) before. */
+/** `key`: the claim's Redis key (REDIS_WAIT_REPLICAS waits for it with the run's own). */
 export type IdempotencyClaim =
-  | { kind: 'new'; release: () => Promise<void> }
-  | { kind: 'replay'; runId: string; claimedAt: number; takeOver: () => Promise<IdempotencyClaim> };
+  | { kind: 'new'; key: string; release: () => Promise<void> }
+  | { kind: 'replay'; key: string; runId: string; claimedAt: number; takeOver: () => Promise<IdempotencyClaim> };
 
 // Deletes the claim only if it is still the one read (another request may have taken it over).
 const DELETE_IF_SAME = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
@@ -27,7 +28,7 @@ export async function claimIdempotencyKey(redis: RedisClient, keyName: (owner: s
   const bodyHash = createHash('sha256').update(JSON.stringify(body)).digest('hex');
   const value = `${bodyHash}:${runId}:${Date.now()}`;
   const set = await redis.set(k, value, 'EX', TTL_SECONDS, 'NX');
-  if (set === 'OK') return { kind: 'new', release: async () => void (await redis.del(k)) };
+  if (set === 'OK') return { kind: 'new', key: k, release: async () => void (await redis.del(k)) };
   const existing = await redis.get(k);
   if (!existing) return claimIdempotencyKey(redis, keyName, owner, key, body, runId);
   const [hash, prior, at] = existing.split(':');
@@ -36,6 +37,7 @@ export async function claimIdempotencyKey(redis: RedisClient, keyName: (owner: s
   }
   return {
     kind: 'replay',
+    key: k,
     runId: prior,
     // Claims written before the time was recorded count as old.
     claimedAt: Number(at ?? 0),

@@ -65,7 +65,7 @@ export class Runs {
    * run's first step is enqueued. A run that cannot be written, lined up or (if admitted)
    * enqueued is removed again: not enqueued or lined up means not accepted.
    */
-  async create(id: string, owner: string, plan: RunPlan, limits: { maxQueued?: number } = {}): Promise<RunObject> {
+  async create(id: string, owner: string, plan: RunPlan, limits: { maxQueued?: number; /** Other keys written for this run (an Idempotency-Key's claim) that REDIS_WAIT_REPLICAS waits for too. */ replicatedWith?: string[] } = {}): Promise<RunObject> {
     const { store, admission } = this.deps;
     const trace = startRunTrace(id, plan.spec.model);
     let created: RunObject;
@@ -91,22 +91,23 @@ export class Runs {
     // Not awaited: a run left pending is settled again by the sweep, at no harm.
     void store.runs.settle(id).catch(() => {});
     await this.enqueueAdmitted(admitted.filter((a) => a !== id));
-    await this.confirmReplicated(id);
+    await this.confirmReplicated(id, limits.replicatedWith);
     this.deps.observer?.runCreated?.(plan.spec);
     this.deps.logger.info({ run_id: id, model: plan.spec.model, queued: !admitted.includes(id) }, 'run accepted');
     return created;
   }
 
   /**
-   * REDIS_WAIT_REPLICAS: the run is accepted only once that many replicas hold what made it;
-   * else a ReplicationError. The run was made all the same: a retry with the same
+   * REDIS_WAIT_REPLICAS: the run is accepted only once that many replicas hold what made it
+   * (`alsoKeys`: keys written for it elsewhere, such as its Idempotency-Key's claim); else a
+   * ReplicationError. The run was made all the same: a retry with the same
    * Idempotency-Key gets it, once the replicas confirm it.
    */
-  async confirmReplicated(runId: string): Promise<void> {
+  async confirmReplicated(runId: string, alsoKeys: string[] = []): Promise<void> {
     const d = this.deps.durability;
     if (!d || d.replicas <= 0) return;
     const g = this.deps.store.global;
-    const keys = [this.deps.store.keys(runId).run, g.pendingRuns, `${cellPrefix(this.deps.store.prefix, cellOf(runId, this.deps.jobs.cells))}:agent`];
+    const keys = [this.deps.store.keys(runId).run, g.pendingRuns, `${cellPrefix(this.deps.store.prefix, cellOf(runId, this.deps.jobs.cells))}:agent`, ...alsoKeys];
     const acked = await waitForReplicas(d.connections, keys, d.replicas, d.timeoutMs);
     if (acked < d.replicas) {
       throw new ReplicationError(`only ${acked} of ${d.replicas} replicas confirmed the run ${runId} within ${d.timeoutMs} ms (REDIS_WAIT_REPLICAS); it may still run: retry with the same Idempotency-Key to get it`);

@@ -84,8 +84,12 @@ export function runsRoutes(deps: RunsRouteDeps) {
 
     const idemKey = c.req.header('idempotency-key');
     let release: (() => Promise<void>) | undefined;
+    // The claim is part of what makes the run: REDIS_WAIT_REPLICAS waits for it too (on a
+    // Cluster it may live on another shard than the run).
+    let claimKeys: string[] = [];
     if (idemKey !== undefined) {
       let claim = await claimIdempotencyKey(deps.redis, deps.store.global.idempotency, owner, idemKey, raw, id);
+      claimKeys = [claim.key];
       if (claim.kind === 'replay') {
         const replayed = await replay(claim.runId, claim.claimedAt);
         if (replayed) return replayOf(replayed);
@@ -97,7 +101,7 @@ export function runsRoutes(deps: RunsRouteDeps) {
     }
     let created: RunObject;
     try {
-      created = await deps.runs.create(id, owner, plan, { maxQueued: limitsOf(deps.tenants, owner).max_queued_runs });
+      created = await deps.runs.create(id, owner, plan, { maxQueued: limitsOf(deps.tenants, owner).max_queued_runs, replicatedWith: claimKeys });
     } catch (err) {
       // A run its replicas did not confirm in time was made all the same: the key stays
       // claimed, so that a retry gets that run instead of making a second one.
@@ -108,7 +112,7 @@ export function runsRoutes(deps: RunsRouteDeps) {
 
     /** The run an earlier request with this key made, once (REDIS_WAIT_REPLICAS) its replicas hold it. */
     async function replayOf(run: RunObject) {
-      await deps.runs.confirmReplicated(run.id);
+      await deps.runs.confirmReplicated(run.id, claimKeys);
       return deps.responses.json(c, JSON.stringify(run), 200, { location: `/v1/runs/${run.id}` });
     }
   });
