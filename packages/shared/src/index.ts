@@ -42,6 +42,7 @@ export * from './shutdown.js';
 export * from './allowlist.js';
 export * from './re2-regexp.js';
 export * from './net-guard.js';
+export * from './dns-resolver.js';
 export * from './builtin-tools.js';
 export * from './metrics.js';
 export * from './worker-metrics.js';

@@ -1,13 +1,13 @@
-import { lookup as dnsLookup } from 'node:dns/promises';
 import type { LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
+import { boundedDnsResolver } from './dns-resolver.js';
 import { FatalError } from './errors.js';
 
-/** Resolves a host name to every address it has (`dns/promises`' `lookup`, or a test's). */
+/** Resolves a host name to every address it has (by default boundedDnsResolver's DNS queries; a test's own). */
 export type Resolver = (host: string, options: { all: true; verbatim: true }) => Promise<LookupAddress[]>;
 
-const defaultResolver: Resolver = (host, options) => dnsLookup(host, options);
+const defaultResolver: Resolver = boundedDnsResolver();
 
 // IANA's global unicast space; outside it, ipaddr.js calls many reserved blocks `unicast`
 // (`::a.b.c.d`, `4000::/2`, …).
@@ -84,7 +84,8 @@ export async function refuseNonPublicUrl(url: string, resolve: Resolver = defaul
   try {
     addresses = (await resolve(host, { all: true, verbatim: true })).map((a) => a.address);
   } catch (err) {
-    return `host "${host}" does not resolve (${(err as NodeJS.ErrnoException).code ?? 'DNS error'})`;
+    const code = (err as NodeJS.ErrnoException).code;
+    return code === 'ETIMEOUT' ? `host "${host}" did not resolve in time (ETIMEOUT)` : `host "${host}" does not resolve (${code ?? 'DNS error'})`;
   }
   if (addresses.length === 0) return `host "${host}" does not resolve`;
   const bad = addresses.find(isPrivateAddress);

@@ -1,0 +1,76 @@
+import { createSocket, type Socket } from 'node:dgram';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { boundedDnsResolver } from './dns-resolver.js';
+
+/**
+ * A DNS server on loopback (UDP): answers A queries for names in `records`, an empty answer
+ * otherwise (NODATA), and does not answer names in `silent` at all.
+ */
+async function startDnsServer(records: Record<string, string>, silent: Set<string>): Promise<{ server: string; queries: string[]; close: () => void }> {
+  const socket: Socket = createSocket('udp4');
+  const queries: string[] = [];
+  socket.on('message', (msg, from) => {
+    // The question: labels from byte 12, then QTYPE and QCLASS.
+    const labels: string[] = [];
+    let at = 12;
+    while (msg[at] !== 0) {
+      labels.push(msg.subarray(at + 1, at + 1 + msg[at]).toString('latin1'));
+      at += msg[at] + 1;
+    }
+    const questionEnd = at + 5;
+    const name = labels.join('.');
+    const qtype = msg.readUInt16BE(at + 1);
+    queries.push(name);
+    if (silent.has(name)) return;
+    const address = qtype === 1 ? records[name] : undefined;
+    const header = Buffer.alloc(12);
+    msg.copy(header, 0, 0, 2);
+    header.writeUInt16BE(0x8180, 2); // a response, recursion available, no error
+    header.writeUInt16BE(1, 4);
+    header.writeUInt16BE(address ? 1 : 0, 6);
+    const answer = address
+      ? Buffer.concat([Buffer.from([0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4]), Buffer.from(address.split('.').map(Number))])
+      : Buffer.alloc(0);
+    socket.send(Buffer.concat([header, msg.subarray(12, questionEnd), answer]), from.port, from.address);
+  });
+  await new Promise<void>((r) => socket.bind(0, '127.0.0.1', r));
+  return { server: `127.0.0.1:${socket.address().port}`, queries, close: () => socket.close() };
+}
+
+describe('boundedDnsResolver', () => {
+  let dns: Awaited<ReturnType<typeof startDnsServer>>;
+  beforeAll(async () => {
+    dns = await startDnsServer({ 'hooks.example': '93.184.216.34' }, new Set(['never.example']));
+  });
+  afterAll(() => dns.close());
+
+  it('resolves a name through DNS', async () => {
+    const resolve = boundedDnsResolver({ servers: [dns.server] });
+    expect(await resolve('hooks.example')).toEqual([{ address: '93.184.216.34', family: 4 }]);
+  });
+
+  it('fails a name DNS does not answer with ETIMEOUT at its deadline, and a name without an address with ENODATA', async () => {
+    const resolve = boundedDnsResolver({ servers: [dns.server], timeoutMs: 400 });
+    await expect(resolve('never.example')).rejects.toMatchObject({ code: 'ETIMEOUT', message: expect.stringMatching(/never\.example.*did not answer within 400 ms/) });
+    await expect(resolve('nothing.example')).rejects.toMatchObject({ code: 'ENODATA' });
+  });
+
+  it('a name whose DNS never answers holds up no other: twelve such lookups in flight, another name still resolves', async () => {
+    const resolve = boundedDnsResolver({ servers: [dns.server], timeoutMs: 3_000 });
+    let pending = 12;
+    const stuck = Array.from({ length: 12 }, () => resolve('never.example').finally(() => pending--));
+    // (getaddrinfo on libuv's four threads would queue this behind four of them.)
+    expect(await resolve('hooks.example')).toEqual([{ address: '93.184.216.34', family: 4 }]);
+    expect(pending).toBe(12);
+    const outcomes = await Promise.allSettled(stuck);
+    expect(outcomes.every((o) => o.status === 'rejected' && (o.reason as NodeJS.ErrnoException).code === 'ETIMEOUT')).toBe(true);
+  });
+
+  it('answers localhost without a query', async () => {
+    const resolve = boundedDnsResolver({ servers: [dns.server] });
+    const before = dns.queries.length;
+    expect(await resolve('localhost')).toEqual([{ address: '127.0.0.1', family: 4 }, { address: '::1', family: 6 }]);
+    expect(await resolve('api.localhost.')).toHaveLength(2);
+    expect(dns.queries.length).toBe(before);
+  });
+});

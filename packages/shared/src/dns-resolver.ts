@@ -1,0 +1,39 @@
+import { Resolver as CaresResolver } from 'node:dns/promises';
+import type { LookupAddress } from 'node:dns';
+
+/** How long one name's lookup may take in all, by default (both address families, every try). */
+export const DNS_LOOKUP_TIMEOUT_MS = 5_000;
+
+/**
+ * A resolver for names that callers choose (webhook hosts): DNS queries through c-ares, each
+ * lookup bounded in time. Not `dns.lookup`: its `getaddrinfo` runs on libuv's four threads with
+ * no timeout of its own, so four names whose DNS never answers would hold every lookup (and the
+ * file and crypto work on those threads) of the process behind them. Here a slow name costs only
+ * its own lookup. It asks DNS alone, as `/etc/resolv.conf` says (or `servers`), not
+ * `/etc/hosts`; `localhost` and `*.localhost` are loopback without a query (RFC 6761).
+ */
+export function boundedDnsResolver(opts: { timeoutMs?: number; servers?: string[] } = {}) {
+  const timeoutMs = opts.timeoutMs ?? DNS_LOOKUP_TIMEOUT_MS;
+  return async (host: string): Promise<LookupAddress[]> => {
+    const name = host.toLowerCase().replace(/\.$/, '');
+    if (name === 'localhost' || name.endsWith('.localhost')) return [{ address: '127.0.0.1', family: 4 }, { address: '::1', family: 6 }];
+    // A channel per lookup: cancelling it at the deadline ends this lookup's queries, no other's.
+    const channel = new CaresResolver({ timeout: Math.max(1, Math.floor(timeoutMs / 2)), tries: 2 });
+    if (opts.servers) channel.setServers(opts.servers);
+    const timer = setTimeout(() => channel.cancel(), timeoutMs);
+    try {
+      const [v4, v6] = await Promise.allSettled([channel.resolve4(name), channel.resolve6(name)]);
+      const found: LookupAddress[] = [
+        ...(v4.status === 'fulfilled' ? v4.value.map((address) => ({ address, family: 4 })) : []),
+        ...(v6.status === 'fulfilled' ? v6.value.map((address) => ({ address, family: 6 })) : []),
+      ];
+      if (found.length > 0) return found;
+      const err = (v4.status === 'rejected' ? v4.reason : v6.status === 'rejected' ? v6.reason : null) as NodeJS.ErrnoException | null;
+      const code = err?.code === 'ECANCELLED' || err?.code === 'ETIMEOUT' ? 'ETIMEOUT' : (err?.code ?? 'ENOTFOUND');
+      const why = code === 'ETIMEOUT' ? `DNS did not answer within ${timeoutMs} ms` : `DNS has no address for it (${code})`;
+      throw Object.assign(new Error(`host "${host}" does not resolve: ${why}`), { code, hostname: host });
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+}
