@@ -28,7 +28,7 @@ export default defineConfig({
     // - process: `test/process/*.test.ts`: tests that start and kill processes of their own:
     //   the built services (`npm run build` first) or a Redis server.
     // - cluster: the core of the loop's end-to-end tests again, on a local Redis Cluster of three
-    //   masters (test/global-setup-cluster.ts), crash recovery with the built services killed on it, and `test/cluster/*.test.ts` (cells, failover,
+    //   masters (test/global-setup-cluster.ts), the store's sub-run writes (a Cluster's own path), crash recovery with the built services killed on it, and `test/cluster/*.test.ts` (cells, failover,
     //   Sentinel), which start the topologies they need.
     // Only integration, process and cluster get a Redis (`inject('redisUrl')`).
     projects: [
@@ -39,7 +39,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'cluster',
-          include: ['test/agent-loop.test.ts', 'test/subagents.test.ts', 'test/run-lifecycle.test.ts', 'test/events.test.ts', 'test/tree-cancel.test.ts', 'test/runs-that-wait.test.ts', 'test/process/crash-recovery.test.ts', 'test/cluster/*.test.ts'],
+          include: ['test/agent-loop.test.ts', 'test/subagents.test.ts', 'test/run-lifecycle.test.ts', 'test/events.test.ts', 'test/tree-cancel.test.ts', 'test/runs-that-wait.test.ts', 'test/sub-run-writes.test.ts', 'test/process/crash-recovery.test.ts', 'test/cluster/*.test.ts'],
           globalSetup: ['./test/global-setup-cluster.ts'],
         },
       },

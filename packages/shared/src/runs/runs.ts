@@ -206,11 +206,10 @@ export class Runs {
   async createChild(parent: RunState, child: { id: string; messages: ChatMessage[]; index: number }, origin: ChildOrigin): Promise<void> {
     const { store } = this.deps;
     const spec = childSpec(parent, origin.job);
-    let transcriptBytes: number | undefined;
-    if (!(await store.runs.exists(child.id))) {
-      ({ transcriptBytes } = await store.runs.createSized({ id: child.id, owner: parent.owner, spec, messages: child.messages, parentRunId: parent.id, rootRunId: parent.rootRunId }));
-      this.deps.observer?.runCreated?.(spec);
-    }
+    // Written only if it does not exist (atomically: two deliveries of the job at once write it once).
+    const written = await store.runs.createSized({ id: child.id, owner: parent.owner, spec, messages: child.messages, parentRunId: parent.id, rootRunId: parent.rootRunId });
+    const transcriptBytes = written.created ? written.transcriptBytes : undefined;
+    if (written.created) this.deps.observer?.runCreated?.(spec);
     // Listed under its parent whether it was written now or by a delivery that died before
     // listing it (a sub-run /children would never show otherwise); announced once, when listed.
     if (await store.runs.addChild(parent.id, child.id)) {

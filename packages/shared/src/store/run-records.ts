@@ -76,22 +76,39 @@ return was
  * events. ARGV: run id, created (ms), the index's trim bound ('' for none), events maxlen, the
  * `run.queued` event's data, how many field and value arguments follow, those, then the messages.
  */
-const CREATE_RUN = `${XADD_EVENT_LUA}
+// A new run's hash (fields ARGV[from..to]), first messages (the ARGV after them) and `run.queued`
+// event, written only if the run does not exist: two writers of one sub-run (two deliveries of its
+// agent_query job at once) write it once. Returns 1 if written, 0 if it existed.
+const WRITE_NEW_RUN_LUA = `${XADD_EVENT_LUA}
+local function writeNewRun(run, messages, events, maxlen, queued, from, to)
+  if redis.call('EXISTS', run) == 1 then return 0 end
+  redis.call('HSET', run, unpack(ARGV, from, to))
+  for i = to + 1, #ARGV, 1000 do
+    redis.call('RPUSH', messages, unpack(ARGV, i, math.min(i + 999, #ARGV)))
+  end
+  xadd(events, maxlen, 'run.queued', queued)
+  return 1
+end
+`;
+
+// One Redis: the pending mark, the index entry and the run in one script.
+const CREATE_RUN = `${WRITE_NEW_RUN_LUA}
+if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
 redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
 redis.call('ZADD', KEYS[2], 0, ARGV[1])
 if ARGV[3] ~= '' then redis.call('ZREMRANGEBYLEX', KEYS[2], '-', ARGV[3]) end
-local fieldsEnd = 6 + tonumber(ARGV[6])
-redis.call('HSET', KEYS[3], unpack(ARGV, 7, fieldsEnd))
-for i = fieldsEnd + 1, #ARGV, 1000 do
-  redis.call('RPUSH', KEYS[4], unpack(ARGV, i, math.min(i + 999, #ARGV)))
-end
-xadd(KEYS[5], ARGV[4], 'run.queued', ARGV[5])
-return 1
+return writeNewRun(KEYS[3], KEYS[4], KEYS[5], ARGV[4], ARGV[5], 7, 6 + tonumber(ARGV[6]))
+`;
+
+// A Cluster: the run alone (its keys share its tree's slot).
+const CREATE_RUN_RECORD = `${WRITE_NEW_RUN_LUA}
+return writeNewRun(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], 4, 3 + tonumber(ARGV[3]))
 `;
 
 declare module 'ioredis' {
   interface RedisCommander<Context extends ClientContext = { type: 'default' }> {
     agentqCreateRun(...keysAndArgs: Array<string | number>): Result<number, Context>;
+    agentqCreateRunRecord(...keysAndArgs: Array<string | number>): Result<number, Context>;
     agentqStartRun(run: string, events: string, now: string, maxlen: number, data: string): Result<string | null, Context>;
     agentqFinishRun(numKeys: number, ...keysAndArgs: Array<string | number>): Result<string | 0, Context>;
   }
@@ -105,6 +122,7 @@ export class RunRecords {
     readonly retentionSeconds: number,
   ) {
     redis.defineCommand('agentqCreateRun', { lua: CREATE_RUN, numberOfKeys: 5 });
+    redis.defineCommand('agentqCreateRunRecord', { lua: CREATE_RUN_RECORD, numberOfKeys: 3 });
     redis.defineCommand('agentqStartRun', { lua: START_RUN, numberOfKeys: 2 });
     redis.defineCommand('agentqFinishRun', { lua: FINISH_RUN });
   }
@@ -130,8 +148,12 @@ export class RunRecords {
     return (await this.createSized(run)).run;
   }
 
-  /** create, and the transcript's stored size (bytes), which the run's first step is told. */
-  async createSized(run: NewRun): Promise<{ run: RunObject; transcriptBytes: number }> {
+  /**
+   * create, and the transcript's stored size (bytes), which the run's first step is told.
+   * `created` is false when a run with this id existed already (a sub-run another delivery of its
+   * job wrote): it is left as it is, and `run` and `transcriptBytes` describe what was not written.
+   */
+  async createSized(run: NewRun): Promise<{ run: RunObject; transcriptBytes: number; created: boolean }> {
     const k = this.keys(run.id);
     const createdAt = (run.createdAt ?? new Date()).toISOString();
     const fields: RunHash = {
@@ -154,19 +176,17 @@ export class RunRecords {
     const trimBelow = cutoff > 0 ? `(run_${cutoff.toString(36).padStart(9, '0')}` : '';
     const pendingSet = globalKeys(this.prefix).pendingRuns;
     const queued = eventJson('run.queued', run.id, {}, createdAt);
+    const hashArgs = Object.entries(fields).flat();
+    let created: number;
     if (isCluster(this.redis)) {
       await this.redis.zadd(pendingSet, createdMs, run.id);
       const listed = this.redis.multi().zadd(index, 0, run.id);
       if (trimBelow) listed.zremrangebylex(index, '-', trimBelow);
-      const written = this.redis.multi().hset(k.run, fields);
-      if (messages.length) written.rpush(k.messages, ...messages);
-      written.xadd(k.events, 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'type', 'run.queued', 'data', queued);
-      await Promise.all([execOrThrow(listed), execOrThrow(written)]);
+      [, created] = await Promise.all([execOrThrow(listed), this.redis.agentqCreateRunRecord(k.run, k.messages, k.events, EVENTS_MAXLEN, queued, hashArgs.length, ...hashArgs, ...messages)]);
     } else {
-      const hashArgs = Object.entries(fields).flat();
-      await this.redis.agentqCreateRun(pendingSet, index, k.run, k.messages, k.events, run.id, createdMs, trimBelow, EVENTS_MAXLEN, queued, hashArgs.length, ...hashArgs, ...messages);
+      created = await this.redis.agentqCreateRun(pendingSet, index, k.run, k.messages, k.events, run.id, createdMs, trimBelow, EVENTS_MAXLEN, queued, hashArgs.length, ...hashArgs, ...messages);
     }
-    return { run: runObjectFrom(run.id, fields), transcriptBytes };
+    return { run: runObjectFrom(run.id, fields), transcriptBytes, created: created === 1 };
   }
 
   /** Removes a run that could not be enqueued, so that a client never sees a run nobody runs. */
@@ -202,11 +222,6 @@ export class RunRecords {
   async getOwn(runId: string, owner: string): Promise<RunObject | null> {
     const h = await this.redis.hgetall(this.keys(runId).run);
     return isRunHash(h) && h[F.owner] === owner ? runObjectFrom(runId, h) : null;
-  }
-
-  /** True if a run with this id exists. */
-  async exists(runId: string): Promise<boolean> {
-    return (await this.redis.hexists(this.keys(runId).run, F.owner)) === 1;
   }
 
   /**
