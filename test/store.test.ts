@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { Admission, childRunId, createLogger, JobQueues, newId, QUEUES, Runs, RunStore, TERMINAL_STATUSES, type RunSpec } from '@agentq/shared';
+import { actionId, actionRun, Admission, childRunId, createLogger, JobQueues, newId, QUEUES, RunActions, Runs, RunStore, TERMINAL_STATUSES, type ActionRecord, type RunSpec } from '@agentq/shared';
 import { monitorRedis } from './fixtures/redis-monitor.js';
 
 const redis = new Redis(inject('redisUrl'));
@@ -143,6 +143,50 @@ describe('a sub-run', () => {
       expect((await store.runs.children(parentId)).map((r) => r.id)).toEqual([child.id]);
       const started = (await redis.xrange(store.keys(parentId).events, '-', '+')).filter(([, f]) => f[1] === 'subrun.started');
       expect(started).toHaveLength(1);
+    } finally {
+      await jobs.close();
+    }
+  });
+});
+
+describe("a round's requests for an answer", () => {
+  it("tell the root's webhook (run.requires_action) once, also when the step that stored them died before queuing it: its redo queues it", async () => {
+    const prefix = `rs${randomBytes(3).toString('hex')}`;
+    const logger = createLogger({ service: 'test', level: 'silent' });
+    const store = new RunStore({ redis, prefix });
+    const jobs = new JobQueues({ connection: redis, prefix, cells: 1, logger });
+    const runs = new Runs({ store, jobs, admission: new Admission(redis, prefix), logger });
+    const actions = new RunActions({ store, jobs, runs, logger });
+    try {
+      const id = newId('run');
+      await store.runs.create({ id, owner: 'o', spec: { ...spec, webhook: { url: 'https://hooks.example/agentq' } }, messages: [{ role: 'user', content: 'hi' }] });
+      await store.runs.start(id);
+      const run = (await store.runs.getState(id))!;
+      const records: ActionRecord[] = [0, 1].map((index) => ({
+        id: actionId(id, 0, index),
+        type: 'approval',
+        run_id: id,
+        tool_call_id: `call_${index}`,
+        name: 'crm__update_contact',
+        arguments: '{}',
+        created_at: new Date().toISOString(),
+        expires_at: null,
+        depth: 0,
+        index,
+        on_timeout: 'reject',
+      }));
+      const requiresAction = async () =>
+        (await jobs.queue(QUEUES.webhook, 0).getJobs(['waiting', 'delayed', 'active', 'completed', 'failed'])).filter((j) => j.data.type === 'run.requires_action');
+      // The first delivery of the step stored the requests and died.
+      await store.actions.require(actionRun(run), records);
+      expect(await requiresAction()).toHaveLength(0);
+      // Its redo asks nothing twice, and queues the webhook; a third delivery adds no second one.
+      await actions.require(run, records);
+      await actions.require(run, records);
+      const queued = await requiresAction();
+      expect(queued).toHaveLength(1);
+      expect(queued[0].data).toMatchObject({ runId: id, webhookId: `whk_${id.slice('run_'.length)}_a0` });
+      expect((await store.runs.getState(id))!.status).toBe('requires_action');
     } finally {
       await jobs.close();
     }

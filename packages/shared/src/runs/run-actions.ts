@@ -1,6 +1,5 @@
 import type { Logger } from 'pino';
 import { parseActionId, type ActionDecision, type ActionRecord } from '../actions/action-record.js';
-import { newId } from '../ids.js';
 import type { JobQueues } from '../jobs/job-queues.js';
 import type { ActionRun, ResolveResult, StoredAction } from '../store/actions.js';
 import type { RunState } from '../store/run-hash.js';
@@ -40,16 +39,22 @@ export class RunActions {
   constructor(private readonly deps: RunActionsDeps) {}
 
   /**
-   * Stores a round's requests and, the first time, tells the root's webhook (`run.requires_action`).
+   * Stores a round's requests and tells the root's webhook (`run.requires_action`).
    * Before the round's jobs are added: a step that dies in between is redone and asks nothing twice.
+   * The webhook's id is fixed by the run and round, so the redo of a step that died after storing
+   * its requests and before queuing the webhook queues it, and one queued already stays one.
    */
   async require(run: RunState, records: ActionRecord[]): Promise<void> {
+    if (records.length === 0) return;
     const { made, waiting } = await this.deps.store.actions.require(actionRun(run), records);
-    if (made <= 0) return;
-    this.deps.logger.info({ run_id: run.id, requests: made }, 'run waits for an answer');
-    await this.deps.runs.suspended(run.owner, waiting);
+    if (made < 0) return;
+    if (made > 0) {
+      this.deps.logger.info({ run_id: run.id, requests: made }, 'run waits for an answer');
+      await this.deps.runs.suspended(run.owner, waiting);
+    }
     if (run.spec.webhook || run.spec.root_webhook) {
-      await this.deps.jobs.enqueue('webhook', { runId: run.rootRunId, webhookId: newId('whk'), type: 'run.requires_action' });
+      const webhookId = `whk_${run.id.slice(run.id.indexOf('_') + 1)}_a${records[0].depth}`;
+      await this.deps.jobs.enqueue('webhook', { runId: run.rootRunId, webhookId, type: 'run.requires_action' });
     }
   }
 
