@@ -507,6 +507,46 @@ describe('two keys', () => {
   }, 60_000);
 });
 
+describe('two keys: event streams', () => {
+  const KEY_A = 'key-a-streams';
+  const KEY_B = 'key-b-streams';
+  let two: Stack;
+  beforeAll(async () => {
+    two = await startStack({ handler: () => ({ content: 'ok' }), apiKey: `${KEY_A},${KEY_B}`, env: { MAX_RESPONSES_IN_FLIGHT_BYTES: String(40 << 20) } });
+  });
+  afterAll(async () => two?.close());
+
+  /** A finished run of `key` with a `mb` MB event in its stream (written straight in Redis). */
+  async function largeEventRunOf(key: string, mb: number): Promise<string> {
+    const { id } = await two.createRun({ input: 'large event' }, key);
+    await two.waitForRun(id, { key });
+    const k = runKeys(two.prefix, id).events;
+    const [first, ...rest] = await two.redis.xrange(k, '-', '+');
+    await two.redis.del(k);
+    await two.redis.xadd(k, '*', ...first[1]);
+    const data = { run_id: id, depth: 0, finish_reason: 'stop', content: 'y'.repeat(mb << 20), tool_calls: [], at: new Date().toISOString() };
+    await two.redis.xadd(k, '*', 'type', 'step.completed', 'data', JSON.stringify(data));
+    for (const [, fields] of rest) await two.redis.xadd(k, '*', ...fields);
+    return id;
+  }
+
+  it("one key that opens streams of large events and reads none holds at most half of MAX_RESPONSES_IN_FLIGHT_BYTES: another key's stream still gets its large event", async () => {
+    const [a, b] = [await largeEventRunOf(KEY_A, 6), await largeEventRunOf(KEY_B, 6)];
+    // Each 6 MB event is read alone, with room for it and its frame (12 MB). Four unread streams
+    // of key A would hold 36 MB of the 40 and queue a fourth: key A's share (20 MB) lets one in.
+    const unread: Socket[] = [];
+    try {
+      for (let i = 0; i < 4; i++) unread.push((await rawGet(two, `/v1/runs/${a}/events`, { key: KEY_A, stopReading: true })).socket);
+      await waitFor(async () => (await gauge(two, 'agentq_event_streams_waiting_for_room')) === 3, { what: "key A's streams past its share to wait", timeoutMs: 5_000 });
+      const events = await readSse(await two.request(`/v1/runs/${b}/events`, { key: KEY_B }));
+      expect((events[1].data as { content: string }).content).toHaveLength(6 << 20);
+      expect(events.at(-1)?.event).toBe('run.completed');
+    } finally {
+      for (const s of unread) s.destroy();
+    }
+  }, 60_000);
+});
+
 describe('event streams held open', () => {
   const KEY_A = 'key-a-streams';
   const KEY_B = 'key-b-streams';

@@ -30,11 +30,13 @@ export class EventWriter {
     private readonly keepAliveMs: number,
     /** Aborted when the client has gone (or the stream is ended): waits for room give up. */
     private readonly gone: AbortSignal,
+    /** The stream's key: its frames count in that key's share of the budget. */
+    private readonly key?: string,
   ) {}
 
   /** Waits for room for `bytes` the caller will hold (see ResponseBudget.waitFor); null if the client went away first. */
   room(bytes: number): Promise<(() => void) | null> {
-    return this.keptAlive(this.responses.waitFor(bytes, this.gone));
+    return this.keptAlive(this.responses.waitFor(bytes, this.gone, this.key));
   }
 
   /**
@@ -49,7 +51,7 @@ export class EventWriter {
       await this.sink.write(frame);
       return !this.sink.aborted;
     }
-    const release = held ? () => {} : await this.keptAlive(this.responses.waitForShared(frame, frame.byteLength, this.gone));
+    const release = held ? () => {} : await this.keptAlive(this.responses.waitForShared(frame, frame.byteLength, this.gone, this.key));
     if (!release) return false;
     try {
       await this.sink.writeOut(frame);

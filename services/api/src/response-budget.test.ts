@@ -108,3 +108,47 @@ describe('ResponseBudget.waitForShared', () => {
     expect(budget.bytesInFlight).toBe(0);
   });
 });
+
+describe("ResponseBudget: a key's share", () => {
+  it("a key's streams hold at most half of the budget: past it they wait for that key's own bytes, and another key's stream and answers go on", async () => {
+    const budget = new ResponseBudget(10 * MB);
+    const signal = new AbortController().signal;
+    const a1 = (await budget.waitFor(4 * MB, signal, 'a'))!;
+    // Key a's next 2 MB would pass its share (5 MB): it waits, and holds up nobody else.
+    const a2 = watched(budget.waitFor(2 * MB, signal, 'a'));
+    await settled();
+    expect(a2.done).toBe(false);
+    const b1 = (await budget.waitFor(3 * MB, signal, 'b'))!;
+    expect(budget.bytesInFlight).toBe(7 * MB);
+    // A frame several streams of key b write, too.
+    const b2 = (await budget.waitForShared({}, 2 * MB, signal, 'b'))!;
+    expect(budget.bytesInFlight).toBe(9 * MB);
+    b1();
+    b2();
+    await settled();
+    expect(a2.done).toBe(false);
+    // Key a's own bytes sent: its stream goes on.
+    a1();
+    (await a2.wait)!();
+    expect(budget.bytesInFlight).toBe(0);
+  });
+
+  it('a stream within its share still waits its turn behind a stream that waits for room', async () => {
+    const budget = new ResponseBudget(10 * MB);
+    const signal = new AbortController().signal;
+    const a = (await budget.waitFor(4 * MB, signal, 'a'))!;
+    const b = (await budget.waitFor(4 * MB, signal, 'b'))!;
+    const admitted: string[] = [];
+    const c = budget.waitFor(4 * MB, signal, 'c').then((r) => (admitted.push('c'), r));
+    const d = budget.waitFor(1 * MB, signal, 'd').then((r) => (admitted.push('d'), r));
+    await settled();
+    // d would fit beside a and b, but c asked first and waits for room (not for its share).
+    expect(admitted).toEqual([]);
+    a();
+    (await c)!();
+    (await d)!();
+    expect(admitted).toEqual(['c', 'd']);
+    b();
+    expect(budget.bytesInFlight).toBe(0);
+  });
+});

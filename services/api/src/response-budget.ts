@@ -13,6 +13,8 @@ export const UNCOUNTED_BELOW_BYTES = 64 * 1024;
 /** An SSE stream waiting for room to write an event (ResponseBudget.waitFor). */
 interface Waiter {
   bytes: number;
+  /** The caller's key, whose share the bytes count in (none: counted in no key's share). */
+  key: string | undefined;
   admit: () => void;
 }
 
@@ -40,13 +42,15 @@ function whenSent(c: Context, release: () => void): void {
  * with Retry-After and is never held: a client that asks for answers and does not read them would
  * otherwise keep them in the process's memory for as long as it likes. An SSE stream, whose
  * status line is long sent, waits instead (waitFor), in the order the streams asked. An answer
- * alone is always let in.
+ * alone is always let in. One key's answers and streams together hold at most half of the budget
+ * (KeyShares): a stream past its key's share waits for its own key's bytes to be sent, out of the
+ * others' way, so a key that opens streams and reads none holds up no other key.
  */
 export class ResponseBudget {
   private inFlight = 0;
   private readonly waiters: Waiter[] = [];
   private readonly shared = new Map<object, SharedHold>();
-  /** What each key's answers (not streams) hold: at most half of the budget when more than one. */
+  /** What each key's answers and streams hold: at most half of the budget when more than one. */
   private readonly shares: KeyShares;
   /** Buffers answered to several requests (shared builds), each held once. */
   private readonly sharedBodies = new WeakMap<Buffer, { holders: number; release: () => void }>();
@@ -107,34 +111,31 @@ export class ResponseBudget {
       });
     }
     // Streams waiting for room go first: an answer that fits now would otherwise pass them forever.
-    if (this.inFlight > 0 && (this.waiters.length > 0 || this.inFlight + bytes > this.maxBytes)) {
+    if (this.inFlight > 0 && (this.queuedForRoom() || this.inFlight + bytes > this.maxBytes)) {
       throw new HttpError(503, 'server_busy', `this API process is sending ${this.inFlight} bytes of other answers (MAX_RESPONSES_IN_FLIGHT_BYTES); retry shortly`, undefined, {
         'retry-after': '1',
       });
     }
-    const untake = this.take(bytes);
-    const unshare = this.shares.take(key, bytes);
-    return () => {
-      unshare();
-      untake();
-    };
+    return this.take(bytes, key);
   }
 
   /**
    * Waits until `bytes` fit beside the answers in flight (or none is in flight), in the order
-   * asked, then holds them; resolves with their release, or with null if `signal` ended the wait
-   * first. Small sizes are not counted and never wait.
+   * asked, and within `key`'s share, then holds them; resolves with their release, or with null
+   * if `signal` ended the wait first. Small sizes are not counted and never wait. A wait for the
+   * key's own share holds up no other stream.
    */
-  async waitFor(bytes: number, signal: AbortSignal): Promise<(() => void) | null> {
+  async waitFor(bytes: number, signal: AbortSignal, key?: string): Promise<(() => void) | null> {
     if (bytes < UNCOUNTED_BELOW_BYTES) return () => {};
     if (signal.aborted) return null;
-    if (this.waiters.length === 0 && this.fits(bytes)) return this.take(bytes);
+    if (!this.queuedForRoom() && this.fits(bytes) && this.withinShare(key, bytes)) return this.take(bytes, key);
     return new Promise((resolve) => {
       const waiter: Waiter = {
         bytes,
+        key,
         admit: () => {
           signal.removeEventListener('abort', giveUp);
-          resolve(this.take(bytes));
+          resolve(this.take(bytes, key));
         },
       };
       const giveUp = () => {
@@ -151,17 +152,17 @@ export class ResponseBudget {
 
   /**
    * waitFor for `buffer`, which several streams may write at once (a live event's frame is one
-   * buffer for all the run's subscribers): its bytes are held once, from the first stream's wait
-   * until the last of them has released it. Resolves with this stream's release, or with null if
-   * `signal` ended its wait first.
+   * buffer for all the run's subscribers, all of the run's key): its bytes are held once, in the
+   * first stream's key's share, from that stream's wait until the last of them has released it.
+   * Resolves with this stream's release, or with null if `signal` ended its wait first.
    */
-  async waitForShared(buffer: object, bytes: number, signal: AbortSignal): Promise<(() => void) | null> {
+  async waitForShared(buffer: object, bytes: number, signal: AbortSignal, key?: string): Promise<(() => void) | null> {
     if (bytes < UNCOUNTED_BELOW_BYTES) return () => {};
     if (signal.aborted) return null;
     let hold = this.shared.get(buffer);
     if (!hold) {
       const giveUp = new AbortController();
-      const created: SharedHold = { holders: 0, giveUp, ready: this.waitFor(bytes, giveUp.signal) };
+      const created: SharedHold = { holders: 0, giveUp, ready: this.waitFor(bytes, giveUp.signal, key) };
       void created.ready.then((release) => (created.release = release));
       this.shared.set(buffer, (hold = created));
     }
@@ -205,19 +206,43 @@ export class ResponseBudget {
     return this.inFlight === 0 || this.inFlight + bytes <= this.maxBytes;
   }
 
-  /** Counts `bytes` in flight; the release (idempotent) gives them back and lets waiters in. */
-  private take(bytes: number): () => void {
+  private withinShare(key: string | undefined, bytes: number): boolean {
+    return key === undefined || this.shares.allows(key, bytes);
+  }
+
+  /** Whether a stream waits for the budget's room (not merely for its own key's share). */
+  private queuedForRoom(): boolean {
+    return this.waiters.some((w) => this.withinShare(w.key, w.bytes));
+  }
+
+  /** Counts `bytes` in flight, in `key`'s share; the release (idempotent) gives them back and lets waiters in. */
+  private take(bytes: number, key?: string): () => void {
     this.inFlight += bytes;
+    const unshare = key === undefined ? undefined : this.shares.take(key, bytes);
     let held = true;
     return () => {
       if (!held) return;
       held = false;
       this.inFlight -= bytes;
+      unshare?.();
       this.admitWaiters();
     };
   }
 
+  /**
+   * Lets waiting streams in, in the order they asked, while they fit; one past its key's share
+   * is passed over (it waits for its own key's bytes, which the others do not hold up).
+   */
   private admitWaiters(): void {
-    while (this.waiters.length > 0 && this.fits(this.waiters[0].bytes)) this.waiters.shift()!.admit();
+    for (let i = 0; i < this.waiters.length; ) {
+      const w = this.waiters[i];
+      if (!this.withinShare(w.key, w.bytes)) {
+        i++;
+        continue;
+      }
+      if (!this.fits(w.bytes)) return;
+      this.waiters.splice(i, 1);
+      w.admit();
+    }
   }
 }

@@ -81,7 +81,7 @@ export function eventsRoutes(deps: {
 
     // On Node, straight to the response; else (`app.request()`) through hono's stream.
     const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
-    if (!outgoing) return streamSSE(c, (stream) => follow(new HonoSink(stream), id, from).finally(slot));
+    if (!outgoing) return streamSSE(c, (stream) => follow(new HonoSink(stream), id, from, c.get('owner')).finally(slot));
     let sink: NodeSink;
     try {
       sink = new NodeSink(outgoing);
@@ -89,7 +89,7 @@ export function eventsRoutes(deps: {
       slot();
       throw err;
     }
-    void follow(sink, id, from)
+    void follow(sink, id, from, c.get('owner'))
       .catch((err: unknown) => deps.logger.warn({ run_id: id, err: err instanceof Error ? err.message : String(err) }, 'event stream ended by an error'))
       .finally(() => {
         slot();
@@ -98,8 +98,11 @@ export function eventsRoutes(deps: {
     return RESPONSE_ALREADY_SENT;
   });
 
-  /** Writes run `id`'s events after `from` to `sink`: its history, then its live events, until its terminal event. */
-  async function follow(sink: SseSink, id: string, from: string): Promise<void> {
+  /**
+   * Writes run `id`'s events after `from` to `sink`: its history, then its live events, until its
+   * terminal event. Its large events count in `owner`'s share of the response budget.
+   */
+  async function follow(sink: SseSink, id: string, from: string, owner: string): Promise<void> {
     const key = deps.store.events.key(id);
     let last = from;
     let finished = false;
@@ -126,7 +129,7 @@ export function eventsRoutes(deps: {
       gone.abort();
       wake?.();
     });
-    const out = new EventWriter(sink, deps.responses, deps.keepAliveMs, gone.signal);
+    const out = new EventWriter(sink, deps.responses, deps.keepAliveMs, gone.signal, owner);
     const send = async (events: StoredEvent[], held = false) => {
       for (const e of events) {
         if (finished) return;
