@@ -71,11 +71,6 @@ for k = 1, #KEYS do redis.call('EXPIRE', KEYS[k], ARGV[1]) end
 return was
 `;
 
-/**
- * A new run on one Redis, in one script: KEYS: the pending set, the owner's index, run, messages,
- * events. ARGV: run id, created (ms), the index's trim bound ('' for none), events maxlen, the
- * `run.queued` event's data, how many field and value arguments follow, those, then the messages.
- */
 // A new run's hash (fields ARGV[from..to]), first messages (the ARGV after them) and `run.queued`
 // event, written only if the run does not exist: two writers of one sub-run (two deliveries of its
 // agent_query job at once) write it once. Returns 1 if written, 0 if it existed.
@@ -91,7 +86,12 @@ local function writeNewRun(run, messages, events, maxlen, queued, from, to)
 end
 `;
 
-// One Redis: the pending mark, the index entry and the run in one script.
+/**
+ * A new run on one Redis, in one script (nothing written if it exists): KEYS: the pending set,
+ * the owner's index, run, messages, events. ARGV: run id, created (ms), the index's trim bound (''
+ * for none), events maxlen, the `run.queued` event's data, how many field and value arguments
+ * follow, those, then the messages.
+ */
 const CREATE_RUN = `${WRITE_NEW_RUN_LUA}
 if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
 redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
@@ -100,7 +100,11 @@ if ARGV[3] ~= '' then redis.call('ZREMRANGEBYLEX', KEYS[2], '-', ARGV[3]) end
 return writeNewRun(KEYS[3], KEYS[4], KEYS[5], ARGV[4], ARGV[5], 7, 6 + tonumber(ARGV[6]))
 `;
 
-// A Cluster: the run alone (its keys share its tree's slot).
+/**
+ * A new run's own keys on a Cluster (they share its tree's slot; the pending mark and the index
+ * entry are written apart): KEYS: run, messages, events. ARGV: events maxlen, the `run.queued`
+ * event's data, how many field and value arguments follow, those, then the messages.
+ */
 const CREATE_RUN_RECORD = `${WRITE_NEW_RUN_LUA}
 return writeNewRun(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], 4, 3 + tonumber(ARGV[3]))
 `;
