@@ -1,3 +1,4 @@
+import { lookup as systemLookup } from 'node:dns/promises';
 import type { LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
@@ -8,6 +9,12 @@ import { FatalError } from './errors.js';
 export type Resolver = (host: string, options: { all: true; verbatim: true }) => Promise<LookupAddress[]>;
 
 const defaultResolver: Resolver = boundedDnsResolver();
+/**
+ * Where private addresses are allowed, names are resolved as the system does (getaddrinfo:
+ * `/etc/hosts`, search domains), as a private network's short names need; the delivery's own
+ * timeout bounds the wait.
+ */
+const systemResolver: Resolver = (host, options) => systemLookup(host, options);
 
 // IANA's global unicast space; outside it, ipaddr.js calls many reserved blocks `unicast`
 // (`::a.b.c.d`, `4000::/2`, …).
@@ -100,7 +107,7 @@ export async function refuseNonPublicUrl(url: string, resolve: Resolver = defaul
  * (`net.connect` does not look up a host that is an IP address: check those with refuseNonPublicHost.)
  */
 export function connectLookup(opts: { resolve?: Resolver; allowPrivate?: boolean } = {}): LookupFunction {
-  const resolve = opts.resolve ?? defaultResolver;
+  const resolve = opts.resolve ?? (opts.allowPrivate ? systemResolver : defaultResolver);
   return (hostname, options, callback) => {
     const answer = async (): Promise<LookupAddress[]> => {
       const family = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : options.family;
