@@ -270,6 +270,26 @@ describe('answers that grow with a run', () => {
     );
   }, 60_000);
 
+  it('the run list: an unread page of runs with large outputs holds its room until it is read; meanwhile the next large answer gets 503', async () => {
+    const runs = [await largeRun(12, 'output'), await largeRun(12, 'output')];
+    // The two newest runs, in one batch of 24 MB.
+    const unread = await askAndNotRead('/v1/runs?limit=2');
+    expect(unread.status).toBe('200');
+    try {
+      await waitFor(async () => (await gauge(stack, 'agentq_response_bytes_in_flight')) >= 24 << 20, { what: 'the unread page held', timeoutMs: 5_000 });
+      const next = await stack.request(`/v1/runs/${runs[0]}`);
+      await next.arrayBuffer();
+      expect(next.status).toBe(503);
+    } finally {
+      unread.socket.destroy();
+    }
+    await waitFor(async () => (await gauge(stack, 'agentq_response_bytes_in_flight')) === 0, { what: 'the page let go', timeoutMs: 5_000 });
+    const page = await stack.request('/v1/runs?limit=2');
+    const listed = (await page.json()) as { data: RunObject[] };
+    expect(listed.data.map((r) => r.id)).toEqual([...runs].reverse());
+    expect(listed.data[0].output?.content).toHaveLength(12 << 20);
+  }, 60_000);
+
   it("an ended run's steps and sub-runs asked for by many at once are read and built once for all of them", async () => {
     const steps = await largeRun(1, 'steps'); // 40 steps of 100 KB, and its own
     const tree = await largeRun(1, 'children');

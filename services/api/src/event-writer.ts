@@ -1,6 +1,6 @@
 import type { StoredEvent } from '@agentq/shared';
 import { UNCOUNTED_BELOW_BYTES, type ResponseBudget } from './response-budget.js';
-import type { SseSink } from './sse-sink.js';
+import type { StreamSink } from './stream-sink.js';
 
 const KEEPALIVE = Symbol('keep-alive');
 
@@ -25,7 +25,7 @@ function frameOf(e: StoredEvent): Uint8Array {
  */
 export class EventWriter {
   constructor(
-    private readonly sink: SseSink,
+    private readonly sink: StreamSink,
     private readonly responses: ResponseBudget,
     private readonly keepAliveMs: number,
     /** Aborted when the client has gone (or the stream is ended): waits for room give up. */

@@ -1,26 +1,67 @@
+import type { ServerResponse } from 'node:http';
 import type { Context } from 'hono';
+import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
 import { stream } from 'hono/streaming';
 import type { RunObject } from '@agentq/shared';
+import type { ResponseBudget } from './response-budget.js';
+import { HonoSink, NodeSink, type StreamSink } from './stream-sink.js';
+
+const JSON_HEADERS = { 'content-type': 'application/json; charset=UTF-8' };
+const encoder = new TextEncoder();
 
 /**
  * Writes `{"data": [runs], "next": cursor}` as the runs are read (each as `shown` makes it: a run
- * that waits with its requests), a batch at a time, so that a
- * page of large runs is never held whole. The first batch is read before the answer starts, so
- * a store that is down is still a 503 (later failures can only cut the stream short).
+ * that waits with its requests), a batch at a time, so that a page of large runs is never held
+ * whole. A batch of 64 KB or more waits for room in the response budget, in the caller's key's
+ * share, and holds it until it has left the process (as an event stream's large event does): a
+ * client that lists runs with large outputs and does not read holds what the budget counts. The
+ * first batch is read before the answer starts, so a store that is down is still a 503 (later
+ * failures can only cut the answer short).
  */
-export async function streamRunList(c: Context, pages: AsyncGenerator<RunObject[], string | null>, shown: (run: RunObject) => Promise<RunObject> = async (r) => r): Promise<Response> {
-  let first = await pages.next();
-  c.header('content-type', 'application/json; charset=UTF-8');
-  return stream(c, async (s) => {
-    await s.write('{"data":[');
+export async function streamRunList(
+  c: Context,
+  pages: AsyncGenerator<RunObject[], string | null>,
+  o: { budget: ResponseBudget; shown?: (run: RunObject) => Promise<RunObject>; /** A read that failed once the answer had begun (it is cut short). */ onError: (err: Error) => void },
+): Promise<Response> {
+  let batch = await pages.next();
+  const key = c.get('owner') as string | undefined;
+  const shown = o.shown ?? (async (r: RunObject) => r);
+  const write = async (sink: StreamSink) => {
+    const gone = new AbortController();
+    sink.onAbort(() => gone.abort());
+    await sink.write('{"data":[');
     let sep = '';
-    while (!first.done) {
-      for (const run of first.value) {
-        await s.write(sep + JSON.stringify(await shown(run)));
-        sep = ',';
+    while (!batch.done) {
+      const runs = await Promise.all(batch.value.map(shown));
+      const chunk = encoder.encode(sep + runs.map((r) => JSON.stringify(r)).join(','));
+      if (runs.length) sep = ',';
+      const release = await o.budget.waitFor(chunk.byteLength, gone.signal, key);
+      if (!release) return;
+      try {
+        await sink.writeOut(chunk);
+      } finally {
+        release();
       }
-      first = await pages.next();
+      if (sink.aborted) return;
+      batch = await pages.next();
     }
-    await s.write(`],"next":${JSON.stringify(first.value)}}`);
-  });
+    await sink.write(`],"next":${JSON.stringify(batch.value)}}`);
+  };
+  // On Node, straight to the response (whose socket says when a batch has left); else
+  // (`app.request()`) through hono's stream.
+  const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
+  if (!outgoing) {
+    c.header('content-type', JSON_HEADERS['content-type']);
+    return stream(c, (s) => write(new HonoSink(s)), async (err) => o.onError(err));
+  }
+  const sink = new NodeSink(outgoing, JSON_HEADERS);
+  write(sink).then(
+    () => sink.end(),
+    (err: unknown) => {
+      o.onError(err instanceof Error ? err : new Error(String(err)));
+      // Cut short, not ended: the client sees a broken answer, not a well-ended one that is not JSON.
+      outgoing.destroy();
+    },
+  );
+  return RESPONSE_ALREADY_SENT;
 }

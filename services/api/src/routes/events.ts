@@ -8,7 +8,7 @@ import type { EventHub } from '../event-hub.js';
 import { HttpError } from '../http-error.js';
 import { EventWriter } from '../event-writer.js';
 import { UNCOUNTED_BELOW_BYTES, type ResponseBudget } from '../response-budget.js';
-import { HonoSink, NodeSink, SSE_HEADERS, type SseSink } from '../sse-sink.js';
+import { HonoSink, NodeSink, SSE_HEADERS, type StreamSink } from '../stream-sink.js';
 import { compareIds, isStreamId } from '../stream-id.js';
 import type { StreamSlots } from '../stream-slots.js';
 
@@ -102,7 +102,7 @@ export function eventsRoutes(deps: {
    * Writes run `id`'s events after `from` to `sink`: its history, then its live events, until its
    * terminal event. Its large events count in `owner`'s share of the response budget.
    */
-  async function follow(sink: SseSink, id: string, from: string, owner: string): Promise<void> {
+  async function follow(sink: StreamSink, id: string, from: string, owner: string): Promise<void> {
     const key = deps.store.events.key(id);
     let last = from;
     let finished = false;

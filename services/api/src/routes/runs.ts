@@ -45,7 +45,7 @@ export interface RunsRouteDeps {
   webhookResolve?: Resolver;
   /** Adds to each request for an answer as it is shown (a signed link). */
   decorateAction?: (item: ActionItemView) => ActionItemView;
-  /** Holds the large answers (a run, and its transcript, steps, sub-runs) until they are sent. */
+  /** Holds the large answers (a run, and its transcript, steps, sub-runs, the run list) until they are sent. */
   responses: ResponseBudget;
 }
 
@@ -174,7 +174,11 @@ export function runsRoutes(deps: RunsRouteDeps) {
 
   app.get('/', async (c) => {
     const q = parseOr400(listRunsQuerySchema, c.req.query(), 'query');
-    return streamRunList(c, deps.store.runs.list(c.get('owner'), q), shown);
+    return streamRunList(c, deps.store.runs.list(c.get('owner'), q), {
+      budget: deps.responses,
+      shown,
+      onError: (err) => deps.logger.warn({ err: err.message }, 'the run list was cut short by an error'),
+    });
   });
 
   // A run's output may be as large as a model's answer: held like the answers that grow with it.

@@ -1,8 +1,11 @@
-import type { ServerResponse } from 'node:http';
-import type { SSEStreamingApi } from 'hono/streaming';
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { StreamingApi } from 'hono/utils/stream';
 
-/** Where an SSE response's bytes go: the Node response itself, or hono's stream where there is none (`app.request()`). */
-export interface SseSink {
+/**
+ * Where a streamed response's bytes go (an event stream, the run list): the Node response itself,
+ * or hono's stream where there is none (`app.request()`).
+ */
+export interface StreamSink {
   /** Writes `chunk`; resolves once the response can take more (backpressure), or its client is gone. */
   write(chunk: Uint8Array | string): Promise<void>;
   /** Writes `chunk`; resolves once it has left the process (its client has taken it), or its client is gone. */
@@ -19,12 +22,15 @@ export const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control
  * Writes straight to the Node response: a chunk goes to the socket with no stream in between,
  * and the socket's own callbacks say when a chunk has left the process.
  */
-export class NodeSink implements SseSink {
+export class NodeSink implements StreamSink {
   private closed = false;
   private readonly listeners: Array<() => void> = [];
 
-  constructor(private readonly res: ServerResponse) {
-    res.writeHead(200, SSE_HEADERS);
+  constructor(
+    private readonly res: ServerResponse,
+    headers: OutgoingHttpHeaders = SSE_HEADERS,
+  ) {
+    res.writeHead(200, headers);
     res.flushHeaders();
     res.once('close', () => {
       this.closed = true;
@@ -78,14 +84,14 @@ export class NodeSink implements SseSink {
 }
 
 /**
- * Writes through hono's SSE stream. Its writes resolve before a chunk has left the process: up
- * to three chunks wait in its TransformStream, the ReadableStream around it and the socket until
- * it drains, so a chunk is out once three more have been written after it.
+ * Writes through hono's stream (`stream()` or `streamSSE()`). Its writes resolve before a chunk
+ * has left the process: up to three chunks wait in its TransformStream, the ReadableStream around
+ * it and the socket until it drains, so a chunk is out once three more have been written after it.
  */
-export class HonoSink implements SseSink {
+export class HonoSink implements StreamSink {
   private static readonly EMPTY = new Uint8Array(0);
 
-  constructor(private readonly stream: SSEStreamingApi) {}
+  constructor(private readonly stream: StreamingApi) {}
 
   get aborted(): boolean {
     return this.stream.aborted;
