@@ -151,4 +151,21 @@ describe("ResponseBudget: a key's share", () => {
     b();
     expect(budget.bytesInFlight).toBe(0);
   });
+
+  it("within a key, first come first served: a stream waiting for its key's share is not passed by that key's later, smaller ones, which hold up no other key", async () => {
+    const budget = new ResponseBudget(10 * MB);
+    const signal = new AbortController().signal;
+    const a1 = (await budget.waitFor(3 * MB, signal, 'a'))!;
+    const big = watched(budget.waitFor(4 * MB, signal, 'a'));
+    const small = watched(budget.waitFor(1 * MB, signal, 'a'));
+    await settled();
+    // 1 MB more would fit key a's share (5 MB), but its 4 MB asked first.
+    expect([big.done, small.done]).toEqual([false, false]);
+    // Neither holds up key b.
+    (await budget.waitFor(4 * MB, signal, 'b'))!();
+    a1();
+    (await big.wait)!();
+    (await small.wait)!();
+    expect(budget.bytesInFlight).toBe(0);
+  });
 });

@@ -105,7 +105,7 @@ export class ResponseBudget {
     // that does not read its answers leaves room for the others'. The key is the server's name
     // of the caller; signed links share one.
     const key = (c.get('owner') as string | undefined) ?? '';
-    if (!this.shares.allows(key, bytes)) {
+    if (!this.shares.allows(key, bytes) || this.keyWaits(key)) {
       throw new HttpError(503, 'server_busy', `this API process is sending ${this.shares.of(key)} bytes of this key's other answers (at most half of MAX_RESPONSES_IN_FLIGHT_BYTES a key); retry shortly`, undefined, {
         'retry-after': '1',
       });
@@ -128,7 +128,7 @@ export class ResponseBudget {
   async waitFor(bytes: number, signal: AbortSignal, key?: string): Promise<(() => void) | null> {
     if (bytes < UNCOUNTED_BELOW_BYTES) return () => {};
     if (signal.aborted) return null;
-    if (!this.queuedForRoom() && this.fits(bytes) && this.withinShare(key, bytes)) return this.take(bytes, key);
+    if (!this.queuedForRoom() && !this.keyWaits(key) && this.fits(bytes) && this.withinShare(key, bytes)) return this.take(bytes, key);
     return new Promise((resolve) => {
       const waiter: Waiter = {
         bytes,
@@ -210,9 +210,24 @@ export class ResponseBudget {
     return key === undefined || this.shares.allows(key, bytes);
   }
 
-  /** Whether a stream waits for the budget's room (not merely for its own key's share). */
+  /**
+   * Whether a stream waits for the budget's room, not merely for its own key's share (or behind
+   * a stream of its key that does): the first waiter of each key is the one that counts.
+   */
   private queuedForRoom(): boolean {
-    return this.waiters.some((w) => this.withinShare(w.key, w.bytes));
+    const seen = new Set<string>();
+    for (const w of this.waiters) {
+      if (w.key === undefined) return true;
+      if (seen.has(w.key)) continue;
+      seen.add(w.key);
+      if (this.shares.allows(w.key, w.bytes)) return true;
+    }
+    return false;
+  }
+
+  /** Whether a stream of `key` waits: the key's later answers and streams come after it. */
+  private keyWaits(key: string | undefined): boolean {
+    return key !== undefined && this.waiters.some((w) => w.key === key);
   }
 
   /** Counts `bytes` in flight, in `key`'s share; the release (idempotent) gives them back and lets waiters in. */
@@ -231,12 +246,15 @@ export class ResponseBudget {
 
   /**
    * Lets waiting streams in, in the order they asked, while they fit; one past its key's share
-   * is passed over (it waits for its own key's bytes, which the others do not hold up).
+   * is passed over, and the key's later ones with it (they wait for that key's own bytes, which
+   * the other keys do not hold up; within a key, first come first served).
    */
   private admitWaiters(): void {
+    let passed: Set<string> | undefined;
     for (let i = 0; i < this.waiters.length; ) {
       const w = this.waiters[i];
-      if (!this.withinShare(w.key, w.bytes)) {
+      if (w.key !== undefined && (passed?.has(w.key) || !this.withinShare(w.key, w.bytes))) {
+        (passed ??= new Set()).add(w.key);
         i++;
         continue;
       }
