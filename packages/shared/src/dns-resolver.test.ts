@@ -4,9 +4,10 @@ import { boundedDnsResolver } from './dns-resolver.js';
 
 /**
  * A DNS server on loopback (UDP): answers A queries for names in `records`, an empty answer
- * otherwise (NODATA), and does not answer names in `silent` at all.
+ * otherwise (NODATA), and does not answer names in `silent` at all, nor AAAA queries for names in
+ * `silentForAaaa`.
  */
-async function startDnsServer(records: Record<string, string>, silent: Set<string>): Promise<{ server: string; queries: string[]; close: () => void }> {
+async function startDnsServer(records: Record<string, string>, silent: Set<string>, silentForAaaa = new Set<string>()): Promise<{ server: string; queries: string[]; close: () => void }> {
   const socket: Socket = createSocket('udp4');
   const queries: string[] = [];
   socket.on('message', (msg, from) => {
@@ -21,7 +22,7 @@ async function startDnsServer(records: Record<string, string>, silent: Set<strin
     const name = labels.join('.');
     const qtype = msg.readUInt16BE(at + 1);
     queries.push(name);
-    if (silent.has(name)) return;
+    if (silent.has(name) || (qtype === 28 && silentForAaaa.has(name))) return;
     const address = qtype === 1 ? records[name] : undefined;
     const header = Buffer.alloc(12);
     msg.copy(header, 0, 0, 2);
@@ -40,7 +41,7 @@ async function startDnsServer(records: Record<string, string>, silent: Set<strin
 describe('boundedDnsResolver', () => {
   let dns: Awaited<ReturnType<typeof startDnsServer>>;
   beforeAll(async () => {
-    dns = await startDnsServer({ 'hooks.example': '93.184.216.34' }, new Set(['never.example']));
+    dns = await startDnsServer({ 'hooks.example': '93.184.216.34', 'v4only.example': '93.184.216.35' }, new Set(['never.example']), new Set(['v4only.example']));
   });
   afterAll(() => dns.close());
 
@@ -51,7 +52,11 @@ describe('boundedDnsResolver', () => {
 
   it('fails a name DNS does not answer with ETIMEOUT at its deadline, and a name without an address with ENODATA', async () => {
     const resolve = boundedDnsResolver({ servers: [dns.server], timeoutMs: 400 });
+    const started = performance.now();
     await expect(resolve('never.example')).rejects.toMatchObject({ code: 'ETIMEOUT', message: expect.stringMatching(/never\.example.*did not answer within 400 ms/) });
+    // It gave up at its deadline.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(390);
+    expect(performance.now() - started).toBeLessThan(3_000);
     await expect(resolve('nothing.example')).rejects.toMatchObject({ code: 'ENODATA' });
   });
 
@@ -64,6 +69,13 @@ describe('boundedDnsResolver', () => {
     expect(pending).toBe(12);
     const outcomes = await Promise.allSettled(stuck);
     expect(outcomes.every((o) => o.status === 'rejected' && (o.reason as NodeJS.ErrnoException).code === 'ETIMEOUT')).toBe(true);
+  });
+
+  it('a name whose DNS answers A and drops AAAA queries resolves to its IPv4 address without waiting out the timeout', async () => {
+    const resolve = boundedDnsResolver({ servers: [dns.server], timeoutMs: 20_000 });
+    const started = performance.now();
+    expect(await resolve('v4only.example')).toEqual([{ address: '93.184.216.35', family: 4 }]);
+    expect(performance.now() - started).toBeLessThan(10_000);
   });
 
   it('answers localhost without a query', async () => {

@@ -4,6 +4,9 @@ import type { LookupAddress } from 'node:dns';
 /** How long one name's lookup may take in all, by default (both address families, every try). */
 export const DNS_LOOKUP_TIMEOUT_MS = 5_000;
 
+/** How long the other address family may take once one has answered with addresses. */
+const OTHER_FAMILY_GRACE_MS = 250;
+
 /**
  * A resolver for names that callers choose (webhook hosts): DNS queries through c-ares, each
  * lookup bounded in time. Not `dns.lookup`: its `getaddrinfo` runs on libuv's four threads with
@@ -20,9 +23,20 @@ export function boundedDnsResolver(opts: { timeoutMs?: number; servers?: string[
     // A channel per lookup: cancelling it at the deadline ends this lookup's queries, no other's.
     const channel = new CaresResolver({ timeout: Math.max(1, Math.floor(timeoutMs / 2)), tries: 2 });
     if (opts.servers) channel.setServers(opts.servers);
-    const timer = setTimeout(() => channel.cancel(), timeoutMs);
+    let timer = setTimeout(() => channel.cancel(), timeoutMs);
+    // Once one family has addresses, the other gets a moment more: a DNS that drops AAAA queries
+    // must not cost every lookup its whole timeout.
+    const shorten = (addresses: string[]) => {
+      if (addresses.length === 0) return;
+      clearTimeout(timer);
+      timer = setTimeout(() => channel.cancel(), OTHER_FAMILY_GRACE_MS);
+    };
+    const v4Query = channel.resolve4(name);
+    const v6Query = channel.resolve6(name);
+    v4Query.then(shorten, () => {});
+    v6Query.then(shorten, () => {});
     try {
-      const [v4, v6] = await Promise.allSettled([channel.resolve4(name), channel.resolve6(name)]);
+      const [v4, v6] = await Promise.allSettled([v4Query, v6Query]);
       const found: LookupAddress[] = [
         ...(v4.status === 'fulfilled' ? v4.value.map((address) => ({ address, family: 4 })) : []),
         ...(v6.status === 'fulfilled' ? v6.value.map((address) => ({ address, family: 6 })) : []),

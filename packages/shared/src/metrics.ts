@@ -65,7 +65,7 @@ export function createMetrics(opts: {
   const responses = opts.responsesInFlight;
   if (responses) {
     new Gauge({ name: 'agentq_response_bytes_in_flight', help: 'Bytes of large answers and events (64 KB and over) the API holds until their clients take them (bounded by MAX_RESPONSES_IN_FLIGHT_BYTES)', registers, collect() { this.set(responses().held); } });
-    new Gauge({ name: 'agentq_event_streams_waiting_for_room', help: 'Event streams waiting for room in MAX_RESPONSES_IN_FLIGHT_BYTES to write a large event', registers, collect() { this.set(responses().waiting); } });
+    new Gauge({ name: 'agentq_event_streams_waiting_for_room', help: 'Event streams and run lists waiting for room in MAX_RESPONSES_IN_FLIGHT_BYTES (or in their key\'s half of it) to write a large event or batch of runs', registers, collect() { this.set(responses().waiting); } });
     new Gauge({ name: 'agentq_event_streams_open', help: 'Event streams open on the API process (bounded by MAX_EVENT_STREAMS)', registers, collect() { this.set(responses().streams); } });
   }
   return {

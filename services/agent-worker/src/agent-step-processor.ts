@@ -239,11 +239,12 @@ async function stepFrom(input: StepInput | null, data: AgentStepJob, ctx: JobCon
       // other runs' steps go on (one key's rate-limited model does not hold up another's).
       // It waits at most MODEL_RATE_LIMIT_MAX_WAIT_MS in all: a quota that never comes back ends
       // the run (a run without timeout_ms would otherwise wait for ever, holding its key's slot).
-      const ms = Math.min(Math.max(err.retryAfterMs ?? 1000, 100), 60_000);
+      // A Retry-After past that bound is cut to it: one more try at the bound.
       const now = Date.now();
       const since = data.rateLimitedSince ?? now;
       const maxWaitMs = deps.rateLimitMaxWaitMs ?? 900_000;
-      if (now + ms - since > maxWaitMs) {
+      const ms = Math.min(Math.max(err.retryAfterMs ?? 1000, 100), 60_000, since + maxWaitMs - now);
+      if (ms <= 0) {
         const message = `${err.message}; the model endpoint has answered 429 for ${Math.round((now - since) / 1000)} s, and the step waits at most ${Math.round(maxWaitMs / 1000)} s (MODEL_RATE_LIMIT_MAX_WAIT_MS)`;
         log.error({ rate_limited_ms: now - since }, 'model rate limited for too long; the run fails');
         await deps.runs.finish(runId, { status: 'failed', stopReason: 'error', error: { code: 'model_rate_limited', message } });

@@ -1,8 +1,9 @@
 import type { StoredEvent } from '@agentq/shared';
 import { UNCOUNTED_BELOW_BYTES, type ResponseBudget } from './response-budget.js';
-import type { StreamSink } from './stream-sink.js';
+import { keptAlive, type StreamSink } from './stream-sink.js';
 
-const KEEPALIVE = Symbol('keep-alive');
+/** An SSE comment: what an idle stream writes to stay open. */
+const KEEPALIVE_COMMENT = ': keep-alive\n\n';
 
 const encoder = new TextEncoder();
 /**
@@ -63,17 +64,10 @@ export class EventWriter {
 
   /** A comment line that keeps an idle stream open. */
   keepAlive(): Promise<void> {
-    return this.sink.write(': keep-alive\n\n');
+    return this.sink.write(KEEPALIVE_COMMENT);
   }
 
-  private async keptAlive<T>(wait: Promise<T>): Promise<T> {
-    for (;;) {
-      let timer: NodeJS.Timeout | undefined;
-      const tick = new Promise<typeof KEEPALIVE>((resolve) => (timer = setTimeout(() => resolve(KEEPALIVE), this.keepAliveMs)));
-      const got = await Promise.race([wait, tick]);
-      clearTimeout(timer);
-      if (got !== KEEPALIVE) return got as T;
-      await this.keepAlive();
-    }
+  private keptAlive<T>(wait: Promise<T>): Promise<T> {
+    return keptAlive(wait, this.sink, this.keepAliveMs, KEEPALIVE_COMMENT);
   }
 }

@@ -4,7 +4,7 @@ import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
 import { stream } from 'hono/streaming';
 import type { RunObject } from '@agentq/shared';
 import type { ResponseBudget } from './response-budget.js';
-import { HonoSink, NodeSink, type StreamSink } from './stream-sink.js';
+import { HonoSink, keptAlive, NodeSink, type StreamSink } from './stream-sink.js';
 
 const JSON_HEADERS = { 'content-type': 'application/json; charset=UTF-8' };
 const encoder = new TextEncoder();
@@ -14,14 +14,22 @@ const encoder = new TextEncoder();
  * that waits with its requests), a batch at a time, so that a page of large runs is never held
  * whole. A batch of 64 KB or more waits for room in the response budget, in the caller's key's
  * share, and holds it until it has left the process (as an event stream's large event does): a
- * client that lists runs with large outputs and does not read holds what the budget counts. The
- * first batch is read before the answer starts, so a store that is down is still a 503 (later
- * failures can only cut the answer short).
+ * client that lists runs with large outputs and does not read holds what the budget counts. A
+ * batch is read before it waits (its size is known only then), so a list waiting for room holds
+ * one batch uncounted. While it waits, a line break every `keepAliveMs` (whitespace JSON allows)
+ * keeps the connection from being cut as idle. The first batch is read before the answer starts,
+ * so a store that is down is still a 503 (later failures can only cut the answer short).
  */
 export async function streamRunList(
   c: Context,
   pages: AsyncGenerator<RunObject[], string | null>,
-  o: { budget: ResponseBudget; shown?: (run: RunObject) => Promise<RunObject>; /** A read that failed once the answer had begun (it is cut short). */ onError: (err: Error) => void },
+  o: {
+    budget: ResponseBudget;
+    keepAliveMs: number;
+    shown?: (run: RunObject) => Promise<RunObject>;
+    /** A read that failed once the answer had begun (it is cut short). */
+    onError: (err: Error) => void;
+  },
 ): Promise<Response> {
   let batch = await pages.next();
   const key = c.get('owner') as string | undefined;
@@ -35,7 +43,8 @@ export async function streamRunList(
       const runs = await Promise.all(batch.value.map(shown));
       const chunk = encoder.encode(sep + runs.map((r) => JSON.stringify(r)).join(','));
       if (runs.length) sep = ',';
-      const release = await o.budget.waitFor(chunk.byteLength, gone.signal, key);
+      // Held while it is written: the runs as read, and their JSON.
+      const release = await keptAlive(o.budget.waitFor(2 * chunk.byteLength, gone.signal, key), sink, o.keepAliveMs, '\n');
       if (!release) return;
       try {
         await sink.writeOut(chunk);

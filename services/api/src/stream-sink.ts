@@ -110,3 +110,20 @@ export class HonoSink implements StreamSink {
     for (let i = 0; i < 3 && !this.stream.aborted; i++) await this.stream.write(HonoSink.EMPTY);
   }
 }
+
+const KEEPALIVE = Symbol('keep-alive');
+
+/**
+ * `wait`, while `filler` is written to `sink` every `everyMs` (a proxy, or the server's idle
+ * timeout, may cut a response that stays silent): an SSE comment, or whitespace in JSON.
+ */
+export async function keptAlive<T>(wait: Promise<T>, sink: StreamSink, everyMs: number, filler: string): Promise<T> {
+  for (;;) {
+    let timer: NodeJS.Timeout | undefined;
+    const tick = new Promise<typeof KEEPALIVE>((resolve) => (timer = setTimeout(() => resolve(KEEPALIVE), everyMs)));
+    const got = await Promise.race([wait, tick]);
+    clearTimeout(timer);
+    if (got !== KEEPALIVE) return got as T;
+    await sink.write(filler);
+  }
+}

@@ -183,6 +183,8 @@ export class RunRecords {
     const hashArgs = Object.entries(fields).flat();
     let created: number;
     if (isCluster(this.redis)) {
+      // The pending mark first (see above). For a sub-run another delivery wrote, marking it again
+      // is harmless: createChild settles it, and the sweep leaves a run that is not queued alone.
       await this.redis.zadd(pendingSet, createdMs, run.id);
       const listed = this.redis.multi().zadd(index, 0, run.id);
       if (trimBelow) listed.zremrangebylex(index, '-', trimBelow);

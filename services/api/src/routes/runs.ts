@@ -47,6 +47,8 @@ export interface RunsRouteDeps {
   decorateAction?: (item: ActionItemView) => ActionItemView;
   /** Holds the large answers (a run, and its transcript, steps, sub-runs, the run list) until they are sent. */
   responses: ResponseBudget;
+  /** How often a run list waiting for room in `responses` writes a line break, so that it is not cut as idle. */
+  keepAliveMs: number;
 }
 
 /** A run of `owner`, or a 404: a run of another owner is never revealed (no 403). */
@@ -176,6 +178,7 @@ export function runsRoutes(deps: RunsRouteDeps) {
     const q = parseOr400(listRunsQuerySchema, c.req.query(), 'query');
     return streamRunList(c, deps.store.runs.list(c.get('owner'), q), {
       budget: deps.responses,
+      keepAliveMs: deps.keepAliveMs,
       shown,
       onError: (err) => deps.logger.warn({ err: err.message }, 'the run list was cut short by an error'),
     });
