@@ -328,16 +328,20 @@ async function gauge(on: Stack, name: string): Promise<number> {
   return m ? Number(m[1]) : NaN;
 }
 
-/** A finished run whose event stream has, after its first event, a `step.completed` of `mb` MB (as a model's long answer would), straight in Redis. */
-async function largeEventRun(mb: number): Promise<string> {
-  const id = await finishedRun();
-  const key = runKeys(stack.prefix, id).events;
-  const [first, ...rest] = await stack.redis.xrange(key, '-', '+');
-  await stack.redis.del(key);
-  await stack.redis.xadd(key, '*', ...first[1]);
+/**
+ * A finished run (of `on`'s stack, made with `key`) whose event stream has, after its first event,
+ * a `step.completed` of `mb` MB (as a model's long answer would), straight in Redis.
+ */
+async function largeEventRun(mb: number, on: Stack = stack, key?: string): Promise<string> {
+  const { id } = await on.createRun({ input: 'large event' }, key);
+  await on.waitForRun(id, { key });
+  const events = runKeys(on.prefix, id).events;
+  const [first, ...rest] = await on.redis.xrange(events, '-', '+');
+  await on.redis.del(events);
+  await on.redis.xadd(events, '*', ...first[1]);
   const data = { run_id: id, depth: 0, finish_reason: 'stop', content: 'y'.repeat(mb << 20), tool_calls: [], at: new Date().toISOString() };
-  await stack.redis.xadd(key, '*', 'type', 'step.completed', 'data', JSON.stringify(data));
-  for (const [, fields] of rest) await stack.redis.xadd(key, '*', ...fields);
+  await on.redis.xadd(events, '*', 'type', 'step.completed', 'data', JSON.stringify(data));
+  for (const [, fields] of rest) await on.redis.xadd(events, '*', ...fields);
   return id;
 }
 
@@ -536,22 +540,8 @@ describe('two keys: event streams', () => {
   });
   afterAll(async () => two?.close());
 
-  /** A finished run of `key` with a `mb` MB event in its stream (written straight in Redis). */
-  async function largeEventRunOf(key: string, mb: number): Promise<string> {
-    const { id } = await two.createRun({ input: 'large event' }, key);
-    await two.waitForRun(id, { key });
-    const k = runKeys(two.prefix, id).events;
-    const [first, ...rest] = await two.redis.xrange(k, '-', '+');
-    await two.redis.del(k);
-    await two.redis.xadd(k, '*', ...first[1]);
-    const data = { run_id: id, depth: 0, finish_reason: 'stop', content: 'y'.repeat(mb << 20), tool_calls: [], at: new Date().toISOString() };
-    await two.redis.xadd(k, '*', 'type', 'step.completed', 'data', JSON.stringify(data));
-    for (const [, fields] of rest) await two.redis.xadd(k, '*', ...fields);
-    return id;
-  }
-
   it("one key that opens streams of large events and reads none holds at most half of MAX_RESPONSES_IN_FLIGHT_BYTES: another key's stream still gets its large event", async () => {
-    const [a, b] = [await largeEventRunOf(KEY_A, 6), await largeEventRunOf(KEY_B, 6)];
+    const [a, b] = [await largeEventRun(6, two, KEY_A), await largeEventRun(6, two, KEY_B)];
     // Each 6 MB event is read alone, with room for it and its frame (12 MB). Four unread streams
     // of key A would hold 36 MB of the 40 and queue a fourth: key A's share (20 MB) lets one in.
     const unread: Socket[] = [];

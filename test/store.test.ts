@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { actionId, actionRun, Admission, childRunId, createLogger, JobQueues, newId, QUEUES, RunActions, Runs, RunStore, TERMINAL_STATUSES, type ActionRecord, type RunSpec } from '@agentq/shared';
+import { actionId, actionRun, Admission, createLogger, JobQueues, newId, QUEUES, RunActions, Runs, RunStore, TERMINAL_STATUSES, type ActionRecord, type RunSpec } from '@agentq/shared';
 import { monitorRedis } from './fixtures/redis-monitor.js';
 
 const redis = new Redis(inject('redisUrl'));
@@ -117,35 +117,6 @@ describe("a round's tool messages", () => {
     await store.toolCalls.complete(child.id, 0, 0, results('c', 'ok'), toolEvent(0), { run: child.run, count: 1 });
     expect((await store.runs.get(parent))!.usage_total.tool_calls).toBe(1);
     expect((await store.runs.get(child.id))!.usage.tool_calls).toBe(1);
-  });
-});
-
-describe('a sub-run', () => {
-  it('written by a delivery that died before listing it is listed under its parent, and announced once, by the next delivery', async () => {
-    const prefix = `rs${randomBytes(3).toString('hex')}`;
-    const logger = createLogger({ service: 'test', level: 'silent' });
-    const store = new RunStore({ redis, prefix });
-    const jobs = new JobQueues({ connection: redis, prefix, cells: 1, logger });
-    const runs = new Runs({ store, jobs, admission: new Admission(redis, prefix), logger });
-    try {
-      const parentId = newId('run');
-      await store.runs.create({ id: parentId, owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
-      const parent = (await store.runs.getState(parentId))!;
-      await jobs.enqueue('toolCall', { runId: parentId, depth: 0, index: 0, toolCallId: 'call_0', name: 'agent_query', arguments: '{}' });
-      const toolJob = (await jobs.queue(QUEUES.tool, 0).getJob(`${parentId}-t0-c0`))!;
-      const origin = { job: { id: toolJob.id!, queue: toolJob.queueQualifiedName }, depth: 0, toolCallId: 'call_0' };
-      const child = { id: childRunId(parentId, `${toolJob.id}:0`, toolJob.timestamp), messages: [{ role: 'user' as const, content: 'sub' }], index: 0 };
-      // The first delivery wrote the sub-run and died before listing it.
-      await store.runs.createSized({ id: child.id, owner: 'o', spec: { ...spec, ancestors: [parentId], nesting: 1 }, messages: child.messages, parentRunId: parentId, rootRunId: parentId });
-      expect((await store.runs.children(parentId)).map((r) => r.id)).toEqual([]);
-      await runs.createChild(parent, child, origin);
-      await runs.createChild(parent, child, origin);
-      expect((await store.runs.children(parentId)).map((r) => r.id)).toEqual([child.id]);
-      const started = (await redis.xrange(store.keys(parentId).events, '-', '+')).filter(([, f]) => f[1] === 'subrun.started');
-      expect(started).toHaveLength(1);
-    } finally {
-      await jobs.close();
-    }
   });
 });
 
