@@ -76,6 +76,15 @@ describe('provider faults', () => {
     expect((await stack.getJson('/v1/usage')).active_runs).toBe(0);
   });
 
+  it('429 with a Retry-After past MODEL_RATE_LIMIT_MAX_WAIT_MS: the wait is cut to the bound, for one more try there', async () => {
+    const u = 'rate limited, come back in ten seconds';
+    scripts.set(u, [{ error: { status: 429, message: 'slow down', headers: { 'retry-after': '10' } } }, { content: 'at the bound' }]);
+    const run = await stack.waitForRun((await stack.createRun({ input: u })).id, { timeoutMs: 15_000 });
+    expect(run).toMatchObject({ status: 'completed', output: { content: 'at the bound' } });
+    const [a, b] = arrivals.get(u)!;
+    expect(b - a).toBeGreaterThanOrEqual(3_900);
+  });
+
   it('429 with Retry-After in seconds waits that long', async () => {
     const u = 'rate limited, seconds';
     scripts.set(u, [{ error: { status: 429, headers: { 'retry-after': '1' } } }, { content: 'after a second' }]);
