@@ -26,7 +26,7 @@ const time36 = (ms: number) => ms.toString(36).padStart(9, '0').slice(-9);
  * creation time, which is what the newest-first listing and its cursor rely on. A run id's
  * last TREE_TAG_LENGTH characters are its tree's tag (see treeTag).
  */
-export function newId(prefix: 'run' | 'whk' | 'evt', now = Date.now()): string {
+export function newId(prefix: 'run', now = Date.now()): string {
   return `${prefix}_${time36(now)}${randomSuffix(12)}`;
 }
 
@@ -52,4 +52,13 @@ export function childRunId(parentRunId: string, origin: string, timestamp: numbe
 /** True if `s` looks like an id this service made (used to 404 early on garbage). */
 export function isRunId(s: string): boolean {
   return /^run_[0-9a-z]{21}$/.test(s);
+}
+
+/**
+ * A run's webhook id (its job's id and the `webhook-id` header), fixed by the run so that a
+ * delivery queued again is the same one: `whk_<run id without "run_">` for its terminal event,
+ * with `_a<depth>` for the `run.requires_action` of its round at `depth`.
+ */
+export function runWebhookId(runId: string, round?: number): string {
+  return `whk_${runId.slice('run_'.length)}${round === undefined ? '' : `_a${round}`}`;
 }

@@ -97,15 +97,15 @@ export class ResponseBudget {
 
   /**
    * Takes `bytes` for the key of `c`, or throws the 503: when the answers in flight leave no room
-   * (or streams wait for it), or when the key's own answers would pass their share. Returns the
-   * release (idempotent).
+   * (or streams wait for it), or when the key's own answers and streams would pass their share
+   * (or one of its streams waits). Returns the release (idempotent).
    */
   private reserve(c: Context, bytes: number): () => void {
-    // One key's answers hold at most half of the budget (one answer alone always goes): a key
-    // that does not read its answers leaves room for the others'. The key is the server's name
-    // of the caller; signed links share one.
+    // One key holds at most half of the budget (one answer alone always goes): a key that does
+    // not read leaves room for the others'. The key is the server's name of the caller; signed
+    // links share one.
     const key = (c.get('owner') as string | undefined) ?? '';
-    if (!this.shares.allows(key, bytes) || this.keyWaits(key)) {
+    if (!this.withinShare(key, bytes) || this.keyWaits(key)) {
       throw new HttpError(503, 'server_busy', `this API process is sending ${this.shares.of(key)} bytes of this key's other answers (at most half of MAX_RESPONSES_IN_FLIGHT_BYTES a key); retry shortly`, undefined, {
         'retry-after': '1',
       });

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { parseActionId, type ActionDecision, type ActionRecord } from '../actions/action-record.js';
+import { runWebhookId } from '../ids.js';
 import type { JobQueues } from '../jobs/job-queues.js';
 import type { ActionRun, ResolveResult, StoredAction } from '../store/actions.js';
 import type { RunState } from '../store/run-hash.js';
@@ -53,8 +54,7 @@ export class RunActions {
       await this.deps.runs.suspended(run.owner, waiting);
     }
     if (run.spec.webhook || run.spec.root_webhook) {
-      const webhookId = `whk_${run.id.slice(run.id.indexOf('_') + 1)}_a${records[0].depth}`;
-      await this.deps.jobs.enqueue('webhook', { runId: run.rootRunId, webhookId, type: 'run.requires_action' });
+      await this.deps.jobs.enqueue('webhook', { runId: run.rootRunId, webhookId: runWebhookId(run.id, records[0].depth), type: 'run.requires_action' });
     }
   }
 

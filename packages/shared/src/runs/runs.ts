@@ -2,6 +2,7 @@ import type { RedisClient } from '../redis.js';
 import type { Logger } from 'pino';
 import { RateLimitedError, ReplicationError } from '../errors.js';
 import { cellOf, cellPrefix } from '../jobs/cells.js';
+import { runWebhookId } from '../ids.js';
 import { waitForReplicas } from '../redis-wait.js';
 import type { AgentStepJob } from '../jobs/catalog.js';
 import type { JobQueues, ParentJob } from '../jobs/job-queues.js';
@@ -283,7 +284,7 @@ export class Runs {
 
   // One terminal event a run: its webhook's id is the run's, sent again under the same id.
   private enqueueEndWebhook(runId: string, status: RunStatus): Promise<unknown> {
-    return this.deps.jobs.enqueue('webhook', { runId, webhookId: `whk_${runId.slice(runId.indexOf('_') + 1)}`, type: `run.${status}` });
+    return this.deps.jobs.enqueue('webhook', { runId, webhookId: runWebhookId(runId), type: `run.${status}` });
   }
 
   /**
