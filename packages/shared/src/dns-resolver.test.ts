@@ -1,6 +1,7 @@
 import { createSocket, type Socket } from 'node:dgram';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { boundedDnsResolver } from './dns-resolver.js';
+import type { LookupAddress } from 'node:dns';
+import { boundedDnsResolver, boundedSystemResolver, privateNetworkResolver } from './dns-resolver.js';
 
 /**
  * A DNS server on loopback (UDP): answers A queries for names in `records`, an empty answer
@@ -84,5 +85,66 @@ describe('boundedDnsResolver', () => {
     expect(await resolve('localhost')).toEqual([{ address: '127.0.0.1', family: 4 }, { address: '::1', family: 6 }]);
     expect(await resolve('api.localhost.')).toHaveLength(2);
     expect(dns.queries.length).toBe(before);
+  });
+});
+
+/** A system lookup under the test's control: records each call; answers `answers[host]`, never answers other names until released. */
+function heldLookup(answers: Record<string, LookupAddress[]>) {
+  const calls: string[] = [];
+  const held: Array<() => void> = [];
+  const lookup = (host: string) => {
+    calls.push(host);
+    const found = answers[host];
+    if (found) return Promise.resolve(found);
+    return new Promise<LookupAddress[]>((_, reject) => held.push(() => reject(Object.assign(new Error('EAI_AGAIN'), { code: 'EAI_AGAIN' }))));
+  };
+  return { lookup, calls, releaseOne: () => held.shift()?.() };
+}
+
+describe('boundedSystemResolver', () => {
+  it("resolves through the system's resolver (/etc/hosts)", async () => {
+    const found = await boundedSystemResolver()('localhost');
+    expect(found.length).toBeGreaterThan(0);
+    expect(found.every((a) => a.address === '127.0.0.1' || a.address === '::1')).toBe(true);
+  });
+
+  it('holds at most maxInFlight lookups at once, fails each at its deadline, and gives a freed slot to the next lookup', async () => {
+    const sys = heldLookup({ 'intranet': [{ address: '10.0.0.5', family: 4 }] });
+    const resolve = boundedSystemResolver({ lookup: sys.lookup, maxInFlight: 2, timeoutMs: 300 });
+    const started = performance.now();
+    const stuck = await Promise.allSettled(['a.never', 'b.never', 'c.never', 'd.never'].map((h) => resolve(h)));
+    expect(stuck.map((o) => o.status === 'rejected' && (o.reason as NodeJS.ErrnoException).code)).toEqual(['ETIMEOUT', 'ETIMEOUT', 'ETIMEOUT', 'ETIMEOUT']);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(290);
+    // Only two reached the system (two threads); the other two waited for a slot until their deadline.
+    expect(sys.calls).toEqual(['a.never', 'b.never']);
+    // Both slots are still held by lookups the system has not given up on: the next one waits.
+    const next = resolve('intranet');
+    sys.releaseOne();
+    expect(await next).toEqual([{ address: '10.0.0.5', family: 4 }]);
+    expect(sys.calls).toEqual(['a.never', 'b.never', 'intranet']);
+  });
+});
+
+describe('privateNetworkResolver (WEBHOOK_ALLOW_PRIVATE)', () => {
+  let dns: Awaited<ReturnType<typeof startDnsServer>>;
+  beforeAll(async () => {
+    dns = await startDnsServer({ 'hooks.example': '10.1.2.3' }, new Set(['never.example']));
+  });
+  afterAll(() => dns.close());
+
+  it('asks DNS first, and the system only for a name DNS has no address for', async () => {
+    const sys = heldLookup({ 'intranet': [{ address: '10.0.0.5', family: 4 }] });
+    const resolve = privateNetworkResolver({ servers: [dns.server], lookup: sys.lookup, timeoutMs: 2_000 });
+    expect(await resolve('hooks.example')).toEqual([{ address: '10.1.2.3', family: 4 }]);
+    expect(sys.calls).toEqual([]);
+    expect(await resolve('intranet')).toEqual([{ address: '10.0.0.5', family: 4 }]);
+    expect(sys.calls).toEqual(['intranet']);
+  });
+
+  it('a name whose DNS never answers times out without taking a thread', async () => {
+    const sys = heldLookup({});
+    const resolve = privateNetworkResolver({ servers: [dns.server], lookup: sys.lookup, timeoutMs: 400 });
+    await expect(resolve('never.example')).rejects.toMatchObject({ code: 'ETIMEOUT' });
+    expect(sys.calls).toEqual([]);
   });
 });

@@ -1,4 +1,4 @@
-import { Resolver as CaresResolver } from 'node:dns/promises';
+import { Resolver as CaresResolver, lookup as systemLookup } from 'node:dns/promises';
 import type { LookupAddress } from 'node:dns';
 
 /** How long one name's lookup may take in all, by default (both address families, every try). */
@@ -48,6 +48,78 @@ export function boundedDnsResolver(opts: { timeoutMs?: number; servers?: string[
       throw Object.assign(new Error(`host "${host}" does not resolve: ${why}`), { code, hostname: host });
     } finally {
       clearTimeout(timer);
+    }
+  };
+}
+
+/** How many system lookups of caller-chosen names may hold a libuv thread at once, by default. */
+export const SYSTEM_LOOKUPS_IN_FLIGHT = 2;
+
+type SystemLookup = (host: string, options: { all: true; verbatim: true }) => Promise<LookupAddress[]>;
+
+/**
+ * The system's resolver (`getaddrinfo`: `/etc/hosts`, search domains, as a private network's
+ * short names need) for names that callers choose, bounded twice: each lookup answers within
+ * `timeoutMs` (waiting for a slot included), and at most `maxInFlight` lookups hold one of
+ * libuv's threads at once (four unless UV_THREADPOOL_SIZE says otherwise), so names whose DNS
+ * never answers cannot hold every thread of the process. A `getaddrinfo` cannot be cancelled:
+ * one past its deadline keeps its slot until the system gives up on it, and lookups behind it
+ * wait for a slot or their own deadline.
+ */
+export function boundedSystemResolver(opts: { timeoutMs?: number; maxInFlight?: number; lookup?: SystemLookup } = {}) {
+  const timeoutMs = opts.timeoutMs ?? DNS_LOOKUP_TIMEOUT_MS;
+  const maxInFlight = Math.max(1, opts.maxInFlight ?? SYSTEM_LOOKUPS_IN_FLIGHT);
+  const lookup: SystemLookup = opts.lookup ?? ((host, options) => systemLookup(host, options));
+  let inFlight = 0;
+  const waiting: Array<() => void> = [];
+  const release = () => {
+    inFlight--;
+    waiting.shift()?.();
+  };
+  return (host: string): Promise<LookupAddress[]> =>
+    new Promise<LookupAddress[]>((resolve, reject) => {
+      let settled = false;
+      const start = () => {
+        inFlight++;
+        lookup(host, { all: true, verbatim: true }).then(
+          (found) => finish(() => resolve(found)),
+          (err: unknown) => finish(() => reject(err)),
+        );
+      };
+      const finish = (answer: () => void) => {
+        release();
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        answer();
+      };
+      const timer = setTimeout(() => {
+        settled = true;
+        const queued = waiting.indexOf(start);
+        if (queued >= 0) waiting.splice(queued, 1);
+        reject(Object.assign(new Error(`host "${host}" does not resolve: the system's resolver did not answer within ${timeoutMs} ms`), { code: 'ETIMEOUT', hostname: host }));
+      }, timeoutMs);
+      if (inFlight < maxInFlight) start();
+      else waiting.push(start);
+    });
+}
+
+/**
+ * The resolver for webhook hosts where private addresses are allowed (WEBHOOK_ALLOW_PRIVATE):
+ * DNS queries first (boundedDnsResolver); for a name they find no address for (or where DNS
+ * refuses, or no server listens), the system's resolver (boundedSystemResolver), for names in
+ * `/etc/hosts` and short names that need the search domains. A name whose DNS never answers
+ * times out in the DNS queries and never reaches a libuv thread. At most twice `timeoutMs`.
+ */
+export function privateNetworkResolver(opts: { timeoutMs?: number; servers?: string[]; maxInFlight?: number; lookup?: SystemLookup } = {}) {
+  const dns = boundedDnsResolver(opts);
+  const system = boundedSystemResolver(opts);
+  return async (host: string): Promise<LookupAddress[]> => {
+    try {
+      return await dns(host);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ETIMEOUT') throw err;
+      return system(host);
     }
   };
 }

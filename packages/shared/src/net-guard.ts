@@ -1,8 +1,7 @@
-import { lookup as systemLookup } from 'node:dns/promises';
 import type { LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { boundedDnsResolver } from './dns-resolver.js';
+import { boundedDnsResolver, privateNetworkResolver } from './dns-resolver.js';
 import { FatalError } from './errors.js';
 
 /** Resolves a host name to every address it has (by default boundedDnsResolver's DNS queries; a test's own). */
@@ -10,11 +9,11 @@ export type Resolver = (host: string, options: { all: true; verbatim: true }) =>
 
 const defaultResolver: Resolver = boundedDnsResolver();
 /**
- * Where private addresses are allowed, names are resolved as the system does (getaddrinfo:
- * `/etc/hosts`, search domains), as a private network's short names need; the delivery's own
- * timeout bounds the wait.
+ * Where private addresses are allowed, a name DNS has no address for is resolved as the system
+ * does (getaddrinfo: `/etc/hosts`, search domains), as a private network's short names need;
+ * bounded in time and in the threads it holds (privateNetworkResolver).
  */
-const systemResolver: Resolver = (host, options) => systemLookup(host, options);
+const systemResolver: Resolver = privateNetworkResolver();
 
 // IANA's global unicast space; outside it, ipaddr.js calls many reserved blocks `unicast`
 // (`::a.b.c.d`, `4000::/2`, …).
