@@ -290,6 +290,35 @@ describe('answers that grow with a run', () => {
     expect(listed.data[0].output?.content).toHaveLength(12 << 20);
   }, 60_000);
 
+  it('the run list: a page that waits for room has not read its runs yet (a waiting list holds nothing uncounted)', async () => {
+    const runs = [await largeRun(12, 'output'), await largeRun(12, 'output')];
+    const runKeysRead = new Set(runs.map((id) => runKeys(stack.prefix, id).run));
+    const unread = await askAndNotRead('/v1/runs?limit=2');
+    expect(unread.status).toBe('200');
+    let reads = 0;
+    const monitor = await monitorRedis(stack.redisUrl, (cmd) => {
+      if (cmd.args[0]?.toLowerCase() === 'hgetall' && runKeysRead.has(cmd.args[1])) reads++;
+    });
+    let second: Promise<{ status: number; ids: string[]; length?: number }> | undefined;
+    try {
+      await waitFor(async () => (await gauge(stack, 'agentq_response_bytes_in_flight')) >= 24 << 20, { what: 'the unread page held', timeoutMs: 5_000 });
+      // The same page again, by the same key: it waits for the first to be read.
+      second = stack.request('/v1/runs?limit=2').then(async (res) => {
+        const page = (await res.json()) as { data: RunObject[] };
+        return { status: res.status, ids: page.data.map((r) => r.id), length: page.data[0]?.output?.content?.length };
+      });
+      await waitFor(async () => (await gauge(stack, 'agentq_event_streams_waiting_for_room')) >= 1, { what: 'the second page waiting for room', timeoutMs: 5_000 });
+      await new Promise((r) => setTimeout(r, 300));
+      // Sized, not read: its 24 MB are not in memory while it waits (before, it read them first).
+      expect(reads).toBe(0);
+    } finally {
+      unread.socket.destroy();
+      monitor.close();
+    }
+    // The first gone, the second reads its page and answers it whole.
+    expect(await second).toEqual({ status: 200, ids: [...runs].reverse(), length: 12 << 20 });
+  }, 60_000);
+
   it("an ended run's steps and sub-runs asked for by many at once are read and built once for all of them", async () => {
     const steps = await largeRun(1, 'steps'); // 40 steps of 100 KB, and its own
     const tree = await largeRun(1, 'children');

@@ -1,31 +1,38 @@
 import { Hono } from 'hono';
 import { describe, expect, it } from 'vitest';
-import type { RunObject } from '@agentq/shared';
+import type { ListedBatch, RunObject } from '@agentq/shared';
 import type { ResponseBudget } from './response-budget.js';
 import { streamRunList } from './run-list-stream.js';
 
 const run = (id: string) => ({ id, object: 'run', status: 'completed' }) as unknown as RunObject;
 
-async function* pages(): AsyncGenerator<RunObject[], string | null> {
-  yield [run('run_a'), run('run_b')];
-  yield [run('run_c')];
+/** Two batches, sized 70,000 and 90,000 bytes as stored; each read is logged in `log`. */
+async function* pages(log: string[]): AsyncGenerator<ListedBatch, string | null> {
+  yield { bytes: 70_000, read: async () => (log.push('read 1'), [run('run_a'), run('run_b')]) };
+  yield { bytes: 90_000, read: async () => (log.push('read 2'), [run('run_c')]) };
   return 'run_c';
 }
 
 describe('streamRunList', () => {
-  it('writes line breaks while a batch waits for room (the connection is not idle), and the answer is still the page as JSON', async () => {
+  it('reads each batch only once it has room, writes line breaks while it waits (the connection is not idle), and the answer is still the page as JSON', async () => {
     // A budget that has room for each batch only after 300 ms.
-    const waits: number[] = [];
+    const log: string[] = [];
     const budget = {
       waitFor: (bytes: number) => {
-        waits.push(bytes);
-        return new Promise((resolve) => setTimeout(() => resolve(() => {}), 300));
+        log.push(`wait ${bytes}`);
+        return new Promise((resolve) =>
+          setTimeout(() => {
+            log.push('room');
+            resolve(() => log.push('released'));
+          }, 300),
+        );
       },
     } as unknown as ResponseBudget;
-    const app = new Hono().get('/', (c) => streamRunList(c, pages(), { budget, keepAliveMs: 50, onError: (err) => expect.fail(err.message) }));
+    const app = new Hono().get('/', (c) => streamRunList(c, pages(log), { budget, keepAliveMs: 50, onError: (err) => expect.fail(err.message) }));
     const text = await (await app.request('/')).text();
-    // Each batch waited (counted twice: the runs as read and their JSON), writing a line break every 50 ms.
-    expect(waits).toEqual([2 * Buffer.byteLength(`${JSON.stringify(run('run_a'))},${JSON.stringify(run('run_b'))}`), 2 * Buffer.byteLength(`,${JSON.stringify(run('run_c'))}`)]);
+    // Each batch waited for twice its stored size (the runs as read and their JSON) before it was
+    // read, and held it until written; a line break every 50 ms meanwhile.
+    expect(log).toEqual(['wait 140000', 'room', 'read 1', 'released', 'wait 180000', 'room', 'read 2', 'released']);
     expect(text.split('\n').length - 1).toBeGreaterThanOrEqual(6);
     expect(JSON.parse(text)).toEqual({ data: [run('run_a'), run('run_b'), run('run_c')], next: 'run_c' });
   });

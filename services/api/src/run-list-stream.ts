@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { Context } from 'hono';
 import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
 import { stream } from 'hono/streaming';
-import type { RunObject } from '@agentq/shared';
+import type { ListedBatch, RunObject } from '@agentq/shared';
 import type { ResponseBudget } from './response-budget.js';
 import { HonoSink, keptAlive, NodeSink, type StreamSink } from './stream-sink.js';
 
@@ -13,16 +13,16 @@ const encoder = new TextEncoder();
  * Writes `{"data": [runs], "next": cursor}` as the runs are read (each as `shown` makes it: a run
  * that waits with its requests), a batch at a time, so that a page of large runs is never held
  * whole. A batch of 64 KB or more waits for room in the response budget, in the caller's key's
- * share, and holds it until it has left the process (as an event stream's large event does): a
- * client that lists runs with large outputs and does not read holds what the budget counts. A
- * batch is read before it waits (its size is known only then), so a list waiting for room holds
- * one batch uncounted. While it waits, a line break every `keepAliveMs` (whitespace JSON allows)
- * keeps the connection from being cut as idle. The first batch is read before the answer starts,
- * so a store that is down is still a 503 (later failures can only cut the answer short).
+ * share, before it is read: twice its size as stored (the runs as read, and their JSON), held
+ * until it has left the process (as an event stream's large event is). A client that lists runs
+ * with large outputs and does not read holds no more than the budget counts. While it waits, a
+ * line break every `keepAliveMs` (whitespace JSON allows) keeps the connection from being cut as
+ * idle. The first batch is sized before the answer starts, so a store that is down is still a
+ * 503 (later failures can only cut the answer short).
  */
 export async function streamRunList(
   c: Context,
-  pages: AsyncGenerator<RunObject[], string | null>,
+  pages: AsyncGenerator<ListedBatch, string | null>,
   o: {
     budget: ResponseBudget;
     keepAliveMs: number;
@@ -40,14 +40,14 @@ export async function streamRunList(
     await sink.write('{"data":[');
     let sep = '';
     while (!batch.done) {
-      const runs = await Promise.all(batch.value.map(shown));
-      const chunk = encoder.encode(sep + runs.map((r) => JSON.stringify(r)).join(','));
-      if (runs.length) sep = ',';
-      // Held while it is written: the runs as read, and their JSON.
-      const release = await keptAlive(o.budget.waitFor(2 * chunk.byteLength, gone.signal, key), sink, o.keepAliveMs, '\n');
+      const release = await keptAlive(o.budget.waitFor(2 * batch.value.bytes, gone.signal, key), sink, o.keepAliveMs, '\n');
       if (!release) return;
       try {
-        await sink.writeOut(chunk);
+        const runs = await Promise.all((await batch.value.read()).map(shown));
+        if (runs.length) {
+          await sink.writeOut(encoder.encode(sep + runs.map((r) => JSON.stringify(r)).join(',')));
+          sep = ',';
+        }
       } finally {
         release();
       }

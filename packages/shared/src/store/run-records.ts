@@ -16,6 +16,19 @@ async function execOrThrow(tx: ReturnType<RedisClient['multi']>): Promise<void> 
 // The index is scanned LIST_SCAN ids at a time; runs are read LIST_BATCH at a time.
 const LIST_SCAN = 50;
 const LIST_BATCH = 10;
+/** The run hash's fields that grow with what a run was asked and answered (see storedBytes). */
+const LARGE_FIELDS = [F.spec, F.output, F.outputParsed, F.error];
+/** A bound for any other field of a run hash, name and value: counters, times, markers. */
+const SMALL_FIELD_BYTES = 128;
+
+/**
+ * A batch of the run list, sized before it is read: `bytes` is about what reading it brings in
+ * (its runs as stored), and `read()` reads it.
+ */
+export interface ListedBatch {
+  bytes: number;
+  read(): Promise<RunObject[]>;
+}
 
 /** A run to store: its fixed spec and first messages. */
 export interface NewRun {
@@ -248,9 +261,10 @@ export class RunRecords {
   /**
    * Runs of one owner, newest first, in small batches (a run echoes what it was asked, so a
    * page is never held whole); returns the `next` cursor. `after` is the last id of the
-   * previous page.
+   * previous page. Each batch comes sized before it is read (ListedBatch): the caller can make
+   * room for it first. Call a batch's `read()` before asking for the next batch.
    */
-  async *list(owner: string, opts: { limit: number; after?: string; status?: RunStatus }): AsyncGenerator<RunObject[], string | null> {
+  async *list(owner: string, opts: { limit: number; after?: string; status?: RunStatus }): AsyncGenerator<ListedBatch, string | null> {
     const index = this.index(owner);
     let cursor = opts.after ? `(${opts.after}` : '+';
     let found = 0;
@@ -262,23 +276,26 @@ export class RunRecords {
       scanned += ids.length;
       for (let i = 0; i < ids.length && found < opts.limit; i += LIST_BATCH) {
         const batch = ids.slice(i, i + LIST_BATCH);
-        // Each run is its own tree's (a Cluster may hold them on different nodes): read apart,
-        // sent back to back.
-        const rows = await Promise.all(batch.map((id) => this.redis.hgetall(this.keys(id).run).then((h) => [null, h] as const)));
-        const out: RunObject[] = [];
-        const expired: string[] = [];
-        for (let j = 0; j < batch.length && found < opts.limit; j++) {
-          const h = rows[j][1] as RunHash;
-          cursor = `(${batch[j]}`;
-          if (!isRunHash(h)) expired.push(batch[j]);
-          else if (!opts.status || h[F.status] === opts.status) {
-            out.push(runObjectFrom(batch[j], h));
-            found++;
-            last = batch[j];
+        const read = async (): Promise<RunObject[]> => {
+          // Each run is its own tree's (a Cluster may hold them on different nodes): read apart,
+          // sent back to back.
+          const rows = await Promise.all(batch.map((id) => this.redis.hgetall(this.keys(id).run)));
+          const out: RunObject[] = [];
+          const expired: string[] = [];
+          for (let j = 0; j < batch.length && found < opts.limit; j++) {
+            const h = rows[j] as RunHash;
+            cursor = `(${batch[j]}`;
+            if (!isRunHash(h)) expired.push(batch[j]);
+            else if (!opts.status || h[F.status] === opts.status) {
+              out.push(runObjectFrom(batch[j], h));
+              found++;
+              last = batch[j];
+            }
           }
-        }
-        if (expired.length) await this.redis.zrem(index, ...expired);
-        if (out.length) yield out;
+          if (expired.length) await this.redis.zrem(index, ...expired);
+          return out;
+        };
+        yield { bytes: await this.storedBytes(batch), read };
       }
       if (found === opts.limit) {
         const more = await this.redis.zrevrangebylex(index, cursor, '-', 'LIMIT', 0, 1);
@@ -287,6 +304,24 @@ export class RunRecords {
       if (ids.length < LIST_SCAN) return null;
     }
     return last;
+  }
+
+  /**
+   * About how many bytes reading these runs' hashes brings in, without reading them: the
+   * lengths of the fields that grow with what a run was asked and answered, and a bound for
+   * each of the others (one round trip, the commands sent back to back).
+   */
+  private async storedBytes(runIds: string[]): Promise<number> {
+    const lengths = await Promise.all(
+      runIds.flatMap((id) => {
+        const key = this.keys(id).run;
+        return [
+          this.redis.hlen(key).then((fields) => fields * SMALL_FIELD_BYTES),
+          ...LARGE_FIELDS.map((field) => this.redis.hstrlen(key, field)),
+        ];
+      }),
+    );
+    return lengths.reduce((a, b) => a + b, 0);
   }
 
   /**
