@@ -3,6 +3,7 @@ import { PassThrough } from 'node:stream';
 import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { JSONRPCMessageSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { coalesceWrites } from '@agentq/shared';
 import { envelopeOf, LineReader, standInAnswer, tooLargeText, type OversizedMessage } from './mcp-message-limit.js';
 
 /** How to start a stdio server, and the most one message from it may hold. */
@@ -60,6 +61,9 @@ export class BoundedStdioTransport implements Transport {
         this.onclose?.();
       });
       child.stdin!.on('error', (err) => this.onerror?.(err));
+      // A round's calls, and the calls of the runs whose rounds start in the same turn, reach the
+      // server in one write (and wake it once) instead of one each.
+      coalesceWrites(child.stdin);
       child.stdout!.on('data', (chunk: Buffer) => this.#read(chunk));
       child.stdout!.on('error', (err) => this.onerror?.(err));
       child.stderr!.pipe(this.stderr);
