@@ -1,5 +1,6 @@
-// A child process of bench/model-call.mjs: makes `calls` streamed chat completions through the
-// openai SDK, `inFlight` at a time, with the HTTP client `client` (`fetch`: the platform's, the
+// A child process of bench/model-call.mjs: makes `calls` streamed chat completions as the
+// agent-worker makes them (its callModel: the openai SDK's request, its own reading of the event
+// stream), `inFlight` at a time, with the HTTP client `client` (`fetch`: the platform's, the
 // SDK's default; `node`: the agent-worker's model-http.ts), after a warm-up; prints its own CPU
 // per call, the wall time and its peak RSS as one line of JSON.
 //   node bench/lib/model-calls.mjs <baseURL> <model> <client> <inFlight> <calls>
@@ -10,20 +11,16 @@ import { ROOT } from './workload.mjs';
 
 const [baseURL, model, client, inFlight, calls] = process.argv.slice(2).map((a, i) => (i >= 3 ? Number(a) : a));
 const { modelHttpFetch } = await import(pathToFileURL(join(ROOT, 'services/agent-worker/dist/model-http.js')).href);
+const { callModel } = await import(pathToFileURL(join(ROOT, 'services/agent-worker/dist/model-step.js')).href);
 const fetch = client === 'node' ? modelHttpFetch({ maxResponseBytes: 64 << 20, maxFreeSockets: inFlight }) : undefined;
 const openai = new OpenAI({ baseURL, apiKey: 'bench', maxRetries: 0, ...(fetch ? { fetch } : {}) });
 // The bench model calls the first tool it is offered, three at once, then answers (llm-server.mjs).
 const tools = [{ type: 'function', function: { name: 'noop__echo', description: 'echo', parameters: { type: 'object', properties: {} } } }];
 
 async function one() {
-  // As the agent-worker calls: streamed, with usage, a signal and a timeout of its own.
-  const stream = await openai.chat.completions.create(
-    { model, messages: [{ role: 'user', content: 'hi' }], tools, tool_choice: 'auto', stream: true, stream_options: { include_usage: true } },
-    { signal: new AbortController().signal, timeout: 60_000 },
-  );
-  let chunks = 0;
-  for await (const _ of stream) chunks++;
-  if (chunks === 0) throw new Error('an empty stream');
+  // As the agent-worker calls: streamed, with usage, a signal and deadlines of its own.
+  const { message } = await callModel(openai, { model, messages: [{ role: 'user', content: 'hi' }], tools, toolChoice: 'auto', signal: new AbortController().signal, timeoutMs: 60_000, idleTimeoutMs: 60_000 });
+  if (!message.tool_calls?.length) throw new Error('an answer without its tool calls');
 }
 
 async function run(n) {

@@ -5,7 +5,7 @@ type Chunk = OpenAI.Chat.Completions.ChatCompletionChunk;
 type Usage = { prompt_tokens?: number; completion_tokens?: number } | null | undefined;
 
 /** One model call being observed: its span, its clock and what the response said. */
-class ModelCall {
+export class ModelCall {
   private readonly started = performance.now();
   private finishReasons: string[] = [];
   private usage: Usage;
@@ -25,13 +25,6 @@ class ModelCall {
     if (c.model) this.responseModel = c.model;
     if (c.id) this.responseId = c.id;
     for (const choice of c.choices ?? []) if (choice.finish_reason) this.finishReasons[choice.index ?? 0] = choice.finish_reason;
-  }
-
-  completion(c: OpenAI.Chat.Completions.ChatCompletion): void {
-    this.usage = c.usage;
-    this.responseModel = c.model;
-    this.responseId = c.id;
-    this.finishReasons = (c.choices ?? []).map((ch) => ch.finish_reason ?? 'unknown');
   }
 
   fail(err: unknown): void {
@@ -62,58 +55,24 @@ class ModelCall {
   }
 }
 
-async function* observeStream(stream: AsyncIterable<Chunk>, call: ModelCall): AsyncGenerator<Chunk> {
-  try {
-    for await (const chunk of stream) {
-      call.chunk(chunk);
-      yield chunk;
-    }
-  } catch (err) {
-    call.fail(err);
-    throw err;
-  } finally {
-    call.end();
-  }
-}
+const observers = new WeakMap<OpenAI, (model: string, signal?: AbortSignal) => ModelCall>();
 
 /**
- * Observes every chat-completions call made with `client`: a `chat <model>` client span (GenAI
- * semantic conventions: model, token usage, finish reasons), a child of the active step span,
- * and the model metrics (latency from request to last streamed chunk, tokens as the provider
- * reports them). It wraps the client's `chat.completions.create`, so the code that calls the
- * model needs no change; the response is passed through chunk by chunk, unchanged.
+ * Observes every chat-completions call callModel makes with `client`: a `chat <model>` client
+ * span (GenAI semantic conventions: model, token usage, finish reasons), a child of the active
+ * step span, and the model metrics (latency from request to last streamed chunk, tokens as the
+ * provider reports them).
  */
 export function observeModelCalls<C extends OpenAI>(client: C, metrics?: AgentqMetrics): C {
-  const completions = client.chat.completions;
-  const create = completions.create.bind(completions) as (params: unknown, options?: unknown) => Promise<unknown>;
   const modelLabel = boundedLabel();
   const server = safeHost(client.baseURL);
-  const observed = (params: { model?: string; stream?: boolean | null }, options?: unknown) => {
-    const model = String(params?.model ?? 'unknown');
-    const span = startChatSpan(model, server ? { 'server.address': server } : {});
-    const call = new ModelCall(span, modelLabel(model), metrics, (options as { signal?: AbortSignal } | undefined)?.signal);
-    let pending: Promise<unknown>;
-    try {
-      pending = create(params, options);
-    } catch (err) {
-      call.fail(err);
-      throw err;
-    }
-    return pending.then(
-      (result) => {
-        if (params?.stream) return observeStream(result as AsyncIterable<Chunk>, call);
-        call.completion(result as OpenAI.Chat.Completions.ChatCompletion);
-        call.end();
-        return result;
-      },
-      (err: unknown) => {
-        call.fail(err);
-        throw err;
-      },
-    );
-  };
-  (completions as unknown as { create: unknown }).create = observed;
+  observers.set(client, (model, signal) => new ModelCall(startChatSpan(model, server ? { 'server.address': server } : {}), modelLabel(model), metrics, signal));
   return client;
+}
+
+/** The observation of a call about to be made with `client` to `model`, if its calls are observed; `signal` aborts the call. */
+export function startModelCall(client: OpenAI, model: string, signal?: AbortSignal): ModelCall | undefined {
+  return observers.get(client)?.(model, signal);
 }
 
 function safeHost(url: string): string | undefined {

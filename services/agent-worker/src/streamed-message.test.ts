@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { RetryableError } from '@agentq/shared';
@@ -85,5 +87,45 @@ describe('a well-formed stream', () => {
     const estimated = (await call(withUsage({ prompt_tokens: '7', completion_tokens: -2, total_tokens: 1e300 }))).usage;
     expect(estimated.prompt_tokens).toBeGreaterThan(0);
     expect(estimated.total_tokens).toBe(estimated.prompt_tokens + estimated.completion_tokens);
+  });
+});
+
+/** A provider speaking the event stream's bytes exactly as given (its framing included), once. */
+async function rawProvider(body: string): Promise<{ client: OpenAI; close: () => Promise<void> }> {
+  const server = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.end(body);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  return { client: new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'k', maxRetries: 0 }), close: () => new Promise((r) => server.close(() => r())) };
+}
+
+describe('the event stream itself', () => {
+  it('is read with CRLF line ends and comments between its events', async () => {
+    const data = (c: object) => `data: ${JSON.stringify(c)}\r\n\r\n`;
+    const provider = await rawProvider(`: processing\r\n\r\n${data(chunk({ role: 'assistant', content: '' }))}${data(chunk({ content: 'héllo ' }))}: still here\r\n\r\n${data(chunk({ content: '✓' }))}${data(chunk({}, 'stop'))}data: [DONE]\r\n\r\n`);
+    try {
+      const res = await callModel(provider.client, req);
+      expect(res.message.content).toBe('héllo ✓');
+      expect(res.finishReason).toBe('stop');
+    } finally {
+      await provider.close();
+    }
+  });
+
+  it('an error in its data (after the 200) is a provider fault, retried like a 5xx, with its message', async () => {
+    const err = await call({ rawChunks: [chunk({ role: 'assistant', content: '' }), { error: { message: 'the model is overloaded mid-answer', type: 'server_error' } }] });
+    expect(err).toBeInstanceOf(RetryableError);
+    expect(err).toMatchObject({ code: 'model_unavailable', message: expect.stringContaining('the model is overloaded mid-answer') });
+  });
+
+  it('data that is not JSON fails the call', async () => {
+    const provider = await rawProvider(`data: ${JSON.stringify(chunk({ role: 'assistant', content: '' }))}\n\ndata: {not json\n\n`);
+    try {
+      await expect(callModel(provider.client, req)).rejects.toThrow(/malformed server-sent event JSON/);
+    } finally {
+      await provider.close();
+    }
   });
 });
