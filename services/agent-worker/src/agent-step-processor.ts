@@ -52,6 +52,8 @@ export interface AgentStepDeps {
   tokens?: TokenTally;
   modelTimeoutMs: number;
   modelIdleTimeoutMs: number;
+  /** The most bytes of a model's answer read (MODEL_RESPONSE_MAX_MB). */
+  modelResponseMaxBytes?: number;
   /** The longest a step waits in all for a provider that keeps answering 429 (MODEL_RATE_LIMIT_MAX_WAIT_MS). @defaultValue 15 minutes */
   rateLimitMaxWaitMs?: number;
   /** Transcripts of this worker's last steps: a run's next step here reads only what was added since. */
@@ -347,7 +349,7 @@ async function makeStep(
     // Not awaited: commands on one connection keep their order, so this event still lands
     // before the step's deltas and its completion, without a round trip of its own.
     void deps.store.events.append(run.id, 'step.started', { depth, model: spec.model, tools_disabled: p.toolChoice === 'none' }).catch(() => {});
-    return callModel(deps.openai, { model: spec.model, messages, tools, toolChoice: p.toolChoice, responseFormat: spec.response_format, signal: stepSignal, timeoutMs: deps.modelTimeoutMs, idleTimeoutMs: deps.modelIdleTimeoutMs, onDelta: (t) => deltas.push(t) });
+    return callModel(deps.openai, { model: spec.model, messages, tools, toolChoice: p.toolChoice, responseFormat: spec.response_format, signal: stepSignal, timeoutMs: deps.modelTimeoutMs, idleTimeoutMs: deps.modelIdleTimeoutMs, maxResponseBytes: deps.modelResponseMaxBytes, onDelta: (t) => deltas.push(t) });
   };
 
   const deadline = runDeadline(spec, Date.parse(run.createdAt));

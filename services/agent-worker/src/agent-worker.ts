@@ -84,6 +84,7 @@ export async function startAgentWorker(cfg: AgentWorkerConfig, logger: Logger, o
     tokens,
     modelTimeoutMs: cfg.MODEL_TIMEOUT_MS,
     modelIdleTimeoutMs: cfg.MODEL_IDLE_TIMEOUT_MS,
+    modelResponseMaxBytes: Math.floor(cfg.MODEL_RESPONSE_MAX_MB * 1024 * 1024),
     rateLimitMaxWaitMs: cfg.MODEL_RATE_LIMIT_MAX_WAIT_MS,
     ...(cfg.TRANSCRIPT_CACHE_MB > 0 ? { transcripts: new TranscriptCache(cfg.TRANSCRIPT_CACHE_MB * 1024 * 1024) } : {}),
     inFlight,

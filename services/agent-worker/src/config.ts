@@ -36,7 +36,7 @@ export const agentWorkerEnvSchema = workerEnvSchema.extend({
    * or `fetch` (the platform's fetch, the openai SDK's default).
    */
   MODEL_HTTP_CLIENT: z.enum(['node', 'fetch']).default('node'),
-  /** Largest model response read (MB of the HTTP body, SSE framing included); past it the step fails with model_response_too_large. `node` client only. */
+  /** Largest model response read (MB of the HTTP body, SSE framing included); past it the step fails with model_response_too_large, with either MODEL_HTTP_CLIENT. */
   MODEL_RESPONSE_MAX_MB: z.coerce.number().min(1).max(65_536).default(64),
 }).superRefine(checkWorkerCells);
 

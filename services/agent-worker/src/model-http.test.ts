@@ -140,6 +140,26 @@ describe('the node:http model client', () => {
     }
   });
 
+  it('the bound holds with the platform fetch too (callModel counts the stream it reads): a stream that never ends fails at it', async () => {
+    const server = await rawServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const piece = `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { content: 'y'.repeat(1000) }, finish_reason: null }] })}\n\n`;
+      const more = () => {
+        while (!res.destroyed && res.write(piece));
+        if (!res.destroyed) res.once('drain', more);
+      };
+      more();
+    });
+    try {
+      const fetchClient = new OpenAI({ baseURL: server.baseURL, apiKey: 'k', maxRetries: 0 });
+      const err = await callModel(fetchClient, req({ maxResponseBytes: 256 * 1024 })).catch((e) => e);
+      expect(err).toBeInstanceOf(FatalError);
+      expect(err.code).toBe('model_response_too_large');
+    } finally {
+      await server.close();
+    }
+  });
+
   it('fails a response larger than its bound with model_response_too_large, and the worker holds no more of it', async () => {
     next = { content: 'x'.repeat(200_000) };
     const err = await callModel(clientOf(llm.baseURL, 64 * 1024), req()).catch((e) => e);

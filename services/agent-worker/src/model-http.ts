@@ -161,7 +161,8 @@ class ResponseHeaders {
   }
 }
 
-function tooLarge(max: number): FatalError {
+/** The error of a model response past `max` bytes (MODEL_RESPONSE_MAX_MB). */
+export function tooLarge(max: number): FatalError {
   const size = max >= 1024 * 1024 ? `${Math.round(max / 1024 / 1024)} MB` : `${max} bytes`;
   return new FatalError(`the model's response passed ${size} (MODEL_RESPONSE_MAX_MB)`, 'model_response_too_large');
 }

@@ -1,6 +1,7 @@
 import OpenAI from 'openai';
 import type { AssistantMessage, ChatMessage, ResponseFormat, ToolCall } from '@agentq/shared';
 import { AgentqError, FatalError, RetryableError } from '@agentq/shared';
+import { tooLarge } from './model-http.js';
 import { startModelCall } from './model-telemetry.js';
 import { SseReader, type SseEvent } from './sse-reader.js';
 import { StreamBounds } from './stream-bounds.js';
@@ -18,6 +19,8 @@ export interface ModelRequest {
   timeoutMs: number;
   /** The longest silence between two chunks once the stream has begun. */
   idleTimeoutMs: number;
+  /** The most bytes of the event stream read (MODEL_RESPONSE_MAX_MB); past it the call fails with model_response_too_large. */
+  maxResponseBytes?: number;
   /** Called with each piece of text as it streams in. */
   onDelta?: (text: string) => void;
 }
@@ -54,13 +57,20 @@ export async function callModel(client: OpenAI, req: ModelRequest): Promise<Mode
   const bounds = new StreamBounds({ totalMs: req.timeoutMs, idleMs: req.idleTimeoutMs, signal: req.signal });
   const call = startModelCall(client, req.model, bounds.signal);
   try {
-    // The SDK makes the request (and its errors, retries and timeout until the answer starts);
-    // the stream's events are read here (SseReader: its own reader costs a tenth of the CPU).
+    // The SDK makes the request (its errors, retries and timeout until the answer starts); the
+    // stream's events are read here, in one pass a chunk (the SDK's reader took a tenth of the
+    // worker's CPU).
     const response = await client.chat.completions.create(params as any, { signal: bounds.signal, timeout: req.timeoutMs }).asResponse();
     bounds.touch();
     const sse = new SseReader();
+    const maxBytes = req.maxResponseBytes ?? Infinity;
+    let received = 0;
     read: for await (const bytes of (response.body ?? []) as AsyncIterable<Uint8Array>) {
       bounds.touch();
+      // Whatever the HTTP client (the platform's fetch bounds nothing): a stream that never ends
+      // would otherwise grow the answer until the step's deadline.
+      received += bytes.byteLength;
+      if (received > maxBytes) throw tooLarge(maxBytes);
       for (const event of sse.push(bytes)) {
         if (event.data === '[DONE]') break read;
         const chunk = chunkOf(event, response.headers);
@@ -94,7 +104,7 @@ export async function callModel(client: OpenAI, req: ModelRequest): Promise<Mode
 
 /**
  * A streamed event's chunk, or the error it carries. Data that is not JSON is a malformed
- * stream (as the SDK's own reader says). An `error` event or an `error` in the data comes after
+ * stream, retried as the others are. An `error` event or an `error` in the data comes after
  * the provider accepted the request (its 200 is sent): a fault of the provider's, retried like a
  * 5xx (the SDK's reader makes it an APIError without a status, which read as a request no retry
  * can fix).
@@ -104,7 +114,7 @@ function chunkOf(event: SseEvent, headers: Headers): unknown {
   try {
     data = JSON.parse(event.data) as { error?: unknown } | null;
   } catch {
-    throw new SyntaxError('Error reading response: malformed server-sent event JSON.');
+    throw new RetryableError(`the model stream sent data that is not JSON: ${JSON.stringify(event.data.slice(0, 200))}`, 'model_stream_malformed');
   }
   if (event.event === 'error' || data?.error) {
     const cause = new OpenAI.APIError(undefined, (data?.error ?? data) as object, undefined, headers);

@@ -120,10 +120,12 @@ describe('the event stream itself', () => {
     expect(err).toMatchObject({ code: 'model_unavailable', message: expect.stringContaining('the model is overloaded mid-answer') });
   });
 
-  it('data that is not JSON fails the call', async () => {
+  it('data that is not JSON is a malformed stream, retried like the others', async () => {
     const provider = await rawProvider(`data: ${JSON.stringify(chunk({ role: 'assistant', content: '' }))}\n\ndata: {not json\n\n`);
     try {
-      await expect(callModel(provider.client, req)).rejects.toThrow(/malformed server-sent event JSON/);
+      const err = await callModel(provider.client, req).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(RetryableError);
+      expect(err).toMatchObject({ code: 'model_stream_malformed', message: expect.stringContaining('{not json') });
     } finally {
       await provider.close();
     }
