@@ -65,19 +65,25 @@ export async function callModel(client: OpenAI, req: ModelRequest): Promise<Mode
     const sse = new SseReader();
     const maxBytes = req.maxResponseBytes ?? Infinity;
     let received = 0;
-    read: for await (const bytes of (response.body ?? []) as AsyncIterable<Uint8Array>) {
+    /** Takes in one event; true at `[DONE]`. Only events count as a sign of life (not comments). */
+    const take = (event: SseEvent): boolean => {
+      if (event.data === '[DONE]') return true;
       bounds.touch();
-      // Whatever the HTTP client (the platform's fetch bounds nothing): a stream that never ends
-      // would otherwise grow the answer until the step's deadline.
-      received += bytes.byteLength;
-      if (received > maxBytes) throw tooLarge(maxBytes);
-      for (const event of sse.push(bytes)) {
-        if (event.data === '[DONE]') break read;
-        const chunk = chunkOf(event, response.headers);
-        call?.chunk(chunk as Chunk);
-        const text = assembled.add(chunk);
-        if (text) req.onDelta?.(text);
+      const chunk = chunkOf(event, response.headers);
+      const text = assembled.add(chunk);
+      call?.chunk(chunk as Chunk);
+      if (text) req.onDelta?.(text);
+      return false;
+    };
+    read: {
+      for await (const bytes of (response.body ?? []) as AsyncIterable<Uint8Array>) {
+        // Whatever the HTTP client (the platform's fetch bounds nothing): a stream that never
+        // ends would otherwise grow the answer until the step's deadline.
+        received += bytes.byteLength;
+        if (received > maxBytes) throw tooLarge(maxBytes);
+        for (const event of sse.push(bytes)) if (take(event)) break read;
       }
+      for (const event of sse.end()) if (take(event)) break;
     }
     // A stream cut short is never an answer: an abort may end the iteration without an error.
     if (req.signal?.aborted) throw req.signal.reason;
@@ -104,10 +110,11 @@ export async function callModel(client: OpenAI, req: ModelRequest): Promise<Mode
 
 /**
  * A streamed event's chunk, or the error it carries. Data that is not JSON is a malformed
- * stream, retried as the others are. An `error` event or an `error` in the data comes after
- * the provider accepted the request (its 200 is sent): a fault of the provider's, retried like a
- * 5xx (the SDK's reader makes it an APIError without a status, which read as a request no retry
- * can fix).
+ * stream, retried as the others are. An `error` event or an `error` in the data comes after the
+ * provider's `200`: with an HTTP status in its `code` or `status` (as proxies send a request's
+ * errors that way), or as a refused request (`invalid_request_error`, `context_length_exceeded`),
+ * it is classified as that answer would be; otherwise it is a fault of the provider's, retried
+ * like a 5xx (the SDK's reader made every one an error without a status, which failed the run).
  */
 function chunkOf(event: SseEvent, headers: Headers): unknown {
   let data: { error?: unknown } | null;
@@ -116,11 +123,18 @@ function chunkOf(event: SseEvent, headers: Headers): unknown {
   } catch {
     throw new RetryableError(`the model stream sent data that is not JSON: ${JSON.stringify(event.data.slice(0, 200))}`, 'model_stream_malformed');
   }
-  if (event.event === 'error' || data?.error) {
-    const cause = new OpenAI.APIError(undefined, (data?.error ?? data) as object, undefined, headers);
-    throw new RetryableError(`the model stream carried an error: ${headOf(cause.message)}`, 'model_unavailable', { cause });
-  }
-  return data;
+  if (event.event !== 'error' && !data?.error) return data;
+  const body = (data?.error ?? data) as { code?: unknown; status?: unknown; type?: unknown } | null;
+  const status = httpStatusIn(body?.code) ?? httpStatusIn(body?.status);
+  const cause = new OpenAI.APIError(status, body ?? undefined, undefined, headers);
+  if (status !== undefined || cause.code === 'context_length_exceeded' || cause.type === 'invalid_request_error') throw classifyProviderError(cause);
+  throw new RetryableError(`the model stream carried an error: ${headOf(cause.message)}`, 'model_unavailable', { cause });
+}
+
+/** An HTTP error status given as a number or a string of digits, or undefined. */
+function httpStatusIn(v: unknown): number | undefined {
+  const n = typeof v === 'number' ? v : typeof v === 'string' && /^\d{3}$/.test(v) ? Number(v) : NaN;
+  return Number.isInteger(n) && n >= 400 && n <= 599 ? n : undefined;
 }
 
 // Providers that do not report usage on streams still get counted, roughly (4 chars a token).

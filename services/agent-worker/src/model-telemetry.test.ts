@@ -39,8 +39,8 @@ async function series(name: string) {
   return (m?.values ?? []) as Array<{ labels: Record<string, string>; value: number; metricName?: string }>;
 }
 
-describe('observeModelCalls', () => {
-  it('passes a streamed answer through unchanged and records a chat span and the model metrics', async () => {
+describe("observeModelCalls (callModel's calls observed)", () => {
+  it("records a streamed call as a chat span (a child of the step's) and in the model metrics", async () => {
     replies.push({ tool_calls: [{ name: 'crm__x', arguments: { a: 1 } }], usage: { prompt_tokens: 21, completion_tokens: 4 } });
     const response = await withJobSpan('agent_step', { carrier: {}, attributes: {} }, () => callModel(client, req('model-a')));
     expect(response.message.tool_calls?.[0].function).toEqual({ name: 'crm__x', arguments: '{"a":1}' });

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { SseReader, type SseEvent } from './sse-reader.js';
 
-/** Every event of `text` fed to one reader in the pieces `cuts` (byte offsets) make. */
-function read(text: string, cuts: number[] = []): SseEvent[] {
-  const bytes = Buffer.from(text, 'utf8');
+/** Every event of `text` (a string, or bytes) fed to one reader in the pieces `cuts` (byte offsets) make, then its end. */
+function read(text: string | Buffer, cuts: number[] = []): SseEvent[] {
+  const bytes = typeof text === 'string' ? Buffer.from(text, 'utf8') : text;
   const reader = new SseReader();
   const out: SseEvent[] = [];
   let at = 0;
@@ -11,6 +11,7 @@ function read(text: string, cuts: number[] = []): SseEvent[] {
     out.push(...reader.push(new Uint8Array(bytes.subarray(at, cut))));
     at = cut;
   }
+  out.push(...reader.end());
   return out;
 }
 
@@ -36,8 +37,20 @@ describe('SseReader', () => {
     expect(read(': keep-alive\nid: 7\nretry: 100\ndata: a\ndata:\ndata: b\n\n')).toEqual([{ event: undefined, data: 'a\n\nb' }]);
   });
 
-  it('a blank line without data is no event, nor is what follows the last blank line when the stream ends', () => {
-    expect(read('\n\nevent: ping\n\ndata: whole\n\ndata: cut off')).toEqual([{ event: undefined, data: 'whole' }]);
+  it('a blank line without data is no event; an event the stream ends in without its blank line (or its line end) still is', () => {
+    expect(read('\n\nevent: ping\n\ndata: whole\n\ndata: last')).toEqual([
+      { event: undefined, data: 'whole' },
+      { event: undefined, data: 'last' },
+    ]);
+    expect(read('data: a\n\ndata: b\n')).toEqual([
+      { event: undefined, data: 'a' },
+      { event: undefined, data: 'b' },
+    ]);
+    expect(read('data: a\n\n')).toEqual([{ event: undefined, data: 'a' }]);
+  });
+
+  it('drops a byte order mark that starts the stream', () => {
+    expect(read(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('data: first\n\n')]))).toEqual([{ event: undefined, data: 'first' }]);
   });
 
   it('reads the same events whichever bytes the chunks end at: inside a line, between \\r and \\n, inside a UTF-8 character', () => {

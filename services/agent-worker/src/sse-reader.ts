@@ -10,10 +10,11 @@ const CR = 0x0d;
 /**
  * Splits a server-sent event stream, bytes as they arrive, into its events, as the format
  * defines them: a line ends with `\n`, `\r\n` or `\r` (also where a chunk ends between `\r` and
- * `\n`); an event's `data` lines are joined with `\n`; a blank line ends it (one without data is none); comments (`:`) and the
- * `id` and `retry` fields are skipped. A line is decoded as UTF-8 once it is whole, so a
- * character split between two chunks is read whole. What follows the last blank line when the
- * stream ends is no event.
+ * `\n`); an event's `data` lines are joined with `\n`; a blank line ends it (one without data
+ * is none); comments (`:`) and the `id` and `retry` fields are skipped; a byte order mark that
+ * starts the stream is dropped. A line is decoded as UTF-8 once it is whole, so a character
+ * split between two chunks is read whole. An event the stream ends in without its blank line is
+ * still one (`end()`), as the SDK's reader has it: some servers leave that line out.
  *
  * One pass over each chunk, no per-event async step: the openai SDK's reader goes through three
  * async generators and a byte buffer that it copies at every chunk, which is a tenth of an
@@ -27,6 +28,8 @@ export class SseReader {
   private afterCR = false;
   private data: string[] = [];
   private event: string | undefined;
+  /** No byte read yet (a byte order mark may start the stream). */
+  private atStart = true;
 
   /** The events that `chunk` completes, in order. */
   push(chunk: Uint8Array): SseEvent[] {
@@ -34,6 +37,11 @@ export class SseReader {
     const out: SseEvent[] = [];
     if (buf.length === 0) return out;
     let start = this.afterCR && buf[0] === LF ? 1 : 0;
+    if (this.atStart) {
+      this.atStart = false;
+      // (A mark split over the first chunks is not looked for: no server sends one that way.)
+      if (buf[0] === 0xef && buf[1] === 0xbb && buf[2] === 0xbf) start = 3;
+    }
     this.afterCR = false;
     // Most streams end lines with `\n` alone: found by indexOf. A `\r` anywhere takes the byte loop.
     const crlf = buf.indexOf(CR, start) !== -1;
@@ -48,6 +56,14 @@ export class SseReader {
       start = end + 1;
     }
     if (start < buf.length) this.partial.push(buf.subarray(start));
+    return out;
+  }
+
+  /** The events the end of the stream completes: its last line, and the event it was in. */
+  end(): SseEvent[] {
+    const out: SseEvent[] = [];
+    if (this.partial.length > 0) this.line(this.whole(Buffer.alloc(0), 0, 0), out);
+    this.line('', out);
     return out;
   }
 

@@ -2,7 +2,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
-import { RetryableError } from '@agentq/shared';
+import { FatalError, RetryableError } from '@agentq/shared';
 import { startScriptedLlm, type Reply, type ScriptedLlm } from '@agentq/scripted-llm';
 import { callModel, type ModelRequest, type ModelResponse } from './model-step.js';
 import { MAX_TOOL_CALLS } from './streamed-message.js';
@@ -118,6 +118,32 @@ describe('the event stream itself', () => {
     const err = await call({ rawChunks: [chunk({ role: 'assistant', content: '' }), { error: { message: 'the model is overloaded mid-answer', type: 'server_error' } }] });
     expect(err).toBeInstanceOf(RetryableError);
     expect(err).toMatchObject({ code: 'model_unavailable', message: expect.stringContaining('the model is overloaded mid-answer') });
+  });
+
+  it("an error in its data that says it is the request's (a 4xx status, invalid_request_error) fails the run as that answer would", async () => {
+    const refused = await call({ rawChunks: [{ error: { message: 'prompt too long for this model', code: 400 } }] });
+    expect(refused).toBeInstanceOf(FatalError);
+    expect(refused).toMatchObject({ code: 'context_length_exceeded' });
+    const invalid = await call({ rawChunks: [{ error: { message: 'tools[0] is invalid', type: 'invalid_request_error' } }] });
+    expect(invalid).toMatchObject({ code: 'model_bad_request', message: expect.stringContaining('tools[0] is invalid') });
+  });
+
+  it('an `event: error` is an error whatever its data, and an answer the stream ends in without a blank line or [DONE] is whole', async () => {
+    const data = (c: object) => `data: ${JSON.stringify(c)}\n\n`;
+    const failing = await rawProvider(`${data(chunk({ role: 'assistant', content: '' }))}event: error\ndata: {"message":"stream reset by the upstream"}\n\n`);
+    try {
+      expect(await callModel(failing.client, req).catch((e: unknown) => e)).toMatchObject({ code: 'model_unavailable', message: expect.stringContaining('stream reset by the upstream') });
+    } finally {
+      await failing.close();
+    }
+    const unended = await rawProvider(`${data(chunk({ role: 'assistant', content: 'hi' }))}data: ${JSON.stringify(chunk({}, 'stop'))}\n`);
+    try {
+      const res = await callModel(unended.client, req);
+      expect(res.message.content).toBe('hi');
+      expect(res.finishReason).toBe('stop');
+    } finally {
+      await unended.close();
+    }
   });
 
   it('data that is not JSON is a malformed stream, retried like the others', async () => {
