@@ -14,7 +14,8 @@ const encoder = new TextEncoder();
  * that waits with its requests), a batch at a time, so that a page of large runs is never held
  * whole. A batch of 64 KB or more waits for room in the response budget, in the caller's key's
  * share, before it is read: twice its size as stored (the runs as read, and their JSON), held
- * until it has left the process (as an event stream's large event is). A client that lists runs
+ * until it has left the process (as an event stream's large event is); one whose JSON came out
+ * larger waits again for that. A client that lists runs
  * with large outputs and does not read holds no more than the budget counts. While it waits, a
  * line break every `keepAliveMs` (whitespace JSON allows) keeps the connection from being cut as
  * idle. The first batch is sized before the answer starts, so a store that is down is still a
@@ -40,16 +41,26 @@ export async function streamRunList(
     await sink.write('{"data":[');
     let sep = '';
     while (!batch.done) {
-      const release = await keptAlive(o.budget.waitFor(2 * batch.value.bytes, gone.signal, key), sink, o.keepAliveMs, '\n');
+      const { bytes } = batch.value;
+      let release = await keptAlive(o.budget.waitFor(2 * bytes, gone.signal, key), sink, o.keepAliveMs, '\n');
       if (!release) return;
       try {
         const runs = await Promise.all((await batch.value.read()).map(shown));
         if (runs.length) {
-          await sink.writeOut(encoder.encode(sep + runs.map((r) => JSON.stringify(r)).join(',')));
+          const chunk = encoder.encode(sep + runs.map((r) => JSON.stringify(r)).join(','));
           sep = ',';
+          // Larger than sized (a run that ended meanwhile, the requests a waiting run shows): its
+          // room is taken again at its size, the first given back so that no two lists each hold
+          // part of the budget and wait for the rest.
+          if (chunk.byteLength > bytes) {
+            release();
+            release = await keptAlive(o.budget.waitFor(2 * chunk.byteLength, gone.signal, key), sink, o.keepAliveMs, '\n');
+            if (!release) return;
+          }
+          await sink.writeOut(chunk);
         }
       } finally {
-        release();
+        release?.();
       }
       if (sink.aborted) return;
       batch = await pages.next();

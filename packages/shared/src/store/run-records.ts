@@ -18,8 +18,8 @@ const LIST_SCAN = 50;
 const LIST_BATCH = 10;
 /** The run hash's fields that grow with what a run was asked and answered (see storedBytes). */
 const LARGE_FIELDS = [F.spec, F.output, F.outputParsed, F.error];
-/** A bound for any other field of a run hash, name and value: counters, times, markers. */
-const SMALL_FIELD_BYTES = 128;
+/** About what any other field of a run hash holds, name and value: counters, times, markers. */
+const SMALL_FIELD_BYTES = 64;
 
 /**
  * A batch of the run list, sized before it is read: `bytes` is about what reading it brings in
@@ -274,9 +274,13 @@ export class RunRecords {
       const ids = await this.redis.zrevrangebylex(index, cursor, '-', 'LIMIT', 0, LIST_SCAN);
       if (!ids.length) return null;
       scanned += ids.length;
-      for (let i = 0; i < ids.length && found < opts.limit; i += LIST_BATCH) {
-        const batch = ids.slice(i, i + LIST_BATCH);
+      for (let i = 0; i < ids.length && found < opts.limit; ) {
+        // Without a filter, no more runs than the page still needs are sized and read.
+        const batch = ids.slice(i, i + (opts.status ? LIST_BATCH : Math.min(LIST_BATCH, opts.limit - found)));
+        i += batch.length;
+        let wasRead = false;
         const read = async (): Promise<RunObject[]> => {
+          wasRead = true;
           // Each run is its own tree's (a Cluster may hold them on different nodes): read apart,
           // sent back to back.
           const rows = await Promise.all(batch.map((id) => this.redis.hgetall(this.keys(id).run)));
@@ -296,6 +300,8 @@ export class RunRecords {
           return out;
         };
         yield { bytes: await this.storedBytes(batch), read };
+        // The page's place in the index moves as a batch is read.
+        if (!wasRead) throw new Error('RunRecords.list: a batch was passed over without read()');
       }
       if (found === opts.limit) {
         const more = await this.redis.zrevrangebylex(index, cursor, '-', 'LIMIT', 0, 1);
