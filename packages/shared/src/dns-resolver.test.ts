@@ -1,4 +1,7 @@
 import { createSocket, type Socket } from 'node:dgram';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LookupAddress } from 'node:dns';
 import { boundedDnsResolver, boundedSystemResolver, privateNetworkResolver } from './dns-resolver.js';
@@ -123,27 +126,68 @@ describe('boundedSystemResolver', () => {
     expect(await next).toEqual([{ address: '10.0.0.5', family: 4 }]);
     expect(sys.calls).toEqual(['a.never', 'b.never', 'intranet']);
   });
+
+  it('a lookup that throws at once fails its own lookup and gives its slot back', async () => {
+    let calls = 0;
+    const resolve = boundedSystemResolver({
+      maxInFlight: 1,
+      timeoutMs: 1_000,
+      lookup: (host) => {
+        calls++;
+        if (host === 'bad') throw Object.assign(new Error('EAI_FAIL'), { code: 'EAI_FAIL' });
+        return Promise.resolve([{ address: '10.0.0.7', family: 4 }]);
+      },
+    });
+    await expect(resolve('bad')).rejects.toMatchObject({ code: 'EAI_FAIL' });
+    expect(await resolve('good')).toEqual([{ address: '10.0.0.7', family: 4 }]);
+    expect(calls).toBe(2);
+  });
 });
 
 describe('privateNetworkResolver (WEBHOOK_ALLOW_PRIVATE)', () => {
   let dns: Awaited<ReturnType<typeof startDnsServer>>;
+  let dir: string;
+  let hostsPath: string;
   beforeAll(async () => {
-    dns = await startDnsServer({ 'hooks.example': '10.1.2.3' }, new Set(['never.example']));
+    dns = await startDnsServer({ 'hooks.example': '10.1.2.3', 'listed.example': '93.184.216.40' }, new Set(['never.example']));
+    dir = mkdtempSync(join(tmpdir(), 'agentq-hosts-'));
+    hostsPath = join(dir, 'hosts');
+    writeFileSync(hostsPath, '# a hosts file\n10.9.9.9  listed.example listed   # overrides DNS\nfe80::1 listed.example\nnot-an-address nowhere.example\n');
   });
-  afterAll(() => dns.close());
+  afterAll(() => {
+    dns.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
 
-  it('asks DNS first, and the system only for a name DNS has no address for', async () => {
-    const sys = heldLookup({ 'intranet': [{ address: '10.0.0.5', family: 4 }] });
-    const resolve = privateNetworkResolver({ servers: [dns.server], lookup: sys.lookup, timeoutMs: 2_000 });
+  it('takes the hosts file first, as the system does, without a DNS query or a thread', async () => {
+    const sys = heldLookup({});
+    const resolve = privateNetworkResolver({ servers: [dns.server], lookup: sys.lookup, hostsPath });
+    const before = dns.queries.length;
+    expect(await resolve('Listed.Example.')).toEqual([
+      { address: '10.9.9.9', family: 4 },
+      { address: 'fe80::1', family: 6 },
+    ]);
+    expect(await resolve('listed')).toEqual([{ address: '10.9.9.9', family: 4 }]);
+    expect(dns.queries.length).toBe(before);
+    expect(sys.calls).toEqual([]);
+  });
+
+  it('asks DNS next, and the system only for a name DNS has no address for, or a short name (search domains)', async () => {
+    const sys = heldLookup({ 'intranet.corp': [{ address: '10.0.0.5', family: 4 }], intranet: [{ address: '10.0.0.6', family: 4 }] });
+    const resolve = privateNetworkResolver({ servers: [dns.server], lookup: sys.lookup, timeoutMs: 2_000, hostsPath });
     expect(await resolve('hooks.example')).toEqual([{ address: '10.1.2.3', family: 4 }]);
     expect(sys.calls).toEqual([]);
-    expect(await resolve('intranet')).toEqual([{ address: '10.0.0.5', family: 4 }]);
-    expect(sys.calls).toEqual(['intranet']);
+    expect(await resolve('intranet.corp')).toEqual([{ address: '10.0.0.5', family: 4 }]);
+    expect(dns.queries).toContain('intranet.corp');
+    const before = dns.queries.length;
+    expect(await resolve('intranet')).toEqual([{ address: '10.0.0.6', family: 4 }]);
+    expect(dns.queries.length).toBe(before);
+    expect(sys.calls).toEqual(['intranet.corp', 'intranet']);
   });
 
   it('a name whose DNS never answers times out without taking a thread', async () => {
     const sys = heldLookup({});
-    const resolve = privateNetworkResolver({ servers: [dns.server], lookup: sys.lookup, timeoutMs: 400 });
+    const resolve = privateNetworkResolver({ servers: [dns.server], lookup: sys.lookup, timeoutMs: 400, hostsPath });
     await expect(resolve('never.example')).rejects.toMatchObject({ code: 'ETIMEOUT' });
     expect(sys.calls).toEqual([]);
   });

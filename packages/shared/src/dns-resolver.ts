@@ -1,5 +1,7 @@
 import { Resolver as CaresResolver, lookup as systemLookup } from 'node:dns/promises';
 import type { LookupAddress } from 'node:dns';
+import { readFile } from 'node:fs/promises';
+import { isIP } from 'node:net';
 
 /** How long one name's lookup may take in all, by default (both address families, every try). */
 export const DNS_LOOKUP_TIMEOUT_MS = 5_000;
@@ -81,7 +83,10 @@ export function boundedSystemResolver(opts: { timeoutMs?: number; maxInFlight?: 
       let settled = false;
       const start = () => {
         inFlight++;
-        lookup(host, { all: true, verbatim: true }).then(
+        // (A lookup that throws at once still settles here, and gives its slot back.)
+        Promise.resolve()
+          .then(() => lookup(host, { all: true, verbatim: true }))
+          .then(
           (found) => finish(() => resolve(found)),
           (err: unknown) => finish(() => reject(err)),
         );
@@ -104,17 +109,59 @@ export function boundedSystemResolver(opts: { timeoutMs?: number; maxInFlight?: 
     });
 }
 
+/** How long a hosts file read is used before it is read again. */
+const HOSTS_FILE_MAX_AGE_MS = 5_000;
+
 /**
- * The resolver for webhook hosts where private addresses are allowed (WEBHOOK_ALLOW_PRIVATE):
- * DNS queries first (boundedDnsResolver); for a name they find no address for (or where DNS
- * refuses, or no server listens), the system's resolver (boundedSystemResolver), for names in
- * `/etc/hosts` and short names that need the search domains. A name whose DNS never answers
- * times out in the DNS queries and never reaches a libuv thread. At most twice `timeoutMs`.
+ * The addresses a hosts file (`/etc/hosts`) gives names, read again at most every few seconds:
+ * what the system's resolver would answer from it, without taking one of libuv's threads for
+ * a `getaddrinfo`. A file that cannot be read gives nothing.
  */
-export function privateNetworkResolver(opts: { timeoutMs?: number; servers?: string[]; maxInFlight?: number; lookup?: SystemLookup } = {}) {
+export function hostsFileLookup(path = '/etc/hosts') {
+  let table: Map<string, LookupAddress[]> | null = null;
+  let readAt = 0;
+  let reading: Promise<Map<string, LookupAddress[]>> | null = null;
+  const load = async () => {
+    const text = await readFile(path, 'utf8').catch(() => '');
+    const next = new Map<string, LookupAddress[]>();
+    for (const raw of text.split('\n')) {
+      const [address, ...names] = raw.replace(/#.*/, '').trim().split(/\s+/);
+      const family = address ? isIP(address) : 0;
+      if (!family) continue;
+      for (const name of names) {
+        const key = name.toLowerCase().replace(/\.$/, '');
+        const list = next.get(key) ?? [];
+        if (!list.some((a) => a.address === address)) list.push({ address, family });
+        next.set(key, list);
+      }
+    }
+    table = next;
+    readAt = Date.now();
+    return next;
+  };
+  return async (host: string): Promise<LookupAddress[]> => {
+    const fresh = table && Date.now() - readAt < HOSTS_FILE_MAX_AGE_MS ? table : await (reading ??= load().finally(() => (reading = null)));
+    return fresh.get(host.toLowerCase().replace(/\.$/, '')) ?? [];
+  };
+}
+
+/**
+ * The resolver for webhook hosts where private addresses are allowed (WEBHOOK_ALLOW_PRIVATE), in
+ * the system's order without its threads where it can: the hosts file first (`/etc/hosts`); a
+ * short name (no dot), which needs the search domains, from the system's resolver
+ * (boundedSystemResolver); any other name from DNS queries (boundedDnsResolver), and the system's
+ * resolver only for one they find no address for (or where DNS refuses, or no server listens).
+ * A name whose DNS never answers times out in the DNS queries and never reaches a libuv thread.
+ * At most twice `timeoutMs`.
+ */
+export function privateNetworkResolver(opts: { timeoutMs?: number; servers?: string[]; maxInFlight?: number; lookup?: SystemLookup; hostsPath?: string } = {}) {
+  const hosts = hostsFileLookup(opts.hostsPath);
   const dns = boundedDnsResolver(opts);
   const system = boundedSystemResolver(opts);
   return async (host: string): Promise<LookupAddress[]> => {
+    const listed = await hosts(host);
+    if (listed.length > 0) return listed;
+    if (!host.replace(/\.$/, '').includes('.')) return system(host);
     try {
       return await dns(host);
     } catch (err) {
