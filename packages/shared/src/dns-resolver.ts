@@ -87,9 +87,9 @@ export function boundedSystemResolver(opts: { timeoutMs?: number; maxInFlight?: 
         Promise.resolve()
           .then(() => lookup(host, { all: true, verbatim: true }))
           .then(
-          (found) => finish(() => resolve(found)),
-          (err: unknown) => finish(() => reject(err)),
-        );
+            (found) => finish(() => resolve(found)),
+            (err: unknown) => finish(() => reject(err)),
+          );
       };
       const finish = (answer: () => void) => {
         release();

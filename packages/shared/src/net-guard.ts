@@ -9,11 +9,11 @@ export type Resolver = (host: string, options: { all: true; verbatim: true }) =>
 
 const defaultResolver: Resolver = boundedDnsResolver();
 /**
- * Where private addresses are allowed, a name DNS has no address for is resolved as the system
- * does (getaddrinfo: `/etc/hosts`, search domains), as a private network's short names need;
- * bounded in time and in the threads it holds (privateNetworkResolver).
+ * Where private addresses are allowed, names resolve in the system's order (`/etc/hosts`, then
+ * DNS, with the search domains for short names), as a private network's names need; bounded in
+ * time and in the threads it holds (privateNetworkResolver).
  */
-const systemResolver: Resolver = privateNetworkResolver();
+const privateResolver: Resolver = privateNetworkResolver();
 
 // IANA's global unicast space; outside it, ipaddr.js calls many reserved blocks `unicast`
 // (`::a.b.c.d`, `4000::/2`, …).
@@ -106,7 +106,7 @@ export async function refuseNonPublicUrl(url: string, resolve: Resolver = defaul
  * (`net.connect` does not look up a host that is an IP address: check those with refuseNonPublicHost.)
  */
 export function connectLookup(opts: { resolve?: Resolver; allowPrivate?: boolean } = {}): LookupFunction {
-  const resolve = opts.resolve ?? (opts.allowPrivate ? systemResolver : defaultResolver);
+  const resolve = opts.resolve ?? (opts.allowPrivate ? privateResolver : defaultResolver);
   return (hostname, options, callback) => {
     const answer = async (): Promise<LookupAddress[]> => {
       const family = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : options.family;

@@ -15,11 +15,11 @@ const encoder = new TextEncoder();
  * whole. A batch of 64 KB or more waits for room in the response budget, in the caller's key's
  * share, before it is read: twice its size as stored (the runs as read, and their JSON), held
  * until it has left the process (as an event stream's large event is); one whose JSON came out
- * larger waits again for that. A client that lists runs
- * with large outputs and does not read holds no more than the budget counts. While it waits, a
- * line break every `keepAliveMs` (whitespace JSON allows) keeps the connection from being cut as
- * idle. The first batch is sized before the answer starts, so a store that is down is still a
- * 503 (later failures can only cut the answer short).
+ * larger waits again for that. A client that lists runs with large outputs and does not read
+ * holds no more than the budget counts. While it waits, a line break every `keepAliveMs`
+ * (whitespace JSON allows) keeps the connection from being cut as idle. The first batch is sized
+ * before the answer starts, so a store that is down is still a 503 (later failures can only cut
+ * the answer short).
  */
 export async function streamRunList(
   c: Context,
