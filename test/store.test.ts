@@ -41,6 +41,77 @@ describe('the run index', () => {
   });
 });
 
+describe('the run list', () => {
+  /** 25 runs of one key, newest last; every third completed. Returns the store and the ids newest first. */
+  async function listed() {
+    const store = new RunStore({ redis, prefix: `rs${randomBytes(3).toString('hex')}` });
+    const ids: string[] = [];
+    const now = Date.now();
+    for (let i = 0; i < 25; i++) {
+      const id = newId('run', now - (25 - i) * 1000);
+      await store.runs.create({ id, owner: 'o', spec, messages: [{ role: 'user', content: `run ${i}` }], createdAt: new Date(now - (25 - i) * 1000) });
+      if (i % 3 === 0) await store.runs.finish(id, { status: 'completed', stopReason: 'stop', output: { role: 'assistant', content: `answer ${i}` } });
+      ids.push(id);
+    }
+    return { store, newest: ids.reverse() };
+  }
+
+  /** Reads a whole page the way the API does: each batch read before the next; the sizes given, the runs and the cursor. */
+  async function page(store: RunStore, q: { limit: number; after?: string; status?: 'completed' | 'queued' }) {
+    const batches = store.runs.list('o', q);
+    const sizes: number[] = [];
+    const runs: string[] = [];
+    for (let b = await batches.next(); ; b = await batches.next()) {
+      if (b.done) return { sizes, runs, next: b.value };
+      sizes.push(b.value.bytes);
+      runs.push(...(await b.value.read()).map((r) => r.id));
+    }
+  }
+
+  it('pages across its batches of ten: no run twice, none left out, and no more read than the page needs', async () => {
+    const { store, newest } = await listed();
+    const first = await page(store, { limit: 12 });
+    expect(first.runs).toEqual(newest.slice(0, 12));
+    // Batches of ten, then only the two the page still needed (sized as two runs, not ten).
+    expect(first.sizes).toHaveLength(2);
+    expect(first.sizes[1]).toBeLessThan(first.sizes[0]! / 3);
+    expect(first.next).toBe(newest[11]);
+    const rest = await page(store, { limit: 100, after: first.next! });
+    expect(rest.runs).toEqual(newest.slice(12));
+    expect(rest.next).toBeNull();
+  });
+
+  it('with a status filter, sizes and reads only the runs that match, and pages them', async () => {
+    const { store, newest } = await listed();
+    const completed = newest.filter((_, i) => (24 - i) % 3 === 0);
+    const all = await page(store, { limit: 100, status: 'completed' });
+    expect(all.runs).toEqual(completed);
+    const queuedOnly = await page(store, { limit: 100, status: 'queued' });
+    expect(queuedOnly.runs).toEqual(newest.filter((id) => !completed.includes(id)));
+    // What a batch counts is what its matching runs hold: the completed runs' batches hold their answers too.
+    const unfiltered = await page(store, { limit: 100 });
+    expect(all.sizes.reduce((a, b) => a + b, 0) + queuedOnly.sizes.reduce((a, b) => a + b, 0)).toBe(unfiltered.sizes.reduce((a, b) => a + b, 0));
+    const firstTwo = await page(store, { limit: 2, status: 'completed' });
+    expect(firstTwo.runs).toEqual(completed.slice(0, 2));
+    expect((await page(store, { limit: 100, status: 'completed', after: firstTwo.next! })).runs).toEqual(completed.slice(2));
+  });
+
+  it('drops the ids of runs that are gone from the index as it passes them', async () => {
+    const { store, newest } = await listed();
+    await redis.del(store.keys(newest[3]!).run);
+    const all = await page(store, { limit: 100 });
+    expect(all.runs).toEqual(newest.filter((id) => id !== newest[3]));
+    expect(await redis.zscore(store.global.runIndex('o'), newest[3]!)).toBeNull();
+  });
+
+  it('refuses to go on past a batch that was not read (its place in the index would not move)', async () => {
+    const { store } = await listed();
+    const batches = store.runs.list('o', { limit: 100 });
+    await batches.next();
+    await expect(batches.next()).rejects.toThrow(/without read\(\)/);
+  });
+});
+
 /** A run whose step 0 asked for `n` tool calls, as the agent-worker leaves it. */
 async function roundOf(n: number, runSpec: RunSpec = spec) {
   const store = new RunStore({ redis, prefix: `rs${randomBytes(3).toString('hex')}` });

@@ -16,7 +16,7 @@ async function execOrThrow(tx: ReturnType<RedisClient['multi']>): Promise<void> 
 // The index is scanned LIST_SCAN ids at a time; runs are read LIST_BATCH at a time.
 const LIST_SCAN = 50;
 const LIST_BATCH = 10;
-/** The run hash's fields that grow with what a run was asked and answered (see storedBytes). */
+/** The run hash's fields that grow with what a run was asked and answered (see RunRecords.sized). */
 const LARGE_FIELDS = [F.spec, F.output, F.outputParsed, F.error];
 /** About what any other field of a run hash holds, name and value: counters, times, markers. */
 const SMALL_FIELD_BYTES = 64;
@@ -278,28 +278,35 @@ export class RunRecords {
         // Without a filter, no more runs than the page still needs are sized and read.
         const batch = ids.slice(i, i + (opts.status ? LIST_BATCH : Math.min(LIST_BATCH, opts.limit - found)));
         i += batch.length;
+        // Sized first, with each run's status: with a filter, only the runs that match are
+        // counted and read.
+        const sized = await this.sized(batch);
+        const wanted = (j: number) => sized[j]!.status !== null && (!opts.status || sized[j]!.status === opts.status);
         let wasRead = false;
         const read = async (): Promise<RunObject[]> => {
           wasRead = true;
           // Each run is its own tree's (a Cluster may hold them on different nodes): read apart,
           // sent back to back.
-          const rows = await Promise.all(batch.map((id) => this.redis.hgetall(this.keys(id).run)));
+          const rows = await Promise.all(batch.map((id, j) => (wanted(j) ? this.redis.hgetall(this.keys(id).run) : null)));
           const out: RunObject[] = [];
           const expired: string[] = [];
           for (let j = 0; j < batch.length && found < opts.limit; j++) {
-            const h = rows[j] as RunHash;
             cursor = `(${batch[j]}`;
-            if (!isRunHash(h)) expired.push(batch[j]);
+            if (sized[j]!.status === null) expired.push(batch[j]!);
+            if (!wanted(j)) continue;
+            const h = rows[j] as RunHash;
+            if (!isRunHash(h)) expired.push(batch[j]!);
+            // (Its status is checked again: it may have moved on since it was sized.)
             else if (!opts.status || h[F.status] === opts.status) {
-              out.push(runObjectFrom(batch[j], h));
+              out.push(runObjectFrom(batch[j]!, h));
               found++;
-              last = batch[j];
+              last = batch[j]!;
             }
           }
           if (expired.length) await this.redis.zrem(index, ...expired);
           return out;
         };
-        yield { bytes: await this.storedBytes(batch), read };
+        yield { bytes: sized.reduce((sum, r, j) => sum + (wanted(j) ? r.bytes : 0), 0), read };
         // The page's place in the index moves as a batch is read.
         if (!wasRead) throw new Error('RunRecords.list: a batch was passed over without read()');
       }
@@ -313,21 +320,22 @@ export class RunRecords {
   }
 
   /**
-   * About how many bytes reading these runs' hashes brings in, without reading them: the
-   * lengths of the fields that grow with what a run was asked and answered, and a bound for
-   * each of the others (one round trip, the commands sent back to back).
+   * Each run's status (null: the run is gone) and about how many bytes reading its hash brings
+   * in, without reading it: the lengths of the fields that grow with what a run was asked and
+   * answered, and a bound for each of the others (one round trip, the commands sent back to back).
    */
-  private async storedBytes(runIds: string[]): Promise<number> {
-    const lengths = await Promise.all(
-      runIds.flatMap((id) => {
+  private async sized(runIds: string[]): Promise<Array<{ status: string | null; bytes: number }>> {
+    return Promise.all(
+      runIds.map(async (id) => {
         const key = this.keys(id).run;
-        return [
-          this.redis.hlen(key).then((fields) => fields * SMALL_FIELD_BYTES),
+        const [status, fields, ...lengths] = await Promise.all([
+          this.redis.hget(key, F.status),
+          this.redis.hlen(key),
           ...LARGE_FIELDS.map((field) => this.redis.hstrlen(key, field)),
-        ];
+        ]);
+        return { status, bytes: (fields as number) * SMALL_FIELD_BYTES + (lengths as number[]).reduce((a, b) => a + b, 0) };
       }),
     );
-    return lengths.reduce((a, b) => a + b, 0);
   }
 
   /**
