@@ -90,28 +90,31 @@ describe('a well-formed stream', () => {
   });
 });
 
-/** A provider speaking the event stream's bytes exactly as given (its framing included), once. */
-async function rawProvider(body: string): Promise<{ client: OpenAI; close: () => Promise<void> }> {
+/**
+ * callModel against a provider that speaks the event stream's bytes exactly as given (its framing
+ * included), once: the response, or the error the call was refused with.
+ */
+async function callRaw(body: string): Promise<ModelResponse & Error> {
   const server = createServer((_req, res) => {
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     res.end(body);
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const { port } = server.address() as AddressInfo;
-  return { client: new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'k', maxRetries: 0 }), close: () => new Promise((r) => server.close(() => r())) };
+  try {
+    const client = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'k', maxRetries: 0 });
+    return (await callModel(client, req).catch((e: unknown) => e)) as ModelResponse & Error;
+  } finally {
+    await new Promise<void>((r) => server.close(() => r()));
+  }
 }
 
 describe('the event stream itself', () => {
   it('is read with CRLF line ends and comments between its events', async () => {
     const data = (c: object) => `data: ${JSON.stringify(c)}\r\n\r\n`;
-    const provider = await rawProvider(`: processing\r\n\r\n${data(chunk({ role: 'assistant', content: '' }))}${data(chunk({ content: 'héllo ' }))}: still here\r\n\r\n${data(chunk({ content: '✓' }))}${data(chunk({}, 'stop'))}data: [DONE]\r\n\r\n`);
-    try {
-      const res = await callModel(provider.client, req);
-      expect(res.message.content).toBe('héllo ✓');
-      expect(res.finishReason).toBe('stop');
-    } finally {
-      await provider.close();
-    }
+    const res = await callRaw(`: processing\r\n\r\n${data(chunk({ role: 'assistant', content: '' }))}${data(chunk({ content: 'héllo ' }))}: still here\r\n\r\n${data(chunk({ content: '✓' }))}${data(chunk({}, 'stop'))}data: [DONE]\r\n\r\n`);
+    expect(res.message.content).toBe('héllo ✓');
+    expect(res.finishReason).toBe('stop');
   });
 
   it('an error in its data (after the 200) is a provider fault, retried like a 5xx, with its message', async () => {
@@ -130,30 +133,18 @@ describe('the event stream itself', () => {
 
   it('an `event: error` is an error whatever its data, and an answer the stream ends in without a blank line or [DONE] is whole', async () => {
     const data = (c: object) => `data: ${JSON.stringify(c)}\n\n`;
-    const failing = await rawProvider(`${data(chunk({ role: 'assistant', content: '' }))}event: error\ndata: {"message":"stream reset by the upstream"}\n\n`);
-    try {
-      expect(await callModel(failing.client, req).catch((e: unknown) => e)).toMatchObject({ code: 'model_unavailable', message: expect.stringContaining('stream reset by the upstream') });
-    } finally {
-      await failing.close();
-    }
-    const unended = await rawProvider(`${data(chunk({ role: 'assistant', content: 'hi' }))}data: ${JSON.stringify(chunk({}, 'stop'))}\n`);
-    try {
-      const res = await callModel(unended.client, req);
-      expect(res.message.content).toBe('hi');
-      expect(res.finishReason).toBe('stop');
-    } finally {
-      await unended.close();
-    }
+    expect(await callRaw(`${data(chunk({ role: 'assistant', content: '' }))}event: error\ndata: {"message":"stream reset by the upstream"}\n\n`)).toMatchObject({
+      code: 'model_unavailable',
+      message: expect.stringContaining('stream reset by the upstream'),
+    });
+    const res = await callRaw(`${data(chunk({ role: 'assistant', content: 'hi' }))}data: ${JSON.stringify(chunk({}, 'stop'))}\n`);
+    expect(res.message.content).toBe('hi');
+    expect(res.finishReason).toBe('stop');
   });
 
   it('data that is not JSON is a malformed stream, retried like the others', async () => {
-    const provider = await rawProvider(`data: ${JSON.stringify(chunk({ role: 'assistant', content: '' }))}\n\ndata: {not json\n\n`);
-    try {
-      const err = await callModel(provider.client, req).catch((e: unknown) => e);
-      expect(err).toBeInstanceOf(RetryableError);
-      expect(err).toMatchObject({ code: 'model_stream_malformed', message: expect.stringContaining('{not json') });
-    } finally {
-      await provider.close();
-    }
+    const err = await callRaw(`data: ${JSON.stringify(chunk({ role: 'assistant', content: '' }))}\n\ndata: {not json\n\n`);
+    expect(err).toBeInstanceOf(RetryableError);
+    expect(err).toMatchObject({ code: 'model_stream_malformed', message: expect.stringContaining('{not json') });
   });
 });

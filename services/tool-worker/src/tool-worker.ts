@@ -63,7 +63,7 @@ function catalogOf(tools: ToolDescriptor[]): ToolCatalogEntry[] {
 export async function startToolWorker(
   cfg: ToolWorkerConfig,
   logger: Logger,
-  opts: { mcpConfig: McpConfig; tracing?: Tracing; /** How webhook hosts are resolved (a test's DNS); default bounded DNS queries (boundedDnsResolver), the system's lookup with WEBHOOK_ALLOW_PRIVATE. */ resolve?: Resolver },
+  opts: { mcpConfig: McpConfig; tracing?: Tracing; /** How webhook hosts are resolved (a test's DNS); default bounded DNS queries (boundedDnsResolver), with WEBHOOK_ALLOW_PRIVATE the hosts file, DNS and a bounded system lookup (privateNetworkResolver). */ resolve?: Resolver },
 ): Promise<ToolWorkerHandle> {
   await untilRedisAnswers(cfg.REDIS_URL, logger);
   const answersInFlight = new AnswerBytesInFlight(
