@@ -16,10 +16,13 @@ const { RunStore, createRedis, newId, waitForReady } = shared;
 const spec = { model: 'm', max_depth: 100, on_budget_exhausted: 'final_answer', metadata: {}, ancestors: [], nesting: 0 };
 // What a step adds before the next one: its assistant message and the round's tool result.
 const ADDED = 2;
+// `steps`: the transcript made by that many committed steps and rounds (the run hash holds two
+// markers a step), after a first message; `instructions`: the spec's size (a system prompt).
 const SHAPES = [
   { name: 'the bench workload at its last step', messages: 8, bytes: 200, reads: 3000 },
   { name: 'a long tool-using run', messages: 40, bytes: 2_000, reads: 2000 },
   { name: 'long context (tool outputs of 4 KB)', messages: 200, bytes: 4_000, reads: 300 },
+  { name: 'a run at depth 40 with 8 KB of instructions', steps: 40, bytes: 200, instructions: 8_000, reads: 2000 },
 ].map((s) => ({ ...s, reads: QUICK ? Math.ceil(s.reads / 10) : s.reads }));
 
 const roles = ['user', 'assistant', 'tool'];
@@ -35,19 +38,32 @@ const redisUsec = (a, b) => Object.entries(b).reduce((n, [k, v]) => (k === 'info
 // its size first and then the messages (a worker bounding them, TRANSCRIPTS_IN_FLIGHT_MB, that
 // holds no start of the transcript), or only what was added since its previous step.
 const READS = {
-  whole: (store, id) => store.transcript.loadStep(id, 1),
-  'size first, then whole': (store, id) => store.transcript.loadStepWithin(id, 1, Number.MAX_SAFE_INTEGER),
-  'since the last step': (store, id, known) => store.transcript.loadStep(id, 1, known),
+  whole: (store, id, depth) => store.transcript.loadStep(id, depth),
+  'size first, then whole': (store, id, depth) => store.transcript.loadStepWithin(id, depth, Number.MAX_SAFE_INTEGER),
+  'since the last step': (store, id, depth, known) => store.transcript.loadStep(id, depth, known),
 };
 
-async function measure(store, redis, id, reads, how, known) {
+/** Commits `steps` steps of one tool call each, and each round's result, as the workers do. */
+async function commitSteps(store, id, steps, bytes) {
+  const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };
+  for (let depth = 0; depth < steps; depth++) {
+    const { run } = await store.transcript.loadStep(id, depth);
+    const now = new Date().toISOString();
+    const tool_calls = [{ id: `call_${depth}`, type: 'function', function: { name: 'noop__noop', arguments: '{}' } }];
+    await store.transcript.commitStep(run, { depth, status: 'completed', model: 'm', usage, started_at: now, completed_at: now, message: { role: 'assistant', content: null, tool_calls } }, { depth, usage, finish_reason: 'tool_calls', content: null, tool_calls: [] });
+    const rec = { id: `call_${depth}`, name: 'noop__noop', status: 'completed', output: 'x'.repeat(bytes), is_error: false, attempts: 1, duration_ms: 1, started_at: now, completed_at: now };
+    await store.toolCalls.complete(id, depth, 0, rec, { depth, index: 0, tool_call_id: rec.id, name: rec.name, is_error: false, duration_ms: 1, output: rec.output }, { run, count: 1 });
+  }
+}
+
+async function measure(store, redis, id, depth, reads, how, known) {
   const times = [];
   const s0 = await commandStats(redis);
   const c0 = process.cpuUsage();
   let bytes = 0;
   for (let i = 0; i < reads; i++) {
     const t = process.hrtime.bigint();
-    const input = await READS[how](store, id, known);
+    const input = await READS[how](store, id, depth, known);
     times.push(Number(process.hrtime.bigint() - t) / 1e6);
     bytes += input.size - (how === 'since the last step' ? known.size : 0);
   }
@@ -79,22 +95,26 @@ try {
   const rows = [];
   for (const shape of SHAPES) {
     const id = newId('run');
-    await store.runs.create({ id, owner: 'bench', spec, messages: Array.from({ length: shape.messages }, (_, i) => messageOf(i, shape.bytes)) });
-    const whole = await store.transcript.loadStep(id, 1);
+    const runSpec = shape.instructions ? { ...spec, instructions: 'be brief. '.repeat(shape.instructions / 10) } : spec;
+    const depth = shape.steps ?? 1;
+    await store.runs.create({ id, owner: 'bench', spec: runSpec, messages: Array.from({ length: shape.messages ?? 1 }, (_, i) => messageOf(i, shape.bytes)) });
+    if (shape.steps) await commitSteps(store, id, shape.steps, shape.bytes);
+    const whole = await store.transcript.loadStep(id, depth);
     const kept = whole.messages.slice(0, -ADDED);
-    const known = { createdAt: whole.run.createdAt, messages: kept, size: kept.reduce((n, m) => n + Buffer.byteLength(JSON.stringify(m)), 0) };
+    // What the worker holds after its previous step of the run (the spec too, where it keeps it).
+    const known = { createdAt: whole.run.createdAt, messages: kept, size: kept.reduce((n, m) => n + Buffer.byteLength(JSON.stringify(m)), 0), spec: whole.spec };
     // Warm every path, then alternate blocks so that drift hits them alike.
     const blocks = Object.fromEntries(Object.keys(READS).map((how) => [how, []]));
-    for (const how of Object.keys(READS)) await measure(store, redis, id, 50, how, known);
+    for (const how of Object.keys(READS)) await measure(store, redis, id, depth, 50, how, known);
     for (let block = 0; block < 4; block++) {
-      for (const how of Object.keys(READS)) blocks[how].push(await measure(store, redis, id, Math.ceil(shape.reads / 4), how, known));
+      for (const how of Object.keys(READS)) blocks[how].push(await measure(store, redis, id, depth, Math.ceil(shape.reads / 4), how, known));
     }
     const mid = (xs, k) => quantile(xs.map((x) => x[k]), 0.5);
     const kb = (whole.size / 1024).toFixed(1);
     for (const [how, r] of Object.entries(blocks)) {
-      rows.push([`${shape.name}: ${shape.messages} messages, ${kb} KB`, how, fmt(mid(r, 'redisUs')), fmt(mid(r, 'workerUs')), fmt(mid(r, 'p50') * 1000), fmt(mid(r, 'bytes') / 1024)]);
+      rows.push([`${shape.name}: ${whole.messages.length} messages, ${kb} KB`, how, fmt(mid(r, 'redisUs')), fmt(mid(r, 'workerUs')), fmt(mid(r, 'p50') * 1000), fmt(mid(r, 'bytes') / 1024)]);
     }
-    await redis.unlink(...Object.values(store.keys(id)).filter((v) => typeof v === 'string'));
+    await redis.unlink(...Object.values(store.keys(id)).filter((v) => typeof v === 'string'), ...Array.from({ length: depth }, (_, d) => store.keys(id).toolCalls(d)));
   }
   console.log(`\nOne model step's read of its transcript (block medians of 4 blocks each; Redis ${server.own ? 'of its own' : server.url}):\n`);
   console.log(textTable(['transcript', 'read', 'Redis µs/read', 'worker CPU µs/read', 'p50 µs/read', 'KB sent'], rows));

@@ -203,7 +203,7 @@ describe("a run's first step, told its transcript's size by its job", () => {
       return processAgentStep(data, { job: new Job(jobs.queue(QUEUES.agent), 'step', data, { attempts: 3 }, `${runId}-0`) }, deps);
     };
     // What the connection sends and what comes back, in order: a step that reads its size first
-    // sends its LRANGE only once the run's HGETALL has come back (a second round trip).
+    // sends its LRANGE only once the run's fields (HMGET) have come back (a second round trip).
     const seen: string[] = [];
     const send = redis.sendCommand.bind(redis);
     const sent = vi.spyOn(redis, 'sendCommand').mockImplementation((command, stream) => {
@@ -212,7 +212,7 @@ describe("a run's first step, told its transcript's size by its job", () => {
       c.promise.then(() => seen.push(`${c.name} came back`), () => {});
       return send(command, stream);
     });
-    const lrangeBeforeReply = () => seen.indexOf('lrange') < seen.indexOf('hgetall came back');
+    const lrangeBeforeReply = () => seen.indexOf('lrange') < seen.indexOf('hmget came back');
     try {
       const told = await store.runs.createSized({ id: newId('run'), owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
       seen.length = 0;

@@ -492,6 +492,49 @@ describe('a step reading a transcript whose start it holds', () => {
     expect(await redis.hexists(store.keys(id).run, 'transcript_bytes')).toBe(0);
   });
 
+  it('reads the run by its fields, not the markers of every step, and not the spec it holds', async () => {
+    const { store, id, first } = await runWithRound();
+    // Deeper: two more steps, each with its two markers in the run hash.
+    for (const depth of [1, 2]) {
+      const now = new Date().toISOString();
+      const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };
+      const tool_calls = [{ id: `call_${depth}`, type: 'function' as const, function: { name: 'crm__search', arguments: '{}' } }];
+      await store.transcript.commitStep(first.run, { depth, status: 'completed', model: 'm', usage, started_at: now, completed_at: now, message: { role: 'assistant', content: null, tool_calls } }, stepEvent(depth));
+      await store.toolCalls.complete(id, depth, 0, results(`call_${depth}`, 'ok'), { ...toolEvent(0), depth }, { run: first.run, count: 1 });
+    }
+    const whole = (await store.transcript.loadStep(id, 3))!;
+    expect(whole).toMatchObject({ roundAppended: true, done: false, spec: { value: spec, bytes: Buffer.byteLength(JSON.stringify(spec)) } });
+    expect(whole.run).toMatchObject({ spec, depth: 3, usage: { model_calls: 3, tool_calls: 3 } });
+    const reads: string[][] = [];
+    const monitor = await monitorRedis(inject('redisUrl'), (c) => {
+      if (c.args[1] === store.keys(id).run) reads.push(c.args);
+    });
+    try {
+      // A spec held: what the step sees is the one held (here told apart by its model), and the
+      // run's reads name neither the spec nor any step's markers but the two rounds' it needs.
+      const held = { value: { ...spec, model: 'held' }, bytes: 10 };
+      const known = { createdAt: whole.run.createdAt, messages: whole.messages.slice(0, -2), size: 1, spec: held };
+      const tail = (await store.transcript.loadStep(id, 3, known))!;
+      expect(tail).toMatchObject({ spec: held, run: { spec: { model: 'held' }, depth: 3 }, roundAppended: true, done: false });
+      expect(tail.messages).toEqual(whole.messages);
+      await new Promise((r) => setTimeout(r, 50));
+    } finally {
+      monitor.close();
+    }
+    expect(reads.map((r) => r[0].toLowerCase())).toEqual(['hmget']);
+    const fields = reads[0].slice(2);
+    expect(fields).not.toContain('spec');
+    expect(fields.filter((f) => f.startsWith('m:'))).toEqual(['m:t:2', 'm:t:3']);
+    // A run created again under its id is another run: its own spec is read.
+    await redis.del(...Object.values(store.keys(id)).filter((v): v is string => typeof v === 'string'));
+    await store.runs.create({ id, owner: 'o', spec: { ...spec, model: 'again' }, messages: [{ role: 'user', content: 'hi' }], createdAt: new Date(Date.now() + 1000) });
+    const stale = { createdAt: whole.run.createdAt, messages: whole.messages.slice(0, 1), size: 1, spec: whole.spec };
+    expect((await store.transcript.loadStep(id, 0, stale))!.run.spec.model).toBe('again');
+    // And a gone run is gone, spec held or not.
+    await redis.del(store.keys(id).run);
+    expect(await store.transcript.loadStep(id, 0, stale)).toBeNull();
+  });
+
   it('reads the whole transcript when what it holds is not that transcript’s start', async () => {
     const { store, id, first } = await runWithRound();
     const whole = (await store.transcript.loadStep(id, 1))!;

@@ -215,8 +215,9 @@ async function stepFrom(input: StepInput | null, data: AgentStepJob, ctx: JobCon
     // A round's messages are bounded (TOOL_OUTPUT_MAX_BYTES each): held without waiting.
     room?.resize(size);
   }
-  // What the transcript holds now, in this order: the next step here reads only what follows.
-  cache?.set(runId, { createdAt: run.createdAt, messages: [...messages], size });
+  // What the transcript holds now, in this order, and the spec: the next step here reads only
+  // what follows.
+  cache?.set(runId, { createdAt: run.createdAt, messages: [...messages], size, spec: input.spec });
   // Not awaited: commands on one connection keep their order, so `run.started` still lands
   // before the step's events; if it fails, the next step (still seeing 'queued') tries again.
   if (run.status === 'queued') void deps.runs.start(runId).catch((err: Error) => log.warn({ err: err.message }, 'could not mark the run started'));

@@ -37,4 +37,18 @@ describe('the transcript cache', () => {
     expect(cache.get('a')).toBeUndefined();
     expect(cache.stats()).toEqual({ runs: 1, size: 20 });
   });
+
+  it('counts a held spec with its transcript', () => {
+    const cache = new TranscriptCache(100);
+    const spec = { value: { model: 'm', max_depth: 3, on_budget_exhausted: 'final_answer' as const, metadata: {}, ancestors: [], nesting: 0 }, bytes: 30 };
+    cache.set('a', { ...prefixOf(40), spec });
+    expect(cache.stats()).toEqual({ runs: 1, size: 70 });
+    // 70 + 40 is past 100: the least recently used goes, with its spec.
+    cache.set('b', prefixOf(40));
+    expect(cache.stats()).toEqual({ runs: 1, size: 40 });
+    // A transcript that fits alone but not with its spec is not held.
+    cache.set('c', { ...prefixOf(80), spec });
+    expect(cache.get('c')).toBeUndefined();
+    expect(cache.stats()).toEqual({ runs: 1, size: 40 });
+  });
 });

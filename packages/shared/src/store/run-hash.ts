@@ -33,11 +33,11 @@ function usageFrom(h: RunHash, prefix: string): Usage {
 /** True when the hash holds a run (an expired or never-made run reads as `{}`). */
 export const isRunHash = (h: RunHash | null | undefined): h is RunHash => Boolean(h?.[F.spec]);
 
-/** A run as the workers see it. */
-export function runStateFrom(runId: string, h: RunHash): RunState {
+/** A run as the workers see it; `spec` if the reader holds it (else it is parsed from the hash). */
+export function runStateFrom(runId: string, h: RunHash, spec: RunSpec = JSON.parse(h[F.spec]) as RunSpec): RunState {
   return {
     id: runId,
-    spec: JSON.parse(h[F.spec]),
+    spec,
     status: h[F.status] as RunStatus,
     depth: Number(h[F.depth] ?? 0),
     owner: h[F.owner],

@@ -1,11 +1,12 @@
 import type { ClientContext, Result } from 'ioredis';
 import type { RedisClient } from '../redis.js';
 import type { AssistantMessage, ChatMessage } from '../schemas/message.js';
-import { isTerminal, type BudgetName, type RunStatus } from '../schemas/run.js';
+import { isTerminal, type BudgetName, type RunSpec, type RunStatus } from '../schemas/run.js';
+import { USAGE_FIELDS } from '../schemas/usage.js';
 import { runKeys, RUN_FIELDS as F, TOOL_CALL_FIELDS } from './keys.js';
 import { APPEND_ROUND_LUA, EVENTS_MAXLEN, lua, RUN_OVER_LUA, XADD_EVENT_LUA } from './lua.js';
 import { eventJson, type RunEventData } from './run-events.js';
-import { isRunHash, runStateFrom, type RunHash, type RunState } from './run-hash.js';
+import { runStateFrom, type RunHash, type RunState } from './run-hash.js';
 import type { ToolResultRecord } from './tool-calls.js';
 
 /** A model step as stored: the assistant message and what it cost. */
@@ -92,11 +93,38 @@ export interface TranscriptPrefix {
   messages: readonly ChatMessage[];
   /** The size of those messages as stored (bytes of JSON): what holding them costs. */
   size: number;
+  /** The run's spec, which never changes once the run is created: held, it is not read again. */
+  spec?: HeldSpec;
 }
+
+/** A run's spec as a reader holds it, with the size of its stored JSON (what holding it costs). */
+export interface HeldSpec {
+  value: RunSpec;
+  bytes: number;
+}
+
+/**
+ * The run fields a step reads besides its spec and its depth's markers: HMGET, not HGETALL, since
+ * the run hash grows by two markers a step, and the spec, which never changes, is read only by a
+ * reader that does not hold it.
+ */
+const STEP_RUN_FIELDS = [
+  F.status,
+  F.depth,
+  F.owner,
+  F.parentRunId,
+  F.rootRunId,
+  F.createdAt,
+  F.transcriptBytes,
+  ...USAGE_FIELDS.map((f) => `${F.usagePrefix}${f}`),
+  ...USAGE_FIELDS.map((f) => `${F.usageTotalPrefix}${f}`),
+];
 
 /** What a model step starts from, but its messages: the run, its transcript's length and size, the step stored at its depth if any. */
 export interface StepHead {
   run: RunState;
+  /** The run's spec with its stored size (as read, or as the reader held it). */
+  spec: HeldSpec;
   /** How many messages the transcript has. */
   length: number;
   /** The transcript's size as stored (bytes of JSON); null for a run stored before sizes were kept. */
@@ -195,8 +223,8 @@ export class Transcript {
       return raw.length === head.length ? this.inputFrom(head, raw) : null;
     }
     const from = known?.messages.length ?? 0;
-    const [replies, tail] = await Promise.all([this.headReads(runId, depth), this.redis.lrange(k.messages, from, -1)]);
-    const head = this.headFrom(runId, depth, replies);
+    const [replies, tail] = await Promise.all([this.headReads(runId, depth, known?.spec), this.redis.lrange(k.messages, from, -1)]);
+    const head = this.headFrom(runId, depth, replies, known?.spec);
     if (!head) return null;
     // A held start that is not this transcript's (the run was created again under its id, or
     // the lengths do not add up): read it whole.
@@ -213,24 +241,41 @@ export class Transcript {
   /**
    * The reads a head is made of (headFrom), sent back to back: one round trip, with any read
    * sent in the same tick, on a connection that writes in bursts (no pipeline object: building
-   * one copies every script defined on the connection).
+   * one copies every script defined on the connection). The run's fields are read by name:
+   * STEP_RUN_FIELDS, the markers of the previous round and of this one, and the spec unless
+   * `held`.
    */
-  private headReads(runId: string, depth: number): Promise<[RunHash, string | null, number]> {
+  private headReads(runId: string, depth: number, held?: HeldSpec): Promise<[Array<string | null>, string | null, number]> {
     const k = this.keys(runId);
-    return Promise.all([this.redis.hgetall(k.run), this.redis.hget(k.steps, String(depth)), this.redis.llen(k.messages)]);
+    const fields = [...STEP_RUN_FIELDS, `${F.roundMarkerPrefix}${depth - 1}`, `${F.roundMarkerPrefix}${depth}`, ...(held ? [] : [F.spec])];
+    return Promise.all([this.redis.hmget(k.run, ...fields), this.redis.hget(k.steps, String(depth)), this.redis.llen(k.messages)]);
   }
 
-  /** A head from the replies to HGETALL run, HGET steps depth, LLEN messages. */
-  private headFrom(runId: string, depth: number, [h, cur, length]: [RunHash, string | null, number]): StepHead | null {
-    if (!isRunHash(h)) return null;
+  /**
+   * A head from the replies to headReads, null if the run is gone. With a `held` spec, the run's
+   * creation time must be checked against the holder's before the head is used: a run created
+   * again under its id has another spec.
+   */
+  private headFrom(runId: string, depth: number, [values, cur, length]: [Array<string | null>, string | null, number], held?: HeldSpec): StepHead | null {
+    const h: RunHash = {};
+    STEP_RUN_FIELDS.forEach((f, i) => {
+      const v = values[i];
+      if (v !== null && v !== undefined) h[f] = v;
+    });
+    const n = STEP_RUN_FIELDS.length;
+    const [previousRound, thisRound, specJson] = [values[n], values[n + 1], values[n + 2]];
+    // Every stored run has a status and a spec; a gone run reads as nothing.
+    if (h[F.status] === undefined || (!held && !specJson)) return null;
+    const spec = held ?? { value: JSON.parse(specJson!) as RunSpec, bytes: Buffer.byteLength(specJson!) };
     const bytes = h[F.transcriptBytes];
     return {
-      run: runStateFrom(runId, h),
+      run: runStateFrom(runId, h, spec.value),
+      spec,
       length,
       size: bytes === undefined ? null : Number(bytes),
       step: cur ? (JSON.parse(cur) as StepRecord) : null,
-      roundAppended: depth > 0 && h[`${F.roundMarkerPrefix}${depth - 1}`] === '1',
-      done: h[`${F.roundMarkerPrefix}${depth}`] === '1',
+      roundAppended: depth > 0 && previousRound === '1',
+      done: thisRound === '1',
     };
   }
 
