@@ -43,7 +43,8 @@ describe('a tool result and its job', () => {
       const nextStep = seen.findIndex((c) => c.source !== 'lua' && c.args.includes(`${cellPrefix(stack.prefix, 0)}:agent:wait`) && c.args.some((a) => a.includes(`${id}-t1`)));
       expect(nextStep, 'the round job adding the next step').toBeGreaterThanOrEqual(0);
       for (const index of [0, 1]) {
-        const stored = seen.findIndex((c) => c.source !== 'lua' && c.args[1]?.includes("'tool.completed'") && c.args.includes(runKeys(stack.prefix, id).toolCalls(0)) && c.args.includes(String(index)));
+        // The results' script, as the function the tool-worker loaded as it started: its name, not its text.
+        const stored = seen.findIndex((c) => c.source !== 'lua' && /^fcall$/i.test(c.args[0]) && c.args[1]?.startsWith('agentq_complete_tool_calls_') && c.args.includes(runKeys(stack.prefix, id).toolCalls(0)) && c.args.includes(String(index)));
         expect(stored, `the result of call ${index}`).toBeGreaterThanOrEqual(0);
         expect(completed, `the completion of the job after call ${index}'s result`).toBeGreaterThan(stored);
         expect(seen[completed].source).toBe(seen[stored].source);

@@ -337,7 +337,7 @@ describe('completing a tool call', () => {
     await store.toolCalls.complete(id, 0, 1, results('call_1', 'earlier'), toolEvent(1), { run, count: 3 });
     const scripts: string[][] = [];
     const monitor = await monitorRedis(inject('redisUrl'), (c) => {
-      if (/^eval/i.test(c.args[0] ?? '') && c.args.some((a) => a.startsWith(store.keys(id).toolCalls(0)))) scripts.push(c.args);
+      if (/^(eval|fcall)$/i.test(c.args[0] ?? '') && c.args.some((a) => a.startsWith(store.keys(id).toolCalls(0)))) scripts.push(c.args);
     });
     try {
       const stored = await Promise.all([2, 1, 0].map((i) => store.toolCalls.complete(id, 0, i, results(`call_${i}`, `out ${i}`), toolEvent(i), { run, count: 3 })));

@@ -85,6 +85,9 @@ export async function startToolWorker(
     await store.catalog.set(catalogOf(registry.tools())).catch((err: Error) => logger.warn({ err: err.message }, 'could not publish the tool catalog'));
   };
   await publish();
+  // Results are stored by a Redis function, once loaded (see RedisFunction): loaded now, the
+  // first ones are too.
+  await store.toolCalls.prepareCompletions();
   // Servers that connect late or change their tool list are published again.
   registry.onToolsChanged(() => void publish());
   const republish = setInterval(() => void publish(), 30_000);

@@ -3,6 +3,7 @@ import type { RedisClient } from '../redis.js';
 import type { ToolOutcomeKind } from '../tool-outcome.js';
 import { runKeys, RUN_FIELDS as F, TOOL_CALL_FIELDS as T } from './keys.js';
 import { APPEND_ROUND_LUA, EVENTS_MAXLEN, lua, RUN_OVER_LUA, XADD_EVENT_LUA } from './lua.js';
+import { RedisFunction } from './redis-function.js';
 import { eventJson, type RunEventData } from './run-events.js';
 import { isRunHash, runStateFrom, type RunHash, type RunState } from './run-hash.js';
 import { toolMessage } from './transcript.js';
@@ -194,12 +195,24 @@ export class ToolCalls {
   private readonly beginning = new Map<string, BeginGroup>();
   private readonly completing = new Map<string, CompleteGroup>();
   private completionsDue = false;
+  /** COMPLETE_TOOL_CALLS as a function: what complete() sends once it is loaded. */
+  private readonly completeFunction: RedisFunction;
 
   constructor(
     private readonly redis: RedisClient,
     private readonly prefix: string,
   ) {
     redis.defineCommand('agentqBeginToolCalls', { lua: BEGIN_TOOL_CALLS });
+    this.completeFunction = new RedisFunction(redis, 'agentq_complete_tool_calls', COMPLETE_TOOL_CALLS);
+  }
+
+  /**
+   * Loads what complete() sends as a Redis function, so that the first results are stored by it
+   * too (it is also loaded on first use, and after a reconnect). Never rejects: without it
+   * (before Redis 7, or an ACL that refuses FUNCTION), complete() sends the script.
+   */
+  prepareCompletions(): Promise<void> {
+    return this.completeFunction.load();
   }
 
   private keys(runId: string) {
@@ -291,9 +304,11 @@ export class ToolCalls {
    * together) are stored by one script, each as if alone: the results are held until the promise
    * callbacks queued now have run, or until flushCompletions(), whichever comes first.
    *
-   * Ordered once sent: the script is sent as EVAL (never EVALSHA, whose NOSCRIPT fallback would
-   * resend it after later commands), so whatever this connection sends after it is sent runs
-   * after it in Redis. Held, it is not: commands sent before the flush, from promise callbacks of
+   * Ordered once sent: the script is sent as FCALL of its function once that is loaded over the
+   * connection, else as EVAL (never EVALSHA, whose NOSCRIPT fallback would resend it after later
+   * commands; see RedisFunction), so whatever this connection sends after it is sent runs after it
+   * in Redis, or, should Redis have lost the function (FUNCTION FLUSH), the results are not
+   * stored (a write Redis refused). Held, it is not: commands sent before the flush, from promise callbacks of
    * the same turn, may run before it. So a caller that sends something that needs the result
    * without waiting for this promise calls flushCompletions() first. The tool-worker does: it
    * flushes when a job's handler ends, then completes the job (and adds the next step) on the
@@ -335,8 +350,7 @@ export class ToolCalls {
     try {
       const k = this.keys(runId);
       const keys = round ? [k.toolCalls(depth), k.events, k.run, k.messages, ...round.run.spec.ancestors.map((a) => this.keys(a).run)] : [k.toolCalls(depth), k.events];
-      const stored = (await this.redis.eval(
-        COMPLETE_TOOL_CALLS,
+      const args: [number, ...Array<string | number>] = [
         keys.length,
         ...keys,
         EVENTS_MAXLEN,
@@ -344,7 +358,13 @@ export class ToolCalls {
         depth,
         round?.count ?? 0,
         ...calls.flatMap((c) => [T.result(c.index), JSON.stringify(c.rec), eventJson('tool.completed', runId, c.event), round ? JSON.stringify(toolMessage(c.rec.id, c.rec.output)) : '']),
-      )) as string[];
+      ];
+      const fn = this.completeFunction;
+      const sent = fn.usable() ? this.redis.fcall(fn.name, ...args) : this.redis.eval(fn.body, ...args);
+      const stored = (await sent.catch((err: unknown) => {
+        fn.failed(err);
+        throw err;
+      })) as string[];
       calls.forEach((c, i) => {
         try {
           c.resolve(JSON.parse(stored[i]!) as ToolResultRecord);
