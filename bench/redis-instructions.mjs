@@ -1,0 +1,158 @@
+#!/usr/bin/env node
+// `npm run bench:redis-instructions` (needs valgrind): what Redis executes a step, counted rather
+// than timed. A step's Redis time moves by a tenth or more between runs of the same code on a
+// shared host; the instructions Redis executes for it repeat within about half a per cent. Each
+// system (agentq, the BullMQ loop, bare BullMQ flows) runs on a redis-server of its own under
+// `valgrind --tool=callgrind` (loopback, AOF on as in docker-compose; everything stops by
+// itself), counted only while N runs submitted at once run, after 50 to warm up. Then agentq's
+// store operations alone, 200 of each at once: what each costs Redis. What callgrind does not
+// count: system calls (reading and answering clients, writing the AOF file), which are where the
+// BullMQ loop's Redis time a step exceeds bare BullMQ's. Env: BENCH_QUICK=1 (fewer runs),
+// BENCH_SYSTEMS=agentq,loop,bare.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { batch } from './lib/batch.mjs';
+import { spawnProc, stopProc, until } from './lib/procs.mjs';
+import { fmt, textTable } from './lib/stats.mjs';
+import { systemStarts } from './lib/systems.mjs';
+import { shared, STEPS } from './lib/workload.mjs';
+import { freePort } from '../scripts/lib/services.mjs';
+
+const QUICK = /^(1|true|yes)$/i.test(process.env.BENCH_QUICK ?? '');
+const RUNS = QUICK ? 60 : 300;
+const OPS = QUICK ? 40 : 200;
+const SYSTEMS = (process.env.BENCH_SYSTEMS ?? 'agentq,loop,bare').split(',').filter(Boolean);
+const LABEL = { agentq: 'agentq', loop: 'BullMQ loop', bare: 'bare BullMQ' };
+// Functions whose instructions (with what they call) say where a step's go.
+const PARTS = [
+  ['feedAppendOnlyFile', 'propagating writes to the AOF'],
+  ['sha1hex', 'hashing scripts sent as EVAL'],
+  ['xaddCommand', 'XADD'],
+  ['execCommand', 'MULTI/EXEC'],
+];
+
+try {
+  execFileSync('valgrind', ['--version'], { stdio: 'ignore' });
+} catch {
+  console.log('bench:redis-instructions: skipped (valgrind is not installed; on Debian: apt-get install valgrind)');
+  process.exit(0);
+}
+
+/** A redis-server under callgrind with collection off; `counted(fn)` counts what it executes during fn. */
+async function countedRedis() {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'agentq-bench-callgrind-'));
+  const out = join(dir, 'callgrind.out');
+  const proc = spawnProc('redis-server', 'valgrind', ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, 'redis-server', '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes', '--appendfsync', 'everysec', '--dir', dir, '--loglevel', 'warning']);
+  const url = `redis://127.0.0.1:${port}`;
+  const ctl = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0 });
+  ctl.on('error', () => {});
+  await until('redis-server under valgrind', async () => {
+    if (!proc.running) throw new Error(`exited: ${proc.tail.join(' ')}`);
+    try {
+      if (ctl.status !== 'ready') await ctl.connect();
+      return (await ctl.ping()) === 'PONG';
+    } catch {
+      return false;
+    }
+  }, 60_000, 200);
+  const control = (...args) => execFileSync('callgrind_control', [...args, String(proc.pid)], { stdio: 'ignore' });
+  let dumps = 0;
+  return {
+    url,
+    ctl,
+    pid: proc.pid,
+    /** Instructions Redis executed during fn, in all and in PARTS' functions (inclusive). */
+    async counted(fn) {
+      control('-i', 'on');
+      try {
+        await fn();
+      } finally {
+        control('-i', 'off');
+      }
+      control('-d');
+      const file = join(dir, readdirSync(dir).filter((f) => f.startsWith('callgrind.out.')).sort((a, b) => Number(a.split('.').pop()) - Number(b.split('.').pop()))[dumps++]);
+      return instructions(file);
+    },
+    async stop() {
+      ctl.disconnect();
+      await stopProc(proc, 30_000);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The total and PARTS' inclusive instructions of a callgrind dump. */
+function instructions(file) {
+  const text = execFileSync('callgrind_annotate', ['--inclusive=yes', '--threshold=100', file], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  const count = (re) => Number(re.exec(text)?.[1].replace(/,/g, '') ?? 0);
+  const out = { total: count(/^\s*([\d,]+) \([^)]*\)\s+PROGRAM TOTALS/m) };
+  for (const [fn] of PARTS) out[fn] = count(new RegExp(`^\\s*([\\d,]+) \\([^)]*\\)\\s+\\S*:${fn} `, 'm'));
+  return out;
+}
+
+const rows = [];
+const perStep = {};
+for (const kind of SYSTEMS) {
+  const redis = await countedRedis();
+  const waiter = new Redis(redis.url);
+  const ctx = { ctl: redis.ctl, waiter, redis: { url: redis.url, own: true, pid: redis.pid }, redisProc: [{ name: 'redis-server', pid: redis.pid }], log: () => {}, MCP: 'stdio', REPEAT: 1, HTTP_CONCURRENCY: 64, quiet: async () => {}, noteForeign: () => {} };
+  const stack = await systemStarts(ctx)[kind]();
+  try {
+    await batch(ctx, stack, 50, { label: 'warm-up' });
+    const c = await redis.counted(() => batch(ctx, stack, RUNS, { label: kind }));
+    const steps = RUNS * STEPS;
+    perStep[kind] = c.total / steps;
+    rows.push([LABEL[kind], fmt(c.total / steps / 1000), ...PARTS.map(([fn]) => fmt(c[fn] / steps / 1000))]);
+  } finally {
+    await stack.stop();
+    waiter.disconnect();
+    await redis.stop();
+  }
+}
+console.log(`\nWhat Redis executes a step, ${RUNS} runs submitted at once (thousands of instructions a step, callgrind; a run is ${STEPS} steps):\n`);
+console.log(textTable(['system', 'in all', ...PARTS.map(([, what]) => what)], rows));
+if (perStep.agentq && perStep.loop) console.log(`\nagentq: ${fmt(perStep.agentq / perStep.loop)}× the BullMQ loop's${perStep.bare ? `, ${fmt(perStep.agentq / perStep.bare)}× bare BullMQ's` : ''}.`);
+
+// agentq's store operations alone: what each costs Redis.
+if (SYSTEMS.includes('agentq')) {
+  const { RunStore, createRedis, newId, waitForReady } = shared;
+  const redis = await countedRedis();
+  const conn = createRedis(redis.url, { name: 'bench-instructions' });
+  try {
+    await waitForReady(conn);
+    const store = new RunStore({ redis: conn, prefix: 'bench' });
+    await store.toolCalls.prepareCompletions();
+    const spec = { model: 'bench', max_depth: 10, on_budget_exhausted: 'final_answer', metadata: {}, ancestors: [], nesting: 0 };
+    const ids = Array.from({ length: OPS }, () => newId('run'));
+    const runs = new Map();
+    const usage = { prompt_tokens: 10, completion_tokens: 10, total_tokens: 20 };
+    const now = new Date().toISOString();
+    const toolCalls = [0, 1, 2].map((i) => ({ id: `call_${i}`, type: 'function', function: { name: 'noop__noop', arguments: `{"i":${i}}` } }));
+    const record = (i) => ({ id: `call_${i}`, name: 'noop__noop', status: 'completed', outcome: 'ok', output: 'ok', is_error: false, attempts: 1, duration_ms: 3, started_at: now, completed_at: now });
+    // As the workers make them for the benchmark's runs: a step that asks for three calls.
+    const OPERATIONS = [
+      ['create a run', (id) => store.runs.create({ id, owner: 'bench', spec, messages: [{ role: 'user', content: 'benchmark' }] })],
+      ['start it', (id) => store.runs.start(id)],
+      ['read a step', async (id) => runs.set(id, (await store.transcript.loadStep(id, 0)).run)],
+      ['step.started', (id) => store.events.append(id, 'step.started', { depth: 0, model: 'bench', tools_disabled: false })],
+      ['commit the step', (id) => store.transcript.commitStep(runs.get(id), { depth: 0, status: 'completed', model: 'bench', usage, started_at: now, completed_at: now, message: { role: 'assistant', content: null, tool_calls: toolCalls } }, { depth: 0, usage, finish_reason: 'tool_calls', content: null, tool_calls: toolCalls.map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments })) })],
+      ['begin its 3 calls', (id) => Promise.all([0, 1, 2].map((i) => store.toolCalls.begin(id, 0, i, 1, { event: { depth: 0, index: i, tool_call_id: `call_${i}`, name: 'noop__noop', attempt: 1 } })))],
+      ['store their results', (id) => Promise.all([0, 1, 2].map((i) => store.toolCalls.complete(id, 0, i, record(i), { depth: 0, index: i, tool_call_id: `call_${i}`, name: 'noop__noop', is_error: false, duration_ms: 3, outcome: 'ok', output: 'ok' }, { run: runs.get(id), count: 3 })))],
+      ['finish the run', (id) => store.runs.finish(id, { status: 'completed', stopReason: 'stop', output: { role: 'assistant', content: 'done' } })],
+    ];
+    const opRows = [];
+    for (const [name, op] of OPERATIONS) {
+      const c = await redis.counted(() => Promise.all(ids.map(op)));
+      opRows.push([name, fmt(c.total / OPS / 1000), fmt(c.feedAppendOnlyFile / OPS / 1000)]);
+    }
+    console.log(`\nagentq's store operations alone, ${OPS} of each at once (thousands of instructions each):\n`);
+    console.log(textTable(['operation', 'in all', 'propagating writes to the AOF'], opRows));
+  } finally {
+    conn.disconnect();
+    await redis.stop();
+  }
+}
