@@ -1,0 +1,92 @@
+#!/usr/bin/env node
+// `npm run bench:paired`: two systems measured at the same time, each on a Redis of its own
+// capped at the same share of a core, so that both are Redis-bound and whatever else the host
+// does in a window slows both alike. Scenario 5 measures one system after another, and on a
+// shared host a step's Redis time moves by a tenth or more from one window to the next, more
+// than the difference it is after; in windows run side by side the ratio between the two moves
+// by a few per cent. Each window starts from emptied Redis servers and fresh stacks; N runs
+// are submitted at once to each (loopback; everything stops by itself).
+// Env: PAIRED_SYSTEMS=agentq,loop (agentq, loop, bare, or the path of another built checkout of
+// agentq: an A/B of a code change), PAIRED_CAP=0.12 (each Redis's share of one core: low enough
+// that both stay Redis-bound while their workers share the host's cores), PAIRED_WINDOWS=4,
+// PAIRED_RUNS=1000 (runs per window per system), BENCH_QUICK=1 (2 windows of 200 runs).
+import { resolve } from 'node:path';
+import { Redis } from 'ioredis';
+import { batch } from './lib/batch.mjs';
+import { capCpu } from './lib/redis-cap.mjs';
+import { emptyRedis } from './lib/redis-cost.mjs';
+import { startRedis } from './lib/redis-server.mjs';
+import { startAgentq } from './lib/start-agentq.mjs';
+import { fmt, textTable } from './lib/stats.mjs';
+import { systemStarts } from './lib/systems.mjs';
+import { STEPS } from './lib/workload.mjs';
+
+const QUICK = /^(1|true|yes)$/i.test(process.env.BENCH_QUICK ?? '');
+const SYSTEMS = (process.env.PAIRED_SYSTEMS ?? 'agentq,loop').split(',').filter(Boolean);
+const CAP = Number(process.env.PAIRED_CAP ?? 0.12);
+const WINDOWS = Number(process.env.PAIRED_WINDOWS ?? (QUICK ? 2 : 4));
+const RUNS = Number(process.env.PAIRED_RUNS ?? (QUICK ? 200 : 1000));
+const NAMES = { agentq: 'agentq', loop: 'BullMQ loop', bare: 'bare BullMQ' };
+if (SYSTEMS.length !== 2) throw new Error('PAIRED_SYSTEMS: name two systems, e.g. agentq,loop');
+if (!(CAP > 0 && CAP <= 1)) throw new Error('PAIRED_CAP: a share of one core, above 0 and at most 1');
+
+/** How to start a system on a Redis: one of systemStarts', or agentq of another built checkout. */
+function starter(system) {
+  if (system in NAMES) return (ctx) => systemStarts(ctx)[system]();
+  const root = resolve(system);
+  return (ctx) => startAgentq(ctx.ctl, ctx.redis.url, { root, tag: 'other' });
+}
+const label = (system) => NAMES[system] ?? `agentq of ${system}`;
+
+const sides = [];
+try {
+  for (const system of SYSTEMS) {
+    const redis = await startRedis();
+    if (!redis.pid) throw new Error('bench:paired needs Redis servers of its own (unset BENCH_REDIS_URL)');
+    const ctl = new Redis(redis.url);
+    const waiter = new Redis(redis.url);
+    const ctx = { ctl, waiter, redis, redisProc: [{ name: 'redis-server', pid: redis.pid }], log: () => {}, MCP: 'stdio', REPEAT: 1, HTTP_CONCURRENCY: 64, quiet: async () => {}, noteForeign: () => {} };
+    sides.push({ system, ctx, start: starter(system), windows: [] });
+  }
+  console.log(`bench:paired: ${label(SYSTEMS[0])} and ${label(SYSTEMS[1])} at the same time, each on a Redis capped at ${fmt(CAP * 100)} % of a core, ${RUNS} runs at once each, ${WINDOWS} windows`);
+  for (let w = 0; w < WINDOWS; w++) {
+    await Promise.all(sides.map((s) => emptyRedis(s.ctx)));
+    const stacks = [];
+    try {
+      for (const s of sides) stacks.push(await s.start(s.ctx));
+      const results = await Promise.all(
+        sides.map(async (s, i) => {
+          const cap = capCpu(s.ctx.redis.pid, CAP);
+          try {
+            return await batch(s.ctx, stacks[i], RUNS, { label: s.system });
+          } finally {
+            cap.release();
+          }
+        }),
+      );
+      results.forEach((r, i) => {
+        const redisMs = r.cpuMs['redis-server'] ?? NaN;
+        sides[i].windows.push({ runsPerSec: r.runsPerSec, redisUsPerStep: (redisMs * 1000) / (RUNS * STEPS), redisBusy: redisMs / (r.wallMs * CAP), statuses: r.statuses });
+      });
+      const [a, b] = sides.map((s) => s.windows.at(-1));
+      console.log(`  window ${w + 1}: ${sides.map((s) => `${label(s.system)} ${fmt(s.windows.at(-1).runsPerSec)} runs/s, Redis ${fmt(s.windows.at(-1).redisUsPerStep)} µs a step, busy ${fmt(s.windows.at(-1).redisBusy * 100)} %`).join('; ')}; ratio ${fmt(a.runsPerSec / b.runsPerSec)}×`);
+    } finally {
+      for (const stack of stacks) await stack.stop();
+    }
+  }
+  const mean = (xs) => xs.reduce((n, x) => n + x, 0) / xs.length;
+  const ratios = sides[0].windows.map((w, i) => w.runsPerSec / sides[1].windows[i].runsPerSec);
+  const rows = sides.map((s) => [label(s.system), fmt(mean(s.windows.map((w) => w.runsPerSec))), fmt(mean(s.windows.map((w) => w.redisUsPerStep))), `${fmt(Math.min(...s.windows.map((w) => w.redisBusy)) * 100)} %`]);
+  console.log(`\n${textTable(['system', 'runs/s (mean)', 'Redis µs a step (mean)', 'Redis busy (lowest)'], rows)}`);
+  console.log(`\n${label(SYSTEMS[0])} against ${label(SYSTEMS[1])}, window by window: ${ratios.map((r) => `${fmt(r)}×`).join(', ')}; mean ${fmt(mean(ratios))}×, lowest ${fmt(Math.min(...ratios))}×.`);
+  const underCap = sides.flatMap((s) => s.windows).some((w) => w.redisBusy < 0.95);
+  if (underCap) console.log('A Redis was busy less than 95 % of its cap in some window: something else limited that system there (lower PAIRED_CAP).');
+  const unfinished = sides.flatMap((s) => s.windows).some((w) => Object.keys(w.statuses).some((k) => k !== 'completed'));
+  if (unfinished) console.log('Some runs did not complete: see the statuses above.');
+} finally {
+  for (const s of sides) {
+    s.ctx.ctl.disconnect();
+    s.ctx.waiter.disconnect();
+    await s.ctx.redis.stop();
+  }
+}
