@@ -306,10 +306,10 @@ export class ToolCalls {
    *
    * Ordered once sent: the script is sent as FCALL of its function once that is loaded over the
    * connection, else as EVAL (never EVALSHA, whose NOSCRIPT fallback would resend it after later
-   * commands; see RedisFunction), so whatever this connection sends after it is sent runs after it
-   * in Redis, or, should Redis have lost the function (FUNCTION FLUSH), the results are not
-   * stored (a write Redis refused). Held, it is not: commands sent before the flush, from promise callbacks of
-   * the same turn, may run before it. So a caller that sends something that needs the result
+   * commands; see RedisFunction), so whatever this connection sends after it is sent runs after
+   * it in Redis, or, should Redis have lost the function (FUNCTION FLUSH), the results are not
+   * stored (a write Redis refused). Held, it is not: commands sent before the flush, from promise
+   * callbacks of the same turn, may run before it. So a caller that sends something that needs the result
    * without waiting for this promise calls flushCompletions() first. The tool-worker does: it
    * flushes when a job's handler ends, then completes the job (and adds the next step) on the
    * same connection without waiting for the reply, and the next step still finds every result
