@@ -11,14 +11,13 @@
 // that both stay Redis-bound while their workers share the host's cores), PAIRED_WINDOWS=4,
 // PAIRED_RUNS=1000 (runs per window per system), BENCH_QUICK=1 (2 windows of 200 runs).
 import { resolve } from 'node:path';
-import { Redis } from 'ioredis';
 import { batch } from './lib/batch.mjs';
 import { capCpu } from './lib/redis-cap.mjs';
 import { emptyRedis } from './lib/redis-cost.mjs';
 import { startRedis } from './lib/redis-server.mjs';
 import { startAgentq } from './lib/start-agentq.mjs';
 import { fmt, textTable } from './lib/stats.mjs';
-import { systemStarts } from './lib/systems.mjs';
+import { soloContext, systemStarts } from './lib/systems.mjs';
 import { STEPS } from './lib/workload.mjs';
 
 const QUICK = /^(1|true|yes)$/i.test(process.env.BENCH_QUICK ?? '');
@@ -42,11 +41,9 @@ const sides = [];
 try {
   for (const system of SYSTEMS) {
     const redis = await startRedis();
-    if (!redis.pid) throw new Error('bench:paired needs Redis servers of its own (unset BENCH_REDIS_URL)');
-    const ctl = new Redis(redis.url);
-    const waiter = new Redis(redis.url);
-    const ctx = { ctl, waiter, redis, redisProc: [{ name: 'redis-server', pid: redis.pid }], log: () => {}, MCP: 'stdio', REPEAT: 1, HTTP_CONCURRENCY: 64, quiet: async () => {}, noteForeign: () => {} };
+    const ctx = soloContext(redis);
     sides.push({ system, ctx, start: starter(system), windows: [] });
+    if (!redis.pid) throw new Error('bench:paired needs Redis servers of its own (unset BENCH_REDIS_URL)');
   }
   console.log(`bench:paired: ${label(SYSTEMS[0])} and ${label(SYSTEMS[1])} at the same time, each on a Redis capped at ${fmt(CAP * 100)} % of a core, ${RUNS} runs at once each, ${WINDOWS} windows`);
   for (let w = 0; w < WINDOWS; w++) {
@@ -85,8 +82,7 @@ try {
   if (unfinished) console.log('Some runs did not complete: see the statuses above.');
 } finally {
   for (const s of sides) {
-    s.ctx.ctl.disconnect();
-    s.ctx.waiter.disconnect();
+    s.ctx.close();
     await s.ctx.redis.stop();
   }
 }

@@ -10,16 +10,13 @@
 // BullMQ loop's Redis time a step exceeds bare BullMQ's. Env: BENCH_QUICK=1 (fewer runs),
 // BENCH_SYSTEMS=agentq,loop,bare.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
 import { batch } from './lib/batch.mjs';
-import { spawnProc, stopProc, until } from './lib/procs.mjs';
+import { startRedis } from './lib/redis-server.mjs';
 import { fmt, textTable } from './lib/stats.mjs';
-import { systemStarts } from './lib/systems.mjs';
+import { soloContext, systemStarts } from './lib/systems.mjs';
 import { shared, STEPS } from './lib/workload.mjs';
-import { freePort } from '../scripts/lib/services.mjs';
 
 const QUICK = /^(1|true|yes)$/i.test(process.env.BENCH_QUICK ?? '');
 const RUNS = QUICK ? 60 : 300;
@@ -43,28 +40,11 @@ try {
 
 /** A redis-server under callgrind with collection off; `counted(fn)` counts what it executes during fn. */
 async function countedRedis() {
-  const port = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), 'agentq-bench-callgrind-'));
-  const out = join(dir, 'callgrind.out');
-  const proc = spawnProc('redis-server', 'valgrind', ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, 'redis-server', '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes', '--appendfsync', 'everysec', '--dir', dir, '--loglevel', 'warning']);
-  const url = `redis://127.0.0.1:${port}`;
-  const ctl = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0 });
-  ctl.on('error', () => {});
-  await until('redis-server under valgrind', async () => {
-    if (!proc.running) throw new Error(`exited: ${proc.tail.join(' ')}`);
-    try {
-      if (ctl.status !== 'ready') await ctl.connect();
-      return (await ctl.ping()) === 'PONG';
-    } catch {
-      return false;
-    }
-  }, 60_000, 200);
-  const control = (...args) => execFileSync('callgrind_control', [...args, String(proc.pid)], { stdio: 'ignore' });
+  const redis = await startRedis({ under: (dir) => ['valgrind', '--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${join(dir, 'callgrind.out')}`] });
+  const control = (...args) => execFileSync('callgrind_control', [...args, String(redis.pid)], { stdio: 'ignore' });
   let dumps = 0;
   return {
-    url,
-    ctl,
-    pid: proc.pid,
+    ...redis,
     /** Instructions Redis executed during fn, in all and in PARTS' functions (inclusive). */
     async counted(fn) {
       control('-i', 'on');
@@ -74,13 +54,8 @@ async function countedRedis() {
         control('-i', 'off');
       }
       control('-d');
-      const file = join(dir, readdirSync(dir).filter((f) => f.startsWith('callgrind.out.')).sort((a, b) => Number(a.split('.').pop()) - Number(b.split('.').pop()))[dumps++]);
-      return instructions(file);
-    },
-    async stop() {
-      ctl.disconnect();
-      await stopProc(proc, 30_000);
-      rmSync(dir, { recursive: true, force: true });
+      const dumped = readdirSync(redis.dir).filter((f) => f.startsWith('callgrind.out.')).sort((a, b) => Number(a.split('.').pop()) - Number(b.split('.').pop()));
+      return instructions(join(redis.dir, dumped[dumps++]));
     },
   };
 }
@@ -98,8 +73,7 @@ const rows = [];
 const perStep = {};
 for (const kind of SYSTEMS) {
   const redis = await countedRedis();
-  const waiter = new Redis(redis.url);
-  const ctx = { ctl: redis.ctl, waiter, redis: { url: redis.url, own: true, pid: redis.pid }, redisProc: [{ name: 'redis-server', pid: redis.pid }], log: () => {}, MCP: 'stdio', REPEAT: 1, HTTP_CONCURRENCY: 64, quiet: async () => {}, noteForeign: () => {} };
+  const ctx = soloContext(redis);
   const stack = await systemStarts(ctx)[kind]();
   try {
     await batch(ctx, stack, 50, { label: 'warm-up' });
@@ -109,7 +83,7 @@ for (const kind of SYSTEMS) {
     rows.push([LABEL[kind], fmt(c.total / steps / 1000), ...PARTS.map(([fn]) => fmt(c[fn] / steps / 1000))]);
   } finally {
     await stack.stop();
-    waiter.disconnect();
+    ctx.close();
     await redis.stop();
   }
 }

@@ -8,17 +8,24 @@ import { Redis } from 'ioredis';
 import { spawnProc, stopProc, tmpDir, until } from './procs.mjs';
 import { freePort } from '../../scripts/lib/services.mjs';
 
-/** Starts a redis-server of our own (AOF on, as in docker-compose.yml, unless BENCH_REDIS_AOF=no), or uses BENCH_REDIS_URL. */
-export async function startRedis() {
-  if (process.env.BENCH_REDIS_URL) {
-    return { url: process.env.BENCH_REDIS_URL, own: false, pid: null, stop: async () => {} };
+/**
+ * Starts a redis-server of our own (AOF on, as in docker-compose.yml, unless BENCH_REDIS_AOF=no), or
+ * uses BENCH_REDIS_URL. `under`: a command the server runs under (a profiler: its arguments, then
+ * the server's command line), which also makes it ours whatever BENCH_REDIS_URL says; `dir` is
+ * where the server (and that command) may write.
+ */
+export async function startRedis({ under = null } = {}) {
+  if (process.env.BENCH_REDIS_URL && !under) {
+    return { url: process.env.BENCH_REDIS_URL, own: false, pid: null, dir: null, stop: async () => {} };
   }
   const port = await freePort();
   const dir = tmpDir(mkdtempSync(join(tmpdir(), 'agentq-bench-redis-')));
-  const proc = spawnProc('redis-server', 'redis-server', [
-    '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', process.env.BENCH_REDIS_AOF ?? 'yes', '--appendfsync', 'everysec',
+  const server = [
+    'redis-server', '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', process.env.BENCH_REDIS_AOF ?? 'yes', '--appendfsync', 'everysec',
     '--maxmemory-policy', 'noeviction', '--dir', dir, '--loglevel', 'warning',
-  ]);
+  ];
+  const [command, ...args] = under ? [...under(dir), ...server] : server;
+  const proc = spawnProc('redis-server', command, args);
   // BENCH_REDIS_CPU=1 (with the bench itself under `taskset -c 0`): Redis on a core of its own,
   // so that what a step costs it is not also what the other processes do to its caches.
   if (process.env.BENCH_REDIS_CPU) execFileSync('taskset', ['-pc', process.env.BENCH_REDIS_CPU, String(proc.pid)], { stdio: 'ignore' });
@@ -30,7 +37,7 @@ export async function startRedis() {
       if (!proc.running) throw new Error('gone');
       if (probe.status !== 'ready') await probe.connect();
       return (await probe.ping()) === 'PONG';
-    }, 10_000);
+    }, under ? 60_000 : 10_000);
   } catch (err) {
     await stopProc(proc);
     throw new Error(`could not start redis-server (install redis-server, or set BENCH_REDIS_URL): ${proc.tail.join(' ')} ${err.message}`);
@@ -41,6 +48,7 @@ export async function startRedis() {
     url,
     own: true,
     pid: proc.pid,
+    dir,
     async stop() {
       await stopProc(proc);
       rmSync(dir, { recursive: true, force: true });

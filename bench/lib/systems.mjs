@@ -1,5 +1,6 @@
 // The three queued systems the Redis scenarios (4 and 5) compare, and the order they measure
 // them in: agentq, bare BullMQ flows and the BullMQ loop, each started on the bench's Redis.
+import { Redis } from 'ioredis';
 import { startAgentq } from './start-agentq.mjs';
 import { startBare } from './start-bare.mjs';
 
@@ -18,3 +19,29 @@ export function systemStarts({ ctl, redis, MCP }) {
  * next, and in this order each system's two windows straddle the others' alike.
  */
 export const TWICE = ['bare', 'loop', 'agentq', 'agentq', 'loop', 'bare'];
+
+/**
+ * What a measurement outside `bench/run.mjs` passes where it takes the benchmark's context: a
+ * Redis of its own (`redis`, from startRedis), connections to it, the stdio MCP server, one window
+ * per measurement, and no noise watch. `close()` ends the connections (not the server).
+ */
+export function soloContext(redis) {
+  const ctl = new Redis(redis.url);
+  const waiter = new Redis(redis.url);
+  return {
+    ctl,
+    waiter,
+    redis,
+    redisProc: redis.pid ? [{ name: 'redis-server', pid: redis.pid }] : [],
+    log: () => {},
+    MCP: 'stdio',
+    REPEAT: 1,
+    HTTP_CONCURRENCY: 64,
+    quiet: async () => {},
+    noteForeign: () => {},
+    close() {
+      ctl.disconnect();
+      waiter.disconnect();
+    },
+  };
+}
