@@ -16,11 +16,16 @@ import { FlowProducer, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 
 const ROOT = join(import.meta.dirname, '..');
-const { QUEUES, JOB_KINDS, workerLockOptions } = await import(pathToFileURL(join(ROOT, 'packages/shared/dist/index.js')).href);
+const { QUEUES, JOB_KINDS, workerLockOptions, workerEnvSchema } = await import(pathToFileURL(join(ROOT, 'packages/shared/dist/index.js')).href);
 // The same ids, names and options as agentq's job catalog.
 const jobIds = { agentTurn: (runId, depth) => JOB_KINDS.agentStep.id({ runId, depth }), toolCall: (runId, depth, index) => JOB_KINDS.toolCall.id({ runId, depth, index }) };
 const jobNames = { agentTurn: (runId, depth) => JOB_KINDS.agentStep.name({ runId, depth }), toolCall: (runId, depth, name) => JOB_KINDS.toolCall.name({ runId, depth, name }) };
 const jobOptions = { agentTurn: JOB_KINDS.agentStep.options, toolCall: JOB_KINDS.toolCall.options };
+// agentq's workers' lock and stall-check settings, from the same variables and defaults.
+const lock = workerLockOptions({
+  JOB_LOCK_MS: workerEnvSchema.shape.JOB_LOCK_MS.parse(process.env.JOB_LOCK_MS),
+  STALLED_INTERVAL_MS: workerEnvSchema.shape.STALLED_INTERVAL_MS.parse(process.env.STALLED_INTERVAL_MS),
+});
 
 const role = process.env.ROLE;
 const prefix = process.env.QUEUE_PREFIX;
@@ -76,13 +81,13 @@ if (role === 'agent') {
       });
       return { outcome: 'tool_calls', count: calls.length };
     },
-    { connection: conn(), prefix, concurrency, ...workerLockOptions },
+    { connection: conn(), prefix, concurrency, ...lock },
   );
 } else if (role === 'tool') {
   const tool = work
     ? async (job) => ({ index: job.data.index, content: await parts.callTool({ function: { name: job.data.name, arguments: job.data.arguments } }) })
     : async (job) => ({ index: job.data.index });
-  worker = new Worker(QUEUES.tool, tool, { connection: conn(), prefix, concurrency, ...workerLockOptions });
+  worker = new Worker(QUEUES.tool, tool, { connection: conn(), prefix, concurrency, ...lock });
 } else {
   process.stderr.write('bare-worker: ROLE must be agent or tool\n');
   process.exit(2);
