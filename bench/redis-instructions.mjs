@@ -5,14 +5,15 @@
 // system (agentq, the BullMQ loop, bare BullMQ flows) runs on a redis-server of its own under
 // `valgrind --tool=callgrind` (loopback, AOF on as in docker-compose; everything stops by
 // itself), counted only while N runs submitted at once run, after 50 to warm up. Then agentq's
-// store operations alone, 200 of each at once: what each costs Redis. What callgrind does not
-// count: system calls (reading and answering clients, writing the AOF file), which are where the
-// BullMQ loop's Redis time a step exceeds bare BullMQ's. Env: BENCH_QUICK=1 (fewer runs),
-// BENCH_SYSTEMS=agentq,loop,bare.
+// store operations alone, 200 of each at once: what each costs Redis; and a round's begin for runs
+// whose spec holds 8 KB of instructions, the spec read or held by the tool-worker. What callgrind
+// does not count: system calls (reading and answering clients, writing the AOF file), which are
+// where the BullMQ loop's Redis time a step exceeds bare BullMQ's. Env: BENCH_QUICK=1 (fewer
+// runs), BENCH_SYSTEMS=agentq,loop,bare.
 import { execFileSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { batch } from './lib/batch.mjs';
+import { batch, batchWindows } from './lib/batch.mjs';
 import { startRedis } from './lib/redis-server.mjs';
 import { fmt, textTable } from './lib/stats.mjs';
 import { soloContext, systemStarts } from './lib/systems.mjs';
@@ -77,7 +78,10 @@ for (const kind of SYSTEMS) {
   const stack = await systemStarts(ctx)[kind]();
   try {
     await batch(ctx, stack, 50, { label: 'warm-up' });
-    const c = await redis.counted(() => batch(ctx, stack, RUNS, { label: kind }));
+    // Only the window's runs are counted, not the few each set of windows warms up with.
+    const windows = await batchWindows(ctx, stack, RUNS, {});
+    const c = await redis.counted(() => windows.once(kind));
+    await windows.close();
     const steps = RUNS * STEPS;
     perStep[kind] = c.total / steps;
     rows.push([LABEL[kind], fmt(c.total / steps / 1000), ...PARTS.map(([fn]) => fmt(c[fn] / steps / 1000))]);
@@ -125,6 +129,22 @@ if (SYSTEMS.includes('agentq')) {
     }
     console.log(`\nagentq's store operations alone, ${OPS} of each at once (thousands of instructions each):\n`);
     console.log(textTable(['operation', 'in all', 'propagating writes to the AOF'], opRows));
+
+    // A round's begin for runs whose spec is large (8 KB of instructions, a system prompt): the
+    // spec read with the run, or held by the tool-worker from the run's round before.
+    const bigSpec = { ...spec, instructions: 'be brief. '.repeat(800) };
+    const big = Array.from({ length: OPS }, () => newId('run'));
+    await Promise.all(big.map((id) => store.runs.create({ id, owner: 'bench', spec: bigSpec, messages: [{ role: 'user', content: 'benchmark' }] })));
+    const firstRound = await Promise.all(big.map((id) => store.toolCalls.begin(id, 0, 0, 1)));
+    const heldOf = new Map(big.map((id, i) => [id, { createdAt: firstRound[i].run.createdAt, spec: firstRound[i].spec }]));
+    const specRows = [];
+    for (const [name, depth, holds] of [['the spec read with the run', 1, false], ['the spec held by the tool-worker', 2, true]]) {
+      const begin = (id) => Promise.all([0, 1, 2].map((i) => store.toolCalls.begin(id, depth, i, 1, { event: { depth, index: i, tool_call_id: `call_${i}`, name: 'noop__noop', attempt: 1 }, held: holds ? heldOf.get(id) : undefined })));
+      const c = await redis.counted(() => Promise.all(big.map(begin)));
+      specRows.push([name, fmt(c.total / OPS / 1000)]);
+    }
+    console.log(`\nBeginning a round of 3 calls, ${OPS} rounds at once, of runs whose spec holds 8 KB of instructions:\n`);
+    console.log(textTable(['', 'thousands of instructions a round'], specRows));
   } finally {
     conn.disconnect();
     await redis.stop();

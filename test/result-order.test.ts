@@ -12,8 +12,10 @@ import { startStack, type Stack } from './fixtures/services.js';
 
 const toolMessages = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'tool');
 const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
+// One round of two calls, or as many as the input asks for ("[N rounds]").
+const rounds = (req: ChatRequest) => Number(/\[(\d) rounds\]/.exec(String(req.messages.find((m: any) => m.role === 'user')?.content ?? ''))?.[1] ?? 1);
 const handler: Handler = (req) =>
-  round(req) === 0 ? { tool_calls: [0, 1].map((i) => ({ name: 'crm__sleep', arguments: { ms: 1, label: `w${i}` } })) } : { content: toolMessages(req).map((m: any) => m.content).join(' | ') };
+  round(req) < rounds(req) ? { tool_calls: [0, 1].map((i) => ({ name: 'crm__sleep', arguments: { ms: 1, label: `w${i}` } })) } : { content: toolMessages(req).map((m: any) => m.content).join(' | ') };
 
 let stack: Stack;
 beforeAll(async () => {
@@ -71,6 +73,26 @@ describe('a tool result and its job', () => {
         expect(argv[1], 'calls begun by one script').toBe('2');
         expect([argv[2], argv[5]]).toEqual(['0', '1']);
       }
+    } finally {
+      monitor.close();
+    }
+  });
+
+  it("reads a run's spec for its first round only: the tool-worker holds it for the next", async () => {
+    const seen: MonitoredCommand[] = [];
+    const monitor = await monitorRedis(stack.redisUrl, (c) => {
+      if (c.source !== 'lua' && /^eval/i.test(c.args[0] ?? '') && c.args.some((a) => a.startsWith('{"attempts"'))) seen.push(c);
+    });
+    try {
+      const { id } = await stack.createRun({ input: 'Two rounds of calls [2 rounds]' });
+      expect((await stack.waitForRun(id)).output?.content).toBe('slept 1 ms w0 | slept 1 ms w1 | slept 1 ms w0 | slept 1 ms w1');
+      // Each round's calls begin in one script; the run fields it reads are its last arguments.
+      const beginOf = (depth: number) => seen.filter((c) => c.args.includes(runKeys(stack.prefix, id).toolCalls(depth)));
+      const [first, second] = [beginOf(0), beginOf(1)];
+      expect([first.length, second.length]).toEqual([1, 1]);
+      expect(first[0].args.at(-1)).toBe('spec');
+      expect(second[0].args).toContain('status');
+      expect(second[0].args).not.toContain('spec');
     } finally {
       monitor.close();
     }

@@ -310,6 +310,41 @@ describe('beginning tool calls', () => {
     expect(Object.keys(await redis.hgetall(store.keys(b).toolCalls(0)))).toEqual(['0:running']);
   });
 
+  it('does not read the spec the caller holds, but reads its own for a run created again under its id', async () => {
+    const store = new RunStore({ redis, prefix: `rs${randomBytes(3).toString('hex')}` });
+    const id = newId('run');
+    await store.runs.create({ id, owner: 'o', spec, messages: [] });
+    const first = await store.toolCalls.begin(id, 0, 0, 1);
+    if (first.kind !== 'begun') throw new Error(`not begun: ${first.kind}`);
+    // As read: the spec with its stored size, what a caller holds for the run's next rounds.
+    expect(first.spec).toEqual({ value: spec, bytes: Buffer.byteLength(JSON.stringify(spec)) });
+    // Held (told apart by its model): the begin script does not read the spec, and the calls see the one held.
+    const held = { createdAt: first.run.createdAt, spec: { value: { ...spec, model: 'held' }, bytes: 10 } };
+    const scripts: string[][] = [];
+    const monitor = await monitorRedis(inject('redisUrl'), (c) => {
+      if (/^evalsha$/i.test(c.args[0] ?? '') && c.args.includes(store.keys(id).run)) scripts.push(c.args);
+    });
+    try {
+      const next = await Promise.all([0, 1].map((i) => store.toolCalls.begin(id, 1, i, 1, { held })));
+      expect(next).toEqual([0, 1].map(() => expect.objectContaining({ kind: 'begun', spec: held.spec, run: expect.objectContaining({ spec: held.spec.value, status: 'queued' }) })));
+      await new Promise((r) => setTimeout(r, 50));
+    } finally {
+      monitor.close();
+    }
+    expect(scripts).toHaveLength(1);
+    expect(scripts[0]).toContain('status');
+    expect(scripts[0]).not.toContain('spec');
+    // A run created again under its id is another run: its own spec is read, whatever is held.
+    await redis.del(...Object.values(store.keys(id)).filter((v): v is string => typeof v === 'string'));
+    await store.runs.create({ id, owner: 'o', spec: { ...spec, model: 'again' }, messages: [], createdAt: new Date(Date.now() + 1000) });
+    const again = await store.toolCalls.begin(id, 0, 0, 1, { held });
+    expect(again).toMatchObject({ kind: 'begun', spec: { value: { model: 'again' } }, run: { spec: { model: 'again' } } });
+    // And a gone run is gone, spec held or not: nothing begins.
+    await redis.del(store.keys(id).run);
+    expect(await store.toolCalls.begin(id, 2, 0, 1, { held })).toEqual({ kind: 'ended', run: null });
+    expect(await redis.exists(store.keys(id).toolCalls(2))).toBe(0);
+  });
+
   it('fails only the call whose stored result cannot be read, and every call when the script fails', async () => {
     const store = new RunStore({ redis, prefix: `rs${randomBytes(3).toString('hex')}` });
     const id = newId('run');

@@ -1,4 +1,4 @@
-import type { TranscriptPrefix } from '@agentq/shared';
+import { SizedLru, type TranscriptPrefix } from '@agentq/shared';
 
 /**
  * The transcripts this worker read for its last steps, so that a run's next step reads only the
@@ -10,48 +10,9 @@ import type { TranscriptPrefix } from '@agentq/shared';
  * loadStep checks against the stored length (and the spec against the run's creation time)
  * before using it.
  */
-export class TranscriptCache {
-  private readonly entries = new Map<string, TranscriptPrefix>();
-  private size = 0;
-
-  /** What an entry costs: its messages' and its spec's stored size. */
-  private static charge(entry: TranscriptPrefix): number {
-    return entry.size + (entry.spec?.bytes ?? 0);
-  }
-
-  constructor(private readonly maxSize: number) {}
-
-  get(runId: string): TranscriptPrefix | undefined {
-    const entry = this.entries.get(runId);
-    if (!entry) return undefined;
-    // Most recently used last: Map keeps insertion order.
-    this.entries.delete(runId);
-    this.entries.set(runId, entry);
-    return entry;
-  }
-
-  set(runId: string, entry: TranscriptPrefix): void {
-    this.delete(runId);
-    const charge = TranscriptCache.charge(entry);
-    if (charge > this.maxSize) return;
-    this.entries.set(runId, entry);
-    this.size += charge;
-    for (const [id, old] of this.entries) {
-      if (this.size <= this.maxSize) break;
-      this.entries.delete(id);
-      this.size -= TranscriptCache.charge(old);
-    }
-  }
-
-  delete(runId: string): void {
-    const entry = this.entries.get(runId);
-    if (!entry) return;
-    this.entries.delete(runId);
-    this.size -= TranscriptCache.charge(entry);
-  }
-
-  /** Runs held and their stored size. */
-  stats(): { runs: number; size: number } {
-    return { runs: this.entries.size, size: this.size };
+export class TranscriptCache extends SizedLru<TranscriptPrefix> {
+  constructor(maxSize: number) {
+    // What an entry costs: its messages' and its spec's stored size.
+    super(maxSize, (entry) => entry.size + (entry.spec?.bytes ?? 0));
   }
 }

@@ -20,6 +20,7 @@ import {
   type ToolResultRecord,
 } from '@agentq/shared';
 import type { ToolDescriptor } from './mcp-tools.js';
+import type { RunSpecCache } from './run-spec-cache.js';
 import { awaitedAnswer } from './awaited-answer.js';
 import { runAgentQuery } from './builtin/agent-query.js';
 import { runContextTool } from './builtin/context-tools.js';
@@ -62,6 +63,8 @@ export interface ToolCallDeps {
   outputMaxBytes: number;
   /** Where context_search runs callers' patterns: off the event loop, with a deadline. */
   searchThreads: SearchThreads;
+  /** The specs of runs this worker began calls of: a run's next round does not read its spec. */
+  specs?: RunSpecCache;
 }
 
 /** What a tool-call job ends with; `record` is for the worker's telemetry, not for BullMQ. */
@@ -103,14 +106,16 @@ export async function processToolCall(data: ToolCallJob, ctx: JobContext, deps: 
   // One round trip: a finished result is never executed again (at-least-once delivery,
   // at-most-once result); a run that has ended, or whose ancestor has, runs nothing; else the
   // attempt is marked running.
-  const begun = await deps.store.toolCalls.begin(runId, depth, index, attempt, { ancestors: data.ancestors, event: startEvent });
+  const begun = await deps.store.toolCalls.begin(runId, depth, index, attempt, { ancestors: data.ancestors, event: startEvent, held: deps.specs?.get(runId) });
   if (begun.kind === 'done') return { index, skipped: 'done before' };
   if (begun.kind === 'ended') {
+    deps.specs?.delete(runId);
     // An ancestor has ended (the tree was cancelled): so does this run, and nothing starts.
     if (begun.ancestorOver) await deps.runs.finish(runId, { status: 'cancelled', stopReason: 'cancelled' });
     return { index, skipped: begun.ancestorOver ? 'ancestor ended' : (begun.run?.status ?? 'missing') };
   }
   const { run, interrupted } = begun;
+  deps.specs?.set(runId, { createdAt: run.createdAt, spec: begun.spec });
   const deadline = runDeadline(run.spec, Date.parse(run.createdAt));
   const tool = deps.runner.tools().find((t) => t.name === name);
 

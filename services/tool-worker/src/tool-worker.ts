@@ -37,6 +37,7 @@ import { AnswerBytesInFlight, defaultAnswerBytesInFlight } from './answer-bytes.
 import { CallSlots } from './call-slots.js';
 import { NextSteps } from './next-steps.js';
 import { processToolCall, type ToolCallDeps } from './tool-call-processor.js';
+import { RunSpecCache } from './run-spec-cache.js';
 import { processToolRound } from './tool-round-processor.js';
 import { resultsFirst } from './results-first.js';
 import { traceToolCall } from './tool-telemetry.js';
@@ -108,6 +109,7 @@ export async function startToolWorker(
     toolTimeoutMs: cfg.TOOL_TIMEOUT_MS,
     outputMaxBytes: cfg.TOOL_OUTPUT_MAX_BYTES,
     searchThreads,
+    specs: new RunSpecCache(),
   };
   const cancels = new CancelListener(redis.connect('agentq-tool-cancel', { blocking: true }), cfg.QUEUE_PREFIX);
   await cancels.start();

@@ -1,12 +1,13 @@
 import type { ClientContext, Result } from 'ioredis';
 import type { RedisClient } from '../redis.js';
+import type { RunSpec } from '../schemas/run.js';
 import type { ToolOutcomeKind } from '../tool-outcome.js';
 import { runKeys, RUN_FIELDS as F, TOOL_CALL_FIELDS as T } from './keys.js';
 import { APPEND_ROUND_LUA, EVENTS_MAXLEN, lua, RUN_OVER_LUA, XADD_EVENT_LUA } from './lua.js';
 import { RedisFunction } from './redis-function.js';
 import { eventJson, type RunEventData } from './run-events.js';
-import { isRunHash, runStateFrom, type RunHash, type RunState } from './run-hash.js';
-import { toolMessage } from './transcript.js';
+import { runStateFrom, type RunHash, type RunState } from './run-hash.js';
+import { toolMessage, type HeldSpec } from './transcript.js';
 
 /** The outcome of one tool call as stored under its call (never executed again). */
 export interface ToolResultRecord {
@@ -31,13 +32,24 @@ export interface ToolCallRunning {
   started_at: string;
 }
 
-/** The run fields a tool call needs (HMGET, not HGETALL: the run hash grows with each step). */
-const TOOL_CALL_RUN_FIELDS = [F.spec, F.status, F.depth, F.owner, F.parentRunId, F.rootRunId, F.createdAt];
+/**
+ * The run fields a tool call needs (HMGET, not HGETALL: the run hash grows with each step), but
+ * its spec, which never changes once the run is created: a worker that holds it does not read it.
+ * The status first: the begin script reads it there.
+ */
+const TOOL_CALL_RUN_FIELDS = [F.status, F.depth, F.owner, F.parentRunId, F.rootRunId, F.createdAt];
+
+/** A run's spec as a worker holds it, with the creation time of the run it was read from. */
+export interface HeldRunSpec {
+  /** A run deleted and created again under its id is another run, with a spec of its own. */
+  createdAt: string;
+  spec: HeldSpec;
+}
 
 /**
  * KEYS: the step's tool-call hash, run, events, then the run keys of the run's ancestors.
  * ARGV: maxlen, the number of calls n, then for each call its index, its running marker JSON and
- * its `tool.started` event data JSON ('' for none), then the run fields to read.
+ * its `tool.started` event data JSON ('' for none), then the run fields to read, its status first.
  * Begins calls of one step in one round trip, each exactly as if begun alone, one after
  * another: the run and its ancestors are read once. Returns {state, run fields…, then one
  * {outcome, value} per call}. The state is 'ended' if the run is gone or over, 'ancestor_over'
@@ -52,7 +64,7 @@ local fields = {}
 for i = 3 + 3 * n, #ARGV do fields[#fields + 1] = ARGV[i] end
 local run = redis.call('HMGET', KEYS[2], unpack(fields))
 local state = 'begun'
-if runOver(run[2]) then
+if runOver(run[1]) then
   state = 'ended'
 else
   for k = 4, #KEYS do
@@ -154,7 +166,8 @@ export type ToolCallStart =
   | { kind: 'done'; result: ToolResultRecord }
   /** The run is gone or over, or (`ancestorOver`) an ancestor is: the call does not run. */
   | { kind: 'ended'; run: RunState | null; ancestorOver?: boolean }
-  | { kind: 'begun'; run: RunState; interrupted: ToolCallRunning | null };
+  /** `spec`: the run's, as read or as the caller held it (what a caller may hold for the run's next calls). */
+  | { kind: 'begun'; run: RunState; spec: HeldSpec; interrupted: ToolCallRunning | null };
 
 /** A call waiting to be begun with the other calls of its step begun in the same tick. */
 interface BeginRequest {
@@ -187,6 +200,8 @@ interface BeginGroup {
   runId: string;
   depth: number;
   ancestors: string[];
+  /** The run's spec, if a call's caller held it: the script then does not read it. */
+  held?: HeldRunSpec;
   calls: BeginRequest[];
 }
 
@@ -224,12 +239,14 @@ export class ToolCalls {
    * `ended` if the run or one of its `ancestors` is gone or over; else the attempt is marked
    * running, `tool.started` appended (unless `event` is omitted, for a resumed job), and
    * `interrupted` holds the marker of an earlier attempt that never finished (its worker died).
+   * With `held` (the run's spec as the caller holds it), the spec is not read, unless the run
+   * turns out to have been created again under its id since.
    *
    * Calls of one step begun together (a round's calls, started at once) share the round trip:
    * begins are gathered until the promise callbacks queued now have run, then sent as one
    * script that begins each as if alone.
    */
-  async begin(runId: string, depth: number, index: number, attempts: number, opts: { ancestors?: string[]; event?: RunEventData<'tool.started'> } = {}): Promise<ToolCallStart> {
+  async begin(runId: string, depth: number, index: number, attempts: number, opts: { ancestors?: string[]; event?: RunEventData<'tool.started'>; held?: HeldRunSpec } = {}): Promise<ToolCallStart> {
     const ancestors = opts.ancestors ?? [];
     const key = [this.keys(runId).toolCalls(depth), ...ancestors].join('\n');
     return new Promise((resolve, reject) => {
@@ -245,14 +262,16 @@ export class ToolCalls {
           }),
         );
       }
+      group.held ??= opts.held;
       group.calls.push({ index, attempts, event: opts.event, resolve, reject });
     });
   }
 
-  private async beginTogether({ runId, depth, ancestors, calls }: BeginGroup): Promise<void> {
+  private async beginTogether({ runId, depth, ancestors, held, calls }: BeginGroup): Promise<void> {
     try {
       const k = this.keys(runId);
       const startedAt = new Date().toISOString();
+      const fields = held ? TOOL_CALL_RUN_FIELDS : [...TOOL_CALL_RUN_FIELDS, F.spec];
       const r = await this.redis.agentqBeginToolCalls(
         3 + ancestors.length,
         k.toolCalls(depth),
@@ -262,22 +281,23 @@ export class ToolCalls {
         EVENTS_MAXLEN,
         calls.length,
         ...calls.flatMap((c) => [T.result(c.index), JSON.stringify({ attempts: c.attempts, started_at: startedAt } satisfies ToolCallRunning), c.event ? eventJson('tool.started', runId, c.event) : '']),
-        ...TOOL_CALL_RUN_FIELDS,
+        ...fields,
       );
       const state = r[0];
       const h: RunHash = {};
-      TOOL_CALL_RUN_FIELDS.forEach((f, i) => {
+      fields.forEach((f, i) => {
         const v = r[1 + i];
         if (typeof v === 'string') h[f] = v;
       });
       // One state for every call of the group: they do not change it.
-      const run = isRunHash(h) ? runStateFrom(runId, h) : null;
+      const spec = await this.specOf(runId, h, held);
+      const run = spec ? runStateFrom(runId, h, spec.value) : null;
       calls.forEach((c, i) => {
         // Each call's reply on its own: one that cannot be read fails that call alone.
         try {
-          const [outcome, value] = r[1 + TOOL_CALL_RUN_FIELDS.length + i] as Array<string | null>;
+          const [outcome, value] = r[1 + fields.length + i] as Array<string | null>;
           if (outcome === 'done') c.resolve({ kind: 'done', result: JSON.parse(value!) });
-          else if (outcome === 'begun' && state === 'begun' && run) c.resolve({ kind: 'begun', run, interrupted: value ? JSON.parse(value) : null });
+          else if (outcome === 'begun' && state === 'begun' && run && spec) c.resolve({ kind: 'begun', run, spec, interrupted: value ? JSON.parse(value) : null });
           else c.resolve({ kind: 'ended', run, ...(state === 'ancestor_over' ? { ancestorOver: true } : {}) });
         } catch (err) {
           c.reject(err);
@@ -287,6 +307,19 @@ export class ToolCalls {
       // The script failed, or the run it read cannot be: every call of the group fails.
       for (const c of calls) c.reject(err);
     }
+  }
+
+  /**
+   * The spec of the run whose fields `h` holds: as read with them, or as held if the run is the
+   * one it was held for, or read now (a run created again under its id since). Undefined for a
+   * gone run.
+   */
+  private async specOf(runId: string, h: RunHash, held: HeldRunSpec | undefined): Promise<HeldSpec | undefined> {
+    // Every stored run has a status and a spec; a gone run reads as nothing.
+    if (h[F.status] === undefined) return undefined;
+    if (held && h[F.createdAt] === held.createdAt) return held.spec;
+    const json = held ? await this.redis.hget(this.keys(runId).run, F.spec) : h[F.spec];
+    return json ? { value: JSON.parse(json) as RunSpec, bytes: Buffer.byteLength(json) } : undefined;
   }
 
   /** Forgets an attempt that never reached the tool, so the next one is not taken for a rerun. */
