@@ -19,6 +19,15 @@ export interface RunState {
 /** A run's hash as Redis returns it (HGETALL, or the fields a script read). */
 export type RunHash = Record<string, string>;
 
+/** A run's spec as a reader holds it, with the size of its stored JSON (what holding it costs). */
+export interface HeldSpec {
+  value: RunSpec;
+  bytes: number;
+}
+
+/** A spec as read from a run's hash, with its stored size. */
+export const heldSpecFrom = (json: string): HeldSpec => ({ value: JSON.parse(json) as RunSpec, bytes: Buffer.byteLength(json) });
+
 export function parseJson<T>(s: string | undefined | null, fallback: T): T {
   if (s === undefined || s === null || s === '') return fallback;
   return JSON.parse(s) as T;

@@ -1,13 +1,12 @@
 import type { ClientContext, Result } from 'ioredis';
 import type { RedisClient } from '../redis.js';
-import type { RunSpec } from '../schemas/run.js';
 import type { ToolOutcomeKind } from '../tool-outcome.js';
 import { runKeys, RUN_FIELDS as F, TOOL_CALL_FIELDS as T } from './keys.js';
 import { APPEND_ROUND_LUA, EVENTS_MAXLEN, lua, RUN_OVER_LUA, XADD_EVENT_LUA } from './lua.js';
 import { RedisFunction } from './redis-function.js';
 import { eventJson, type RunEventData } from './run-events.js';
-import { runStateFrom, type RunHash, type RunState } from './run-hash.js';
-import { toolMessage, type HeldSpec } from './transcript.js';
+import { heldSpecFrom, runStateFrom, type HeldSpec, type RunHash, type RunState } from './run-hash.js';
+import { toolMessage } from './transcript.js';
 
 /** The outcome of one tool call as stored under its call (never executed again). */
 export interface ToolResultRecord {
@@ -319,7 +318,7 @@ export class ToolCalls {
     if (h[F.status] === undefined) return undefined;
     if (held && h[F.createdAt] === held.createdAt) return held.spec;
     const json = held ? await this.redis.hget(this.keys(runId).run, F.spec) : h[F.spec];
-    return json ? { value: JSON.parse(json) as RunSpec, bytes: Buffer.byteLength(json) } : undefined;
+    return json ? heldSpecFrom(json) : undefined;
   }
 
   /** Forgets an attempt that never reached the tool, so the next one is not taken for a rerun. */

@@ -1,12 +1,12 @@
 import type { ClientContext, Result } from 'ioredis';
 import type { RedisClient } from '../redis.js';
 import type { AssistantMessage, ChatMessage } from '../schemas/message.js';
-import { isTerminal, type BudgetName, type RunSpec, type RunStatus } from '../schemas/run.js';
+import { isTerminal, type BudgetName, type RunStatus } from '../schemas/run.js';
 import { USAGE_FIELDS } from '../schemas/usage.js';
 import { runKeys, RUN_FIELDS as F, TOOL_CALL_FIELDS } from './keys.js';
 import { APPEND_ROUND_LUA, EVENTS_MAXLEN, lua, RUN_OVER_LUA, XADD_EVENT_LUA } from './lua.js';
 import { eventJson, type RunEventData } from './run-events.js';
-import { runStateFrom, type RunHash, type RunState } from './run-hash.js';
+import { heldSpecFrom, runStateFrom, type HeldSpec, type RunHash, type RunState } from './run-hash.js';
 import type { ToolResultRecord } from './tool-calls.js';
 
 /** A model step as stored: the assistant message and what it cost. */
@@ -95,12 +95,6 @@ export interface TranscriptPrefix {
   size: number;
   /** The run's spec, which never changes once the run is created: held, it is not read again. */
   spec?: HeldSpec;
-}
-
-/** A run's spec as a reader holds it, with the size of its stored JSON (what holding it costs). */
-export interface HeldSpec {
-  value: RunSpec;
-  bytes: number;
 }
 
 /**
@@ -266,7 +260,7 @@ export class Transcript {
     const [previousRound, thisRound, specJson] = [values[n], values[n + 1], values[n + 2]];
     // Every stored run has a status and a spec; a gone run reads as nothing.
     if (h[F.status] === undefined || (!held && !specJson)) return null;
-    const spec = held ?? { value: JSON.parse(specJson!) as RunSpec, bytes: Buffer.byteLength(specJson!) };
+    const spec = held ?? heldSpecFrom(specJson!);
     const bytes = h[F.transcriptBytes];
     return {
       run: runStateFrom(runId, h, spec.value),
