@@ -116,7 +116,7 @@ if (SYSTEMS.includes('agentq')) {
       ['create a run', (id) => store.runs.create({ id, owner: 'bench', spec, messages: [{ role: 'user', content: 'benchmark' }] })],
       ['start it', (id) => store.runs.start(id)],
       ['read a step', async (id) => runs.set(id, (await store.transcript.loadStep(id, 0)).run)],
-      ['step.started', (id) => store.events.append(id, 'step.started', { depth: 0, model: 'bench', tools_disabled: false })],
+      ['step.started', (id) => store.events.append(id, 'step.started', { depth: 0, model: 'bench', tools_disabled: false }, { trim: false })],
       ['commit the step', (id) => store.transcript.commitStep(runs.get(id), { depth: 0, status: 'completed', model: 'bench', usage, started_at: now, completed_at: now, message: { role: 'assistant', content: null, tool_calls: toolCalls } }, { depth: 0, usage, finish_reason: 'tool_calls', content: null, tool_calls: toolCalls.map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments })) })],
       ['begin its 3 calls', (id) => Promise.all([0, 1, 2].map((i) => store.toolCalls.begin(id, 0, i, 1, { event: { depth: 0, index: i, tool_call_id: `call_${i}`, name: 'noop__noop', attempt: 1 } })))],
       ['store their results', (id) => Promise.all([0, 1, 2].map((i) => store.toolCalls.complete(id, 0, i, record(i), { depth: 0, index: i, tool_call_id: `call_${i}`, name: 'noop__noop', is_error: false, duration_ms: 3, outcome: 'ok', output: 'ok' }, { run: runs.get(id), count: 3 })))],

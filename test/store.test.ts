@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { actionId, actionRun, Admission, createLogger, JobQueues, newId, QUEUES, RunActions, Runs, RunStore, TERMINAL_STATUSES, type ActionRecord, type RunSpec } from '@agentq/shared';
+import { actionId, actionRun, Admission, createLogger, EVENTS_MAXLEN, JobQueues, newId, QUEUES, RunActions, Runs, RunStore, TERMINAL_STATUSES, type ActionRecord, type RunSpec } from '@agentq/shared';
 import { monitorRedis } from './fixtures/redis-monitor.js';
 
 const redis = new Redis(inject('redisUrl'));
@@ -188,6 +188,45 @@ describe("a round's tool messages", () => {
     await store.toolCalls.complete(child.id, 0, 0, results('c', 'ok'), toolEvent(0), { run: child.run, count: 1 });
     expect((await store.runs.get(parent))!.usage_total.tool_calls).toBe(1);
     expect((await store.runs.get(child.id))!.usage.tool_calls).toBe(1);
+    // The child's next step: its tokens and calls add to what it, and its parent's total, had.
+    const { run } = (await store.transcript.loadStep(child.id, 1))!;
+    const now = new Date().toISOString();
+    const usage = { prompt_tokens: 40, completion_tokens: 2, total_tokens: 42 };
+    await store.transcript.commitStep(run, { depth: 1, status: 'completed', model: 'm', usage, started_at: now, completed_at: now, message: { role: 'assistant', content: 'done' } }, stepEvent(1));
+    // Committed again (a redelivered step): nothing is counted twice.
+    await store.transcript.commitStep(run, { depth: 1, status: 'completed', model: 'm', usage, started_at: now, completed_at: now, message: { role: 'assistant', content: 'other' } }, stepEvent(1));
+    const counted = { prompt_tokens: 41, completion_tokens: 3, total_tokens: 44, model_calls: 2, tool_calls: 1 };
+    const childNow = (await store.runs.get(child.id))!;
+    expect(childNow.usage).toEqual(counted);
+    expect(childNow.usage_total).toEqual(counted);
+    expect(childNow.depth).toBe(1);
+    expect((await store.runs.get(parent))!.usage_total).toEqual(counted);
+    expect((await store.runs.get(parent))!.usage).toEqual({ prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, model_calls: 0, tool_calls: 0 });
+  });
+});
+
+describe("a run's event stream", () => {
+  it('keeps about EVENTS_MAXLEN events: a round\'s tool events append, the next step\'s commit trims', async () => {
+    const { store, run, id } = await roundOf(2);
+    const events = store.keys(id).events;
+    // A long run's history: more than the stream keeps.
+    const fill = redis.pipeline();
+    for (let i = 0; i < EVENTS_MAXLEN + 500; i++) fill.xadd(events, '*', 'type', 'step.retry', 'data', '{}');
+    await fill.exec();
+    const before = await redis.xlen(events);
+    await Promise.all([0, 1].map((i) => store.toolCalls.begin(id, 0, i, 1, { event: { depth: 0, index: i, tool_call_id: `call_${i}`, name: 'crm__search', attempt: 1 } })));
+    await Promise.all([0, 1].map((i) => store.toolCalls.complete(id, 0, i, results(`call_${i}`, `out ${i}`), toolEvent(i), { run, count: 2 })));
+    // The round's four events are appended, nothing trimmed.
+    expect(await redis.xlen(events)).toBe(before + 4);
+    const { run: next } = (await store.transcript.loadStep(id, 1))!;
+    const now = new Date().toISOString();
+    await store.transcript.commitStep(next, { depth: 1, status: 'completed', model: 'm', usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 }, started_at: now, completed_at: now, message: { role: 'assistant', content: 'done' } }, stepEvent(1));
+    // Trimmed by whole nodes of the stream (100 entries each): about the cap, the newest kept.
+    const after = await redis.xlen(events);
+    expect(after).toBeGreaterThanOrEqual(EVENTS_MAXLEN);
+    expect(after).toBeLessThan(EVENTS_MAXLEN + 100);
+    const [[, last]] = await redis.xrevrange(events, '+', '-', 'COUNT', 1);
+    expect(last[1]).toBe('step.completed');
   });
 });
 
@@ -260,8 +299,11 @@ describe('beginning tool calls', () => {
       expect(again.map((b) => (b.kind === 'begun' ? b.interrupted?.attempts : b.kind))).toEqual([1, 3]);
       // Begun apart (another tick), a call has a script of its own.
       await store.toolCalls.begin(id, 0, 3, 1, { event: started(3) });
+      // The same call begun twice in one batch: the second sees the first's marker.
+      const twice = await Promise.all([5, 6].map((attempts) => store.toolCalls.begin(id, 0, 4, attempts)));
+      expect(twice.map((b) => (b.kind === 'begun' ? (b.interrupted?.attempts ?? null) : b.kind))).toEqual([null, 5]);
       await new Promise((r) => setTimeout(r, 50));
-      expect(scripts).toHaveLength(4);
+      expect(scripts).toHaveLength(5);
     } finally {
       monitor.close();
     }
@@ -391,6 +433,17 @@ describe('completing a tool call', () => {
     } finally {
       monitor.close();
     }
+  });
+
+  it('keeps the first of two results of one call completed together (as if one came after the other)', async () => {
+    const { store, run, id } = await roundOf(2);
+    const stored = await Promise.all(['first', 'second'].map((out) => store.toolCalls.complete(id, 0, 0, results('call_0', out), toolEvent(0), { run, count: 2 })));
+    expect(stored.map((r) => r.output)).toEqual(['first', 'first']);
+    const completed = (await redis.xrange(store.keys(id).events, '-', '+')).filter(([, f]) => f[1] === 'tool.completed');
+    expect(completed).toHaveLength(1);
+    // The round completes with the result kept.
+    await store.toolCalls.complete(id, 0, 1, results('call_1', 'out 1'), toolEvent(1), { run, count: 2 });
+    expect((await store.transcript.messages(id)).slice(2).map((m) => m.content)).toEqual(['first', 'out 1']);
   });
 
   it("writes a round's messages to the hash only while the round is incomplete", async () => {

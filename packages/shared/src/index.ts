@@ -24,6 +24,7 @@ export * from './store/run-records.js';
 export * from './store/transcript.js';
 export * from './store/tool-calls.js';
 export * from './store/run-events.js';
+export { EVENTS_MAXLEN } from './store/lua.js';
 export * from './store/tool-catalog.js';
 export * from './store/context-store.js';
 export * from './store/run-store.js';

@@ -349,7 +349,7 @@ async function makeStep(
   const call = async (p: CallPlan, stepSignal?: AbortSignal) => {
     // Not awaited: commands on one connection keep their order, so this event still lands
     // before the step's deltas and its completion, without a round trip of its own.
-    void deps.store.events.append(run.id, 'step.started', { depth, model: spec.model, tools_disabled: p.toolChoice === 'none' }).catch(() => {});
+    void deps.store.events.append(run.id, 'step.started', { depth, model: spec.model, tools_disabled: p.toolChoice === 'none' }, { trim: false }).catch(() => {});
     return callModel(deps.openai, { model: spec.model, messages, tools, toolChoice: p.toolChoice, responseFormat: spec.response_format, signal: stepSignal, timeoutMs: deps.modelTimeoutMs, idleTimeoutMs: deps.modelIdleTimeoutMs, maxResponseBytes: deps.modelResponseMaxBytes, onDelta: (t) => deltas.push(t) });
   };
 

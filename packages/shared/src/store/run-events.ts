@@ -85,9 +85,14 @@ export class RunEventLog {
     return runKeys(this.prefix, runId).events;
   }
 
-  /** Appends an event to the run's stream; returns its id. */
-  async append<T extends RunEventType>(runId: string, type: T, data: RunEventData<T>): Promise<string> {
-    return (await this.redis.xadd(this.key(runId), 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'type', type, 'data', eventJson(type, runId, data))) as string;
+  /**
+   * Appends an event to the run's stream, trimming it to EVENTS_MAXLEN; returns its id. `trim:
+   * false` for an event that comes once a step (the step's commit trims the stream).
+   */
+  async append<T extends RunEventType>(runId: string, type: T, data: RunEventData<T>, { trim = true } = {}): Promise<string> {
+    const json = eventJson(type, runId, data);
+    const key = this.key(runId);
+    return (await (trim ? this.redis.xadd(key, 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'type', type, 'data', json) : this.redis.xadd(key, '*', 'type', type, 'data', json))) as string;
   }
 
   /** The id of the run's latest event, or null when its stream is empty or gone. */

@@ -3,7 +3,7 @@ import { isCluster, type RedisClient } from '../redis.js';
 import type { AssistantMessage, ChatMessage } from '../schemas/message.js';
 import { isTerminal, type RunObject, type RunSpec, type RunStatus, type StopReason } from '../schemas/run.js';
 import { globalKeys, runKeys, RUN_FIELDS as F } from './keys.js';
-import { EVENTS_MAXLEN, lua, RUN_OVER_LUA, XADD_EVENT_LUA } from './lua.js';
+import { EVENTS_MAXLEN, lua, RUN_OVER_LUA, UNTRIMMED, XADD_EVENT_LUA } from './lua.js';
 import { eventJson } from './run-events.js';
 import { isRunHash, runObjectFrom, runStateFrom, type RunHash, type RunState } from './run-hash.js';
 
@@ -126,7 +126,7 @@ declare module 'ioredis' {
   interface RedisCommander<Context extends ClientContext = { type: 'default' }> {
     agentqCreateRun(...keysAndArgs: Array<string | number>): Result<number, Context>;
     agentqCreateRunRecord(...keysAndArgs: Array<string | number>): Result<number, Context>;
-    agentqStartRun(run: string, events: string, now: string, maxlen: number, data: string): Result<string | null, Context>;
+    agentqStartRun(run: string, events: string, now: string, maxlen: number | string, data: string): Result<string | null, Context>;
     agentqFinishRun(numKeys: number, ...keysAndArgs: Array<string | number>): Result<string | 0, Context>;
   }
 }
@@ -201,9 +201,9 @@ export class RunRecords {
       await this.redis.zadd(pendingSet, createdMs, run.id);
       const listed = this.redis.multi().zadd(index, 0, run.id);
       if (trimBelow) listed.zremrangebylex(index, '-', trimBelow);
-      [, created] = await Promise.all([execOrThrow(listed), this.redis.agentqCreateRunRecord(k.run, k.messages, k.events, EVENTS_MAXLEN, queued, hashArgs.length, ...hashArgs, ...messages)]);
+      [, created] = await Promise.all([execOrThrow(listed), this.redis.agentqCreateRunRecord(k.run, k.messages, k.events, UNTRIMMED, queued, hashArgs.length, ...hashArgs, ...messages)]);
     } else {
-      created = await this.redis.agentqCreateRun(pendingSet, index, k.run, k.messages, k.events, run.id, createdMs, trimBelow, EVENTS_MAXLEN, queued, hashArgs.length, ...hashArgs, ...messages);
+      created = await this.redis.agentqCreateRun(pendingSet, index, k.run, k.messages, k.events, run.id, createdMs, trimBelow, UNTRIMMED, queued, hashArgs.length, ...hashArgs, ...messages);
     }
     return { run: runObjectFrom(run.id, fields), transcriptBytes, created: created === 1 };
   }
@@ -376,7 +376,7 @@ export class RunRecords {
   async start(runId: string): Promise<boolean> {
     const k = this.keys(runId);
     const now = new Date().toISOString();
-    const r = await this.redis.agentqStartRun(k.run, k.events, now, EVENTS_MAXLEN, eventJson('run.started', runId, {}, now));
+    const r = await this.redis.agentqStartRun(k.run, k.events, now, UNTRIMMED, eventJson('run.started', runId, {}, now));
     return Boolean(r);
   }
 

@@ -2,7 +2,7 @@ import type { ClientContext, Result } from 'ioredis';
 import type { RedisClient } from '../redis.js';
 import type { ToolOutcomeKind } from '../tool-outcome.js';
 import { runKeys, RUN_FIELDS as F, TOOL_CALL_FIELDS as T } from './keys.js';
-import { APPEND_ROUND_LUA, EVENTS_MAXLEN, lua, RUN_OVER_LUA, XADD_EVENT_LUA } from './lua.js';
+import { APPEND_ROUND_LUA, lua, RUN_OVER_LUA, UNTRIMMED, XADD_EVENT_LUA } from './lua.js';
 import { RedisFunction } from './redis-function.js';
 import { eventJson, type RunEventData } from './run-events.js';
 import { heldSpecFrom, runStateFrom, type HeldSpec, type RunHash, type RunState } from './run-hash.js';
@@ -47,8 +47,9 @@ export interface HeldRunSpec {
 
 /**
  * KEYS: the step's tool-call hash, run, events, then the run keys of the run's ancestors.
- * ARGV: maxlen, the number of calls n, then for each call its index, its running marker JSON and
- * its `tool.started` event data JSON ('' for none), then the run fields to read, its status first.
+ * ARGV: maxlen (UNTRIMMED: the step's commit trims the stream), the number of calls n, then
+ * for each call its index, its running marker JSON and its `tool.started` event data JSON (''
+ * for none), then the run fields to read, its status first.
  * Begins calls of one step in one round trip, each exactly as if begun alone, one after
  * another: the run and its ancestors are read once. Returns {state, run fields…, then one
  * {outcome, value} per call}. The state is 'ended' if the run is gone or over, 'ancestor_over'
@@ -75,28 +76,41 @@ else
 end
 local out = { state }
 for i = 1, #run do out[#out + 1] = run[i] end
+-- Every call's result and running marker in one read, every marker written in one HSET: a
+-- command inside a script costs Redis more than a field read or written with others does.
+local callFields = {}
+for c = 0, n - 1 do
+  local index = ARGV[3 + 3 * c]
+  callFields[2 * c + 1] = index
+  callFields[2 * c + 2] = index .. ${lua(T.runningSuffix)}
+end
+local calls = redis.call('HMGET', KEYS[1], unpack(callFields))
+local markers, begunNow = {}, {}
 for c = 0, n - 1 do
   local index, marker, event = ARGV[3 + 3 * c], ARGV[4 + 3 * c], ARGV[5 + 3 * c]
-  local stored = redis.call('HGET', KEYS[1], index)
+  local stored = calls[2 * c + 1]
   if stored then
     out[#out + 1] = { 'done', stored }
   elseif state ~= 'begun' then
     out[#out + 1] = { state }
   else
-    local field = index .. ${lua(T.runningSuffix)}
-    out[#out + 1] = { 'begun', redis.call('HGET', KEYS[1], field) }
-    redis.call('HSET', KEYS[1], field, marker)
+    -- A call begun twice in one batch sees its first begin's marker, as one after another would.
+    out[#out + 1] = { 'begun', begunNow[index] or calls[2 * c + 2] }
+    begunNow[index] = marker
+    markers[#markers + 1] = callFields[2 * c + 2]
+    markers[#markers + 1] = marker
     if event ~= '' then xadd(KEYS[3], ARGV[1], 'tool.started', event) end
   end
 end
+if #markers > 0 then redis.call('HSET', KEYS[1], unpack(markers)) end
 return out
 `;
 
 /**
  * KEYS: the step's tool-call hash, events, then (when the round's size is known) run, messages
- * and the ancestors' run hashes. ARGV: maxlen, the number of calls n, depth, the number of calls
- * in the round, then for each call its index, result JSON, event data JSON and `tool` message
- * JSON ('' without the round's size).
+ * and the ancestors' run hashes. ARGV: maxlen (UNTRIMMED: the next step's commit trims the
+ * stream), the number of calls n, depth, the number of calls in the round, then for each call
+ * its index, result JSON, event data JSON and `tool` message JSON ('' without the round's size).
  * Stores each call's result unless one is stored, and only then appends its `tool.completed`,
  * one call after another as if each came alone. When one of them stored its message now and
  * every call of the round has one, the round's `tool` messages are appended in call order,
@@ -114,11 +128,21 @@ local n = tonumber(ARGV[2])
 local out = {}
 local storedNow = {}
 local storedMessage = false
+-- Every call's stored result in one read, the new ones written in one HSET (as in the begin).
+local indexes = {}
+for c = 0, n - 1 do indexes[c + 1] = ARGV[5 + 4 * c] end
+local stored = redis.call('HMGET', KEYS[1], unpack(indexes))
+local writes, storedHere = {}, {}
 for c = 0, n - 1 do
   local index, result, event, message = ARGV[5 + 4 * c], ARGV[6 + 4 * c], ARGV[7 + 4 * c], ARGV[8 + 4 * c]
-  if redis.call('HSETNX', KEYS[1], index, result) == 0 then
-    out[#out + 1] = redis.call('HGET', KEYS[1], index)
+  -- A call stored twice in one batch keeps its first result, as one after another would.
+  local earlier = stored[c + 1] or storedHere[index]
+  if earlier then
+    out[#out + 1] = earlier
   else
+    storedHere[index] = result
+    writes[#writes + 1] = index
+    writes[#writes + 1] = result
     xadd(KEYS[2], ARGV[1], 'tool.completed', event)
     if #KEYS >= 4 then
       storedNow[index] = message
@@ -127,6 +151,7 @@ for c = 0, n - 1 do
     out[#out + 1] = result
   end
 end
+if #writes > 0 then redis.call('HSET', KEYS[1], unpack(writes)) end
 if not storedMessage then return out end
 -- The round's messages: those stored now from ARGV, the others from the calls stored before.
 local msgs, earlier = {}, {}
@@ -277,7 +302,7 @@ export class ToolCalls {
         k.run,
         k.events,
         ...ancestors.map((a) => this.keys(a).run),
-        EVENTS_MAXLEN,
+        UNTRIMMED,
         calls.length,
         ...calls.flatMap((c) => [T.result(c.index), JSON.stringify({ attempts: c.attempts, started_at: startedAt } satisfies ToolCallRunning), c.event ? eventJson('tool.started', runId, c.event) : '']),
         ...fields,
@@ -385,7 +410,7 @@ export class ToolCalls {
       const args: [number, ...Array<string | number>] = [
         keys.length,
         ...keys,
-        EVENTS_MAXLEN,
+        UNTRIMMED,
         calls.length,
         depth,
         round?.count ?? 0,

@@ -4,7 +4,7 @@ import type { AssistantMessage, ChatMessage } from '../schemas/message.js';
 import { isTerminal, type BudgetName, type RunStatus } from '../schemas/run.js';
 import { USAGE_FIELDS } from '../schemas/usage.js';
 import { runKeys, RUN_FIELDS as F, TOOL_CALL_FIELDS } from './keys.js';
-import { APPEND_ROUND_LUA, EVENTS_MAXLEN, lua, RUN_OVER_LUA, XADD_EVENT_LUA } from './lua.js';
+import { APPEND_ROUND_LUA, EVENTS_MAXLEN, lua, PLUS_LUA, RUN_OVER_LUA, XADD_EVENT_LUA } from './lua.js';
 import { eventJson, type RunEventData } from './run-events.js';
 import { heldSpecFrom, runStateFrom, type HeldSpec, type RunHash, type RunState } from './run-hash.js';
 import type { ToolResultRecord } from './tool-calls.js';
@@ -22,6 +22,11 @@ export interface StepRecord {
   budget?: BudgetName;
 }
 
+/** The usage a step adds, in ARGV order after the depth, message and step: prompt, completion and total tokens, then the call itself. */
+const STEP_USAGE_FIELDS = ['prompt_tokens', 'completion_tokens', 'total_tokens', 'model_calls'] as const;
+const OWN_USAGE = STEP_USAGE_FIELDS.map((f) => lua(`${F.usagePrefix}${f}`));
+const TOTAL_USAGE = STEP_USAGE_FIELDS.map((f) => lua(`${F.usageTotalPrefix}${f}`));
+
 /**
  * KEYS: run, messages, steps, events, then the run keys of every ancestor (for usage_total).
  * ARGV: depth, assistant message JSON, step JSON, prompt, completion, total tokens, events
@@ -29,35 +34,37 @@ export interface StepRecord {
  * Returns the step already stored when this depth was committed before, 'missing' when the
  * run is gone, 'terminal' when it or an ancestor has ended meanwhile, or false when this call
  * committed it.
+ * The run's counters are read with its status and written in one HSET with its depth and the
+ * step's marker (each ancestor's in one HSET too): inside a script every command costs Redis
+ * more (its reply turned into Lua, its write propagated) than reading a field and formatting a
+ * number do. The sums are exact: Lua numbers hold integers to 2^53.
  */
-const COMMIT_STEP = `${RUN_OVER_LUA}${XADD_EVENT_LUA}
-local run = redis.call('HMGET', KEYS[1], ${lua(F.status)}, ${lua(F.transcriptBytes)})
+const COMMIT_STEP = `${RUN_OVER_LUA}${XADD_EVENT_LUA}${PLUS_LUA}
+local marker = ${lua(F.stepMarkerPrefix)} .. ARGV[1]
+local run = redis.call('HMGET', KEYS[1], ${lua(F.status)}, ${lua(F.transcriptBytes)}, marker, ${OWN_USAGE.join(', ')}, ${TOTAL_USAGE.join(', ')})
 if not run[1] and redis.call('EXISTS', KEYS[1]) == 0 then return 'missing' end
 if runOver(run[1]) then return 'terminal' end
+local ancestors = {}
 for k = 5, #KEYS do
-  if runOver(redis.call('HGET', KEYS[k], ${lua(F.status)})) then return 'terminal' end
+  local a = redis.call('HMGET', KEYS[k], ${lua(F.status)}, ${TOTAL_USAGE.join(', ')})
+  if runOver(a[1]) then return 'terminal' end
+  ancestors[k] = a
 end
-if redis.call('HSETNX', KEYS[1], ${lua(F.stepMarkerPrefix)} .. ARGV[1], '1') == 0 then
-  return redis.call('HGET', KEYS[3], ARGV[1])
-end
+if run[3] then return redis.call('HGET', KEYS[3], ARGV[1]) end
 redis.call('RPUSH', KEYS[2], ARGV[2])
-if run[2] then redis.call('HINCRBY', KEYS[1], ${lua(F.transcriptBytes)}, #ARGV[2]) end
 redis.call('HSET', KEYS[3], ARGV[1], ARGV[3])
-redis.call('HSET', KEYS[1], ${lua(F.depth)}, ARGV[1])
-local fields = { 'prompt_tokens', 'completion_tokens', 'total_tokens' }
-for i, f in ipairs(fields) do
-  redis.call('HINCRBY', KEYS[1], ${lua(F.usagePrefix)} .. f, ARGV[3 + i])
+local p, c, t = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local writes = { marker, '1', ${lua(F.depth)}, ARGV[1],
+  ${STEP_USAGE_FIELDS.map((_, i) => `${OWN_USAGE[i]}, plus(run[${4 + i}], ${['p', 'c', 't', '1'][i]})`).join(', ')},
+  ${STEP_USAGE_FIELDS.map((_, i) => `${TOTAL_USAGE[i]}, plus(run[${8 + i}], ${['p', 'c', 't', '1'][i]})`).join(', ')} }
+if run[2] then
+  writes[#writes + 1] = ${lua(F.transcriptBytes)}
+  writes[#writes + 1] = plus(run[2], #ARGV[2])
 end
-redis.call('HINCRBY', KEYS[1], ${lua(`${F.usagePrefix}model_calls`)}, '1')
-for k = 1, #KEYS do
-  if k == 1 or k >= 5 then
-    if k == 1 or redis.call('EXISTS', KEYS[k]) == 1 then
-      for i, f in ipairs(fields) do
-        redis.call('HINCRBY', KEYS[k], ${lua(F.usageTotalPrefix)} .. f, ARGV[3 + i])
-      end
-      redis.call('HINCRBY', KEYS[k], ${lua(`${F.usageTotalPrefix}model_calls`)}, '1')
-    end
-  end
+redis.call('HSET', KEYS[1], unpack(writes))
+for k = 5, #KEYS do
+  local a = ancestors[k]
+  redis.call('HSET', KEYS[k], ${STEP_USAGE_FIELDS.map((_, i) => `${TOTAL_USAGE[i]}, plus(a[${2 + i}], ${['p', 'c', 't', '1'][i]})`).join(', ')})
 end
 xadd(KEYS[4], ARGV[7], 'step.completed', ARGV[8])
 return false
