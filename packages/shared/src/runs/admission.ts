@@ -27,15 +27,24 @@ import { limitsOf, type TenantTable } from '../tenants/limits.js';
 const ADMISSION = `
 local op, owner, runId, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local lanePrefix, activePrefix = ARGV[5], ARGV[6]
-local startClock = tonumber(redis.call('GET', KEYS[4]) or '0')
-local vclock = startClock
+-- What the script reads only when it needs it: the virtual time, the total capacity.
+local startClock, vclock, capacity
+local function clock()
+  if not startClock then
+    startClock = tonumber(redis.call('GET', KEYS[4]) or '0')
+    vclock = startClock
+  end
+  return vclock
+end
 local out = {}
+-- A key's limits (its own, else the default) in one read, with the total capacity.
 local function limits(o)
-  local raw = redis.call('HGET', KEYS[2], o) or redis.call('HGET', KEYS[2], '*')
-  if raw then return cjson.decode(raw) end
+  local raw = redis.call('HMGET', KEYS[2], o, '*', '#total')
+  capacity = capacity or tonumber(raw[3] or '0')
+  local own = raw[1] or raw[2]
+  if own then return cjson.decode(own) end
   return { max_active_runs = 100, weight = 1 }
 end
-local capacity = nil
 local function underCapacity()
   capacity = capacity or tonumber(redis.call('HGET', KEYS[2], '#total') or '0')
   return capacity == 0 or tonumber(redis.call('GET', KEYS[3]) or '0') < capacity
@@ -65,12 +74,15 @@ if op == 'arrive' then
       if queued >= tonumber(ARGV[8]) then return { '!full' } end
       -- Nobody waits, in any line: the run is admitted now if there is room, exactly as joining
       -- its line and being taken from it below would (the virtual time does not move).
-      if queued == 0 and redis.call('ZCARD', KEYS[1]) == 0 and underCapacity() and redis.call('SCARD', KEYS[8]) < limits(owner).max_active_runs then
-        admit(runId, KEYS[8])
-        return out
+      if queued == 0 and redis.call('ZCARD', KEYS[1]) == 0 then
+        local max = limits(owner).max_active_runs
+        if underCapacity() and redis.call('SCARD', KEYS[8]) < max then
+          admit(runId, KEYS[8])
+          return out
+        end
       end
       redis.call('ZADD', KEYS[7], now, runId)
-      redis.call('ZADD', KEYS[1], 'NX', vclock, owner)
+      redis.call('ZADD', KEYS[1], 'NX', clock(), owner)
     end
   end
 elseif op == 'release' or op == 'suspend' then
@@ -82,7 +94,7 @@ elseif op == 'release' or op == 'suspend' then
     redis.call('SREM', KEYS[9], runId)
     redis.call('ZREM', KEYS[7], runId)
   end
-  if redis.call('ZCARD', KEYS[7]) > 0 then redis.call('ZADD', KEYS[1], 'NX', vclock, owner) end
+  if redis.call('ZCARD', KEYS[7]) > 0 then redis.call('ZADD', KEYS[1], 'NX', clock(), owner) end
 end
 for i = 1, tonumber(ARGV[7]) do
   if not underCapacity() then break end
@@ -99,12 +111,13 @@ for i = 1, tonumber(ARGV[7]) do
       redis.call('ZREM', KEYS[1], o)
     else
       admit(id, active)
+      clock()
       vclock = score
       if redis.call('ZCARD', lane) > 0 then redis.call('ZADD', KEYS[1], score + 1 / lim.weight, o) else redis.call('ZREM', KEYS[1], o) end
     end
   end
 end
-if vclock ~= startClock then redis.call('SET', KEYS[4], vclock) end
+if startClock and vclock ~= startClock then redis.call('SET', KEYS[4], vclock) end
 return out
 `;
 

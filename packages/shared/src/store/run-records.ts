@@ -85,11 +85,10 @@ return was
 `;
 
 // A new run's hash (fields ARGV[from..to]), first messages (the ARGV after them) and `run.queued`
-// event, written only if the run does not exist: two writers of one sub-run (two deliveries of its
-// agent_query job at once) write it once. Returns 1 if written, 0 if it existed.
+// event. Its callers write it only if the run does not exist: two writers of one sub-run (two
+// deliveries of its agent_query job at once) write it once. Returns 1.
 const WRITE_NEW_RUN_LUA = `${XADD_EVENT_LUA}
 local function writeNewRun(run, messages, events, maxlen, queued, from, to)
-  if redis.call('EXISTS', run) == 1 then return 0 end
   redis.call('HSET', run, unpack(ARGV, from, to))
   for i = to + 1, #ARGV, 1000 do
     redis.call('RPUSH', messages, unpack(ARGV, i, math.min(i + 999, #ARGV)))
@@ -119,6 +118,7 @@ return writeNewRun(KEYS[3], KEYS[4], KEYS[5], ARGV[4], ARGV[5], 7, 6 + tonumber(
  * event's data, how many field and value arguments follow, those, then the messages.
  */
 const CREATE_RUN_RECORD = `${WRITE_NEW_RUN_LUA}
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 return writeNewRun(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], 4, 3 + tonumber(ARGV[3]))
 `;
 
