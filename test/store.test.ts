@@ -594,8 +594,10 @@ describe('a step reading a transcript whose start it holds', () => {
     expect(whole).toMatchObject({ roundAppended: true, done: false, spec: { value: spec, bytes: Buffer.byteLength(JSON.stringify(spec)) } });
     expect(whole.run).toMatchObject({ spec, depth: 3, usage: { model_calls: 3, tool_calls: 3 } });
     const reads: string[][] = [];
+    const stepReads: string[][] = [];
     const monitor = await monitorRedis(inject('redisUrl'), (c) => {
       if (c.args[1] === store.keys(id).run) reads.push(c.args);
+      if (c.args[1] === store.keys(id).steps && c.source !== 'lua') stepReads.push(c.args);
     });
     try {
       // A spec held: what the step sees is the one held (here told apart by its model), and the
@@ -605,14 +607,24 @@ describe('a step reading a transcript whose start it holds', () => {
       const tail = (await store.transcript.loadStep(id, 3, known))!;
       expect(tail).toMatchObject({ spec: held, run: { spec: { model: 'held' }, depth: 3 }, roundAppended: true, done: false });
       expect(tail.messages).toEqual(whole.messages);
+      expect(tail.step).toBeNull();
       await new Promise((r) => setTimeout(r, 50));
+      expect(reads.map((r) => r[0].toLowerCase())).toEqual(['hmget']);
+      // No step is stored at this depth (its marker is not set): the steps are not read.
+      expect(stepReads).toEqual([]);
+      // Once it is, a job that comes again reads it.
+      const now = new Date().toISOString();
+      await store.transcript.commitStep(tail.run, { depth: 3, status: 'completed', model: 'm', usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 }, started_at: now, completed_at: now, message: { role: 'assistant', content: 'the end' } }, stepEvent(3));
+      const again = (await store.transcript.loadStep(id, 3, known))!;
+      expect(again.step).toMatchObject({ depth: 3, message: { content: 'the end' } });
+      await new Promise((r) => setTimeout(r, 50));
+      expect(stepReads.map((r) => [r[0].toLowerCase(), r[2]])).toEqual([['hget', '3']]);
     } finally {
       monitor.close();
     }
-    expect(reads.map((r) => r[0].toLowerCase())).toEqual(['hmget']);
     const fields = reads[0].slice(2);
     expect(fields).not.toContain('spec');
-    expect(fields.filter((f) => f.startsWith('m:'))).toEqual(['m:t:2', 'm:t:3']);
+    expect(fields.filter((f) => f.startsWith('m:'))).toEqual(['m:t:2', 'm:t:3', 'm:a:3']);
     // A run created again under its id is another run: its own spec is read.
     await redis.del(...Object.values(store.keys(id)).filter((v): v is string => typeof v === 'string'));
     await store.runs.create({ id, owner: 'o', spec: { ...spec, model: 'again' }, messages: [{ role: 'user', content: 'hi' }], createdAt: new Date(Date.now() + 1000) });

@@ -243,13 +243,17 @@ export class Transcript {
    * The reads a head is made of (headFrom), sent back to back: one round trip, with any read
    * sent in the same tick, on a connection that writes in bursts (no pipeline object: building
    * one copies every script defined on the connection). The run's fields are read by name:
-   * STEP_RUN_FIELDS, the markers of the previous round and of this one, and the spec unless
-   * `held`.
+   * STEP_RUN_FIELDS, the markers of the previous round, of this one and of this step, and the
+   * spec unless `held`.
    */
-  private headReads(runId: string, depth: number, held?: HeldSpec): Promise<[Array<string | null>, string | null, number]> {
+  private async headReads(runId: string, depth: number, held?: HeldSpec): Promise<[Array<string | null>, string | null, number]> {
     const k = this.keys(runId);
-    const fields = [...STEP_RUN_FIELDS, `${F.roundMarkerPrefix}${depth - 1}`, `${F.roundMarkerPrefix}${depth}`, ...(held ? [] : [F.spec])];
-    return Promise.all([this.redis.hmget(k.run, ...fields), this.redis.hget(k.steps, String(depth)), this.redis.llen(k.messages)]);
+    const fields = [...STEP_RUN_FIELDS, `${F.roundMarkerPrefix}${depth - 1}`, `${F.roundMarkerPrefix}${depth}`, `${F.stepMarkerPrefix}${depth}`, ...(held ? [] : [F.spec])];
+    const [values, length] = await Promise.all([this.redis.hmget(k.run, ...fields), this.redis.llen(k.messages)]);
+    // The step stored at this depth, read only when its marker (written with it) says there is
+    // one: a job that came again, which then takes a second round trip, and no other step a read.
+    const committed = values[STEP_RUN_FIELDS.length + 2] !== null;
+    return [values, committed ? await this.redis.hget(k.steps, String(depth)) : null, length];
   }
 
   /**
@@ -264,7 +268,7 @@ export class Transcript {
       if (v !== null && v !== undefined) h[f] = v;
     });
     const n = STEP_RUN_FIELDS.length;
-    const [previousRound, thisRound, specJson] = [values[n], values[n + 1], values[n + 2]];
+    const [previousRound, thisRound, specJson] = [values[n], values[n + 1], values[n + 3]];
     // Every stored run has a status and a spec; a gone run reads as nothing.
     if (h[F.status] === undefined || (!held && !specJson)) return null;
     const spec = held ?? heldSpecFrom(specJson!);
