@@ -1,24 +1,18 @@
 #!/usr/bin/env node
 // `npm run bench:paired`: two systems measured at the same time, each on a Redis of its own
-// capped at the same share of a core, so that both are Redis-bound and whatever else the host
-// does in a window slows both alike. Scenario 5 measures one system after another, and on a
-// shared host a step's Redis time moves by a tenth or more from one window to the next, more
-// than the difference it is after; in windows run side by side the ratio between the two moves
-// by a few per cent. Each window starts from emptied Redis servers and fresh stacks; N runs
-// are submitted at once to each (loopback; everything stops by itself).
+// capped at the same share of a core (bench/lib/paired.mjs, as scenario 5 of `npm run bench`
+// measures agentq against each baseline), for as many windows as asked and any two systems,
+// another built checkout of agentq among them. Each window starts from emptied Redis servers
+// and fresh stacks; N runs are submitted at once to each (loopback; everything stops by itself).
 // Env: PAIRED_SYSTEMS=agentq,loop (agentq, loop, bare, or the path of another built checkout of
 // agentq: an A/B of a code change), PAIRED_CAP=0.12 (each Redis's share of one core: low enough
 // that both stay Redis-bound while their workers share the host's cores), PAIRED_WINDOWS=4,
 // PAIRED_RUNS=1000 (runs per window per system), BENCH_QUICK=1 (2 windows of 200 runs).
 import { resolve } from 'node:path';
-import { batch } from './lib/batch.mjs';
-import { capCpu } from './lib/redis-cap.mjs';
-import { emptyRedis } from './lib/redis-cost.mjs';
-import { startRedis } from './lib/redis-server.mjs';
+import { closeSides, pairedSide, pairedWindow } from './lib/paired.mjs';
 import { startAgentq } from './lib/start-agentq.mjs';
 import { fmt, textTable } from './lib/stats.mjs';
-import { soloContext, systemStarts } from './lib/systems.mjs';
-import { STEPS } from './lib/workload.mjs';
+import { systemStarts } from './lib/systems.mjs';
 
 const QUICK = /^(1|true|yes)$/i.test(process.env.BENCH_QUICK ?? '');
 const SYSTEMS = (process.env.PAIRED_SYSTEMS ?? 'agentq,loop').split(',').filter(Boolean);
@@ -39,37 +33,11 @@ const label = (system) => NAMES[system] ?? `agentq of ${system}`;
 
 const sides = [];
 try {
-  for (const system of SYSTEMS) {
-    const redis = await startRedis();
-    const ctx = soloContext(redis);
-    sides.push({ system, ctx, start: starter(system), windows: [] });
-    if (!redis.pid) throw new Error('bench:paired needs Redis servers of its own (unset BENCH_REDIS_URL)');
-  }
+  for (const system of SYSTEMS) sides.push(await pairedSide(system, starter(system)));
   console.log(`bench:paired: ${label(SYSTEMS[0])} and ${label(SYSTEMS[1])} at the same time, each on a Redis capped at ${fmt(CAP * 100)} % of a core, ${RUNS} runs at once each, ${WINDOWS} windows`);
   for (let w = 0; w < WINDOWS; w++) {
-    await Promise.all(sides.map((s) => emptyRedis(s.ctx)));
-    const stacks = [];
-    try {
-      for (const s of sides) stacks.push(await s.start(s.ctx));
-      const results = await Promise.all(
-        sides.map(async (s, i) => {
-          const cap = capCpu(s.ctx.redis.pid, CAP);
-          try {
-            return await batch(s.ctx, stacks[i], RUNS, { label: s.system });
-          } finally {
-            cap.release();
-          }
-        }),
-      );
-      results.forEach((r, i) => {
-        const redisMs = r.cpuMs['redis-server'] ?? NaN;
-        sides[i].windows.push({ runsPerSec: r.runsPerSec, redisUsPerStep: (redisMs * 1000) / (RUNS * STEPS), redisBusy: redisMs / (r.wallMs * CAP), statuses: r.statuses });
-      });
-      const [a, b] = sides.map((s) => s.windows.at(-1));
-      console.log(`  window ${w + 1}: ${sides.map((s) => `${label(s.system)} ${fmt(s.windows.at(-1).runsPerSec)} runs/s, Redis ${fmt(s.windows.at(-1).redisUsPerStep)} µs a step, busy ${fmt(s.windows.at(-1).redisBusy * 100)} %`).join('; ')}; ratio ${fmt(a.runsPerSec / b.runsPerSec)}×`);
-    } finally {
-      for (const stack of stacks) await stack.stop();
-    }
+    const [a, b] = await pairedWindow(sides, { cap: CAP, runs: RUNS });
+    console.log(`  window ${w + 1}: ${sides.map((s) => `${label(s.system)} ${fmt(s.windows.at(-1).runsPerSec)} runs/s, Redis ${fmt(s.windows.at(-1).redisUsPerStep)} µs a step, busy ${fmt(s.windows.at(-1).redisBusy * 100)} %`).join('; ')}; ratio ${fmt(a.runsPerSec / b.runsPerSec)}×`);
   }
   const mean = (xs) => xs.reduce((n, x) => n + x, 0) / xs.length;
   const ratios = sides[0].windows.map((w, i) => w.runsPerSec / sides[1].windows[i].runsPerSec);
@@ -81,8 +49,5 @@ try {
   const unfinished = sides.flatMap((s) => s.windows).some((w) => Object.keys(w.statuses).some((k) => k !== 'completed'));
   if (unfinished) console.log('Some runs did not complete: see the statuses above.');
 } finally {
-  for (const s of sides) {
-    s.ctx.close();
-    await s.ctx.redis.stop();
-  }
+  await closeSides(sides);
 }

@@ -1,18 +1,19 @@
-// Scenario 5, Redis-bound throughput: Redis capped at a share of one core (a cgroup CPU quota),
-// so that Redis, not the 2 cores the workers share, limits each system: how a Redis shard that
-// serves many worker hosts is loaded. Runs/s then measure how many steps a unit of Redis CPU
-// carries for each system, at saturation (commands batched as a busy Redis batches them).
-import { batch } from '../lib/batch.mjs';
+// Scenario 5, Redis-bound throughput: each system on a Redis capped at a share of one core (a
+// cgroup CPU quota), so that Redis, not the 2 cores the workers share, limits it: how a Redis
+// shard that serves many worker hosts is loaded. Runs/s then measure how many steps a unit of
+// Redis CPU carries for each system, at saturation (commands batched as a busy Redis batches
+// them). agentq is measured side by side with each baseline in turn (bench/lib/paired.mjs): one
+// system after another, a step's Redis time moved by a tenth or more between windows here, more
+// than the differences measured; side by side, whatever else the host does slows both alike.
 import { capCpu } from '../lib/redis-cap.mjs';
-import { emptyRedis } from '../lib/redis-cost.mjs';
-import { systemStarts, TWICE } from '../lib/systems.mjs';
-import { STEPS } from '../lib/workload.mjs';
+import { closeSides, pairedSide, pairedWindow } from '../lib/paired.mjs';
+import { systemStarts } from '../lib/systems.mjs';
 
-/** Redis's share of one core (BENCH_REDIS_CAP): low enough that every system here waits on it. */
-const DEFAULT_CAP = 0.2;
+/** Each Redis's share of one core (BENCH_REDIS_CAP): low enough that both systems of a pair wait on their Redis while their workers share the host. */
+const DEFAULT_CAP = 0.12;
 
 export async function scenarioRedisBound(ctx) {
-  const { log, N, redis } = ctx;
+  const { log, N, QUICK, redis, MCP } = ctx;
   const cap = Number(process.env.BENCH_REDIS_CAP) || DEFAULT_CAP;
   if (!redis.pid) return { skipped: 'BENCH_REDIS_URL: not a Redis of the benchmark’s own, whose CPU it can cap' };
   try {
@@ -22,30 +23,22 @@ export async function scenarioRedisBound(ctx) {
     return { skipped: err.message };
   }
   const n = N.redisBound;
-  log(`5. Redis-bound throughput: Redis capped at ${(cap * 100).toFixed(0)} % of a core, ${n} runs submitted at once, 0 ms model`);
-  const starts = systemStarts(ctx);
-  const out = { cap, runs: n, bare: [], loop: [], agentq: [] };
-  for (const kind of TWICE) {
-    await emptyRedis(ctx);
-    const stack = await starts[kind]();
-    let capped;
+  const windows = QUICK ? 1 : 3;
+  log(`5. Redis-bound throughput: each system on a Redis capped at ${(cap * 100).toFixed(0)} % of a core, ${n} runs submitted at once, 0 ms model; agentq side by side with each baseline, ${windows} window(s) each`);
+  const out = { cap, runs: n, method: 'side by side', pairs: { loop: [], bare: [] } };
+  const start = (kind) => (c) => systemStarts(c)[kind]();
+  for (const other of ['loop', 'bare']) {
+    const sides = [];
     try {
-      capped = capCpu(redis.pid, cap);
-      const r = await batch({ ...ctx, REPEAT: 1 }, stack, n, { label: `${kind}, Redis at ${(cap * 100).toFixed(0)} %` });
-      const redisMs = r.cpuMs['redis-server'] ?? NaN;
-      const window = {
-        runsPerSec: r.runsPerSec,
-        wallMs: r.wallMs,
-        redisUsPerStep: (redisMs * 1000) / (n * STEPS),
-        // Redis's CPU over the window against its cap: near 1 when Redis is what limits the system.
-        redisBusy: redisMs / (r.wallMs * cap),
-        statuses: r.statuses,
-      };
-      log(`  ${kind}: ${window.runsPerSec.toFixed(1)} runs/s, Redis ${window.redisUsPerStep.toFixed(0)} µs a step, busy ${(window.redisBusy * 100).toFixed(0)} % of its cap`);
-      out[kind].push(window);
+      sides.push(await pairedSide('agentq', start('agentq'), { mcp: MCP }), await pairedSide(other, start(other), { mcp: MCP }));
+      for (let w = 0; w < windows; w++) {
+        const [a, o] = await pairedWindow(sides, { cap, runs: n });
+        out.pairs[other].push({ agentq: a, [other]: o });
+        const say = (kind, x) => `${kind} ${x.runsPerSec.toFixed(1)} runs/s, Redis ${x.redisUsPerStep.toFixed(0)} µs a step, busy ${(x.redisBusy * 100).toFixed(0)} %`;
+        log(`  ${say('agentq', a)}; ${say(other, o)}: ${(a.runsPerSec / o.runsPerSec).toFixed(2)}×`);
+      }
     } finally {
-      capped?.release();
-      await stack.stop();
+      await closeSides(sides);
     }
   }
   return out;
