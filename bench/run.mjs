@@ -39,8 +39,8 @@
 // other, other, this, on an emptied Redis each time); prints a table with the ratios and the spread of the blocks' ratios, writes
 // bench/results/compare.json, not BENCHMARKS.md; BENCH_QUICK=1 makes it shorter),
 // BENCH_SERVICE_ENV="NAME=value …" (settings for agentq's services, e.g. TRANSCRIPT_CACHE_MB=0),
-// BENCH_REDIS_CAP=0.2 (scenario 5's cap, a share of one core), BENCH_REDIS_AOF=no (the bench's
-// own Redis without its AOF, to see what appending costs; does not write BENCHMARKS.md),
+// BENCH_REDIS_CAP=0.12 (scenario 5's cap on each Redis, a share of one core), BENCH_REDIS_AOF=no
+// (the bench's own Redis without its AOF, to see what appending costs; does not write BENCHMARKS.md),
 // BENCH_REDIS_CPU=1 (pins the bench's own Redis to that CPU; run the bench itself under
 // `taskset -c 0` to give Redis a core of its own, so that the other processes do not slow it).
 //

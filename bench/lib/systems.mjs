@@ -1,5 +1,5 @@
-// The three queued systems the Redis scenarios (4 and 5) compare, and the order they measure
-// them in: agentq, bare BullMQ flows and the BullMQ loop, each started on the bench's Redis.
+// The three queued systems the Redis scenarios (4 and 5) compare, and the order scenario 4
+// measures them in: agentq, bare BullMQ flows and the BullMQ loop, each started on a Redis.
 import { Redis } from 'ioredis';
 import { startAgentq } from './start-agentq.mjs';
 import { startBare } from './start-bare.mjs';
