@@ -68,10 +68,10 @@ describe('a tool result and its job', () => {
       expect(begins.length, 'scripts that begin the round\'s calls').toBeGreaterThanOrEqual(1);
       for (const b of begins) {
         const numKeys = Number(b.args[2]);
-        // ARGV: maxlen, the number of calls, then index, marker, event of each.
+        // ARGV: the number of calls, then index, marker, event of each.
         const argv = b.args.slice(3 + numKeys);
-        expect(argv[1], 'calls begun by one script').toBe('2');
-        expect([argv[2], argv[5]]).toEqual(['0', '1']);
+        expect(argv[0], 'calls begun by one script').toBe('2');
+        expect([argv[1], argv[4]]).toEqual(['0', '1']);
       }
     } finally {
       monitor.close();

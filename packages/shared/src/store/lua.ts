@@ -18,13 +18,15 @@ end
 `;
 
 /**
- * `xadd(key, maxlen, type, data)`: appends one event to a run's capped stream, and trims it to
- * about `maxlen` events; with `maxlen` UNTRIMMED (''), appends only.
+ * `xadd(key, maxlen, type, data)`: appends one event to a run's capped stream and trims it to
+ * about `maxlen` events; `appendEvent(key, type, data)` appends only (see EVENTS_MAXLEN).
  */
 export const XADD_EVENT_LUA = `
 local function xadd(key, maxlen, type, data)
-  if maxlen == '' then return redis.call('XADD', key, '*', 'type', type, 'data', data) end
   return redis.call('XADD', key, 'MAXLEN', '~', maxlen, '*', 'type', type, 'data', data)
+end
+local function appendEvent(key, type, data)
+  return redis.call('XADD', key, '*', 'type', type, 'data', data)
 end
 `;
 
@@ -77,11 +79,8 @@ end
  * Events kept per run stream (approximately: `MAXLEN ~`). The stream is trimmed when a step is
  * committed, when the run ends, and by the appends that may come many to a step (the model's
  * text as it streams, sub-runs, requests for an answer); a run's creation and start and a
- * round's `tool.*` events append without trimming (UNTRIMMED), so a stream holds at most this
+ * round's `tool.*` events append without trimming (appendEvent), so a stream holds at most this
  * many and one step's events. Trimming's three arguments cost Redis about 5 K instructions an
  * event, a seventh of an `XADD` inside a script.
  */
 export const EVENTS_MAXLEN = 10_000;
-
-/** The maxlen of an append that does not trim the stream (see EVENTS_MAXLEN). */
-export const UNTRIMMED = '';

@@ -3,7 +3,7 @@ import { isCluster, type RedisClient } from '../redis.js';
 import type { AssistantMessage, ChatMessage } from '../schemas/message.js';
 import { isTerminal, type RunObject, type RunSpec, type RunStatus, type StopReason } from '../schemas/run.js';
 import { globalKeys, runKeys, RUN_FIELDS as F } from './keys.js';
-import { EVENTS_MAXLEN, lua, RUN_OVER_LUA, UNTRIMMED, XADD_EVENT_LUA } from './lua.js';
+import { EVENTS_MAXLEN, lua, RUN_OVER_LUA, XADD_EVENT_LUA } from './lua.js';
 import { eventJson } from './run-events.js';
 import { isRunHash, runObjectFrom, runStateFrom, type RunHash, type RunState } from './run-hash.js';
 
@@ -59,11 +59,14 @@ export interface FinishInput {
   error?: { code: string; message: string } | null;
 }
 
-/** queued → running; returns the `run.started` event's id, or null if the run was not queued. */
+/**
+ * queued → running; returns the `run.started` event's id, or null if the run was not queued.
+ * KEYS: run, events. ARGV: now, the event's data (appended untrimmed: see EVENTS_MAXLEN).
+ */
 const START_RUN = `${XADD_EVENT_LUA}
 if redis.call('HGET', KEYS[1], ${lua(F.status)}) ~= 'queued' then return false end
 redis.call('HSET', KEYS[1], ${lua(F.status)}, 'running', ${lua(F.startedAt)}, ARGV[1])
-return xadd(KEYS[2], ARGV[2], 'run.started', ARGV[3])
+return appendEvent(KEYS[2], 'run.started', ARGV[2])
 `;
 
 /**
@@ -88,12 +91,12 @@ return was
 // event. Its callers write it only if the run does not exist: two writers of one sub-run (two
 // deliveries of its agent_query job at once) write it once. Returns 1.
 const WRITE_NEW_RUN_LUA = `${XADD_EVENT_LUA}
-local function writeNewRun(run, messages, events, maxlen, queued, from, to)
+local function writeNewRun(run, messages, events, queued, from, to)
   redis.call('HSET', run, unpack(ARGV, from, to))
   for i = to + 1, #ARGV, 1000 do
     redis.call('RPUSH', messages, unpack(ARGV, i, math.min(i + 999, #ARGV)))
   end
-  xadd(events, maxlen, 'run.queued', queued)
+  appendEvent(events, 'run.queued', queued)
   return 1
 end
 `;
@@ -101,32 +104,32 @@ end
 /**
  * A new run on one Redis, in one script (nothing written if it exists): KEYS: the pending set,
  * the owner's index, run, messages, events. ARGV: run id, created (ms), the index's trim bound (''
- * for none), events maxlen, the `run.queued` event's data, how many field and value arguments
- * follow, those, then the messages.
+ * for none), the `run.queued` event's data, how many field and value arguments follow, those,
+ * then the messages.
  */
 const CREATE_RUN = `${WRITE_NEW_RUN_LUA}
 if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
 redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
 redis.call('ZADD', KEYS[2], 0, ARGV[1])
 if ARGV[3] ~= '' then redis.call('ZREMRANGEBYLEX', KEYS[2], '-', ARGV[3]) end
-return writeNewRun(KEYS[3], KEYS[4], KEYS[5], ARGV[4], ARGV[5], 7, 6 + tonumber(ARGV[6]))
+return writeNewRun(KEYS[3], KEYS[4], KEYS[5], ARGV[4], 6, 5 + tonumber(ARGV[5]))
 `;
 
 /**
  * A new run's own keys on a Cluster (they share its tree's slot; the pending mark and the index
- * entry are written apart): KEYS: run, messages, events. ARGV: events maxlen, the `run.queued`
- * event's data, how many field and value arguments follow, those, then the messages.
+ * entry are written apart): KEYS: run, messages, events. ARGV: the `run.queued` event's data, how
+ * many field and value arguments follow, those, then the messages.
  */
 const CREATE_RUN_RECORD = `${WRITE_NEW_RUN_LUA}
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-return writeNewRun(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], 4, 3 + tonumber(ARGV[3]))
+return writeNewRun(KEYS[1], KEYS[2], KEYS[3], ARGV[1], 3, 2 + tonumber(ARGV[2]))
 `;
 
 declare module 'ioredis' {
   interface RedisCommander<Context extends ClientContext = { type: 'default' }> {
     agentqCreateRun(...keysAndArgs: Array<string | number>): Result<number, Context>;
     agentqCreateRunRecord(...keysAndArgs: Array<string | number>): Result<number, Context>;
-    agentqStartRun(run: string, events: string, now: string, maxlen: number | string, data: string): Result<string | null, Context>;
+    agentqStartRun(run: string, events: string, now: string, data: string): Result<string | null, Context>;
     agentqFinishRun(numKeys: number, ...keysAndArgs: Array<string | number>): Result<string | 0, Context>;
   }
 }
@@ -201,9 +204,9 @@ export class RunRecords {
       await this.redis.zadd(pendingSet, createdMs, run.id);
       const listed = this.redis.multi().zadd(index, 0, run.id);
       if (trimBelow) listed.zremrangebylex(index, '-', trimBelow);
-      [, created] = await Promise.all([execOrThrow(listed), this.redis.agentqCreateRunRecord(k.run, k.messages, k.events, UNTRIMMED, queued, hashArgs.length, ...hashArgs, ...messages)]);
+      [, created] = await Promise.all([execOrThrow(listed), this.redis.agentqCreateRunRecord(k.run, k.messages, k.events, queued, hashArgs.length, ...hashArgs, ...messages)]);
     } else {
-      created = await this.redis.agentqCreateRun(pendingSet, index, k.run, k.messages, k.events, run.id, createdMs, trimBelow, UNTRIMMED, queued, hashArgs.length, ...hashArgs, ...messages);
+      created = await this.redis.agentqCreateRun(pendingSet, index, k.run, k.messages, k.events, run.id, createdMs, trimBelow, queued, hashArgs.length, ...hashArgs, ...messages);
     }
     return { run: runObjectFrom(run.id, fields), transcriptBytes, created: created === 1 };
   }
@@ -376,7 +379,7 @@ export class RunRecords {
   async start(runId: string): Promise<boolean> {
     const k = this.keys(runId);
     const now = new Date().toISOString();
-    const r = await this.redis.agentqStartRun(k.run, k.events, now, UNTRIMMED, eventJson('run.started', runId, {}, now));
+    const r = await this.redis.agentqStartRun(k.run, k.events, now, eventJson('run.started', runId, {}, now));
     return Boolean(r);
   }
 

@@ -2,7 +2,7 @@ import type { ClientContext, Result } from 'ioredis';
 import type { RedisClient } from '../redis.js';
 import type { ToolOutcomeKind } from '../tool-outcome.js';
 import { runKeys, RUN_FIELDS as F, TOOL_CALL_FIELDS as T } from './keys.js';
-import { APPEND_ROUND_LUA, lua, RUN_OVER_LUA, UNTRIMMED, XADD_EVENT_LUA } from './lua.js';
+import { APPEND_ROUND_LUA, lua, RUN_OVER_LUA, XADD_EVENT_LUA } from './lua.js';
 import { RedisFunction } from './redis-function.js';
 import { eventJson, type RunEventData } from './run-events.js';
 import { heldSpecFrom, runStateFrom, type HeldSpec, type RunHash, type RunState } from './run-hash.js';
@@ -47,9 +47,9 @@ export interface HeldRunSpec {
 
 /**
  * KEYS: the step's tool-call hash, run, events, then the run keys of the run's ancestors.
- * ARGV: maxlen (UNTRIMMED: the step's commit trims the stream), the number of calls n, then
- * for each call its index, its running marker JSON and its `tool.started` event data JSON (''
- * for none), then the run fields to read, its status first.
+ * ARGV: the number of calls n, then for each call its index, its running marker JSON and its
+ * `tool.started` event data JSON ('' for none; appended untrimmed: the step's commit trims the
+ * stream), then the run fields to read, its status first.
  * Begins calls of one step in one round trip, each exactly as if begun alone, one after
  * another: the run and its ancestors are read once. Returns {state, run fields…, then one
  * {outcome, value} per call}. The state is 'ended' if the run is gone or over, 'ancestor_over'
@@ -59,9 +59,9 @@ export interface HeldRunSpec {
  * else it is {state} and nothing is written.
  */
 const BEGIN_TOOL_CALLS = `${RUN_OVER_LUA}${XADD_EVENT_LUA}
-local n = tonumber(ARGV[2])
+local n = tonumber(ARGV[1])
 local fields = {}
-for i = 3 + 3 * n, #ARGV do fields[#fields + 1] = ARGV[i] end
+for i = 2 + 3 * n, #ARGV do fields[#fields + 1] = ARGV[i] end
 local run = redis.call('HMGET', KEYS[2], unpack(fields))
 local state = 'begun'
 if runOver(run[1]) then
@@ -80,14 +80,14 @@ for i = 1, #run do out[#out + 1] = run[i] end
 -- command inside a script costs Redis more than a field read or written with others does.
 local callFields = {}
 for c = 0, n - 1 do
-  local index = ARGV[3 + 3 * c]
+  local index = ARGV[2 + 3 * c]
   callFields[2 * c + 1] = index
   callFields[2 * c + 2] = index .. ${lua(T.runningSuffix)}
 end
 local calls = redis.call('HMGET', KEYS[1], unpack(callFields))
 local markers, begunNow = {}, {}
 for c = 0, n - 1 do
-  local index, marker, event = ARGV[3 + 3 * c], ARGV[4 + 3 * c], ARGV[5 + 3 * c]
+  local index, marker, event = ARGV[2 + 3 * c], ARGV[3 + 3 * c], ARGV[4 + 3 * c]
   local stored = calls[2 * c + 1]
   if stored then
     out[#out + 1] = { 'done', stored }
@@ -99,7 +99,7 @@ for c = 0, n - 1 do
     begunNow[index] = marker
     markers[#markers + 1] = callFields[2 * c + 2]
     markers[#markers + 1] = marker
-    if event ~= '' then xadd(KEYS[3], ARGV[1], 'tool.started', event) end
+    if event ~= '' then appendEvent(KEYS[3], 'tool.started', event) end
   end
 end
 if #markers > 0 then redis.call('HSET', KEYS[1], unpack(markers)) end
@@ -108,9 +108,9 @@ return out
 
 /**
  * KEYS: the step's tool-call hash, events, then (when the round's size is known) run, messages
- * and the ancestors' run hashes. ARGV: maxlen (UNTRIMMED: the next step's commit trims the
- * stream), the number of calls n, depth, the number of calls in the round, then for each call
- * its index, result JSON, event data JSON and `tool` message JSON ('' without the round's size).
+ * and the ancestors' run hashes. ARGV: the number of calls n, depth, the number of calls in the
+ * round, then for each call its index, result JSON, event data JSON (appended untrimmed: the next
+ * step's commit trims the stream) and `tool` message JSON ('' without the round's size).
  * Stores each call's result unless one is stored, and only then appends its `tool.completed`,
  * one call after another as if each came alone. When one of them stored its message now and
  * every call of the round has one, the round's `tool` messages are appended in call order,
@@ -124,17 +124,17 @@ return out
  * stored result (this one, or the earlier one).
  */
 const COMPLETE_TOOL_CALLS = `${APPEND_ROUND_LUA}${XADD_EVENT_LUA}
-local n = tonumber(ARGV[2])
+local n = tonumber(ARGV[1])
 local out = {}
 local storedNow = {}
 local storedMessage = false
 -- Every call's stored result in one read, the new ones written in one HSET (as in the begin).
 local indexes = {}
-for c = 0, n - 1 do indexes[c + 1] = ARGV[5 + 4 * c] end
+for c = 0, n - 1 do indexes[c + 1] = ARGV[4 + 4 * c] end
 local stored = redis.call('HMGET', KEYS[1], unpack(indexes))
 local writes, storedHere = {}, {}
 for c = 0, n - 1 do
-  local index, result, event, message = ARGV[5 + 4 * c], ARGV[6 + 4 * c], ARGV[7 + 4 * c], ARGV[8 + 4 * c]
+  local index, result, event, message = ARGV[4 + 4 * c], ARGV[5 + 4 * c], ARGV[6 + 4 * c], ARGV[7 + 4 * c]
   -- A call stored twice in one batch keeps its first result, as one after another would.
   local earlier = stored[c + 1] or storedHere[index]
   if earlier then
@@ -143,7 +143,7 @@ for c = 0, n - 1 do
     storedHere[index] = result
     writes[#writes + 1] = index
     writes[#writes + 1] = result
-    xadd(KEYS[2], ARGV[1], 'tool.completed', event)
+    appendEvent(KEYS[2], 'tool.completed', event)
     if #KEYS >= 4 then
       storedNow[index] = message
       storedMessage = true
@@ -155,7 +155,7 @@ if #writes > 0 then redis.call('HSET', KEYS[1], unpack(writes)) end
 if not storedMessage then return out end
 -- The round's messages: those stored now from ARGV, the others from the calls stored before.
 local msgs, earlier = {}, {}
-for i = 0, tonumber(ARGV[4]) - 1 do
+for i = 0, tonumber(ARGV[3]) - 1 do
   local index = tostring(i)
   if storedNow[index] then msgs[i + 1] = storedNow[index] else earlier[#earlier + 1] = index end
 end
@@ -175,7 +175,7 @@ if not complete then
 end
 local ancestors = {}
 for k = 5, #KEYS do ancestors[#ancestors + 1] = KEYS[k] end
-if appendRound(KEYS[3], KEYS[4], ancestors, ARGV[3], msgs) == 1 and #earlier > 0 then redis.call('HDEL', KEYS[1], unpack(earlierFields)) end
+if appendRound(KEYS[3], KEYS[4], ancestors, ARGV[2], msgs) == 1 and #earlier > 0 then redis.call('HDEL', KEYS[1], unpack(earlierFields)) end
 return out
 `;
 
@@ -302,7 +302,6 @@ export class ToolCalls {
         k.run,
         k.events,
         ...ancestors.map((a) => this.keys(a).run),
-        UNTRIMMED,
         calls.length,
         ...calls.flatMap((c) => [T.result(c.index), JSON.stringify({ attempts: c.attempts, started_at: startedAt } satisfies ToolCallRunning), c.event ? eventJson('tool.started', runId, c.event) : '']),
         ...fields,
@@ -410,7 +409,6 @@ export class ToolCalls {
       const args: [number, ...Array<string | number>] = [
         keys.length,
         ...keys,
-        UNTRIMMED,
         calls.length,
         depth,
         round?.count ?? 0,
