@@ -32,14 +32,33 @@ export default defineConfig({
     //   Sentinel), which start the topologies they need.
     // Only integration, process and cluster get a Redis (`inject('redisUrl')`).
     projects: [
-      { extends: true, test: { name: 'unit', include: ['packages/*/src/**/*.test.ts', 'services/*/src/**/*.test.ts'] } },
-      { extends: true, test: { name: 'integration', include: ['test/*.test.ts'], globalSetup: ['./test/global-setup.ts'] } },
-      { extends: true, test: { name: 'process', include: ['test/process/*.test.ts'], globalSetup: ['./test/global-setup.ts'] } },
+      {
+        extends: true,
+        test: { name: 'unit', include: ['packages/*/src/**/*.test.ts', 'services/*/src/**/*.test.ts'] },
+      },
+      {
+        extends: true,
+        test: { name: 'integration', include: ['test/*.test.ts'], globalSetup: ['./test/global-setup.ts'] },
+      },
+      {
+        extends: true,
+        test: { name: 'process', include: ['test/process/*.test.ts'], globalSetup: ['./test/global-setup.ts'] },
+      },
       {
         extends: true,
         test: {
           name: 'cluster',
-          include: ['test/agent-loop.test.ts', 'test/subagents.test.ts', 'test/run-lifecycle.test.ts', 'test/events.test.ts', 'test/tree-cancel.test.ts', 'test/runs-that-wait.test.ts', 'test/sub-run-writes.test.ts', 'test/process/crash-recovery.test.ts', 'test/cluster/*.test.ts'],
+          include: [
+            'test/agent-loop.test.ts',
+            'test/subagents.test.ts',
+            'test/run-lifecycle.test.ts',
+            'test/events.test.ts',
+            'test/tree-cancel.test.ts',
+            'test/runs-that-wait.test.ts',
+            'test/sub-run-writes.test.ts',
+            'test/process/crash-recovery.test.ts',
+            'test/cluster/*.test.ts',
+          ],
           globalSetup: ['./test/global-setup-cluster.ts'],
         },
       },

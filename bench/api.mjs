@@ -38,7 +38,11 @@ function request(url, method, path, body, expected) {
       let text = '';
       res.setEncoding('utf8');
       res.on('data', (c) => (text += c));
-      res.on('end', () => (res.statusCode === expected ? done(text) : fail(new Error(`${method} ${url}${path} → ${res.statusCode}: ${text.slice(0, 200)}`))));
+      res.on('end', () =>
+        res.statusCode === expected
+          ? done(text)
+          : fail(new Error(`${method} ${url}${path} → ${res.statusCode}: ${text.slice(0, 200)}`)),
+      );
     });
     req.on('error', fail);
     req.end(body);
@@ -51,7 +55,12 @@ const CASES = [
 
 async function startApi(root, redisUrl, tag) {
   const tenants = join(tmpdir(), `agentq-bench-api-${process.pid}-${tag}.json`);
-  writeFileSync(tenants, JSON.stringify({ default: { max_active_runs: 1_000_000, max_queued_runs: 10_000_000, requests_per_minute: 10_000_000 } }));
+  writeFileSync(
+    tenants,
+    JSON.stringify({
+      default: { max_active_runs: 1_000_000, max_queued_runs: 10_000_000, requests_per_minute: 10_000_000 },
+    }),
+  );
   const port = await freePort();
   const env = {
     PATH: process.env.PATH,
@@ -70,7 +79,10 @@ async function startApi(root, redisUrl, tag) {
   const proc = spawnProc(`api (${tag})`, process.execPath, [join(root, 'services/api/dist/main.js')], { env });
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {
-    const ready = await fetch(`${url}/readyz`).then((r) => r.ok, () => false);
+    const ready = await fetch(`${url}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ready) break;
     if (i > 300 || !proc.running) throw new Error(`the API of ${root} did not start:\n${proc.tail.join('\n')}`);
     await new Promise((r) => setTimeout(r, 100));
@@ -91,7 +103,11 @@ async function window(system, ctl, n, send) {
   const t0 = performance.now();
   await pool(n, IN_FLIGHT, () => send(system));
   const wallMs = performance.now() - t0;
-  return { wallMs, cpuUs: ((cpuMs(system.proc.pid) - s0) * 1000) / n, redisUs: (((await redisCpuMs(ctl)) - r0) * 1000) / n };
+  return {
+    wallMs,
+    cpuUs: ((cpuMs(system.proc.pid) - s0) * 1000) / n,
+    redisUs: (((await redisCpuMs(ctl)) - r0) * 1000) / n,
+  };
 }
 
 const redis = await startRedis();
@@ -114,7 +130,9 @@ try {
       const order = systems.map((_, i) => systems[(i + w) % systems.length]);
       for (const s of order) {
         const r = await window(s, ctl, PER_WINDOW, c.send);
-        say(`  ${c.name}, ${s.name}: ${PER_WINDOW} requests in ${fmt(r.wallMs / 1000)} s, ${fmt(r.cpuUs)} µs of its CPU a request${s.name === 'http floor' ? '' : `, Redis ${fmt(r.redisUs)} µs`}`);
+        say(
+          `  ${c.name}, ${s.name}: ${PER_WINDOW} requests in ${fmt(r.wallMs / 1000)} s, ${fmt(r.cpuUs)} µs of its CPU a request${s.name === 'http floor' ? '' : `, Redis ${fmt(r.redisUs)} µs`}`,
+        );
         runs[s.name].push(r);
       }
     }
@@ -122,8 +140,20 @@ try {
     const base = best('http floor');
     for (const s of systems) {
       const b = best(s.name);
-      const who = s.name === 'this' ? 'agentq API (this checkout)' : s.name === 'other' ? `agentq API (${COMPARE})` : 'bare node:http';
-      rows.push([c.name, who, fmt(b.cpuUs), `${fmt(b.cpuUs / base.cpuUs, 2)}×`, s.name === 'http floor' ? '–' : fmt(b.redisUs), fmt((PER_WINDOW * 1000) / b.wallMs)]);
+      const who =
+        s.name === 'this'
+          ? 'agentq API (this checkout)'
+          : s.name === 'other'
+            ? `agentq API (${COMPARE})`
+            : 'bare node:http';
+      rows.push([
+        c.name,
+        who,
+        fmt(b.cpuUs),
+        `${fmt(b.cpuUs / base.cpuUs, 2)}×`,
+        s.name === 'http floor' ? '–' : fmt(b.redisUs),
+        fmt((PER_WINDOW * 1000) / b.wallMs),
+      ]);
     }
   }
   process.stdout.write(

@@ -16,10 +16,18 @@ import { FlowProducer, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 
 const ROOT = join(import.meta.dirname, '..');
-const { QUEUES, JOB_KINDS, workerLockOptions, workerEnvSchema } = await import(pathToFileURL(join(ROOT, 'packages/shared/dist/index.js')).href);
+const { QUEUES, JOB_KINDS, workerLockOptions, workerEnvSchema } = await import(
+  pathToFileURL(join(ROOT, 'packages/shared/dist/index.js')).href
+);
 // The same ids, names and options as agentq's job catalog.
-const jobIds = { agentTurn: (runId, depth) => JOB_KINDS.agentStep.id({ runId, depth }), toolCall: (runId, depth, index) => JOB_KINDS.toolCall.id({ runId, depth, index }) };
-const jobNames = { agentTurn: (runId, depth) => JOB_KINDS.agentStep.name({ runId, depth }), toolCall: (runId, depth, name) => JOB_KINDS.toolCall.name({ runId, depth, name }) };
+const jobIds = {
+  agentTurn: (runId, depth) => JOB_KINDS.agentStep.id({ runId, depth }),
+  toolCall: (runId, depth, index) => JOB_KINDS.toolCall.id({ runId, depth, index }),
+};
+const jobNames = {
+  agentTurn: (runId, depth) => JOB_KINDS.agentStep.name({ runId, depth }),
+  toolCall: (runId, depth, name) => JOB_KINDS.toolCall.name({ runId, depth, name }),
+};
 const jobOptions = { agentTurn: JOB_KINDS.agentStep.options, toolCall: JOB_KINDS.toolCall.options };
 // agentq's workers' lock and stall-check settings, from the same variables and defaults.
 const lock = workerLockOptions({
@@ -35,7 +43,13 @@ const rounds = Number(process.env.ROUNDS ?? 3);
 const fanout = Number(process.env.FANOUT ?? 3);
 const conn = () => new Redis(url, { maxRetriesPerRequest: null });
 const work = process.env.WORK === '1';
-const parts = work ? await (await import('./lib/inprocess-loop.mjs')).connectAgentParts({ baseURL: process.env.MODEL_URL, mcp: JSON.parse(process.env.MCP_JSON), clientName: `agentq-bench-bare-${role}` }) : null;
+const parts = work
+  ? await (await import('./lib/inprocess-loop.mjs')).connectAgentParts({
+      baseURL: process.env.MODEL_URL,
+      mcp: JSON.parse(process.env.MCP_JSON),
+      clientName: `agentq-bench-bare-${role}`,
+    })
+  : null;
 // The agent role needs the tool list only (it was read at connect): no MCP server of its own.
 if (parts && role === 'agent') await parts.close();
 
@@ -45,7 +59,14 @@ async function transcript(job) {
   if (!job.data.messages) return messages;
   const results = Object.values(await job.getChildrenValues());
   const calls = messages.at(-1).tool_calls;
-  return [...messages, ...calls.map((tc, i) => ({ role: 'tool', tool_call_id: tc.id, content: results.find((r) => r.index === i)?.content ?? 'missing' }))];
+  return [
+    ...messages,
+    ...calls.map((tc, i) => ({
+      role: 'tool',
+      tool_call_id: tc.id,
+      content: results.find((r) => r.index === i)?.content ?? 'missing',
+    })),
+  ];
 }
 
 let worker;
@@ -64,7 +85,13 @@ if (role === 'agent') {
         messages.push(message);
         calls = message.tool_calls ?? [];
       } else {
-        calls = depth >= rounds ? [] : Array.from({ length: fanout }, (_, index) => ({ id: `call_${index}`, function: { name: 'noop__noop', arguments: `{"i":${index}}` } }));
+        calls =
+          depth >= rounds
+            ? []
+            : Array.from({ length: fanout }, (_, index) => ({
+                id: `call_${index}`,
+                function: { name: 'noop__noop', arguments: `{"i":${index}}` },
+              }));
       }
       if (!calls.length) return { outcome: 'final_answer' };
       await flow.add({
@@ -85,7 +112,10 @@ if (role === 'agent') {
   );
 } else if (role === 'tool') {
   const tool = work
-    ? async (job) => ({ index: job.data.index, content: await parts.callTool({ function: { name: job.data.name, arguments: job.data.arguments } }) })
+    ? async (job) => ({
+        index: job.data.index,
+        content: await parts.callTool({ function: { name: job.data.name, arguments: job.data.arguments } }),
+      })
     : async (job) => ({ index: job.data.index });
   worker = new Worker(QUEUES.tool, tool, { connection: conn(), prefix, concurrency, ...lock });
 } else {

@@ -43,11 +43,26 @@ async function nodeStats(cluster) {
       for (const m of info.matchAll(/^cmdstat_[^:]+:calls=(\d+)/gm)) calls += Number(m[1]);
       // Its read system calls: the round trips that reached it (one read takes all that arrived together).
       const io = syscalls(n.pid) ?? { reads: 0, writes: 0 };
-      return { port: n.port, cpuUs: (num('used_cpu_sys') + num('used_cpu_user')) * 1e6, calls, memory: num('used_memory'), reads: io.reads, writes: io.writes };
+      return {
+        port: n.port,
+        cpuUs: (num('used_cpu_sys') + num('used_cpu_user')) * 1e6,
+        calls,
+        memory: num('used_memory'),
+        reads: io.reads,
+        writes: io.writes,
+      };
     }),
   );
 }
-const delta = (a, b) => a.map((x, i) => ({ port: x.port, cpuUs: b[i].cpuUs - x.cpuUs, calls: b[i].calls - x.calls, memory: b[i].memory - x.memory, reads: b[i].reads - x.reads, writes: b[i].writes - x.writes }));
+const delta = (a, b) =>
+  a.map((x, i) => ({
+    port: x.port,
+    cpuUs: b[i].cpuUs - x.cpuUs,
+    calls: b[i].calls - x.calls,
+    memory: b[i].memory - x.memory,
+    reads: b[i].reads - x.reads,
+    writes: b[i].writes - x.writes,
+  }));
 
 /** Round trips the stack's processes sent (their Redis probes), all processes together. */
 async function clientTrips(stack, probeDir) {
@@ -57,11 +72,16 @@ async function clientTrips(stack, probeDir) {
 
 /** Waits until the key has nothing running or in line (every submitted run has ended). */
 async function drained(stack, timeoutMs, onPoll = () => {}) {
-  await until('every run to end', async () => {
-    const u = await (await fetch(`${stack.apiUrl}/v1/usage`)).json();
-    onPoll(u);
-    return u.active_runs === 0 && u.queued_runs === 0;
-  }, timeoutMs, 200);
+  await until(
+    'every run to end',
+    async () => {
+      const u = await (await fetch(`${stack.apiUrl}/v1/usage`)).json();
+      onPoll(u);
+      return u.active_runs === 0 && u.queued_runs === 0;
+    },
+    timeoutMs,
+    200,
+  );
 }
 
 /** Every run's time from creation to its end, from the API's list (newest first, 100 a page). */
@@ -70,7 +90,8 @@ async function runDurations(stack, n) {
   let after = '';
   while (out.length < n) {
     const page = await (await fetch(`${stack.apiUrl}/v1/runs?limit=100${after}`)).json();
-    for (const r of page.data) out.push({ status: r.status, ms: Date.parse(r.completed_at) - Date.parse(r.created_at) });
+    for (const r of page.data)
+      out.push({ status: r.status, ms: Date.parse(r.completed_at) - Date.parse(r.created_at) });
     if (!page.next) break;
     after = `&after=${page.next}`;
   }
@@ -104,10 +125,19 @@ try {
         redisCpuUsPerStep: cpuTotal / steps,
         commandsPerStep: d.reduce((a, x) => a + x.calls, 0) / steps,
         clientTripsPerStep: trips / steps,
-        shards: d.map((x) => ({ port: x.port, cpuShare: x.cpuUs / cpuTotal, cpuUsPerStep: x.cpuUs / steps, commandsPerStep: x.calls / steps, readsPerStep: x.reads / steps, writesPerStep: x.writes / steps })),
+        shards: d.map((x) => ({
+          port: x.port,
+          cpuShare: x.cpuUs / cpuTotal,
+          cpuUsPerStep: x.cpuUs / steps,
+          commandsPerStep: x.calls / steps,
+          readsPerStep: x.reads / steps,
+          writesPerStep: x.writes / steps,
+        })),
       };
       const t = out.throughput[cells];
-      log(`   ${t.runsPerSec.toFixed(1)} runs/s; Redis CPU ${t.redisCpuUsPerStep.toFixed(0)} µs per step, shares ${t.shards.map((s) => `${(s.cpuShare * 100).toFixed(0)} %`).join(' / ')}`);
+      log(
+        `   ${t.runsPerSec.toFixed(1)} runs/s; Redis CPU ${t.redisCpuUsPerStep.toFixed(0)} µs per step, shares ${t.shards.map((s) => `${(s.cpuShare * 100).toFixed(0)} %`).join(' / ')}`,
+      );
     } finally {
       await stack.stop();
       rmSync(probeDir, { recursive: true, force: true });
@@ -157,7 +187,9 @@ try {
       keptMemoryPerRun: kept / CONCURRENT,
     };
     const c = out.concurrent;
-    log(`   all ended in ${(wallMs / 1000).toFixed(1)} s (submission ${(submittedMs / 1000).toFixed(1)} s; ideal ${(ideal / 1000).toFixed(1)} s); a run p50 ${c.runMs.p50} ms against ${c.runMs.ideal} ms`);
+    log(
+      `   all ended in ${(wallMs / 1000).toFixed(1)} s (submission ${(submittedMs / 1000).toFixed(1)} s; ideal ${(ideal / 1000).toFixed(1)} s); a run p50 ${c.runMs.p50} ms against ${c.runMs.ideal} ms`,
+    );
   } finally {
     await stack.stop();
   }
@@ -177,7 +209,7 @@ out.projection = {
   stepsPerSecPerShard,
   stepsPerSecFor10k: neededStepsPerSec,
   shardsFor10k: Math.ceil((neededStepsPerSec * perStep) / (1e6 * headroom)),
-  memoryFor10kMB: (out.concurrent.peakMemoryPerActiveRun ?? out.concurrent.keptMemoryPerRun) * 10_000 / 1e6,
+  memoryFor10kMB: ((out.concurrent.peakMemoryPerActiveRun ?? out.concurrent.keptMemoryPerRun) * 10_000) / 1e6,
 };
 const t1 = out.throughput[1];
 const t3 = out.throughput[3];
@@ -189,27 +221,62 @@ process.stdout.write(
   `\n${textTable(
     ['measure', '1 cell', '3 cells'],
     [
-      [`throughput, ${RUNS} runs at once, 0 ms model`, `${t1.runsPerSec.toFixed(1)} runs/s`, `${t3.runsPerSec.toFixed(1)} runs/s`],
-      ['Redis CPU per step, all shards', `${t1.redisCpuUsPerStep.toFixed(0)} µs`, `${t3.redisCpuUsPerStep.toFixed(0)} µs`],
+      [
+        `throughput, ${RUNS} runs at once, 0 ms model`,
+        `${t1.runsPerSec.toFixed(1)} runs/s`,
+        `${t3.runsPerSec.toFixed(1)} runs/s`,
+      ],
+      [
+        'Redis CPU per step, all shards',
+        `${t1.redisCpuUsPerStep.toFixed(0)} µs`,
+        `${t3.redisCpuUsPerStep.toFixed(0)} µs`,
+      ],
       ['  share of each shard', shares(t1), shares(t3)],
       ['Redis commands per step (incl. inside Lua)', t1.commandsPerStep.toFixed(0), t3.commandsPerStep.toFixed(0)],
-      ['  per shard', t1.shards.map((s) => s.commandsPerStep.toFixed(0)).join(' / '), t3.shards.map((s) => s.commandsPerStep.toFixed(0)).join(' / ')],
-      ['round trips per step, sent by all processes', t1.clientTripsPerStep.toFixed(1), t3.clientTripsPerStep.toFixed(1)],
+      [
+        '  per shard',
+        t1.shards.map((s) => s.commandsPerStep.toFixed(0)).join(' / '),
+        t3.shards.map((s) => s.commandsPerStep.toFixed(0)).join(' / '),
+      ],
+      [
+        'round trips per step, sent by all processes',
+        t1.clientTripsPerStep.toFixed(1),
+        t3.clientTripsPerStep.toFixed(1),
+      ],
       ['  reaching each shard (its read system calls)', perShard(t1, 'readsPerStep'), perShard(t3, 'readsPerStep')],
-      ['  replies written by each shard (write system calls)', perShard(t1, 'writesPerStep'), perShard(t3, 'writesPerStep')],
+      [
+        '  replies written by each shard (write system calls)',
+        perShard(t1, 'writesPerStep'),
+        perShard(t3, 'writesPerStep'),
+      ],
     ],
   )}\n\n${textTable(
     ['measure', 'value'],
     [
-      [`${CONCURRENT} runs at once, ${MODEL_STEP_MS} ms model step, 3 cells: all ended in`, `${(c.wallMs / 1000).toFixed(1)} s against an ideal ${(c.idealMs / 1000).toFixed(1)} s (${c.vsIdeal.toFixed(2)}×; submission took ${(c.submittedMs / 1000).toFixed(1)} s)`],
+      [
+        `${CONCURRENT} runs at once, ${MODEL_STEP_MS} ms model step, 3 cells: all ended in`,
+        `${(c.wallMs / 1000).toFixed(1)} s against an ideal ${(c.idealMs / 1000).toFixed(1)} s (${c.vsIdeal.toFixed(2)}×; submission took ${(c.submittedMs / 1000).toFixed(1)} s)`,
+      ],
       ['  one run, p50 / p99', `${c.runMs.p50} / ${c.runMs.p99} ms against ${c.runMs.ideal} ms`],
       ['  completed', `${c.completed} of ${CONCURRENT}; at most ${c.peakActive} active at once`],
-      ['  Redis memory per run in flight (peak) / kept after', `${c.peakMemoryPerActiveRun ? (c.peakMemoryPerActiveRun / 1024).toFixed(1) : '–'} KB / ${(c.keptMemoryPerRun / 1024).toFixed(1)} KB`],
-      ['projection: steps/s one shard serves (a core at 100 %)', `${Math.round(p.stepsPerSecPerShard)} (${perStep.toFixed(0)} µs of Redis CPU a step)`],
-      [`  10,000 concurrent runs, ${MODEL_STEP_MS} ms step: steps/s, shards at ≤ 70 %`, `${p.stepsPerSecFor10k} steps/s → ${p.shardsFor10k} shard${p.shardsFor10k > 1 ? 's' : ''}`],
+      [
+        '  Redis memory per run in flight (peak) / kept after',
+        `${c.peakMemoryPerActiveRun ? (c.peakMemoryPerActiveRun / 1024).toFixed(1) : '–'} KB / ${(c.keptMemoryPerRun / 1024).toFixed(1)} KB`,
+      ],
+      [
+        'projection: steps/s one shard serves (a core at 100 %)',
+        `${Math.round(p.stepsPerSecPerShard)} (${perStep.toFixed(0)} µs of Redis CPU a step)`,
+      ],
+      [
+        `  10,000 concurrent runs, ${MODEL_STEP_MS} ms step: steps/s, shards at ≤ 70 %`,
+        `${p.stepsPerSecFor10k} steps/s → ${p.shardsFor10k} shard${p.shardsFor10k > 1 ? 's' : ''}`,
+      ],
       ['  Redis memory for them', `${p.memoryFor10kMB.toFixed(0)} MB`],
     ],
   )}\n`,
 );
 mkdirSync(join(ROOT, 'bench', 'results'), { recursive: true });
-writeFileSync(join(ROOT, 'bench', 'results', 'cluster.json'), `${JSON.stringify({ at: new Date().toISOString(), ...out }, null, 2)}\n`);
+writeFileSync(
+  join(ROOT, 'bench', 'results', 'cluster.json'),
+  `${JSON.stringify({ at: new Date().toISOString(), ...out }, null, 2)}\n`,
+);

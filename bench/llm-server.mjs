@@ -23,7 +23,8 @@ const llm = await startScriptedLlm({
     const delayMs = Number(/-(\d+)ms$/.exec(req.model ?? '')?.[1] ?? 0);
     const done = req.messages.filter((m) => m?.role === 'assistant' && m.tool_calls?.length).length;
     const tool = req.tools?.[0]?.function?.name;
-    if (!tool || done >= rounds || req.tool_choice === 'none') return { content: 'done', delayMs, usage: { prompt_tokens: 10, completion_tokens: 1 } };
+    if (!tool || done >= rounds || req.tool_choice === 'none')
+      return { content: 'done', delayMs, usage: { prompt_tokens: 10, completion_tokens: 1 } };
     return {
       tool_calls: Array.from({ length: fanout }, (_, i) => ({ name: tool, arguments: { i } })),
       delayMs,

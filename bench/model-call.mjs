@@ -25,11 +25,16 @@ function output(proc) {
     let out = '';
     proc.stdout.on('data', (d) => (out += d));
     proc.on('error', reject);
-    proc.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`${proc.spawnargs.join(' ')} exited ${code}`))));
+    proc.on('exit', (code) =>
+      code === 0 ? resolve(out) : reject(new Error(`${proc.spawnargs.join(' ')} exited ${code}`)),
+    );
   });
 }
 
-const model = spawn(process.execPath, [join(ROOT, 'bench/llm-server.mjs')], { env: { ...process.env, LATENCY_MS: '0', ROUNDS: '1', FANOUT: '3' }, stdio: ['ignore', 'pipe', 'inherit'] });
+const model = spawn(process.execPath, [join(ROOT, 'bench/llm-server.mjs')], {
+  env: { ...process.env, LATENCY_MS: '0', ROUNDS: '1', FANOUT: '3' },
+  stdio: ['ignore', 'pipe', 'inherit'],
+});
 try {
   const { baseURL } = await new Promise((resolve, reject) => {
     model.stdout.once('data', (d) => resolve(JSON.parse(String(d))));
@@ -39,13 +44,37 @@ try {
   for (const c of CASES) {
     const best = {};
     for (const client of ORDER) {
-      const child = spawn(process.execPath, [...HEAP_FLAGS.split(' '), join(ROOT, 'bench/lib/model-calls.mjs'), baseURL, c.model, client, String(c.inFlight), String(c.calls)], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const child = spawn(
+        process.execPath,
+        [
+          ...HEAP_FLAGS.split(' '),
+          join(ROOT, 'bench/lib/model-calls.mjs'),
+          baseURL,
+          c.model,
+          client,
+          String(c.inFlight),
+          String(c.calls),
+        ],
+        { stdio: ['ignore', 'pipe', 'inherit'] },
+      );
       const r = JSON.parse(await output(child));
-      process.stderr.write(`  ${c.name}, ${client}: ${fmt(r.cpuUsPerCall)} µs a call, ${fmt(r.wallMs / 1000)} s, peak ${fmt(r.peakRssMB)} MB\n`);
-      if (!best[client] || r.cpuUsPerCall < best[client].cpuUsPerCall) best[client] = { ...r, peakRssMB: Math.max(r.peakRssMB, best[client]?.peakRssMB ?? 0) };
+      process.stderr.write(
+        `  ${c.name}, ${client}: ${fmt(r.cpuUsPerCall)} µs a call, ${fmt(r.wallMs / 1000)} s, peak ${fmt(r.peakRssMB)} MB\n`,
+      );
+      if (!best[client] || r.cpuUsPerCall < best[client].cpuUsPerCall)
+        best[client] = { ...r, peakRssMB: Math.max(r.peakRssMB, best[client]?.peakRssMB ?? 0) };
     }
     const [f, n] = [best.fetch, best.node];
-    rows.push([c.name, fmt(f.cpuUsPerCall), fmt(n.cpuUsPerCall), `${fmt(n.cpuUsPerCall / f.cpuUsPerCall, 2)}×`, fmt(f.wallMs / 1000), fmt(n.wallMs / 1000), fmt(f.peakRssMB), fmt(n.peakRssMB)]);
+    rows.push([
+      c.name,
+      fmt(f.cpuUsPerCall),
+      fmt(n.cpuUsPerCall),
+      `${fmt(n.cpuUsPerCall / f.cpuUsPerCall, 2)}×`,
+      fmt(f.wallMs / 1000),
+      fmt(n.wallMs / 1000),
+      fmt(f.peakRssMB),
+      fmt(n.peakRssMB),
+    ]);
   }
   process.stdout.write(
     `\n${textTable(['calls', 'fetch µs/call', 'node µs/call', 'node/fetch', 'fetch s', 'node s', 'fetch peak MB', 'node peak MB'], rows)}\n` +

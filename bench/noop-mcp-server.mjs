@@ -26,7 +26,8 @@ function buildServer() {
   const server = new Server({ name: 'agentq-bench-noop', version: '1.0.0' }, { capabilities: { tools: {} } });
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: TOOLS }));
   server.setRequestHandler(CallToolRequestSchema, async (req) => {
-    if (req.params.name !== 'noop') return { content: [{ type: 'text', text: `unknown tool ${req.params.name}` }], isError: true };
+    if (req.params.name !== 'noop')
+      return { content: [{ type: 'text', text: `unknown tool ${req.params.name}` }], isError: true };
     return { content: [{ type: 'text', text: 'ok' }] };
   });
   return server;

@@ -34,19 +34,35 @@ const label = (system) => NAMES[system] ?? `agentq of ${system}`;
 const sides = [];
 try {
   for (const system of SYSTEMS) sides.push(await pairedSide(system, starter(system)));
-  console.log(`bench:paired: ${label(SYSTEMS[0])} and ${label(SYSTEMS[1])} at the same time, each on a Redis capped at ${fmt(CAP * 100)} % of a core, ${RUNS} runs at once each, ${WINDOWS} windows`);
+  console.log(
+    `bench:paired: ${label(SYSTEMS[0])} and ${label(SYSTEMS[1])} at the same time, each on a Redis capped at ${fmt(CAP * 100)} % of a core, ${RUNS} runs at once each, ${WINDOWS} windows`,
+  );
   for (let w = 0; w < WINDOWS; w++) {
     const [a, b] = await pairedWindow(sides, { cap: CAP, runs: RUNS });
-    console.log(`  window ${w + 1}: ${sides.map((s) => `${label(s.system)} ${fmt(s.windows.at(-1).runsPerSec)} runs/s, Redis ${fmt(s.windows.at(-1).redisUsPerStep)} µs a step, busy ${fmt(s.windows.at(-1).redisBusy * 100)} %`).join('; ')}; ratio ${fmt(a.runsPerSec / b.runsPerSec)}×`);
+    console.log(
+      `  window ${w + 1}: ${sides.map((s) => `${label(s.system)} ${fmt(s.windows.at(-1).runsPerSec)} runs/s, Redis ${fmt(s.windows.at(-1).redisUsPerStep)} µs a step, busy ${fmt(s.windows.at(-1).redisBusy * 100)} %`).join('; ')}; ratio ${fmt(a.runsPerSec / b.runsPerSec)}×`,
+    );
   }
   const mean = (xs) => xs.reduce((n, x) => n + x, 0) / xs.length;
   const ratios = sides[0].windows.map((w, i) => w.runsPerSec / sides[1].windows[i].runsPerSec);
-  const rows = sides.map((s) => [label(s.system), fmt(mean(s.windows.map((w) => w.runsPerSec))), fmt(mean(s.windows.map((w) => w.redisUsPerStep))), `${fmt(Math.min(...s.windows.map((w) => w.redisBusy)) * 100)} %`]);
+  const rows = sides.map((s) => [
+    label(s.system),
+    fmt(mean(s.windows.map((w) => w.runsPerSec))),
+    fmt(mean(s.windows.map((w) => w.redisUsPerStep))),
+    `${fmt(Math.min(...s.windows.map((w) => w.redisBusy)) * 100)} %`,
+  ]);
   console.log(`\n${textTable(['system', 'runs/s (mean)', 'Redis µs a step (mean)', 'Redis busy (lowest)'], rows)}`);
-  console.log(`\n${label(SYSTEMS[0])} against ${label(SYSTEMS[1])}, window by window: ${ratios.map((r) => `${fmt(r)}×`).join(', ')}; mean ${fmt(mean(ratios))}×, lowest ${fmt(Math.min(...ratios))}×.`);
+  console.log(
+    `\n${label(SYSTEMS[0])} against ${label(SYSTEMS[1])}, window by window: ${ratios.map((r) => `${fmt(r)}×`).join(', ')}; mean ${fmt(mean(ratios))}×, lowest ${fmt(Math.min(...ratios))}×.`,
+  );
   const underCap = sides.flatMap((s) => s.windows).some((w) => w.redisBusy < 0.95);
-  if (underCap) console.log('A Redis was busy less than 95 % of its cap in some window: something else limited that system there (lower PAIRED_CAP).');
-  const unfinished = sides.flatMap((s) => s.windows).some((w) => Object.keys(w.statuses).some((k) => k !== 'completed'));
+  if (underCap)
+    console.log(
+      'A Redis was busy less than 95 % of its cap in some window: something else limited that system there (lower PAIRED_CAP).',
+    );
+  const unfinished = sides
+    .flatMap((s) => s.windows)
+    .some((w) => Object.keys(w.statuses).some((k) => k !== 'completed'));
   if (unfinished) console.log('Some runs did not complete: see the statuses above.');
 } finally {
   await closeSides(sides);

@@ -20,10 +20,15 @@ const nodes = new Map(profile.nodes.map((n) => [n.id, n]));
 const hits = new Map();
 for (const id of profile.samples) hits.set(id, (hits.get(id) ?? 0) + 1);
 
-const where = (n) => n.callFrame.url.replace(/^file:\/\//, '').replace(/^.*\/node_modules\//, '').replace(/^.*\/(services|packages)\//, '$1/');
+const where = (n) =>
+  n.callFrame.url
+    .replace(/^file:\/\//, '')
+    .replace(/^.*\/node_modules\//, '')
+    .replace(/^.*\/(services|packages)\//, '$1/');
 const pkgOf = (n) => {
   const url = n.callFrame.url;
-  if (!url) return n.callFrame.functionName.startsWith('(') ? n.callFrame.functionName : '(native: syscalls, GC helpers, …)';
+  if (!url)
+    return n.callFrame.functionName.startsWith('(') ? n.callFrame.functionName : '(native: syscalls, GC helpers, …)';
   const m = /node_modules\/((@[^/]+\/)?[^/]+)/.exec(url);
   if (m) return m[1];
   if (url.startsWith('node:')) return url.replace(/^node:internal\/(deps\/)?/, 'node:');
@@ -54,4 +59,6 @@ const show = (map) =>
     .slice(0, top)
     .map(([k, v]) => `${((100 * v) / busy).toFixed(1).padStart(5)} %  ${k}`)
     .join('\n');
-process.stdout.write(`${file}\n${total} samples, ${((100 * idle) / total).toFixed(0)} % idle; shares below are of the busy samples\n\nby package:\n${show(byPkg)}\n\nby function (self):\n${show(byFn)}\n`);
+process.stdout.write(
+  `${file}\n${total} samples, ${((100 * idle) / total).toFixed(0)} % idle; shares below are of the busy samples\n\nby package:\n${show(byPkg)}\n\nby function (self):\n${show(byFn)}\n`,
+);

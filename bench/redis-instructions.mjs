@@ -41,7 +41,14 @@ try {
 
 /** A redis-server under callgrind with collection off; `counted(fn)` counts what it executes during fn. */
 async function countedRedis() {
-  const redis = await startRedis({ under: (dir) => ['valgrind', '--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${join(dir, 'callgrind.out')}`] });
+  const redis = await startRedis({
+    under: (dir) => [
+      'valgrind',
+      '--tool=callgrind',
+      '--instr-atstart=no',
+      `--callgrind-out-file=${join(dir, 'callgrind.out')}`,
+    ],
+  });
   const control = (...args) => execFileSync('callgrind_control', [...args, String(redis.pid)], { stdio: 'ignore' });
   let dumps = 0;
   return {
@@ -55,7 +62,9 @@ async function countedRedis() {
         control('-i', 'off');
       }
       control('-d');
-      const dumped = readdirSync(redis.dir).filter((f) => f.startsWith('callgrind.out.')).sort((a, b) => Number(a.split('.').pop()) - Number(b.split('.').pop()));
+      const dumped = readdirSync(redis.dir)
+        .filter((f) => f.startsWith('callgrind.out.'))
+        .sort((a, b) => Number(a.split('.').pop()) - Number(b.split('.').pop()));
       return instructions(join(redis.dir, dumped[dumps++]));
     },
   };
@@ -63,7 +72,10 @@ async function countedRedis() {
 
 /** The total and PARTS' inclusive instructions of a callgrind dump. */
 function instructions(file) {
-  const text = execFileSync('callgrind_annotate', ['--inclusive=yes', '--threshold=100', file], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  const text = execFileSync('callgrind_annotate', ['--inclusive=yes', '--threshold=100', file], {
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+  });
   const count = (re) => Number(re.exec(text)?.[1].replace(/,/g, '') ?? 0);
   const out = { total: count(/^\s*([\d,]+) \([^)]*\)\s+PROGRAM TOTALS/m) };
   for (const [fn] of PARTS) out[fn] = count(new RegExp(`^\\s*([\\d,]+) \\([^)]*\\)\\s+\\S*:${fn} `, 'm'));
@@ -91,9 +103,14 @@ for (const kind of SYSTEMS) {
     await redis.stop();
   }
 }
-console.log(`\nWhat Redis executes a step, ${RUNS} runs submitted at once (thousands of instructions a step, callgrind; a run is ${STEPS} steps):\n`);
+console.log(
+  `\nWhat Redis executes a step, ${RUNS} runs submitted at once (thousands of instructions a step, callgrind; a run is ${STEPS} steps):\n`,
+);
 console.log(textTable(['system', 'in all', ...PARTS.map(([, what]) => what)], rows));
-if (perStep.agentq && perStep.loop) console.log(`\nagentq: ${fmt(perStep.agentq / perStep.loop)}× the BullMQ loop's${perStep.bare ? `, ${fmt(perStep.agentq / perStep.bare)}× bare BullMQ's` : ''}.`);
+if (perStep.agentq && perStep.loop)
+  console.log(
+    `\nagentq: ${fmt(perStep.agentq / perStep.loop)}× the BullMQ loop's${perStep.bare ? `, ${fmt(perStep.agentq / perStep.bare)}× bare BullMQ's` : ''}.`,
+  );
 
 // agentq's store operations alone: what each costs Redis.
 if (SYSTEMS.includes('agentq')) {
@@ -104,23 +121,116 @@ if (SYSTEMS.includes('agentq')) {
     await waitForReady(conn);
     const store = new RunStore({ redis: conn, prefix: 'bench' });
     await store.toolCalls.prepareCompletions();
-    const spec = { model: 'bench', max_depth: 10, on_budget_exhausted: 'final_answer', metadata: {}, ancestors: [], nesting: 0 };
+    const spec = {
+      model: 'bench',
+      max_depth: 10,
+      on_budget_exhausted: 'final_answer',
+      metadata: {},
+      ancestors: [],
+      nesting: 0,
+    };
     const ids = Array.from({ length: OPS }, () => newId('run'));
     const runs = new Map();
     const usage = { prompt_tokens: 10, completion_tokens: 10, total_tokens: 20 };
     const now = new Date().toISOString();
-    const toolCalls = [0, 1, 2].map((i) => ({ id: `call_${i}`, type: 'function', function: { name: 'noop__noop', arguments: `{"i":${i}}` } }));
-    const record = (i) => ({ id: `call_${i}`, name: 'noop__noop', status: 'completed', outcome: 'ok', output: 'ok', is_error: false, attempts: 1, duration_ms: 3, started_at: now, completed_at: now });
+    const toolCalls = [0, 1, 2].map((i) => ({
+      id: `call_${i}`,
+      type: 'function',
+      function: { name: 'noop__noop', arguments: `{"i":${i}}` },
+    }));
+    const record = (i) => ({
+      id: `call_${i}`,
+      name: 'noop__noop',
+      status: 'completed',
+      outcome: 'ok',
+      output: 'ok',
+      is_error: false,
+      attempts: 1,
+      duration_ms: 3,
+      started_at: now,
+      completed_at: now,
+    });
     // As the workers make them for the benchmark's runs: a step that asks for three calls.
     const OPERATIONS = [
-      ['create a run', (id) => store.runs.create({ id, owner: 'bench', spec, messages: [{ role: 'user', content: 'benchmark' }] })],
+      [
+        'create a run',
+        (id) => store.runs.create({ id, owner: 'bench', spec, messages: [{ role: 'user', content: 'benchmark' }] }),
+      ],
       ['start it', (id) => store.runs.start(id)],
       ['read a step', async (id) => runs.set(id, (await store.transcript.loadStep(id, 0)).run)],
-      ['step.started', (id) => store.events.append(id, 'step.started', { depth: 0, model: 'bench', tools_disabled: false }, { trim: false })],
-      ['commit the step', (id) => store.transcript.commitStep(runs.get(id), { depth: 0, status: 'completed', model: 'bench', usage, started_at: now, completed_at: now, message: { role: 'assistant', content: null, tool_calls: toolCalls } }, { depth: 0, usage, finish_reason: 'tool_calls', content: null, tool_calls: toolCalls.map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments })) })],
-      ['begin its 3 calls', (id) => Promise.all([0, 1, 2].map((i) => store.toolCalls.begin(id, 0, i, 1, { event: { depth: 0, index: i, tool_call_id: `call_${i}`, name: 'noop__noop', attempt: 1 } })))],
-      ['store their results', (id) => Promise.all([0, 1, 2].map((i) => store.toolCalls.complete(id, 0, i, record(i), { depth: 0, index: i, tool_call_id: `call_${i}`, name: 'noop__noop', is_error: false, duration_ms: 3, outcome: 'ok', output: 'ok' }, { run: runs.get(id), count: 3 })))],
-      ['finish the run', (id) => store.runs.finish(id, { status: 'completed', stopReason: 'stop', output: { role: 'assistant', content: 'done' } })],
+      [
+        'step.started',
+        (id) =>
+          store.events.append(id, 'step.started', { depth: 0, model: 'bench', tools_disabled: false }, { trim: false }),
+      ],
+      [
+        'commit the step',
+        (id) =>
+          store.transcript.commitStep(
+            runs.get(id),
+            {
+              depth: 0,
+              status: 'completed',
+              model: 'bench',
+              usage,
+              started_at: now,
+              completed_at: now,
+              message: { role: 'assistant', content: null, tool_calls: toolCalls },
+            },
+            {
+              depth: 0,
+              usage,
+              finish_reason: 'tool_calls',
+              content: null,
+              tool_calls: toolCalls.map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments })),
+            },
+          ),
+      ],
+      [
+        'begin its 3 calls',
+        (id) =>
+          Promise.all(
+            [0, 1, 2].map((i) =>
+              store.toolCalls.begin(id, 0, i, 1, {
+                event: { depth: 0, index: i, tool_call_id: `call_${i}`, name: 'noop__noop', attempt: 1 },
+              }),
+            ),
+          ),
+      ],
+      [
+        'store their results',
+        (id) =>
+          Promise.all(
+            [0, 1, 2].map((i) =>
+              store.toolCalls.complete(
+                id,
+                0,
+                i,
+                record(i),
+                {
+                  depth: 0,
+                  index: i,
+                  tool_call_id: `call_${i}`,
+                  name: 'noop__noop',
+                  is_error: false,
+                  duration_ms: 3,
+                  outcome: 'ok',
+                  output: 'ok',
+                },
+                { run: runs.get(id), count: 3 },
+              ),
+            ),
+          ),
+      ],
+      [
+        'finish the run',
+        (id) =>
+          store.runs.finish(id, {
+            status: 'completed',
+            stopReason: 'stop',
+            output: { role: 'assistant', content: 'done' },
+          }),
+      ],
     ];
     const opRows = [];
     for (const [name, op] of OPERATIONS) {
@@ -134,16 +244,35 @@ if (SYSTEMS.includes('agentq')) {
     // spec read with the run, or held by the tool-worker from the run's round before.
     const bigSpec = { ...spec, instructions: 'be brief. '.repeat(800) };
     const big = Array.from({ length: OPS }, () => newId('run'));
-    await Promise.all(big.map((id) => store.runs.create({ id, owner: 'bench', spec: bigSpec, messages: [{ role: 'user', content: 'benchmark' }] })));
+    await Promise.all(
+      big.map((id) =>
+        store.runs.create({ id, owner: 'bench', spec: bigSpec, messages: [{ role: 'user', content: 'benchmark' }] }),
+      ),
+    );
     const firstRound = await Promise.all(big.map((id) => store.toolCalls.begin(id, 0, 0, 1)));
-    const heldOf = new Map(big.map((id, i) => [id, { createdAt: firstRound[i].run.createdAt, spec: firstRound[i].spec }]));
+    const heldOf = new Map(
+      big.map((id, i) => [id, { createdAt: firstRound[i].run.createdAt, spec: firstRound[i].spec }]),
+    );
     const specRows = [];
-    for (const [name, depth, holds] of [['the spec read with the run', 1, false], ['the spec held by the tool-worker', 2, true]]) {
-      const begin = (id) => Promise.all([0, 1, 2].map((i) => store.toolCalls.begin(id, depth, i, 1, { event: { depth, index: i, tool_call_id: `call_${i}`, name: 'noop__noop', attempt: 1 }, held: holds ? heldOf.get(id) : undefined })));
+    for (const [name, depth, holds] of [
+      ['the spec read with the run', 1, false],
+      ['the spec held by the tool-worker', 2, true],
+    ]) {
+      const begin = (id) =>
+        Promise.all(
+          [0, 1, 2].map((i) =>
+            store.toolCalls.begin(id, depth, i, 1, {
+              event: { depth, index: i, tool_call_id: `call_${i}`, name: 'noop__noop', attempt: 1 },
+              held: holds ? heldOf.get(id) : undefined,
+            }),
+          ),
+        );
       const c = await redis.counted(() => Promise.all(big.map(begin)));
       specRows.push([name, fmt(c.total / OPS / 1000)]);
     }
-    console.log(`\nBeginning a round of 3 calls, ${OPS} rounds at once, of runs whose spec holds 8 KB of instructions:\n`);
+    console.log(
+      `\nBeginning a round of 3 calls, ${OPS} rounds at once, of runs whose spec holds 8 KB of instructions:\n`,
+    );
     console.log(textTable(['', 'thousands of instructions a round'], specRows));
   } finally {
     conn.disconnect();

@@ -94,12 +94,21 @@ if (truthy(process.env.BENCH_REPORT_ONLY)) {
   // Renders BENCHMARKS.md and the chart again from the last full run (after editing bench/findings.md).
   const latest = JSON.parse(readFileSync(join(ROOT, 'bench', 'results', 'latest.json'), 'utf8'));
   const { files } = report(latest, { write: true });
-  process.stdout.write(`bench: wrote ${files.map((f) => f.replace(`${ROOT}/`, '')).join(', ')} from bench/results/latest.json\n`);
+  process.stdout.write(
+    `bench: wrote ${files.map((f) => f.replace(`${ROOT}/`, '')).join(', ')} from bench/results/latest.json\n`,
+  );
   process.exit(0);
 }
 
-const built = (root) => ['api', 'agent-worker', 'tool-worker'].map((s) => join(root, 'services', s, 'dist', 'main.js')).concat(join(root, 'packages/shared/dist/index.js'));
-const missing = [...built(ROOT), join(ROOT, 'packages/scripted-llm/dist/index.js'), ...(COMPARE ? built(COMPARE) : [])].filter((f) => !existsSync(f));
+const built = (root) =>
+  ['api', 'agent-worker', 'tool-worker']
+    .map((s) => join(root, 'services', s, 'dist', 'main.js'))
+    .concat(join(root, 'packages/shared/dist/index.js'));
+const missing = [
+  ...built(ROOT),
+  join(ROOT, 'packages/scripted-llm/dist/index.js'),
+  ...(COMPARE ? built(COMPARE) : []),
+].filter((f) => !existsSync(f));
 if (missing.length) {
   process.stderr.write(`bench: ${missing.join(', ')} missing: run npm run build first (npm run bench does it)\n`);
   process.exit(1);
@@ -117,7 +126,25 @@ const redisProc = redis.pid ? [{ name: 'redis-server', pid: redis.pid }] : [];
 const { foreign, noteForeign, quiet } = noiseWatch(log, redisProc);
 
 /** What every scenario and its helpers share: the options above, the Redis and its clients, the log, the noise watch. */
-const ctx = { QUICK, MCP, PROFILE, COMPARE_RUNS, SLOW_MS, SCALE_SLOTS, N, HTTP_CONCURRENCY, REPEAT, T0, log, redis, ctl, waiter, redisProc, noteForeign, quiet };
+const ctx = {
+  QUICK,
+  MCP,
+  PROFILE,
+  COMPARE_RUNS,
+  SLOW_MS,
+  SCALE_SLOTS,
+  N,
+  HTTP_CONCURRENCY,
+  REPEAT,
+  T0,
+  log,
+  redis,
+  ctl,
+  waiter,
+  redisProc,
+  noteForeign,
+  quiet,
+};
 
 if (COMPARE) {
   let c;
@@ -143,7 +170,19 @@ const results = {
   quick: QUICK,
   startedAt: new Date(T0).toISOString(),
   machine: await machineInfo(ctl, redis),
-  config: { repeat: REPEAT, serviceNodeOptions: process.env.BENCH_NODE_OPTIONS ?? null, heapFlags: HEAP_FLAGS, rounds: ROUNDS, fanout: FANOUT, steps: STEPS, toolCallsPerRun: TOOL_CALLS, mcpTransport: MCP, sizes: N, httpConcurrency: HTTP_CONCURRENCY, slowModelMs: SLOW_MS },
+  config: {
+    repeat: REPEAT,
+    serviceNodeOptions: process.env.BENCH_NODE_OPTIONS ?? null,
+    heapFlags: HEAP_FLAGS,
+    rounds: ROUNDS,
+    fanout: FANOUT,
+    steps: STEPS,
+    toolCallsPerRun: TOOL_CALLS,
+    mcpTransport: MCP,
+    sizes: N,
+    httpConcurrency: HTTP_CONCURRENCY,
+    slowModelMs: SLOW_MS,
+  },
 };
 let failed = null;
 try {
@@ -164,7 +203,13 @@ results.durationS = (Date.now() - T0) / 1000;
 results.foreign = foreign;
 if (failed) process.exit(1);
 
-const canonical = !QUICK && !ONLY && !process.env.BENCH_NODE_OPTIONS && !process.env.BENCH_RUNS && !process.env.BENCH_REDIS_AOF && !process.env.BENCH_REDIS_CAP;
+const canonical =
+  !QUICK &&
+  !ONLY &&
+  !process.env.BENCH_NODE_OPTIONS &&
+  !process.env.BENCH_RUNS &&
+  !process.env.BENCH_REDIS_AOF &&
+  !process.env.BENCH_REDIS_CAP;
 const out = report(results, { write: canonical });
 say();
 say(out.text);
@@ -173,4 +218,6 @@ mkdirSync(dir, { recursive: true });
 const jsonFile = join(dir, QUICK ? 'quick.json' : canonical ? 'latest.json' : 'partial.json');
 writeFileSync(jsonFile, `${JSON.stringify(results, null, 2)}\n`);
 say();
-say(`bench: done in ${results.durationS.toFixed(0)} s; wrote ${[jsonFile, ...out.files].map((f) => f.replace(`${ROOT}/`, '')).join(', ')}`);
+say(
+  `bench: done in ${results.durationS.toFixed(0)} s; wrote ${[jsonFile, ...out.files].map((f) => f.replace(`${ROOT}/`, '')).join(', ')}`,
+);

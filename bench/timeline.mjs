@@ -11,7 +11,17 @@
 //   V8_HEAP=1 runs the services without the shipped heap flags)
 import { Redis } from 'ioredis';
 import { cpuMs } from './lib/procs.mjs';
-import { agentqOnce, bareClient, FANOUT, jobIds, QUEUES, ROUNDS, startAgentq, startBare, startRedis } from './lib/harness.mjs';
+import {
+  agentqOnce,
+  bareClient,
+  FANOUT,
+  jobIds,
+  QUEUES,
+  ROUNDS,
+  startAgentq,
+  startBare,
+  startRedis,
+} from './lib/harness.mjs';
 
 const N = Number(process.env.N ?? 100);
 const redis = await startRedis();
@@ -19,7 +29,12 @@ const ctl = new Redis(redis.url);
 const waiter = new Redis(redis.url);
 const LOOP = Boolean(process.env.LOOP);
 const BARE = Boolean(process.env.BARE) || LOOP;
-const stack = BARE ? await startBare(ctl, redis.url, { work: LOOP, mcpTransport: process.env.BENCH_MCP ?? 'stdio' }) : await startAgentq(ctl, redis.url, { mcpTransport: process.env.BENCH_MCP ?? 'stdio', v8Heap: Boolean(process.env.V8_HEAP) });
+const stack = BARE
+  ? await startBare(ctl, redis.url, { work: LOOP, mcpTransport: process.env.BENCH_MCP ?? 'stdio' })
+  : await startAgentq(ctl, redis.url, {
+      mcpTransport: process.env.BENCH_MCP ?? 'stdio',
+      v8Heap: Boolean(process.env.V8_HEAP),
+    });
 const bare = BARE ? await bareClient(redis.url, stack) : null;
 /** One run, start to end; resolves with its id. */
 const once = () => (bare ? bare.once() : agentqOnce(waiter, stack));
@@ -36,9 +51,12 @@ try {
     ids.push(await once());
     times.push(performance.now() - t);
   }
-  for (const [i, p] of procs.entries()) console.log(`${p.name}: ${((cpuMs(p.pid) - c0[i]) / N).toFixed(2)} ms CPU per run`);
+  for (const [i, p] of procs.entries())
+    console.log(`${p.name}: ${((cpuMs(p.pid) - c0[i]) / N).toFixed(2)} ms CPU per run`);
   times.sort((a, b) => a - b);
-  console.log(`run p50 ${times[Math.floor(N / 2)].toFixed(1)} ms over ${N} (${BARE ? 'first step job added → last one completed event seen' : 'submit → terminal event seen'})\n`);
+  console.log(
+    `run p50 ${times[Math.floor(N / 2)].toFixed(1)} ms over ${N} (${BARE ? 'first step job added → last one completed event seen' : 'submit → terminal event seen'})\n`,
+  );
 
   const phases = {};
   const add = (k, v) => (phases[k] ??= []).push(v);
@@ -76,25 +94,37 @@ try {
         }
         continue;
       }
-      add(`C  ${BARE ? 'step job starts' : 'step.completed'} → step job finished (fan-out flow + moveToFinished)`, ms(stepJob.finishedOn) - completed);
+      add(
+        `C  ${BARE ? 'step job starts' : 'step.completed'} → step job finished (fan-out flow + moveToFinished)`,
+        ms(stepJob.finishedOn) - completed,
+      );
       let lastDone = 0;
       // agentq runs the round's calls in one job; the baselines have a job per call.
-      const toolJobs = BARE ? Array.from({ length: FANOUT }, (_, i) => [`${d}.${i}`, jobIds.toolCall(runId, d, i)]) : [[`${d}`, jobIds.toolRound(runId, d)]];
+      const toolJobs = BARE
+        ? Array.from({ length: FANOUT }, (_, i) => [`${d}.${i}`, jobIds.toolCall(runId, d, i)])
+        : [[`${d}`, jobIds.toolRound(runId, d)]];
       for (const [label, id] of toolJobs) {
         const tool = await job(QUEUES.tool, id);
         rows.push([ms(tool.processedOn), `tool ${label} starts`], [ms(tool.finishedOn), `tool ${label} finished`]);
         add('D  tool job added → starts', ms(tool.processedOn) - ms(tool.timestamp));
-        add(`E  tool job starts → finished${BARE ? '' : ' (the round: begin, MCP call, complete of each call)'}`, ms(tool.finishedOn) - ms(tool.processedOn));
+        add(
+          `E  tool job starts → finished${BARE ? '' : ' (the round: begin, MCP call, complete of each call)'}`,
+          ms(tool.finishedOn) - ms(tool.processedOn),
+        );
         lastDone = Math.max(lastDone, ms(tool.finishedOn));
       }
       const next = await job(QUEUES.agent, jobIds.agentTurn(runId, d + 1));
       add('H  last tool job finished → next step job starts', ms(next.processedOn) - lastDone);
-      add(`T  tool round: ${BARE ? 'step job starts' : 'step.completed'} → next step job starts`, ms(next.processedOn) - completed);
+      add(
+        `T  tool round: ${BARE ? 'step job starts' : 'step.completed'} → next step job starts`,
+        ms(next.processedOn) - completed,
+      );
     }
     rows = rows.map(([t, what]) => [t - t0, what]);
   }
   console.log('phase (mean over runs, ms; ms-resolution clocks)');
-  for (const [k, v] of Object.entries(phases).sort()) console.log(`  ${k.padEnd(72)} ${(v.reduce((a, b) => a + b, 0) / v.length).toFixed(2)}`);
+  for (const [k, v] of Object.entries(phases).sort())
+    console.log(`  ${k.padEnd(72)} ${(v.reduce((a, b) => a + b, 0) / v.length).toFixed(2)}`);
   if (process.env.ROWS) {
     console.log('\nthe last run (ms after run.queued):');
     for (const [t, what] of rows.sort((a, b) => a[0] - b[0])) console.log(`  ${String(t).padStart(4)}  ${what}`);

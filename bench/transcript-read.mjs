@@ -13,7 +13,14 @@ import { shared } from './lib/workload.mjs';
 
 const QUICK = /^(1|true|yes)$/i.test(process.env.BENCH_QUICK ?? '');
 const { RunStore, createRedis, newId, waitForReady } = shared;
-const spec = { model: 'm', max_depth: 100, on_budget_exhausted: 'final_answer', metadata: {}, ancestors: [], nesting: 0 };
+const spec = {
+  model: 'm',
+  max_depth: 100,
+  on_budget_exhausted: 'final_answer',
+  metadata: {},
+  ancestors: [],
+  nesting: 0,
+};
 // What a step adds before the next one: its assistant message and the round's tool result.
 const ADDED = 2;
 // `steps`: the transcript made by that many committed steps and rounds (the run hash holds two
@@ -32,7 +39,8 @@ const messageOf = (i, bytes) => {
   return role === 'tool' ? { role, tool_call_id: `call_${i}`, content } : { role, content };
 };
 
-const redisUsec = (a, b) => Object.entries(b).reduce((n, [k, v]) => (k === 'info' ? n : n + v.usec - (a[k]?.usec ?? 0)), 0);
+const redisUsec = (a, b) =>
+  Object.entries(b).reduce((n, [k, v]) => (k === 'info' ? n : n + v.usec - (a[k]?.usec ?? 0)), 0);
 
 // How a step reads: the whole transcript in one round trip (no bound on transcripts in flight),
 // its size first and then the messages (a worker bounding them, TRANSCRIPTS_IN_FLIGHT_MB, that
@@ -50,9 +58,38 @@ async function commitSteps(store, id, steps, bytes) {
     const { run } = await store.transcript.loadStep(id, depth);
     const now = new Date().toISOString();
     const tool_calls = [{ id: `call_${depth}`, type: 'function', function: { name: 'noop__noop', arguments: '{}' } }];
-    await store.transcript.commitStep(run, { depth, status: 'completed', model: 'm', usage, started_at: now, completed_at: now, message: { role: 'assistant', content: null, tool_calls } }, { depth, usage, finish_reason: 'tool_calls', content: null, tool_calls: [] });
-    const rec = { id: `call_${depth}`, name: 'noop__noop', status: 'completed', output: 'x'.repeat(bytes), is_error: false, attempts: 1, duration_ms: 1, started_at: now, completed_at: now };
-    await store.toolCalls.complete(id, depth, 0, rec, { depth, index: 0, tool_call_id: rec.id, name: rec.name, is_error: false, duration_ms: 1, output: rec.output }, { run, count: 1 });
+    await store.transcript.commitStep(
+      run,
+      {
+        depth,
+        status: 'completed',
+        model: 'm',
+        usage,
+        started_at: now,
+        completed_at: now,
+        message: { role: 'assistant', content: null, tool_calls },
+      },
+      { depth, usage, finish_reason: 'tool_calls', content: null, tool_calls: [] },
+    );
+    const rec = {
+      id: `call_${depth}`,
+      name: 'noop__noop',
+      status: 'completed',
+      output: 'x'.repeat(bytes),
+      is_error: false,
+      attempts: 1,
+      duration_ms: 1,
+      started_at: now,
+      completed_at: now,
+    };
+    await store.toolCalls.complete(
+      id,
+      depth,
+      0,
+      rec,
+      { depth, index: 0, tool_call_id: rec.id, name: rec.name, is_error: false, duration_ms: 1, output: rec.output },
+      { run, count: 1 },
+    );
   }
 }
 
@@ -69,7 +106,12 @@ async function measure(store, redis, id, depth, reads, how, known) {
   }
   const c = process.cpuUsage(c0);
   const s1 = await commandStats(redis);
-  return { redisUs: redisUsec(s0, s1) / reads, workerUs: (c.user + c.system) / reads, p50: quantile(times, 0.5), bytes: bytes / reads };
+  return {
+    redisUs: redisUsec(s0, s1) / reads,
+    workerUs: (c.user + c.system) / reads,
+    p50: quantile(times, 0.5),
+    bytes: bytes / reads,
+  };
 }
 
 /** V8 heap per stored byte of parsed messages (what TRANSCRIPT_CACHE_MB's megabytes cost). */
@@ -97,29 +139,60 @@ try {
     const id = newId('run');
     const runSpec = shape.instructions ? { ...spec, instructions: 'be brief. '.repeat(shape.instructions / 10) } : spec;
     const depth = shape.steps ?? 1;
-    await store.runs.create({ id, owner: 'bench', spec: runSpec, messages: Array.from({ length: shape.messages ?? 1 }, (_, i) => messageOf(i, shape.bytes)) });
+    await store.runs.create({
+      id,
+      owner: 'bench',
+      spec: runSpec,
+      messages: Array.from({ length: shape.messages ?? 1 }, (_, i) => messageOf(i, shape.bytes)),
+    });
     if (shape.steps) await commitSteps(store, id, shape.steps, shape.bytes);
     const whole = await store.transcript.loadStep(id, depth);
     const kept = whole.messages.slice(0, -ADDED);
     // What the worker holds after its previous step of the run (the spec too, where it keeps it).
-    const known = { createdAt: whole.run.createdAt, messages: kept, size: kept.reduce((n, m) => n + Buffer.byteLength(JSON.stringify(m)), 0), spec: whole.spec };
+    const known = {
+      createdAt: whole.run.createdAt,
+      messages: kept,
+      size: kept.reduce((n, m) => n + Buffer.byteLength(JSON.stringify(m)), 0),
+      spec: whole.spec,
+    };
     // Warm every path, then alternate blocks so that drift hits them alike.
     const blocks = Object.fromEntries(Object.keys(READS).map((how) => [how, []]));
     for (const how of Object.keys(READS)) await measure(store, redis, id, depth, 50, how, known);
     for (let block = 0; block < 4; block++) {
-      for (const how of Object.keys(READS)) blocks[how].push(await measure(store, redis, id, depth, Math.ceil(shape.reads / 4), how, known));
+      for (const how of Object.keys(READS))
+        blocks[how].push(await measure(store, redis, id, depth, Math.ceil(shape.reads / 4), how, known));
     }
-    const mid = (xs, k) => quantile(xs.map((x) => x[k]), 0.5);
+    const mid = (xs, k) =>
+      quantile(
+        xs.map((x) => x[k]),
+        0.5,
+      );
     const kb = (whole.size / 1024).toFixed(1);
     for (const [how, r] of Object.entries(blocks)) {
-      rows.push([`${shape.name}: ${whole.messages.length} messages, ${kb} KB`, how, fmt(mid(r, 'redisUs')), fmt(mid(r, 'workerUs')), fmt(mid(r, 'p50') * 1000), fmt(mid(r, 'bytes') / 1024)]);
+      rows.push([
+        `${shape.name}: ${whole.messages.length} messages, ${kb} KB`,
+        how,
+        fmt(mid(r, 'redisUs')),
+        fmt(mid(r, 'workerUs')),
+        fmt(mid(r, 'p50') * 1000),
+        fmt(mid(r, 'bytes') / 1024),
+      ]);
     }
-    await redis.unlink(...Object.values(store.keys(id)).filter((v) => typeof v === 'string'), ...Array.from({ length: depth }, (_, d) => store.keys(id).toolCalls(d)));
+    await redis.unlink(
+      ...Object.values(store.keys(id)).filter((v) => typeof v === 'string'),
+      ...Array.from({ length: depth }, (_, d) => store.keys(id).toolCalls(d)),
+    );
   }
-  console.log(`\nOne model step's read of its transcript (block medians of 4 blocks each; Redis ${server.own ? 'of its own' : server.url}):\n`);
+  console.log(
+    `\nOne model step's read of its transcript (block medians of 4 blocks each; Redis ${server.own ? 'of its own' : server.url}):\n`,
+  );
   console.log(textTable(['transcript', 'read', 'Redis µs/read', 'worker CPU µs/read', 'p50 µs/read', 'KB sent'], rows));
   const heap = heapPerStoredByte();
-  console.log(heap ? `\nParsed messages hold ${fmt(heap.ratio)} bytes of V8 heap per byte of stored JSON (4,000 messages of 1 KB).` : '\n(run with node --expose-gc for the heap per stored byte)');
+  console.log(
+    heap
+      ? `\nParsed messages hold ${fmt(heap.ratio)} bytes of V8 heap per byte of stored JSON (4,000 messages of 1 KB).`
+      : '\n(run with node --expose-gc for the heap per stored byte)',
+  );
 } finally {
   redis.disconnect();
   await server.stop();

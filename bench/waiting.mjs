@@ -28,13 +28,21 @@ const ANSWERS = Number(process.env.BENCH_ANSWERS) || (QUICK ? 30 : 100);
 const log = (s) => process.stdout.write(`[${String(Math.round(process.uptime())).padStart(4)} s] ${s}\n`);
 
 const post = async (url, body) => {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   return { status: res.status, json: await res.json() };
 };
 
 /** Starts a run whose every call of its one round needs approval (then one last answer without tools). */
 async function submitWaiting(stack) {
-  const res = await post(`${stack.apiUrl}/v1/runs`, { input: 'benchmark', max_depth: 1, approval: { tools: ['noop__*'] } });
+  const res = await post(`${stack.apiUrl}/v1/runs`, {
+    input: 'benchmark',
+    max_depth: 1,
+    approval: { tools: ['noop__*'] },
+  });
   if (res.status !== 202) throw new Error(`POST /v1/runs → ${res.status}: ${JSON.stringify(res.json).slice(0, 300)}`);
   return res.json.id;
 }
@@ -55,12 +63,15 @@ async function follow(waiter, stack, runId, pick, timeoutMs = 60_000) {
   }
 }
 
-const requestsOf = (waiter, stack, runId) => follow(waiter, stack, runId, (type, data) => (type === 'action.required' ? data.items : null));
+const requestsOf = (waiter, stack, runId) =>
+  follow(waiter, stack, runId, (type, data) => (type === 'action.required' ? data.items : null));
 
 /** Approves every request of a waiting run in one POST; returns ms from sending it to each call's tool.started. */
 async function answerAndTime(waiter, stack, runId, items) {
   const sent = Date.now();
-  const res = await post(`${stack.apiUrl}/v1/runs/${runId}/actions`, { responses: items.map((i) => ({ id: i.id, approve: true })) });
+  const res = await post(`${stack.apiUrl}/v1/runs/${runId}/actions`, {
+    responses: items.map((i) => ({ id: i.id, approve: true })),
+  });
   if (res.status !== 200) throw new Error(`answer → ${res.status}: ${JSON.stringify(res.json).slice(0, 300)}`);
   const started = new Map();
   await follow(waiter, stack, runId, (type, data) => {
@@ -104,11 +115,16 @@ try {
   log(`2. ${WAITING} runs waiting at once`);
   const before = await usedMemory(ctl);
   const ids = [];
-  for (let i = 0; i < WAITING; i += 50) ids.push(...(await Promise.all(Array.from({ length: Math.min(50, WAITING - i) }, () => submitWaiting(stack)))));
+  for (let i = 0; i < WAITING; i += 50)
+    ids.push(...(await Promise.all(Array.from({ length: Math.min(50, WAITING - i) }, () => submitWaiting(stack)))));
   const items = new Map();
   for (const id of ids) items.set(id, await requestsOf(waiter, stack, id));
   await sleep(500);
-  const tool = new shared.JobQueues({ connection: ctl, prefix: stack.prefix, logger: { warn() {}, error() {}, info() {}, debug() {} } });
+  const tool = new shared.JobQueues({
+    connection: ctl,
+    prefix: stack.prefix,
+    logger: { warn() {}, error() {}, info() {}, debug() {} },
+  });
   const counts = await tool.queue(shared.QUEUES.tool).getJobCounts('active', 'delayed', 'waiting');
   const agentCounts = await tool.queue(shared.QUEUES.agent).getJobCounts('active', 'waiting', 'waiting-children');
   await tool.close();
@@ -120,11 +136,31 @@ try {
   out.held = { tool: counts, agent: agentCounts };
   out.memory = {
     usedPerRun: per(after - before),
-    requestsPerRun: per(await bytesOf(ctl, keysOf((k) => k.actions))),
-    pendingPerRun: per(await bytesOf(ctl, keysOf((k) => k.pendingActions))),
-    inboxTotal: await bytesOf(ctl, [shared.globalKeys(stack.prefix).actionInbox('open'), shared.globalKeys(stack.prefix).actionInboxPending('open')]),
-    delayedJobsPerRun: per(await bytesOf(ctl, delayedIds.map((j) => `${stack.queuePrefix}:${shared.QUEUES.tool}:${j}`))),
-    runKeysPerRun: per(await bytesOf(ctl, keysOf((k) => [k.run, k.messages, k.steps, k.events, k.toolCalls(0)]).flat())),
+    requestsPerRun: per(
+      await bytesOf(
+        ctl,
+        keysOf((k) => k.actions),
+      ),
+    ),
+    pendingPerRun: per(
+      await bytesOf(
+        ctl,
+        keysOf((k) => k.pendingActions),
+      ),
+    ),
+    inboxTotal: await bytesOf(ctl, [
+      shared.globalKeys(stack.prefix).actionInbox('open'),
+      shared.globalKeys(stack.prefix).actionInboxPending('open'),
+    ]),
+    delayedJobsPerRun: per(
+      await bytesOf(
+        ctl,
+        delayedIds.map((j) => `${stack.queuePrefix}:${shared.QUEUES.tool}:${j}`),
+      ),
+    ),
+    runKeysPerRun: per(
+      await bytesOf(ctl, keysOf((k) => [k.run, k.messages, k.steps, k.events, k.toolCalls(0)]).flat()),
+    ),
   };
   log(`   jobs: tool ${JSON.stringify(counts)}, agent ${JSON.stringify(agentCounts)}`);
   log(`   Redis: ${out.memory.usedPerRun} B of used_memory per waiting run (${FANOUT} requests each)`);
@@ -136,10 +172,24 @@ try {
   log(`   p50 ${out.busy.p50} ms, p99 ${out.busy.p99} ms`);
   const rest = ids.slice(ANSWERS);
   for (let i = 0; i < rest.length; i += 50) {
-    await Promise.all(rest.slice(i, i + 50).map((id) => post(`${stack.apiUrl}/v1/runs/${id}/actions`, { responses: items.get(id).map((a) => ({ id: a.id, approve: true })) })));
+    await Promise.all(
+      rest
+        .slice(i, i + 50)
+        .map((id) =>
+          post(`${stack.apiUrl}/v1/runs/${id}/actions`, {
+            responses: items.get(id).map((a) => ({ id: a.id, approve: true })),
+          }),
+        ),
+    );
   }
   let completed = 0;
-  for (const id of ids) if ((await follow(waiter, stack, id, (type) => (type.startsWith('run.') && !['run.queued', 'run.started'].includes(type) ? type : null))) === 'run.completed') completed++;
+  for (const id of ids)
+    if (
+      (await follow(waiter, stack, id, (type) =>
+        type.startsWith('run.') && !['run.queued', 'run.started'].includes(type) ? type : null,
+      )) === 'run.completed'
+    )
+      completed++;
   out.completed = completed;
   log(`   ${completed} of ${WAITING} runs completed`);
 } finally {
@@ -154,9 +204,18 @@ process.stdout.write(
   `\n${textTable(
     ['measure', 'value'],
     [
-      ['answer → tool.started, one run waiting (p50 / p99 / max)', `${out.alone.p50} / ${out.alone.p99} / ${out.alone.max} ms (${out.alone.n} calls)`],
-      [`answer → tool.started, ${WAITING} runs waiting (p50 / p99 / max)`, `${out.busy.p50} / ${out.busy.p99} / ${out.busy.max} ms (${out.busy.n} calls)`],
-      [`jobs held while ${WAITING} runs wait`, `tool: ${out.held.tool.active} active, ${out.held.tool.delayed} delayed; agent: ${out.held.agent.active} active, ${out.held.agent['waiting-children']} waiting for their round`],
+      [
+        'answer → tool.started, one run waiting (p50 / p99 / max)',
+        `${out.alone.p50} / ${out.alone.p99} / ${out.alone.max} ms (${out.alone.n} calls)`,
+      ],
+      [
+        `answer → tool.started, ${WAITING} runs waiting (p50 / p99 / max)`,
+        `${out.busy.p50} / ${out.busy.p99} / ${out.busy.max} ms (${out.busy.n} calls)`,
+      ],
+      [
+        `jobs held while ${WAITING} runs wait`,
+        `tool: ${out.held.tool.active} active, ${out.held.tool.delayed} delayed; agent: ${out.held.agent.active} active, ${out.held.agent['waiting-children']} waiting for their round`,
+      ],
       ['Redis used_memory per waiting run', `${m.usedPerRun} B (${FANOUT} requests)`],
       ['  of it: delayed tool jobs', `${m.delayedJobsPerRun} B`],
       ['  requests (records + decisions), pending set', `${m.requestsPerRun} B + ${m.pendingPerRun} B`],
@@ -167,4 +226,7 @@ process.stdout.write(
   )}\n`,
 );
 mkdirSync(join(ROOT, 'bench', 'results'), { recursive: true });
-writeFileSync(join(ROOT, 'bench', 'results', 'waiting.json'), `${JSON.stringify({ at: new Date().toISOString(), ...out }, null, 2)}\n`);
+writeFileSync(
+  join(ROOT, 'bench', 'results', 'waiting.json'),
+  `${JSON.stringify({ at: new Date().toISOString(), ...out }, null, 2)}\n`,
+);

@@ -32,7 +32,9 @@ const say = (line = '') => process.stdout.write(`${line}\n`);
 
 const missing = missingBuilds(DEMO_BUILDS);
 if (missing.length) {
-  process.stderr.write(`demo: ${missing.join(', ')} not found: run npm run build first (npm run demo does it for you)\n`);
+  process.stderr.write(
+    `demo: ${missing.join(', ')} not found: run npm run build first (npm run demo does it for you)\n`,
+  );
   process.exit(1);
 }
 if (!(await pingRedis(settings.redisUrl))) {
@@ -96,7 +98,11 @@ async function main() {
     onLine: (service, line) => settings.verbose && say(`${linePrefix(service)}${line}`),
     onExit: (what) => void fail(what),
   });
-  say(style.dim(`Redis ${settings.redisUrl}, QUEUE_PREFIX=${stack.prefix}; api, agent-worker, tool-worker (pids ${stack.pids.join(', ')}); model at ${stack.modelUrl}`));
+  say(
+    style.dim(
+      `Redis ${settings.redisUrl}, QUEUE_PREFIX=${stack.prefix}; api, agent-worker, tool-worker (pids ${stack.pids.join(', ')}); model at ${stack.modelUrl}`,
+    ),
+  );
 
   // From here on agentq is used only through its client.
   const client = new AgentqClient({ baseUrl: stack.apiUrl });
@@ -109,7 +115,8 @@ async function main() {
   phase = 'running the agent';
   const run = await client.createRun({
     input: TASK,
-    instructions: 'You keep the CRM in the memory knowledge graph up to date. Look people up before changing them and check your changes.',
+    instructions:
+      'You keep the CRM in the memory knowledge graph up to date. Look people up before changing them and check your changes.',
     tools: ['memory__*'],
     max_depth: 10,
     metadata: { source: 'npm run demo' },
@@ -123,7 +130,8 @@ async function main() {
   const done = await client.waitForRun(run.id, { timeoutMs: 30_000 });
 
   phase = 'checking the result';
-  if (done.status !== 'completed') throw new Error(`the run ended ${done.status} (${done.stop_reason}): ${JSON.stringify(done.error)}`);
+  if (done.status !== 'completed')
+    throw new Error(`the run ended ${done.status} (${done.stop_reason}): ${JSON.stringify(done.error)}`);
   say();
   say(`${style.bold('answer')}  ${done.output.content}`);
 
@@ -133,7 +141,11 @@ async function main() {
   const modelMs = steps.reduce((sum, s) => sum + ms(s.started_at, s.completed_at), 0);
   const calls = steps.flatMap((s) => s.tool_calls);
   const toolMs = calls.reduce((sum, c) => sum + (c.duration_ms ?? 0), 0);
-  say(style.dim(`from its steps: the model took ${modelMs} ms in ${steps.length} steps, the tools ${toolMs} ms in ${calls.length} calls over ${done.depth} rounds, the run ${ms(done.created_at, done.completed_at)} ms in all`));
+  say(
+    style.dim(
+      `from its steps: the model took ${modelMs} ms in ${steps.length} steps, the tools ${toolMs} ms in ${calls.length} calls over ${done.depth} rounds, the run ${ms(done.created_at, done.completed_at)} ms in all`,
+    ),
+  );
 
   // Trust, but verify: the memory server's own file must now say EPAM and no longer Acme.
   const bob = stack.entity('Bob');

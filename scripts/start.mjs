@@ -3,7 +3,16 @@
 // child processes with the current environment. Output lines are prefixed with the service name.
 // SIGINT/SIGTERM are forwarded to all three; we exit once all have exited. If one dies on its
 // own, the others are stopped and we exit nonzero.
-import { describeExit, linePrefix, missingBuilds, SERVICES, startService, stopServices, signalService, killServiceGroup } from './lib/services.mjs';
+import {
+  describeExit,
+  linePrefix,
+  missingBuilds,
+  SERVICES,
+  startService,
+  stopServices,
+  signalService,
+  killServiceGroup,
+} from './lib/services.mjs';
 
 const missing = missingBuilds();
 if (missing.length) {
@@ -22,7 +31,10 @@ const services = SERVICES.map((name) => {
   const prefixErr = linePrefix(name, process.stderr.isTTY);
   return startService(name, {
     env: process.env,
-    onLine: (line, stream) => (stream === 'stderr' ? process.stderr : process.stdout).write(`${stream === 'stderr' ? prefixErr : prefix}${line}\n`),
+    onLine: (line, stream) =>
+      (stream === 'stderr' ? process.stderr : process.stdout).write(
+        `${stream === 'stderr' ? prefixErr : prefix}${line}\n`,
+      ),
   });
 });
 
@@ -36,7 +48,10 @@ for (const svc of services) {
     log(`${svc.name} ${describeExit(how)} unexpectedly; stopping the others`);
     stopping = 'failure';
     exitCode = how.code || 1;
-    void stopServices(services.filter((s) => s.running), { signal: 'SIGTERM' });
+    void stopServices(
+      services.filter((s) => s.running),
+      { signal: 'SIGTERM' },
+    );
   });
 }
 
@@ -49,7 +64,13 @@ function onSignal(signal) {
     for (const svc of services) signalService(svc, signal);
     return;
   }
-  if (!stopping) log(`${signal}: stopping ${services.filter((s) => s.running).map((s) => s.name).join(', ')}`);
+  if (!stopping)
+    log(
+      `${signal}: stopping ${services
+        .filter((s) => s.running)
+        .map((s) => s.name)
+        .join(', ')}`,
+    );
   stopping ??= signal;
   firstSignalAt ||= Date.now();
   for (const svc of services) signalService(svc, signal);

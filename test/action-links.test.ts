@@ -31,7 +31,11 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => hooks.listen(0, '127.0.0.1', r));
   hookUrl = `http://127.0.0.1:${(hooks.address() as AddressInfo).port}/hook`;
-  stack = await startStack({ handler, apiKey: KEY, env: { ACTION_LINK_SECRET: SECRET, WEBHOOK_ALLOW_PRIVATE: 'true' } });
+  stack = await startStack({
+    handler,
+    apiKey: KEY,
+    env: { ACTION_LINK_SECRET: SECRET, WEBHOOK_ALLOW_PRIVATE: 'true' },
+  });
 });
 afterAll(async () => {
   await stack?.close();
@@ -52,7 +56,8 @@ const waitingItems = async (id: string, count = 1): Promise<any[]> =>
   ).required_action.items;
 /** A request to a link with no API key: what a person's browser, or a chat bot, sends. */
 const follow = (url: string, init: TestRequestInit = {}) => stack.request(url, { ...init, key: null });
-const postForm = (url: string, fields: Record<string, string>) => follow(url, { method: 'POST', body: new URLSearchParams(fields) });
+const postForm = (url: string, fields: Record<string, string>) =>
+  follow(url, { method: 'POST', body: new URLSearchParams(fields) });
 const postJson = (url: string, body: unknown) => follow(url, { method: 'POST', json: body });
 const crmCalls = (tool: string) => stack.crm.calls.filter((c) => c.tool === tool);
 const step = async (id: string, index = 0) => (await json(`/v1/runs/${id}/steps`)).data[0].tool_calls[index];
@@ -89,12 +94,18 @@ describe('a signed link answers its request without an API key', () => {
     expect((await postForm(item.respond_url, { approve: 'false' })).status).toBe(410);
     const again = await postJson(item.respond_url, { approve: true });
     expect(again.status).toBe(410);
-    expect((await again.json()).error).toMatchObject({ code: 'action_resolved', details: [{ decision: 'approved', at: expect.any(String) }] });
+    expect((await again.json()).error).toMatchObject({
+      code: 'action_resolved',
+      details: [{ decision: 'approved', at: expect.any(String) }],
+    });
     expect(crmCalls('update_contact').filter((c) => c.args.company === 'Linked Co')).toHaveLength(1);
   });
 
   it('takes a JSON answer to a question and answers with JSON; a second answer gets 410', async () => {
-    on('LINK question', callsThenEcho([{ name: 'ask_human', arguments: { question: 'Which Bob?', choices: ['Sales', 'IT'] } }]));
+    on(
+      'LINK question',
+      callsThenEcho([{ name: 'ask_human', arguments: { question: 'Which Bob?', choices: ['Sales', 'IT'] } }]),
+    );
     const { id } = await stack.createRun({ input: 'LINK question', human_input: true });
     const [item] = await waitingItems(id);
     const page = await (await follow(item.respond_url)).text();
@@ -103,7 +114,13 @@ describe('a signed link answers its request without an API key', () => {
 
     const res = await postJson(item.respond_url, { answer: 'IT' });
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ ...item, respond_url: undefined, status: 'resolved', decision: 'answered', resolved_at: expect.any(String) });
+    expect(await res.json()).toEqual({
+      ...item,
+      respond_url: undefined,
+      status: 'resolved',
+      decision: 'answered',
+      resolved_at: expect.any(String),
+    });
     const done = await stack.waitForRun(id);
     expect(JSON.parse(done.output!.content as string)).toEqual(['IT']);
     const late = await postJson(item.respond_url, { answer: 'Sales' });
@@ -112,10 +129,13 @@ describe('a signed link answers its request without an API key', () => {
   });
 
   it("refuses a token on another item's URL and a tampered token alike (403), and opens no other endpoint", async () => {
-    on('LINK two', callsThenEcho([
-      { name: 'crm__non_idempotent_write', arguments: { key: 'link-a' } },
-      { name: 'crm__non_idempotent_write', arguments: { key: 'link-b' } },
-    ]));
+    on(
+      'LINK two',
+      callsThenEcho([
+        { name: 'crm__non_idempotent_write', arguments: { key: 'link-a' } },
+        { name: 'crm__non_idempotent_write', arguments: { key: 'link-b' } },
+      ]),
+    );
     const { id } = await stack.createRun({ input: 'LINK two', approval: { tools: ['crm__non_idempotent_write'] } });
     const [a, b] = await waitingItems(id, 2);
     const tokenOf = (item: any) => new URL(item.respond_url, 'http://x').searchParams.get('token')!;
@@ -144,17 +164,33 @@ describe('a signed link answers its request without an API key', () => {
     }
     // One answer for all of them: a refusal tells nothing about the request or the token.
     expect(messages.size).toBe(1);
-    expect([...messages][0]).toBe(JSON.stringify({ code: 'forbidden', message: 'this link is not valid: its token does not open this request' }));
+    expect([...messages][0]).toBe(
+      JSON.stringify({ code: 'forbidden', message: 'this link is not valid: its token does not open this request' }),
+    );
     // Nothing was answered: both still wait, and nothing ran.
     expect((await json(`/v1/runs/${id}`)).required_action.items.map((i: any) => i.id)).toEqual([a.id, b.id]);
     expect(stack.crm.calls.filter((c) => String(c.args?.key).startsWith('link-'))).toEqual([]);
 
     // The token is no key: with it, and without a key, the run and the other endpoints stay shut.
     const query = `?token=${tokenOf(a)}`;
-    for (const path of [`/v1/runs/${id}`, `/v1/runs/${id}/events`, `/v1/runs/${id}/steps`, '/v1/actions', `/v1/actions/${a.id}`]) {
+    for (const path of [
+      `/v1/runs/${id}`,
+      `/v1/runs/${id}/events`,
+      `/v1/runs/${id}/steps`,
+      '/v1/actions',
+      `/v1/actions/${a.id}`,
+    ]) {
       expect((await follow(path + query)).status, path).toBe(401);
     }
-    expect((await follow(`/v1/runs/${id}/actions${query}`, { method: 'POST', body: JSON.stringify({ responses: [{ id: a.id, approve: true }] }), headers: { 'content-type': 'application/json' } })).status).toBe(401);
+    expect(
+      (
+        await follow(`/v1/runs/${id}/actions${query}`, {
+          method: 'POST',
+          body: JSON.stringify({ responses: [{ id: a.id, approve: true }] }),
+          headers: { 'content-type': 'application/json' },
+        })
+      ).status,
+    ).toBe(401);
     expect((await follow(`/v1/runs/${id}/cancel${query}`, { method: 'POST' })).status).toBe(401);
     expect((await follow(a.respond_url, { method: 'PUT', body: 'approve=true' })).status).toBe(401);
 
@@ -163,12 +199,17 @@ describe('a signed link answers its request without an API key', () => {
     expect((await postJson(b.respond_url, { approve: false, reason: 'not this one' })).status).toBe(200);
     const done = await stack.waitForRun(id);
     expect(JSON.parse(done.output!.content as string)[1]).toBe('The user rejected this call: not this one');
-    expect(stack.crm.calls.filter((c) => String(c.args?.key).startsWith('link-')).map((c) => c.args.key)).toEqual(['link-a']);
+    expect(stack.crm.calls.filter((c) => String(c.args?.key).startsWith('link-')).map((c) => c.args.key)).toEqual([
+      'link-a',
+    ]);
   });
 
   it('refuses a link once its request has expired (410), and the call never runs', async () => {
     on('LINK expire', callsThenEcho([{ name: 'crm__non_idempotent_write', arguments: { key: 'link-expired' } }]));
-    const { id } = await stack.createRun({ input: 'LINK expire', approval: { tools: ['crm__non_idempotent_write'], timeout_ms: 1500 } });
+    const { id } = await stack.createRun({
+      input: 'LINK expire',
+      approval: { tools: ['crm__non_idempotent_write'], timeout_ms: 1500 },
+    });
     const [item] = await waitingItems(id);
     // The token carries the request's expiry.
     expect(item.respond_url).toContain(`?token=${Date.parse(item.expires_at)}.`);
@@ -182,7 +223,9 @@ describe('a signed link answers its request without an API key', () => {
     expect((await late.json()).error.code).toMatch(/^(link_gone|action_resolved)$/);
     expect((await postForm(item.respond_url, { approve: 'true' })).status).toBe(410);
     const done = await stack.waitForRun(id);
-    expect(JSON.parse(done.output!.content as string)).toEqual(['Error executing crm__non_idempotent_write: no one approved this call in time']);
+    expect(JSON.parse(done.output!.content as string)).toEqual([
+      'Error executing crm__non_idempotent_write: no one approved this call in time',
+    ]);
     expect((await step(id)).approval).toMatchObject({ decision: 'expired', by: 'agentq' });
     expect(stack.crm.calls.filter((c) => c.args?.key === 'link-expired')).toEqual([]);
   });
@@ -198,13 +241,17 @@ describe('the page', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/html; charset=UTF-8/i);
     const csp = res.headers.get('content-security-policy')!;
-    expect(csp).toMatch(/^default-src 'none'; style-src 'sha256-[A-Za-z0-9+/]+=*'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'$/);
+    expect(csp).toMatch(
+      /^default-src 'none'; style-src 'sha256-[A-Za-z0-9+/]+=*'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'$/,
+    );
     expect(res.headers.get('referrer-policy')).toBe('no-referrer');
     expect(res.headers.get('cache-control')).toBe('no-store');
     const html = await res.text();
     expect(html).toContain('<code>crm__update_contact</code>');
     // The arguments, pretty-printed and escaped: the text is there, no markup of it is.
-    expect(html).toContain('&#60;script&#62;alert(\\&#34;x\\&#34;)&#60;/script&#62; &#38; &#60;/textarea&#62;&#60;b&#62;bold&#60;/b&#62; &#39;q&#39;');
+    expect(html).toContain(
+      '&#60;script&#62;alert(\\&#34;x\\&#34;)&#60;/script&#62; &#38; &#60;/textarea&#62;&#60;b&#62;bold&#60;/b&#62; &#39;q&#39;',
+    );
     expect(html).toContain('  &#34;id&#34;: &#34;c2&#34;,\n');
     expect(html).not.toMatch(/<script|<b>|<img|<link|src=|url\(/i);
     expect(html.match(/<textarea/g)).toHaveLength(2);
@@ -216,7 +263,9 @@ describe('the page', () => {
     // An edit that does not fit the tool's schema is refused on a page naming the field; nothing is stored.
     const bad = await postForm(item.respond_url, { approve: 'true', arguments: '{"id":"c2","company":7}' });
     expect(bad.status).toBe(400);
-    expect(await bad.text()).toContain('arguments: do not fit the input schema of crm__update_contact: /company must be string');
+    expect(await bad.text()).toContain(
+      'arguments: do not fit the input schema of crm__update_contact: /company must be string',
+    );
     expect((await json(`/v1/runs/${id}`)).status).toBe('requires_action');
     // The edit box sent back unchanged (as a browser sends it, CRLF line ends) is a plain approval.
     const unchanged = JSON.stringify({ id: 'c2', company: hostile }, null, 2).replace(/\n/g, '\r\n');
@@ -225,20 +274,44 @@ describe('the page', () => {
     const approval = (await step(id)).approval;
     expect(approval).toMatchObject({ decision: 'approved', by: 'link' });
     expect(approval.arguments).toBeUndefined();
-    expect(crmCalls('update_contact').filter((c) => c.args.id === 'c2').map((c) => c.args.company)).toEqual([hostile]);
+    expect(
+      crmCalls('update_contact')
+        .filter((c) => c.args.id === 'c2')
+        .map((c) => c.args.company),
+    ).toEqual([hostile]);
   });
 
   it('runs edited arguments sent by the form, and escapes a hostile question and its choices', async () => {
     on('LINK edit', callsThenEcho([{ name: 'crm__update_contact', arguments: { id: 'c1', company: 'Before' } }]));
     const { id } = await stack.createRun({ input: 'LINK edit', approval: { tools: ['crm__update_contact'] } });
     const [item] = await waitingItems(id);
-    expect((await postForm(item.respond_url, { approve: 'true', arguments: '{\r\n  "id": "c1",\r\n  "company": "After"\r\n}' })).status).toBe(200);
+    expect(
+      (
+        await postForm(item.respond_url, {
+          approve: 'true',
+          arguments: '{\r\n  "id": "c1",\r\n  "company": "After"\r\n}',
+        })
+      ).status,
+    ).toBe(200);
     await stack.waitForRun(id);
-    expect((await step(id)).approval).toMatchObject({ decision: 'approved', by: 'link', arguments: '{\r\n  "id": "c1",\r\n  "company": "After"\r\n}' });
-    expect(crmCalls('update_contact').filter((c) => ['Before', 'After'].includes(c.args.company)).map((c) => c.args.company)).toEqual(['After']);
+    expect((await step(id)).approval).toMatchObject({
+      decision: 'approved',
+      by: 'link',
+      arguments: '{\r\n  "id": "c1",\r\n  "company": "After"\r\n}',
+    });
+    expect(
+      crmCalls('update_contact')
+        .filter((c) => ['Before', 'After'].includes(c.args.company))
+        .map((c) => c.args.company),
+    ).toEqual(['After']);
 
     const choice = '"><img src=x onerror=alert(1)>';
-    on('LINK hostile question', callsThenEcho([{ name: 'ask_human', arguments: { question: '</p><script>steal()</script>?', choices: [choice] } }]));
+    on(
+      'LINK hostile question',
+      callsThenEcho([
+        { name: 'ask_human', arguments: { question: '</p><script>steal()</script>?', choices: [choice] } },
+      ]),
+    );
     const q = await stack.createRun({ input: 'LINK hostile question', human_input: true });
     const [asked] = await waitingItems(q.id);
     const html = await (await follow(asked.respond_url)).text();
@@ -252,7 +325,10 @@ describe('the page', () => {
 
   it('refuses a bad answer with a 400 naming the field, a body neither form nor JSON (415) and a large one (413)', async () => {
     on('LINK malformed', callsThenEcho([{ name: 'crm__non_idempotent_write', arguments: { key: 'link-malformed' } }]));
-    const { id } = await stack.createRun({ input: 'LINK malformed', approval: { tools: ['crm__non_idempotent_write'] } });
+    const { id } = await stack.createRun({
+      input: 'LINK malformed',
+      approval: { tools: ['crm__non_idempotent_write'] },
+    });
     const [item] = await waitingItems(id);
     const url = item.respond_url;
     const fieldOf = async (res: Response) => {
@@ -273,7 +349,8 @@ describe('the page', () => {
       expect(res.status).toBe(400);
       expect(await res.text()).toContain(named);
     }
-    const rawForm = (body: string) => follow(url, { method: 'POST', body, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const rawForm = (body: string) =>
+      follow(url, { method: 'POST', body, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
     const twice = await rawForm('approve=true&approve=false');
     expect(twice.status).toBe(400);
     expect(await twice.text()).toContain('approve: given more than once');
@@ -282,7 +359,11 @@ describe('the page', () => {
     expect(await proto.text()).toContain('__proto__: unknown field');
     // Bytes, so that fetch adds no content type of its own (a string would be sent as text/plain).
     for (const type of ['text/plain', 'multipart/form-data; boundary=x', 'application/x-www-form-urlencodedx', '']) {
-      const res = await follow(url, { method: 'POST', body: new TextEncoder().encode('approve=true'), headers: type ? { 'content-type': type } : {} });
+      const res = await follow(url, {
+        method: 'POST',
+        body: new TextEncoder().encode('approve=true'),
+        headers: type ? { 'content-type': type } : {},
+      });
       expect(res.status, type).toBe(415);
     }
     const big = await postJson(url, { approve: false, reason: 'x'.repeat(3 * 1024 * 1024) });
@@ -298,14 +379,23 @@ describe('the page', () => {
 describe('webhooks', () => {
   it('carry the links in run.requires_action, and such a link answers', async () => {
     on('LINK hook', callsThenEcho([{ name: 'crm__non_idempotent_write', arguments: { key: 'link-hook' } }]));
-    const { id } = await stack.createRun({ input: 'LINK hook', approval: { tools: ['crm__non_idempotent_write'] }, webhook: { url: hookUrl, secret: HOOK_SECRET } });
+    const { id } = await stack.createRun({
+      input: 'LINK hook',
+      approval: { tools: ['crm__non_idempotent_write'] },
+      webhook: { url: hookUrl, secret: HOOK_SECRET },
+    });
     const [item] = await waitingItems(id);
     const hook = await waitFor(
-      () => received.map((r) => ({ ...r, payload: JSON.parse(r.body) })).find((r) => r.payload.type === 'run.requires_action' && r.payload.data.id === id),
+      () =>
+        received
+          .map((r) => ({ ...r, payload: JSON.parse(r.body) }))
+          .find((r) => r.payload.type === 'run.requires_action' && r.payload.data.id === id),
       { what: 'the run.requires_action webhook' },
     );
     const signed = `${hook.headers['webhook-id']}.${hook.headers['webhook-timestamp']}.${hook.body}`;
-    expect(hook.headers['webhook-signature']).toBe(`v1,${createHmac('sha256', HOOK_SECRET).update(signed).digest('base64')}`);
+    expect(hook.headers['webhook-signature']).toBe(
+      `v1,${createHmac('sha256', HOOK_SECRET).update(signed).digest('base64')}`,
+    );
     const [sent] = hook.payload.data.required_action.items;
     expect(sent).toMatchObject({ id: item.id, respond_url: item.respond_url });
 
@@ -320,7 +410,9 @@ describe('without ACTION_LINK_SECRET', () => {
   it('shows no links, and the path opens nothing', async () => {
     const app = await startApp({ apiKey: KEY });
     try {
-      const res = await app.request(`/v1/actions/act_0123456789abcdefghijk_0_0/respond?token=n.${'A'.repeat(43)}`, { key: null });
+      const res = await app.request(`/v1/actions/act_0123456789abcdefghijk_0_0/respond?token=n.${'A'.repeat(43)}`, {
+        key: null,
+      });
       expect(res.status).toBe(404);
       expect(await res.text()).toContain('answering by link is off');
       expect(app.deps.decorateAction).toBeUndefined();

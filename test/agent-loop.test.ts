@@ -44,13 +44,16 @@ describe('the durable agent loop', () => {
     expect(msgs.data.map((m: any) => m.role)).toEqual(['system', 'user', 'assistant']);
   });
 
-  it('runs the seeds\' three-round example: search → get → update → answer', async () => {
+  it("runs the seeds' three-round example: search → get → update → answer", async () => {
     const user = 'Find Bob and update his company to EPAM';
     scenarios.set(user, (req, round) => {
       if (round === 0) return { tool_calls: [{ name: 'crm__search_contacts', arguments: { query: 'Bob' } }] };
       const last = toolMessages(req).at(-1)!.content as string;
       if (round === 1) return { tool_calls: [{ name: 'crm__get_contact', arguments: { id: JSON.parse(last)[0].id } }] };
-      if (round === 2) return { tool_calls: [{ name: 'crm__update_contact', arguments: { id: JSON.parse(last).id, company: 'EPAM' } }] };
+      if (round === 2)
+        return {
+          tool_calls: [{ name: 'crm__update_contact', arguments: { id: JSON.parse(last).id, company: 'EPAM' } }],
+        };
       return { content: `Done: ${JSON.parse(last).name} now works at ${JSON.parse(last).company}.` };
     });
     const { id } = await stack.createRun({ input: user });
@@ -62,12 +65,26 @@ describe('the durable agent loop', () => {
     expect(stack.crm.contacts.get('c1')?.company).toBe('EPAM');
 
     const msgs = (await stack.getJson(`/v1/runs/${id}/messages`)).data;
-    expect(msgs.map((m: any) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant', 'tool', 'assistant', 'tool', 'assistant']);
+    expect(msgs.map((m: any) => m.role)).toEqual([
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+      'tool',
+      'assistant',
+      'tool',
+      'assistant',
+    ]);
     for (let i = 1; i < 7; i += 2) expect(msgs[i + 1].tool_call_id).toBe(msgs[i].tool_calls[0].id);
 
     const steps = (await stack.getJson(`/v1/runs/${id}/steps`)).data;
     expect(steps.map((s: any) => s.depth)).toEqual([0, 1, 2, 3]);
-    expect(steps[0].tool_calls[0]).toMatchObject({ name: 'crm__search_contacts', status: 'completed', is_error: false, attempts: 1 });
+    expect(steps[0].tool_calls[0]).toMatchObject({
+      name: 'crm__search_contacts',
+      status: 'completed',
+      is_error: false,
+      attempts: 1,
+    });
     expect(JSON.parse(steps[0].tool_calls[0].arguments)).toEqual({ query: 'Bob' });
     expect(steps[3].tool_calls).toEqual([]);
   });
@@ -82,7 +99,11 @@ describe('the durable agent loop', () => {
             { name: 'crm__sleep', arguments: { ms: 10, label: 'fast' } },
           ],
         };
-      return { content: toolMessages(req).map((m: any) => m.content).join(' | ') };
+      return {
+        content: toolMessages(req)
+          .map((m: any) => m.content)
+          .join(' | '),
+      };
     });
     const { id } = await stack.createRun({ input: user });
     const run = await stack.waitForRun(id);
@@ -97,20 +118,32 @@ describe('the durable agent loop', () => {
     const fastStart = stack.crm.calls.find((c) => c.args.label === 'fast')!.at;
     const slowEnd = stack.crm.slept.find((c) => c.label === 'slow')!.at;
     expect(fastStart).toBeLessThan(slowEnd);
-    expect(stack.crm.slept.findIndex((c) => c.label === 'fast')).toBeLessThan(stack.crm.slept.findIndex((c) => c.label === 'slow'));
+    expect(stack.crm.slept.findIndex((c) => c.label === 'fast')).toBeLessThan(
+      stack.crm.slept.findIndex((c) => c.label === 'slow'),
+    );
   });
 
   it("runs a round's calls in one tool job: one job's cost in Redis, each call begun and stored on its own", async () => {
     const user = 'Three calls, one job';
     scenarios.set(user, (req, round) => {
-      if (round === 0) return { tool_calls: [0, 1, 2].map((i) => ({ name: 'crm__sleep', arguments: { ms: 200, label: `one-job-${i}` } })) };
-      return { content: toolMessages(req).map((m: any) => m.content).join(' | ') };
+      if (round === 0)
+        return {
+          tool_calls: [0, 1, 2].map((i) => ({ name: 'crm__sleep', arguments: { ms: 200, label: `one-job-${i}` } })),
+        };
+      return {
+        content: toolMessages(req)
+          .map((m: any) => m.content)
+          .join(' | '),
+      };
     });
     const { id } = await stack.createRun({ input: user });
     const run = await stack.waitForRun(id);
     expect(run.output?.content).toBe('slept 200 ms one-job-0 | slept 200 ms one-job-1 | slept 200 ms one-job-2');
     expect(await stack.jobState('toolRound', { runId: id, depth: 0, calls: [] as never })).toBe('completed');
-    for (const index of [0, 1, 2]) expect(await stack.jobState('toolCall', { runId: id, depth: 0, index, toolCallId: '', name: '', arguments: '' })).toBe('unknown');
+    for (const index of [0, 1, 2])
+      expect(
+        await stack.jobState('toolCall', { runId: id, depth: 0, index, toolCallId: '', name: '', arguments: '' }),
+      ).toBe('unknown');
     // Each call has its own record, events and timing, and the three ran at once.
     const calls = (await stack.getJson(`/v1/runs/${id}/steps`)).data[0].tool_calls;
     expect(calls.map((c: any) => c.outcome)).toEqual(['ok', 'ok', 'ok']);
@@ -125,14 +158,23 @@ describe('the durable agent loop', () => {
     // first on the same connection): every turn must still see every result of its round.
     const user = 'Three quick rounds of three';
     scenarios.set(user, (req, round) => {
-      if (round < 3) return { tool_calls: [0, 1, 2].map((i) => ({ name: 'crm__sleep', arguments: { ms: 1, label: `${round}.${i}` } })) };
-      return { content: toolMessages(req).map((m: any) => m.content).join(' | ') };
+      if (round < 3)
+        return {
+          tool_calls: [0, 1, 2].map((i) => ({ name: 'crm__sleep', arguments: { ms: 1, label: `${round}.${i}` } })),
+        };
+      return {
+        content: toolMessages(req)
+          .map((m: any) => m.content)
+          .join(' | '),
+      };
     });
     const ids = await Promise.all(Array.from({ length: 8 }, async () => (await stack.createRun({ input: user })).id));
     const store = new RunStore({ redis: stack.redis, prefix: stack.prefix });
     for (const id of ids) {
       const run = await stack.waitForRun(id);
-      expect(run.output?.content).toBe([0, 1, 2].flatMap((r) => [0, 1, 2].map((i) => `slept 1 ms ${r}.${i}`)).join(' | '));
+      expect(run.output?.content).toBe(
+        [0, 1, 2].flatMap((r) => [0, 1, 2].map((i) => `slept 1 ms ${r}.${i}`)).join(' | '),
+      );
       const events = await store.events.read(id);
       for (let depth = 1; depth <= 3; depth++) {
         const next = events.findIndex((e) => e.type === 'step.started' && e.data.depth === depth);
@@ -175,7 +217,15 @@ describe('the durable agent loop', () => {
   it('uses a real stdio MCP server from npm', async () => {
     const user = 'Remember Carol';
     scenarios.set(user, (req, round) => {
-      if (round === 0) return { tool_calls: [{ name: 'memory__create_entities', arguments: { entities: [{ name: 'Carol', entityType: 'person', observations: ['likes tea'] }] } }] };
+      if (round === 0)
+        return {
+          tool_calls: [
+            {
+              name: 'memory__create_entities',
+              arguments: { entities: [{ name: 'Carol', entityType: 'person', observations: ['likes tea'] }] },
+            },
+          ],
+        };
       if (round === 1) return { tool_calls: [{ name: 'memory__search_nodes', arguments: { query: 'Carol' } }] };
       return { content: toolMessages(req).at(-1)!.content as string };
     });
@@ -187,15 +237,24 @@ describe('the durable agent loop', () => {
 
 describe('budgets', () => {
   const greedy = (req: ChatRequest, round: number): Reply =>
-    req.tool_choice === 'none' ? { content: `final after ${round} rounds` } : { tool_calls: [{ name: 'crm__count_calls', arguments: {} }] };
+    req.tool_choice === 'none'
+      ? { content: `final after ${round} rounds` }
+      : { tool_calls: [{ name: 'crm__count_calls', arguments: {} }] };
 
   it('final_answer: after max_depth rounds one more call with tools disabled', async () => {
     scenarios.set('Loop forever (final)', greedy);
     const { id } = await stack.createRun({ input: 'Loop forever (final)', max_depth: 2 });
     const run = await stack.waitForRun(id);
-    expect(run).toMatchObject({ status: 'completed', stop_reason: 'max_depth', depth: 2, output: { content: 'final after 2 rounds' } });
+    expect(run).toMatchObject({
+      status: 'completed',
+      stop_reason: 'max_depth',
+      depth: 2,
+      output: { content: 'final after 2 rounds' },
+    });
     expect(run.usage).toMatchObject({ model_calls: 3, tool_calls: 2 });
-    const lastReq = stack.llm.requests.filter((r) => r.messages.some((m: any) => m.content === 'Loop forever (final)')).at(-1)!;
+    const lastReq = stack.llm.requests
+      .filter((r) => r.messages.some((m: any) => m.content === 'Loop forever (final)'))
+      .at(-1)!;
     expect(lastReq.tool_choice).toBe('none');
   });
 
@@ -214,8 +273,11 @@ describe('allowlist and structured output', () => {
   it('offers only allowed tools and refuses a call to any other', async () => {
     const user = 'Only search';
     scenarios.set(user, (req, round) => {
-      if (round === 0) return { tool_calls: [{ name: 'crm__update_contact', arguments: { id: 'c2', company: 'Evil' } }] };
-      return { content: `${(req.tools ?? []).map((t: any) => t.function.name).join(',')} :: ${toolMessages(req)[0].content}` };
+      if (round === 0)
+        return { tool_calls: [{ name: 'crm__update_contact', arguments: { id: 'c2', company: 'Evil' } }] };
+      return {
+        content: `${(req.tools ?? []).map((t: any) => t.function.name).join(',')} :: ${toolMessages(req)[0].content}`,
+      };
     });
     const run = await stack.waitForRun((await stack.createRun({ input: user, tools: ['crm__search_*'] })).id);
     const [offered, result] = (run.output?.content as string).split(' :: ');
@@ -226,19 +288,32 @@ describe('allowlist and structured output', () => {
 
   const schema = {
     type: 'json_schema',
-    json_schema: { name: 'contact', schema: { type: 'object', properties: { name: { type: 'string' }, age: { type: 'integer' } }, required: ['name', 'age'] } },
+    json_schema: {
+      name: 'contact',
+      schema: {
+        type: 'object',
+        properties: { name: { type: 'string' }, age: { type: 'integer' } },
+        required: ['name', 'age'],
+      },
+    },
   };
 
   it('parses and validates the final answer into output_parsed', async () => {
-    scenarios.set('Structured please', (req) => ({ content: JSON.stringify({ name: 'Bob', age: 41, format: (req.response_format as any)?.type }) }));
-    const run = await stack.waitForRun((await stack.createRun({ input: 'Structured please', response_format: schema })).id);
+    scenarios.set('Structured please', (req) => ({
+      content: JSON.stringify({ name: 'Bob', age: 41, format: (req.response_format as any)?.type }),
+    }));
+    const run = await stack.waitForRun(
+      (await stack.createRun({ input: 'Structured please', response_format: schema })).id,
+    );
     expect(run.status).toBe('completed');
     expect(run.output_parsed).toEqual({ name: 'Bob', age: 41, format: 'json_schema' });
   });
 
   it('fails the run with a clear code when the answer does not match the schema', async () => {
     scenarios.set('Structured but wrong', () => ({ content: '{"name": "Bob"}' }));
-    const run = await stack.waitForRun((await stack.createRun({ input: 'Structured but wrong', response_format: schema })).id);
+    const run = await stack.waitForRun(
+      (await stack.createRun({ input: 'Structured but wrong', response_format: schema })).id,
+    );
     expect(run.status).toBe('failed');
     expect(run.error?.code).toBe('invalid_structured_output');
     expect(run.error?.message).toContain('age');

@@ -3,9 +3,25 @@ import { afterAll, describe, expect, inject, it, vi } from 'vitest';
 import { Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import OpenAI from 'openai';
-import { Admission, createLogger, JobQueues, newId, QUEUES, RunActions, Runs, RunStore, type RunSpec, type StepRecord } from '@agentq/shared';
+import {
+  Admission,
+  createLogger,
+  JobQueues,
+  newId,
+  QUEUES,
+  RunActions,
+  Runs,
+  RunStore,
+  type RunSpec,
+  type StepRecord,
+} from '@agentq/shared';
 import { startScriptedLlm, type ScriptedLlm } from '@agentq/scripted-llm';
-import { processAgentStep, toolMessagesInCallOrder, TranscriptsInFlight, type AgentStepDeps } from '@agentq/agent-worker';
+import {
+  processAgentStep,
+  toolMessagesInCallOrder,
+  TranscriptsInFlight,
+  type AgentStepDeps,
+} from '@agentq/agent-worker';
 
 const step = (names: string[]): StepRecord => ({
   depth: 0,
@@ -17,7 +33,11 @@ const step = (names: string[]): StepRecord => ({
   message: {
     role: 'assistant',
     content: null,
-    tool_calls: names.map((name, i) => ({ id: `call_${i}`, type: 'function' as const, function: { name, arguments: '{}' } })),
+    tool_calls: names.map((name, i) => ({
+      id: `call_${i}`,
+      type: 'function' as const,
+      function: { name, arguments: '{}' },
+    })),
   },
 });
 
@@ -75,7 +95,19 @@ function stepDeps(store: RunStore, prefix: string, extra: Partial<AgentStepDeps>
   const jobs = new JobQueues({ connection: queueRedis, prefix, logger });
   const runs = new Runs({ store, jobs, admission: new Admission(redis, prefix), logger });
   const openai = new OpenAI({ baseURL: llm.baseURL, apiKey: 'x', maxRetries: 0 });
-  const deps: AgentStepDeps = { store, runs, jobs, actions: new RunActions({ store, jobs, runs, logger }), actionParkMs: 60_000, openai, logger, tools: async () => [], modelTimeoutMs: 10_000, modelIdleTimeoutMs: 10_000, ...extra };
+  const deps: AgentStepDeps = {
+    store,
+    runs,
+    jobs,
+    actions: new RunActions({ store, jobs, runs, logger }),
+    actionParkMs: 60_000,
+    openai,
+    logger,
+    tools: async () => [],
+    modelTimeoutMs: 10_000,
+    modelIdleTimeoutMs: 10_000,
+    ...extra,
+  };
   return deps;
 }
 
@@ -85,14 +117,44 @@ describe('a step whose previous round lacks a result', () => {
   /** A run whose step 0 is committed, asking for crm__t0 and crm__t1; no call has a result yet. */
   const runWithRound = async (store: RunStore) => {
     const id = newId('run');
-    const spec: RunSpec = { model: 'm', max_depth: 5, on_budget_exhausted: 'final_answer', metadata: {}, ancestors: [], nesting: 0 };
+    const spec: RunSpec = {
+      model: 'm',
+      max_depth: 5,
+      on_budget_exhausted: 'final_answer',
+      metadata: {},
+      ancestors: [],
+      nesting: 0,
+    };
     await store.runs.create({ id, owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
     const { run } = (await store.transcript.loadStep(id, 0))!;
-    await store.transcript.commitStep(run, step(['crm__t0', 'crm__t1']), { depth: 0, usage: step([]).usage, finish_reason: 'tool_calls', content: null, tool_calls: [] });
+    await store.transcript.commitStep(run, step(['crm__t0', 'crm__t1']), {
+      depth: 0,
+      usage: step([]).usage,
+      finish_reason: 'tool_calls',
+      content: null,
+      tool_calls: [],
+    });
     /** Stores call `index`'s result, as its tool job does. */
     const complete = (index: number, output: string) => {
       const name = `crm__t${index}`;
-      return store.toolCalls.complete(id, 0, index, { id: `call_${index}`, name, status: 'completed', output, is_error: false, attempts: 1, duration_ms: 1, started_at: now, completed_at: now }, { depth: 0, index, tool_call_id: `call_${index}`, name, is_error: false, duration_ms: 1, output }, { run, count: 2 });
+      return store.toolCalls.complete(
+        id,
+        0,
+        index,
+        {
+          id: `call_${index}`,
+          name,
+          status: 'completed',
+          output,
+          is_error: false,
+          attempts: 1,
+          duration_ms: 1,
+          started_at: now,
+          completed_at: now,
+        },
+        { depth: 0, index, tool_call_id: `call_${index}`, name, is_error: false, duration_ms: 1, output },
+        { run, count: 2 },
+      );
     };
     return { id, complete };
   };
@@ -132,9 +194,26 @@ describe('a step whose previous round lacks a result', () => {
     const jobs = new JobQueues({ connection: queueRedis, prefix, logger });
     const runs = new Runs({ store, jobs, admission: new Admission(redis, prefix), logger });
     const openai = new OpenAI({ baseURL: llm.baseURL, apiKey: 'x', maxRetries: 0 });
-    const tools = async () => [0, 1].map((i) => ({ name: `crm__t${i}`, description: '', input_schema: { type: 'object' }, server: 'crm' }));
-    const deps = { store, runs, jobs, actions: new RunActions({ store, jobs, runs, logger }), actionParkMs: 60_000, openai, logger, tools, modelTimeoutMs: 10_000, modelIdleTimeoutMs: 10_000 };
-    const again = () => processAgentStep({ runId: id, depth: 0 }, { job: new Job(jobs.queue(QUEUES.agent), 'step', { runId: id, depth: 0 }, { attempts: 3 }, `${id}-t0`) }, deps);
+    const tools = async () =>
+      [0, 1].map((i) => ({ name: `crm__t${i}`, description: '', input_schema: { type: 'object' }, server: 'crm' }));
+    const deps = {
+      store,
+      runs,
+      jobs,
+      actions: new RunActions({ store, jobs, runs, logger }),
+      actionParkMs: 60_000,
+      openai,
+      logger,
+      tools,
+      modelTimeoutMs: 10_000,
+      modelIdleTimeoutMs: 10_000,
+    };
+    const again = () =>
+      processAgentStep(
+        { runId: id, depth: 0 },
+        { job: new Job(jobs.queue(QUEUES.agent), 'step', { runId: id, depth: 0 }, { attempts: 3 }, `${id}-t0`) },
+        deps,
+      );
     // Before the round is done, a redelivered step reuses its stored answer and fans it out again.
     expect(await again()).toEqual({ outcome: 'tool_calls', count: 2 });
     for (const index of [0, 1]) await complete(index, `r${index}`);
@@ -151,14 +230,29 @@ describe('a step whose transcript is more than the worker may hold', () => {
     const asked = llm.requests.length;
     const prefix = `atl${randomBytes(3).toString('hex')}`;
     const store = new RunStore({ redis, prefix });
-    const spec: RunSpec = { model: 'm', max_depth: 5, on_budget_exhausted: 'final_answer', metadata: {}, ancestors: [], nesting: 0 };
+    const spec: RunSpec = {
+      model: 'm',
+      max_depth: 5,
+      on_budget_exhausted: 'final_answer',
+      metadata: {},
+      ancestors: [],
+      nesting: 0,
+    };
     const inFlight = new TranscriptsInFlight(64 * 1024);
     const deps = stepDeps(store, prefix, { inFlight });
     const { jobs } = deps;
     const stepOf = async (content: string) => {
       const id = newId('run');
       await store.runs.create({ id, owner: 'o', spec, messages: [{ role: 'user', content }] });
-      return { id, step: () => processAgentStep({ runId: id, depth: 0 }, { job: new Job(jobs.queue(QUEUES.agent), 'step', { runId: id, depth: 0 }, { attempts: 3 }, `${id}-0`) }, deps) };
+      return {
+        id,
+        step: () =>
+          processAgentStep(
+            { runId: id, depth: 0 },
+            { job: new Job(jobs.queue(QUEUES.agent), 'step', { runId: id, depth: 0 }, { attempts: 3 }, `${id}-0`) },
+            deps,
+          ),
+      };
     };
 
     const big = await stepOf('x'.repeat(100 * 1024));
@@ -189,7 +283,14 @@ describe("a run's first step, told its transcript's size by its job", () => {
     llm ??= await startScriptedLlm({ handler: () => ({ content: 'done' }) });
     const prefix = `ats${randomBytes(3).toString('hex')}`;
     const store = new RunStore({ redis, prefix });
-    const spec: RunSpec = { model: 'm', max_depth: 5, on_budget_exhausted: 'final_answer', metadata: {}, ancestors: [], nesting: 0 };
+    const spec: RunSpec = {
+      model: 'm',
+      max_depth: 5,
+      on_budget_exhausted: 'final_answer',
+      metadata: {},
+      ancestors: [],
+      nesting: 0,
+    };
     const deps = stepDeps(store, prefix, { inFlight: new TranscriptsInFlight(64 * 1024) });
     const { jobs } = deps;
     // The API's way in: the run's first job carries the size its transcript was stored with.
@@ -200,7 +301,11 @@ describe("a run's first step, told its transcript's size by its job", () => {
 
     const step = (runId: string, transcriptBytes?: number) => {
       const data = { runId, depth: 0, ...(transcriptBytes !== undefined ? { transcriptBytes } : {}) };
-      return processAgentStep(data, { job: new Job(jobs.queue(QUEUES.agent), 'step', data, { attempts: 3 }, `${runId}-0`) }, deps);
+      return processAgentStep(
+        data,
+        { job: new Job(jobs.queue(QUEUES.agent), 'step', data, { attempts: 3 }, `${runId}-0`) },
+        deps,
+      );
     };
     // What the connection sends and what comes back, in order: a step that reads its size first
     // sends its LRANGE only once the run's fields (HMGET) have come back (a second round trip).
@@ -209,23 +314,41 @@ describe("a run's first step, told its transcript's size by its job", () => {
     const sent = vi.spyOn(redis, 'sendCommand').mockImplementation((command, stream) => {
       const c = command as unknown as { name: string; promise: Promise<unknown> };
       seen.push(c.name);
-      c.promise.then(() => seen.push(`${c.name} came back`), () => {});
+      c.promise.then(
+        () => seen.push(`${c.name} came back`),
+        () => {},
+      );
       return send(command, stream);
     });
     const lrangeBeforeReply = () => seen.indexOf('lrange') < seen.indexOf('hmget came back');
     try {
-      const told = await store.runs.createSized({ id: newId('run'), owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
+      const told = await store.runs.createSized({
+        id: newId('run'),
+        owner: 'o',
+        spec,
+        messages: [{ role: 'user', content: 'hi' }],
+      });
       seen.length = 0;
       expect(await step(told.run.id, told.transcriptBytes)).toEqual({ outcome: 'final_answer' });
       expect(seen).toContain('lrange');
       expect(lrangeBeforeReply()).toBe(true);
-      const untold = await store.runs.create({ id: newId('run'), owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
+      const untold = await store.runs.create({
+        id: newId('run'),
+        owner: 'o',
+        spec,
+        messages: [{ role: 'user', content: 'hi' }],
+      });
       seen.length = 0;
       expect(await step(untold.id)).toEqual({ outcome: 'final_answer' });
       expect(seen).toContain('lrange');
       expect(lrangeBeforeReply()).toBe(false);
       // Told 10 bytes of a 100 KB transcript: read, found larger than the bound, and failed as ever.
-      const big = await store.runs.create({ id: newId('run'), owner: 'o', spec, messages: [{ role: 'user', content: 'x'.repeat(100 * 1024) }] });
+      const big = await store.runs.create({
+        id: newId('run'),
+        owner: 'o',
+        spec,
+        messages: [{ role: 'user', content: 'x'.repeat(100 * 1024) }],
+      });
       expect(await step(big.id, 10)).toEqual({ failed: 'transcript_too_large' });
       expect(deps.inFlight!.stats()).toEqual({ held: 0, waiting: 0 });
     } finally {

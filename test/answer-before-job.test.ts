@@ -1,7 +1,18 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { Admission, createLogger, jobId, JobQueues, newId, QUEUES, RunActions, Runs, RunStore, type RunSpec } from '@agentq/shared';
+import {
+  Admission,
+  createLogger,
+  jobId,
+  JobQueues,
+  newId,
+  QUEUES,
+  RunActions,
+  Runs,
+  RunStore,
+  type RunSpec,
+} from '@agentq/shared';
 import { fanOut } from '@agentq/agent-worker';
 
 // A round's requests are stored (and can be answered) before its jobs are added. An answer in
@@ -18,7 +29,15 @@ afterAll(async () => {
   redis.disconnect();
 });
 
-const spec: RunSpec = { model: 'm', max_depth: 5, on_budget_exhausted: 'final_answer', metadata: {}, ancestors: [], nesting: 0, approval: { tools: ['crm__*'], destructive: false, on_timeout: 'reject' } };
+const spec: RunSpec = {
+  model: 'm',
+  max_depth: 5,
+  on_budget_exhausted: 'final_answer',
+  metadata: {},
+  ancestors: [],
+  nesting: 0,
+  approval: { tools: ['crm__*'], destructive: false, on_timeout: 'reject' },
+};
 
 describe('an answer that comes before its job exists', () => {
   it('still wakes the job: the fan-out promotes it once it is added', async () => {
@@ -26,17 +45,32 @@ describe('an answer that comes before its job exists', () => {
     await store.runs.create({ id, owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
     await store.runs.start(id);
     const run = (await store.runs.getState(id))!;
-    const actions = new RunActions({ store, jobs, runs: new Runs({ store, jobs, admission: new Admission(redis, prefix), logger }), logger });
+    const actions = new RunActions({
+      store,
+      jobs,
+      runs: new Runs({ store, jobs, admission: new Admission(redis, prefix), logger }),
+      logger,
+    });
     // Answers each request the moment it is stored, before fanOut goes on to add the jobs.
     const answerAtOnce = Object.assign(Object.create(actions) as RunActions, {
       require: async (r: typeof run, records: Parameters<RunActions['require']>[1]) => {
         await actions.require(r, records);
-        for (const rec of records) expect((await actions.decide(r, rec.id, { decision: 'approved', by: 'test', at: new Date().toISOString() })).kind).toBe('ok');
+        for (const rec of records)
+          expect(
+            (await actions.decide(r, rec.id, { decision: 'approved', by: 'test', at: new Date().toISOString() })).kind,
+          ).toBe('ok');
       },
     });
-    const calls = [0, 1].map((i) => ({ id: `call_${i}`, type: 'function' as const, function: { name: i === 0 ? 'crm__update_contact' : 'crm__search_contacts', arguments: '{}' } }));
+    const calls = [0, 1].map((i) => ({
+      id: `call_${i}`,
+      type: 'function' as const,
+      function: { name: i === 0 ? 'crm__update_contact' : 'crm__search_contacts', arguments: '{}' },
+    }));
     await fanOut({ jobs, actions: answerAtOnce, catalog: [], parkMs: 60_000, roundJobs: true }, run, 0, calls);
-    const state = (index: number) => jobs.queue(QUEUES.tool).getJobState(jobId('toolCall', { runId: id, depth: 0, index, toolCallId: '', name: '', arguments: '' }));
+    const state = (index: number) =>
+      jobs
+        .queue(QUEUES.tool)
+        .getJobState(jobId('toolCall', { runId: id, depth: 0, index, toolCallId: '', name: '', arguments: '' }));
     // The answered call is ready to run now, like the call that needed nothing.
     expect(await state(0)).toBe('waiting');
     expect(await state(1)).toBe('waiting');

@@ -17,7 +17,12 @@ let stack: Stack;
 beforeAll(async () => {
   stack = await startStack({
     handler,
-    env: { MAX_BODY_BYTES: String(1 << 20), MAX_INPUT_BYTES: String(1 << 20), MAX_CONTEXT_BYTES: String(1 << 20), MAX_RESPONSES_IN_FLIGHT_BYTES: String(40 << 20) },
+    env: {
+      MAX_BODY_BYTES: String(1 << 20),
+      MAX_INPUT_BYTES: String(1 << 20),
+      MAX_CONTEXT_BYTES: String(1 << 20),
+      MAX_RESPONSES_IN_FLIGHT_BYTES: String(40 << 20),
+    },
   });
 });
 afterAll(async () => stack?.close());
@@ -27,10 +32,14 @@ function postRaw(url: string, bytes: number): Promise<number | string> {
   return new Promise((resolve) => {
     const body = Buffer.alloc(bytes, 'a');
     body.write('{"input":"', 0);
-    const req = request(`${url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': bytes } }, (res) => {
-      res.resume();
-      resolve(res.statusCode ?? 0);
-    });
+    const req = request(
+      `${url}/v1/runs`,
+      { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': bytes } },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      },
+    );
     req.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
     req.end(body);
   });
@@ -39,11 +48,20 @@ function postRaw(url: string, bytes: number): Promise<number | string> {
 /** POSTs `body` in chunks (Transfer-Encoding: chunked, no Content-Length); resolves with the status and the answer's error code. */
 function postChunked(url: string, body: string): Promise<{ status: number | string; code?: string }> {
   return new Promise((resolve) => {
-    const req = request(`${url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } }, (res) => {
-      let text = '';
-      res.on('data', (c: Buffer) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, code: text ? (JSON.parse(text) as { error?: { code: string } }).error?.code : undefined }));
-    });
+    const req = request(
+      `${url}/v1/runs`,
+      { method: 'POST', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } },
+      (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            code: text ? (JSON.parse(text) as { error?: { code: string } }).error?.code : undefined,
+          }),
+        );
+      },
+    );
     req.on('error', (err: NodeJS.ErrnoException) => resolve({ status: err.code ?? err.message }));
     for (let i = 0; i < body.length; i += 64 * 1024) req.write(body.slice(i, i + 64 * 1024));
     req.end();
@@ -58,7 +76,11 @@ describe('request bodies', () => {
     const body = `{"input":"${'a'.repeat(8 << 20)}"}`;
     const fetched = await Promise.all(
       Array.from({ length: 20 }, () =>
-        fetch(`${stack.api.url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body }).then(
+        fetch(`${stack.api.url}/v1/runs`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body,
+        }).then(
           (r) => r.status,
           (err: Error & { cause?: { code?: string } }) => err.cause?.code ?? err.message,
         ),
@@ -76,25 +98,58 @@ describe('request bodies', () => {
   });
 
   it('metadata is at most 16 KB: past it a 400 naming the field', async () => {
-    const res = await stack.request('/v1/runs', { method: 'POST', json: { input: 'hi', metadata: { blob: 'x'.repeat(17 * 1024) } } });
+    const res = await stack.request('/v1/runs', {
+      method: 'POST',
+      json: { input: 'hi', metadata: { blob: 'x'.repeat(17 * 1024) } },
+    });
     expect(res.status).toBe(400);
     const body = (await res.json()) as { error: { code: string; details: Array<{ field: string }> } };
     expect(body.error.code).toBe('validation_error');
     expect(body.error.details.map((d) => d.field)).toEqual(['metadata']);
-    expect((await stack.request('/v1/runs', { method: 'POST', json: { input: 'hi', metadata: { blob: 'x'.repeat(15 * 1024) } } })).status).toBe(202);
+    expect(
+      (
+        await stack.request('/v1/runs', {
+          method: 'POST',
+          json: { input: 'hi', metadata: { blob: 'x'.repeat(15 * 1024) } },
+        })
+      ).status,
+    ).toBe(202);
   });
 
   it('response_format and client_tools are bounded (64 KB, 256 KB as JSON): past it a 400 naming the field', async () => {
-    const schema = { type: 'object', properties: Object.fromEntries(Array.from({ length: 3000 }, (_, i) => [`p${i}`, { type: 'string' }])) };
-    const big = await stack.request('/v1/runs', { method: 'POST', json: { input: 'hi', response_format: { type: 'json_schema', json_schema: { name: 'x', schema } } } });
+    const schema = {
+      type: 'object',
+      properties: Object.fromEntries(Array.from({ length: 3000 }, (_, i) => [`p${i}`, { type: 'string' }])),
+    };
+    const big = await stack.request('/v1/runs', {
+      method: 'POST',
+      json: { input: 'hi', response_format: { type: 'json_schema', json_schema: { name: 'x', schema } } },
+    });
     expect(big.status).toBe(400);
-    expect(((await big.json()) as { error: { details: Array<{ field: string }> } }).error.details.map((d) => d.field)).toEqual(['response_format']);
-    const tools = Array.from({ length: 64 }, (_, i) => ({ type: 'function', function: { name: `t${i}`, parameters: { type: 'object', description: 'x'.repeat(5000) } } }));
+    expect(
+      ((await big.json()) as { error: { details: Array<{ field: string }> } }).error.details.map((d) => d.field),
+    ).toEqual(['response_format']);
+    const tools = Array.from({ length: 64 }, (_, i) => ({
+      type: 'function',
+      function: { name: `t${i}`, parameters: { type: 'object', description: 'x'.repeat(5000) } },
+    }));
     const many = await stack.request('/v1/runs', { method: 'POST', json: { input: 'hi', client_tools: tools } });
     expect(many.status).toBe(400);
-    expect(((await many.json()) as { error: { details: Array<{ field: string }> } }).error.details.map((d) => d.field)).toEqual(['client_tools']);
-    const fits = { type: 'object', properties: Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`p${i}`, { type: 'string' }])) };
-    expect((await stack.request('/v1/runs', { method: 'POST', json: { input: 'hi', response_format: { type: 'json_schema', json_schema: { name: 'x', schema: fits } } } })).status).toBe(202);
+    expect(
+      ((await many.json()) as { error: { details: Array<{ field: string }> } }).error.details.map((d) => d.field),
+    ).toEqual(['client_tools']);
+    const fits = {
+      type: 'object',
+      properties: Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`p${i}`, { type: 'string' }])),
+    };
+    expect(
+      (
+        await stack.request('/v1/runs', {
+          method: 'POST',
+          json: { input: 'hi', response_format: { type: 'json_schema', json_schema: { name: 'x', schema: fits } } },
+        })
+      ).status,
+    ).toBe(202);
   });
 
   it('a body of 20,000 unknown fields gets a 400 of a few KB naming the first 50', async () => {
@@ -105,17 +160,29 @@ describe('request bodies', () => {
     expect(res.status).toBe(400);
     const text = await res.text();
     expect(text.length).toBeLessThan(16 * 1024);
-    const details = (JSON.parse(text) as { error: { details: Array<{ field: string; message: string }> } }).error.details;
+    const details = (JSON.parse(text) as { error: { details: Array<{ field: string; message: string }> } }).error
+      .details;
     expect(details).toHaveLength(50);
     expect(details[0]).toEqual({ field: 'k0', message: 'unknown field' });
   });
 
   it('JSON nested 5,000 deep is a 400, not a 500 (and 64 levels are fine)', async () => {
     const deep = (n: number) => `${'['.repeat(n)}${']'.repeat(n)}`;
-    const tooDeep = await stack.request('/v1/runs', { method: 'POST', headers: { 'content-type': 'application/json' }, body: `{"input":"hi","metadata":{"a":${deep(5000)}}}` });
+    const tooDeep = await stack.request('/v1/runs', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: `{"input":"hi","metadata":{"a":${deep(5000)}}}`,
+    });
     expect(tooDeep.status).toBe(400);
-    expect(((await tooDeep.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: 'invalid_json', message: expect.stringContaining('64') });
-    const fine = await stack.request('/v1/runs', { method: 'POST', headers: { 'content-type': 'application/json' }, body: `{"input":"hi","metadata":{"a":${deep(62)}}}` });
+    expect(((await tooDeep.json()) as { error: { code: string; message: string } }).error).toMatchObject({
+      code: 'invalid_json',
+      message: expect.stringContaining('64'),
+    });
+    const fine = await stack.request('/v1/runs', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: `{"input":"hi","metadata":{"a":${deep(62)}}}`,
+    });
     expect(fine.status).toBe(202);
   });
 });
@@ -133,13 +200,21 @@ async function largeRun(mb: number, what: 'messages' | 'steps' | 'children' | 'o
   const id = await finishedRun();
   const k = runKeys(stack.prefix, id);
   if (what === 'output') {
-    await stack.redis.hset(k.run, RUN_FIELDS.output, JSON.stringify({ role: 'assistant', content: 'y'.repeat(mb << 20) }));
+    await stack.redis.hset(
+      k.run,
+      RUN_FIELDS.output,
+      JSON.stringify({ role: 'assistant', content: 'y'.repeat(mb << 20) }),
+    );
     return id;
   }
   if (what === 'children') {
     for (let i = 0; i < 4; i++) {
       const child = await finishedRun();
-      await stack.redis.hset(runKeys(stack.prefix, child).run, RUN_FIELDS.output, JSON.stringify({ role: 'assistant', content: 'z'.repeat((mb << 20) / 4) }));
+      await stack.redis.hset(
+        runKeys(stack.prefix, child).run,
+        RUN_FIELDS.output,
+        JSON.stringify({ role: 'assistant', content: 'z'.repeat((mb << 20) / 4) }),
+      );
       await stack.redis.zadd(k.children, i, child);
     }
     return id;
@@ -149,14 +224,34 @@ async function largeRun(mb: number, what: 'messages' | 'steps' | 'children' | 'o
   for (let i = 0; i < mb * 10; i += 40) {
     if (what === 'messages') {
       // Appended as a round's results are, counted in the transcript's stored size.
-      const batch = Array.from({ length: 40 }, () => JSON.stringify({ role: 'tool', tool_call_id: 'c', content: output }));
+      const batch = Array.from({ length: 40 }, () =>
+        JSON.stringify({ role: 'tool', tool_call_id: 'c', content: output }),
+      );
       await stack.redis.rpush(k.messages, ...batch);
-      await stack.redis.hincrby(k.run, RUN_FIELDS.transcriptBytes, batch.reduce((n, m) => n + m.length, 0));
+      await stack.redis.hincrby(
+        k.run,
+        RUN_FIELDS.transcriptBytes,
+        batch.reduce((n, m) => n + m.length, 0),
+      );
     } else {
       for (let d = i + 1; d <= i + 40; d++) {
         const call = { id: `c${d}`, type: 'function', function: { name: 'crm__lookup', arguments: '{}' } };
-        await stack.redis.hset(k.steps, String(d), JSON.stringify({ depth: d, status: 'completed', model: 'm', usage: {}, message: { role: 'assistant', content: null, tool_calls: [call] } }));
-        await stack.redis.hset(k.toolCalls(d), TOOL_CALL_FIELDS.result(0), JSON.stringify({ status: 'completed', output, is_error: false, attempts: 1, duration_ms: 1 }));
+        await stack.redis.hset(
+          k.steps,
+          String(d),
+          JSON.stringify({
+            depth: d,
+            status: 'completed',
+            model: 'm',
+            usage: {},
+            message: { role: 'assistant', content: null, tool_calls: [call] },
+          }),
+        );
+        await stack.redis.hset(
+          k.toolCalls(d),
+          TOOL_CALL_FIELDS.result(0),
+          JSON.stringify({ status: 'completed', output, is_error: false, attempts: 1, duration_ms: 1 }),
+        );
       }
     }
   }
@@ -168,13 +263,19 @@ async function largeRun(mb: number, what: 'messages' | 'steps' | 'children' | 'o
  * and resolves at the answer's first bytes with the status, those bytes and the socket; with
  * `stopReading` the rest stays unread.
  */
-function rawGet(on: Stack, path: string, opts: { key?: string; stopReading?: boolean; method?: 'GET' | 'POST' } = {}): Promise<{ status: string; head: string; socket: Socket }> {
+function rawGet(
+  on: Stack,
+  path: string,
+  opts: { key?: string; stopReading?: boolean; method?: 'GET' | 'POST' } = {},
+): Promise<{ status: string; head: string; socket: Socket }> {
   return new Promise((resolve, reject) => {
     const { port } = new URL(on.api.url);
     const auth = opts.key ? `Authorization: Bearer ${opts.key}\r\n` : '';
     const method = opts.method ?? 'GET';
     const length = method === 'POST' ? 'Content-Length: 0\r\n' : '';
-    const socket = connect(Number(port), '127.0.0.1', () => socket.write(`${method} ${path} HTTP/1.1\r\nHost: x\r\n${auth}${length}\r\n`));
+    const socket = connect(Number(port), '127.0.0.1', () =>
+      socket.write(`${method} ${path} HTTP/1.1\r\nHost: x\r\n${auth}${length}\r\n`),
+    );
     socket.once('data', (d: Buffer) => {
       if (opts.stopReading) socket.pause();
       resolve({ status: d.toString('latin1', 9, 12), head: d.toString('latin1'), socket });
@@ -199,13 +300,19 @@ async function sixOfEachAtOnce(steps: string, tree: string) {
   });
   try {
     const answers = await Promise.all(
-      [...Array(6).fill(`/v1/runs/${steps}/steps`), ...Array(6).fill(`/v1/runs/${tree}/children`)].map(async (path: string) => {
-        const res = await stack.request(path);
-        return { path, status: res.status, count: ((await res.json()) as { data: unknown[] }).data.length };
-      }),
+      [...Array(6).fill(`/v1/runs/${steps}/steps`), ...Array(6).fill(`/v1/runs/${tree}/children`)].map(
+        async (path: string) => {
+          const res = await stack.request(path);
+          return { path, status: res.status, count: ((await res.json()) as { data: unknown[] }).data.length };
+        },
+      ),
     );
     await new Promise((r) => setTimeout(r, 50));
-    return { answers, stepsReads: reads.filter((k) => k === stepsKey).length, childrenReads: reads.filter((k) => k === childrenKey).length };
+    return {
+      answers,
+      stepsReads: reads.filter((k) => k === stepsKey).length,
+      childrenReads: reads.filter((k) => k === childrenKey).length,
+    };
   } finally {
     monitor.close();
   }
@@ -221,7 +328,12 @@ describe('answers that grow with a run', () => {
     expect(unread.status).toBe('200');
     try {
       // 24 MB are held for it (the socket has taken only part of them): 24 more do not fit in 40.
-      for (const path of [`/v1/runs/${transcript}/messages`, `/v1/runs/${steps}/steps`, `/v1/runs/${tree}/children`, `/v1/runs/${answer}`]) {
+      for (const path of [
+        `/v1/runs/${transcript}/messages`,
+        `/v1/runs/${steps}/steps`,
+        `/v1/runs/${tree}/children`,
+        `/v1/runs/${answer}`,
+      ]) {
         const busy = await stack.request(path);
         expect(busy.status).toBe(503);
         expect(busy.headers.get('retry-after')).toBe('1');
@@ -276,14 +388,20 @@ describe('answers that grow with a run', () => {
     const unread = await askAndNotRead('/v1/runs?limit=2');
     expect(unread.status).toBe('200');
     try {
-      await waitFor(async () => (await gauge(stack, 'agentq_response_bytes_in_flight')) >= 24 << 20, { what: 'the unread page held', timeoutMs: 5_000 });
+      await waitFor(async () => (await gauge(stack, 'agentq_response_bytes_in_flight')) >= 24 << 20, {
+        what: 'the unread page held',
+        timeoutMs: 5_000,
+      });
       const next = await stack.request(`/v1/runs/${runs[0]}`);
       await next.arrayBuffer();
       expect(next.status).toBe(503);
     } finally {
       unread.socket.destroy();
     }
-    await waitFor(async () => (await gauge(stack, 'agentq_response_bytes_in_flight')) === 0, { what: 'the page let go', timeoutMs: 5_000 });
+    await waitFor(async () => (await gauge(stack, 'agentq_response_bytes_in_flight')) === 0, {
+      what: 'the page let go',
+      timeoutMs: 5_000,
+    });
     const page = await stack.request('/v1/runs?limit=2');
     const listed = (await page.json()) as { data: RunObject[] };
     expect(listed.data.map((r) => r.id)).toEqual([...runs].reverse());
@@ -301,7 +419,10 @@ describe('answers that grow with a run', () => {
     expect(unread.status).toBe('200');
     let second: Promise<{ status: number; ids: string[]; length?: number }> | undefined;
     try {
-      await waitFor(async () => (await gauge(stack, 'agentq_response_bytes_in_flight')) >= 24 << 20, { what: 'the unread page held', timeoutMs: 5_000 });
+      await waitFor(async () => (await gauge(stack, 'agentq_response_bytes_in_flight')) >= 24 << 20, {
+        what: 'the unread page held',
+        timeoutMs: 5_000,
+      });
       // The first page has read its two runs; from here on, only the second page's reads count.
       await waitFor(async () => reads === 2, { what: "the first page's reads", timeoutMs: 5_000 });
       reads = 0;
@@ -310,7 +431,10 @@ describe('answers that grow with a run', () => {
         const page = (await res.json()) as { data: RunObject[] };
         return { status: res.status, ids: page.data.map((r) => r.id), length: page.data[0]?.output?.content?.length };
       });
-      await waitFor(async () => (await gauge(stack, 'agentq_event_streams_waiting_for_room')) >= 1, { what: 'the second page waiting for room', timeoutMs: 5_000 });
+      await waitFor(async () => (await gauge(stack, 'agentq_event_streams_waiting_for_room')) >= 1, {
+        what: 'the second page waiting for room',
+        timeoutMs: 5_000,
+      });
       await new Promise((r) => setTimeout(r, 300));
       // Sized, not read: its 24 MB are not in memory while it waits (before, it read them first).
       expect(reads).toBe(0);
@@ -327,14 +451,16 @@ describe('answers that grow with a run', () => {
     const tree = await largeRun(1, 'children');
     // Six of each at once (30 MB in all, within MAX_RESPONSES_IN_FLIGHT_BYTES).
     const { answers, stepsReads, childrenReads } = await sixOfEachAtOnce(steps, tree);
-    expect(answers.filter((a) => a.status === 200 && a.count === (a.path.endsWith('/steps') ? 41 : 4))).toHaveLength(12);
+    expect(answers.filter((a) => a.status === 200 && a.count === (a.path.endsWith('/steps') ? 41 : 4))).toHaveLength(
+      12,
+    );
     // Without sharing, six reads of each; the requests overlap, so one or two.
     expect(stepsReads).toBeLessThanOrEqual(2);
     expect(childrenReads).toBeLessThanOrEqual(2);
   }, 60_000);
 });
 
-describe("a run still going: its steps and sub-runs", () => {
+describe('a run still going: its steps and sub-runs', () => {
   it('asked for by many at once are built at most twice, and a request sees what was written before it', async () => {
     const steps = await largeRun(1, 'steps');
     const tree = await largeRun(1, 'children');
@@ -347,7 +473,17 @@ describe("a run still going: its steps and sub-runs", () => {
     expect(childrenReads).toBeLessThanOrEqual(2);
     // A step stored, then asked for: the answer has it.
     const call = { id: 'c_new', type: 'function', function: { name: 'crm__lookup', arguments: '{}' } };
-    await stack.redis.hset(runKeys(stack.prefix, steps).steps, '42', JSON.stringify({ depth: 42, status: 'completed', model: 'm', usage: {}, message: { role: 'assistant', content: null, tool_calls: [call] } }));
+    await stack.redis.hset(
+      runKeys(stack.prefix, steps).steps,
+      '42',
+      JSON.stringify({
+        depth: 42,
+        status: 'completed',
+        model: 'm',
+        usage: {},
+        message: { role: 'assistant', content: null, tool_calls: [call] },
+      }),
+    );
     const after = (await stack.getJson(`/v1/runs/${steps}/steps`)) as { data: unknown[] };
     expect(after.data).toHaveLength(42);
   }, 60_000);
@@ -371,7 +507,14 @@ async function largeEventRun(mb: number, on: Stack = stack, key?: string): Promi
   const [first, ...rest] = await on.redis.xrange(events, '-', '+');
   await on.redis.del(events);
   await on.redis.xadd(events, '*', ...first[1]);
-  const data = { run_id: id, depth: 0, finish_reason: 'stop', content: 'y'.repeat(mb << 20), tool_calls: [], at: new Date().toISOString() };
+  const data = {
+    run_id: id,
+    depth: 0,
+    finish_reason: 'stop',
+    content: 'y'.repeat(mb << 20),
+    tool_calls: [],
+    at: new Date().toISOString(),
+  };
   await on.redis.xadd(events, '*', 'type', 'step.completed', 'data', JSON.stringify(data));
   for (const [, fields] of rest) await on.redis.xadd(events, '*', ...fields);
   return id;
@@ -396,9 +539,14 @@ describe('an SSE stream', () => {
         { what: 'a large answer refused beside the unread stream', timeoutMs: 5_000 },
       );
       // A stream, whose status line is sent, waits for room instead: its small events go out.
-      second = stack.request(`/v1/runs/${run}/events`).then((res) => readSse(res, { stopAfter: (e) => (seen.push(e.event), false) }));
+      second = stack
+        .request(`/v1/runs/${run}/events`)
+        .then((res) => readSse(res, { stopAfter: (e) => (seen.push(e.event), false) }));
       second.catch(() => {}); // awaited below; ended with the stack if an assertion fails first
-      await waitFor(async () => (await gauge(stack, 'agentq_event_streams_waiting_for_room')) === 1, { what: 'the second stream waiting for room', timeoutMs: 5_000 });
+      await waitFor(async () => (await gauge(stack, 'agentq_event_streams_waiting_for_room')) === 1, {
+        what: 'the second stream waiting for room',
+        timeoutMs: 5_000,
+      });
       expect(seen).toEqual(['run.queued']);
     } finally {
       unread.socket.destroy();
@@ -417,7 +565,10 @@ describe("a run's live large event", () => {
   let live: Stack;
   beforeAll(async () => {
     // The model never answers: the run stays running, its streams open, its events live.
-    live = await startStack({ handler: () => ({ hang: true }), env: { MAX_RESPONSES_IN_FLIGHT_BYTES: String(64 << 20) } });
+    live = await startStack({
+      handler: () => ({ hang: true }),
+      env: { MAX_RESPONSES_IN_FLIGHT_BYTES: String(64 << 20) },
+    });
   });
   afterAll(async () => live?.close());
 
@@ -425,17 +576,43 @@ describe("a run's live large event", () => {
     const run = (await live.createRun({ input: 'live' })).id;
     const stalled = (await rawGet(live, `/v1/runs/${run}/events`, { stopReading: true })).socket;
     const seen: Array<{ event: string; length: number }> = [];
-    const reader = live.request(`/v1/runs/${run}/events`).then((res) =>
-      readSse(res, { stopAfter: (e) => (seen.push({ event: e.event, length: JSON.stringify(e.data).length }), e.event === 'step.completed') }),
-    );
+    const reader = live
+      .request(`/v1/runs/${run}/events`)
+      .then((res) =>
+        readSse(res, {
+          stopAfter: (e) => (
+            seen.push({ event: e.event, length: JSON.stringify(e.data).length }), e.event === 'step.completed'
+          ),
+        }),
+      );
     reader.catch(() => {});
     try {
-      await waitFor(async () => (await gauge(live, 'agentq_event_streams_open')) === 2 && seen.length > 0, { what: 'both streams following the run', timeoutMs: 5_000 });
+      await waitFor(async () => (await gauge(live, 'agentq_event_streams_open')) === 2 && seen.length > 0, {
+        what: 'both streams following the run',
+        timeoutMs: 5_000,
+      });
       // A model's 40 MB answer arrives: each subscriber's share counted, 80 MB would not fit in 64.
-      const data = { run_id: run, depth: 0, finish_reason: 'stop', content: 'z'.repeat(40 << 20), tool_calls: [], at: new Date().toISOString() };
-      await live.redis.xadd(runKeys(live.prefix, run).events, '*', 'type', 'step.completed', 'data', JSON.stringify(data));
+      const data = {
+        run_id: run,
+        depth: 0,
+        finish_reason: 'stop',
+        content: 'z'.repeat(40 << 20),
+        tool_calls: [],
+        at: new Date().toISOString(),
+      };
+      await live.redis.xadd(
+        runKeys(live.prefix, run).events,
+        '*',
+        'type',
+        'step.completed',
+        'data',
+        JSON.stringify(data),
+      );
       // Counted for each subscriber, the reading one would wait for the stalled one's room.
-      await waitFor(() => seen.at(-1)?.event === 'step.completed', { what: 'the reading stream to get the answer', timeoutMs: 10_000 });
+      await waitFor(() => seen.at(-1)?.event === 'step.completed', {
+        what: 'the reading stream to get the answer',
+        timeoutMs: 10_000,
+      });
       await reader;
       expect(seen.at(-1)!.length).toBeGreaterThan(40 << 20);
       // The stalled stream still holds it, once.
@@ -446,7 +623,10 @@ describe("a run's live large event", () => {
       stalled.destroy();
       await live.request(`/v1/runs/${run}/cancel`, { method: 'POST' });
     }
-    await waitFor(async () => (await gauge(live, 'agentq_response_bytes_in_flight')) === 0, { what: 'the room given back', timeoutMs: 5_000 });
+    await waitFor(async () => (await gauge(live, 'agentq_response_bytes_in_flight')) === 0, {
+      what: 'the room given back',
+      timeoutMs: 5_000,
+    });
   }, 60_000);
 });
 
@@ -454,17 +634,25 @@ describe('a connection that makes no progress', () => {
   let idle: Stack;
   beforeAll(async () => {
     // The model never answers: a run stays running and its stream open.
-    idle = await startStack({ handler: () => ({ hang: true }), env: { CLIENT_IDLE_TIMEOUT_MS: '1500', MAX_RESPONSES_IN_FLIGHT_BYTES: String(40 << 20) } });
+    idle = await startStack({
+      handler: () => ({ hang: true }),
+      env: { CLIENT_IDLE_TIMEOUT_MS: '1500', MAX_RESPONSES_IN_FLIGHT_BYTES: String(40 << 20) },
+    });
   });
   afterAll(async () => idle?.close());
 
   it('is closed after CLIENT_IDLE_TIMEOUT_MS, and what its answer held is free again; a stream that has nothing to send stays open on its keep-alives', async () => {
     const run = (await idle.createRun({ input: 'idle' })).id;
-    await idle.redis.hset(runKeys(idle.prefix, run).run, RUN_FIELDS.output, JSON.stringify({ role: 'assistant', content: 'y'.repeat(24 << 20) }));
+    await idle.redis.hset(
+      runKeys(idle.prefix, run).run,
+      RUN_FIELDS.output,
+      JSON.stringify({ role: 'assistant', content: 'y'.repeat(24 << 20) }),
+    );
     const { port } = new URL(idle.api.url);
-    const raw = (path: string) => connect(Number(port), '127.0.0.1', function (this: Socket) {
-      this.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`);
-    });
+    const raw = (path: string) =>
+      connect(Number(port), '127.0.0.1', function (this: Socket) {
+        this.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`);
+      });
     // A client that asks for the 24 MB run and stops reading (paused, it does not see the close).
     const stalled = raw(`/v1/runs/${run}`);
     stalled.once('data', () => stalled.pause());
@@ -475,10 +663,16 @@ describe('a connection that makes no progress', () => {
     follower.on('data', (d: Buffer) => comments.push(...(d.toString().match(/: keep-alive/g) ?? [])));
     follower.on('close', () => (followerClosed = true));
     try {
-      await waitFor(async () => (await gauge(idle, 'agentq_response_bytes_in_flight')) > 0, { what: 'the stalled answer held', timeoutMs: 5_000 });
+      await waitFor(async () => (await gauge(idle, 'agentq_response_bytes_in_flight')) > 0, {
+        what: 'the stalled answer held',
+        timeoutMs: 5_000,
+      });
       const heldAt = Date.now();
       // The API closes the connection once it has taken nothing for 1.5 s, and the room is free.
-      await waitFor(async () => (await gauge(idle, 'agentq_response_bytes_in_flight')) === 0, { what: 'the stalled connection closed, its room given back', timeoutMs: 10_000 });
+      await waitFor(async () => (await gauge(idle, 'agentq_response_bytes_in_flight')) === 0, {
+        what: 'the stalled connection closed, its room given back',
+        timeoutMs: 10_000,
+      });
       expect(Date.now() - heldAt).toBeGreaterThanOrEqual(1_000);
       // Three timeouts on, the follower is still there, kept alive every 0.5 s.
       await new Promise((r) => setTimeout(r, 3 * 1500));
@@ -500,7 +694,11 @@ describe('two keys', () => {
     two = await startStack({
       handler: () => ({ content: 'ok' }),
       apiKey: `${KEY_A},${KEY_B}`,
-      env: { MAX_BODY_BYTES: String(3 << 20), MAX_BODIES_IN_FLIGHT_BYTES: String(4 << 20), MAX_RESPONSES_IN_FLIGHT_BYTES: String(40 << 20) },
+      env: {
+        MAX_BODY_BYTES: String(3 << 20),
+        MAX_BODIES_IN_FLIGHT_BYTES: String(4 << 20),
+        MAX_RESPONSES_IN_FLIGHT_BYTES: String(40 << 20),
+      },
     });
   });
   afterAll(async () => two?.close());
@@ -510,7 +708,9 @@ describe('two keys', () => {
     return new Promise((resolve, reject) => {
       const { port } = new URL(two.api.url);
       const socket = connect(Number(port), '127.0.0.1', () => {
-        socket.write(`POST /v1/runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${bytes}\r\n\r\n{`);
+        socket.write(
+          `POST /v1/runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${bytes}\r\n\r\n{`,
+        );
         if (whole) socket.write(' '.repeat(bytes - 1));
         const answer = new Promise<string>((r) => socket.once('data', (d: Buffer) => r(d.toString('latin1', 9, 12))));
         resolve({ socket, answer });
@@ -540,7 +740,11 @@ describe('two keys', () => {
     const bigRun = async (key: string) => {
       const { id } = await two.createRun({ input: 'big' }, key);
       await two.waitForRun(id, { key });
-      await two.redis.hset(runKeys(two.prefix, id).run, RUN_FIELDS.output, JSON.stringify({ role: 'assistant', content: 'y'.repeat(12 << 20) }));
+      await two.redis.hset(
+        runKeys(two.prefix, id).run,
+        RUN_FIELDS.output,
+        JSON.stringify({ role: 'assistant', content: 'y'.repeat(12 << 20) }),
+      );
       return id;
     };
     const [a, b] = [await bigRun(KEY_A), await bigRun(KEY_B)];
@@ -568,7 +772,11 @@ describe('two keys: event streams', () => {
   const KEY_B = 'key-b-streams';
   let two: Stack;
   beforeAll(async () => {
-    two = await startStack({ handler: () => ({ content: 'ok' }), apiKey: `${KEY_A},${KEY_B}`, env: { MAX_RESPONSES_IN_FLIGHT_BYTES: String(40 << 20) } });
+    two = await startStack({
+      handler: () => ({ content: 'ok' }),
+      apiKey: `${KEY_A},${KEY_B}`,
+      env: { MAX_RESPONSES_IN_FLIGHT_BYTES: String(40 << 20) },
+    });
   });
   afterAll(async () => two?.close());
 
@@ -578,8 +786,12 @@ describe('two keys: event streams', () => {
     // of key A would hold 36 MB of the 40 and queue a fourth: key A's share (20 MB) lets one in.
     const unread: Socket[] = [];
     try {
-      for (let i = 0; i < 4; i++) unread.push((await rawGet(two, `/v1/runs/${a}/events`, { key: KEY_A, stopReading: true })).socket);
-      await waitFor(async () => (await gauge(two, 'agentq_event_streams_waiting_for_room')) === 3, { what: "key A's streams past its share to wait", timeoutMs: 5_000 });
+      for (let i = 0; i < 4; i++)
+        unread.push((await rawGet(two, `/v1/runs/${a}/events`, { key: KEY_A, stopReading: true })).socket);
+      await waitFor(async () => (await gauge(two, 'agentq_event_streams_waiting_for_room')) === 3, {
+        what: "key A's streams past its share to wait",
+        timeoutMs: 5_000,
+      });
       const events = await readSse(await two.request(`/v1/runs/${b}/events`, { key: KEY_B }));
       expect((events[1].data as { content: string }).content).toHaveLength(6 << 20);
       expect(events.at(-1)?.event).toBe('run.completed');
@@ -595,7 +807,11 @@ describe('event streams held open', () => {
   let held: Stack;
   beforeAll(async () => {
     // The model never answers: the runs stay running and their streams open.
-    held = await startStack({ handler: () => ({ hang: true }), apiKey: `${KEY_A},${KEY_B}`, env: { MAX_EVENT_STREAMS: '5', MAX_EVENT_STREAMS_PER_KEY: '3' } });
+    held = await startStack({
+      handler: () => ({ hang: true }),
+      apiKey: `${KEY_A},${KEY_B}`,
+      env: { MAX_EVENT_STREAMS: '5', MAX_EVENT_STREAMS_PER_KEY: '3' },
+    });
   });
   afterAll(async () => held?.close());
 

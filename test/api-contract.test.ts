@@ -33,7 +33,8 @@ const handler: Handler = (req) => {
   const user = String(req.messages.find((m: any) => m.role === 'user')?.content ?? '');
   const rounds = req.messages.filter((m: any) => m.role === 'assistant').length;
   if (user.startsWith('fail:')) return { error: { status: 401, message: 'Incorrect API key provided' } };
-  if (user.startsWith('tool:') && rounds === 0) return { tool_calls: [{ name: 'crm__get_contact', arguments: { id: 'c1' } }] };
+  if (user.startsWith('tool:') && rounds === 0)
+    return { tool_calls: [{ name: 'crm__get_contact', arguments: { id: 'c1' } }] };
   return { content: `ok: ${user.slice(0, 40)}` };
 };
 
@@ -81,10 +82,13 @@ function errorOf(r: { json: any; text: string }) {
   return r.json.error as { code: string; message: string; details?: unknown };
 }
 
-const post = (body: unknown, init: TestRequestInit = {}, via: Pick<ApiClient, 'request'> = app) => call('/v1/runs', { method: 'POST', json: body, ...init }, via);
+const post = (body: unknown, init: TestRequestInit = {}, via: Pick<ApiClient, 'request'> = app) =>
+  call('/v1/runs', { method: 'POST', json: body, ...init }, via);
 
 /** Posts a body that must be refused with 400 and returns the fields its details name. */
-async function refused(body: unknown): Promise<{ fields: string[]; details: string; error: { code: string; message: string } }> {
+async function refused(
+  body: unknown,
+): Promise<{ fields: string[]; details: string; error: { code: string; message: string } }> {
   const r = await post(body);
   expect(r.status, r.text.slice(0, 300)).toBe(400);
   const error = errorOf(r);
@@ -154,13 +158,16 @@ describe('POST /v1/runs validation', () => {
     expect(fields).toContain('webhook.url');
   });
 
-  it.each(['http://127.0.0.1:9/hook', 'http://localhost/hook', 'http://10.1.2.3/hook', 'http://169.254.169.254/latest/meta-data', 'http://[::1]/hook'])(
-    'refuses a webhook to a private or loopback address (%s) without WEBHOOK_ALLOW_PRIVATE',
-    async (url) => {
-      const { fields } = await refused({ input: 'hi', webhook: { url, secret: 'whsec_test' } });
-      expect(fields).toContain('webhook.url');
-    },
-  );
+  it.each([
+    'http://127.0.0.1:9/hook',
+    'http://localhost/hook',
+    'http://10.1.2.3/hook',
+    'http://169.254.169.254/latest/meta-data',
+    'http://[::1]/hook',
+  ])('refuses a webhook to a private or loopback address (%s) without WEBHOOK_ALLOW_PRIVATE', async (url) => {
+    const { fields } = await refused({ input: 'hi', webhook: { url, secret: 'whsec_test' } });
+    expect(fields).toContain('webhook.url');
+  });
 
   it('names every bad field of one request', async () => {
     const { fields } = await refused({ input: 5, max_depth: 0, on_budget_exhausted: 'nope', tools: ['ok', 'no way'] });
@@ -179,7 +186,11 @@ describe('POST /v1/runs validation', () => {
   });
 
   it('refuses invalid JSON with 400 invalid_json', async () => {
-    const r = await call('/v1/runs', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"input": "hi",' });
+    const r = await call('/v1/runs', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"input": "hi",',
+    });
     expect(r.status).toBe(400);
     expect(errorOf(r).code).toBe('invalid_json');
   });
@@ -199,7 +210,11 @@ describe('POST /v1/runs validation', () => {
   });
 
   it('refuses a form post, in the error shape', async () => {
-    const r = await call('/v1/runs', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'input=hi' });
+    const r = await call('/v1/runs', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'input=hi',
+    });
     expect(r.status).toBe(415);
     expect(errorOf(r).code).toBe('unsupported_media_type');
   });
@@ -279,7 +294,10 @@ describe('GET /v1/runs/:id', () => {
   });
 
   it('returns the transcript whole, in order, as it was given (written from the stored JSON, never parsed)', async () => {
-    const messages = Array.from({ length: 100 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `message ${i} ✓ "quoted" \\ ${'x'.repeat(i)}` }));
+    const messages = Array.from({ length: 100 }, (_, i) => ({
+      role: i % 2 ? 'assistant' : 'user',
+      content: `message ${i} ✓ "quoted" \\ ${'x'.repeat(i)}`,
+    }));
     const run = await app.createRun({ messages });
     const r = await call(`/v1/runs/${run.id}/messages`);
     expect(r.status).toBe(200);
@@ -295,13 +313,16 @@ describe('GET /v1/runs/:id', () => {
 });
 
 describe('GET /v1/runs query', () => {
-  it.each(['?limit=0', '?limit=101', '?limit=abc', '?status=bogus', '?after=garbage'])('refuses %s with 400 naming the parameter', async (q) => {
-    const r = await call(`/v1/runs${q}`, { key: KEY_LIST });
-    expect(r.status).toBe(400);
-    const error = errorOf(r);
-    const name = q.slice(1).split('=')[0];
-    expect(JSON.stringify(error.details ?? error.message)).toContain(name);
-  });
+  it.each(['?limit=0', '?limit=101', '?limit=abc', '?status=bogus', '?after=garbage'])(
+    'refuses %s with 400 naming the parameter',
+    async (q) => {
+      const r = await call(`/v1/runs${q}`, { key: KEY_LIST });
+      expect(r.status).toBe(400);
+      const error = errorOf(r);
+      const name = q.slice(1).split('=')[0];
+      expect(JSON.stringify(error.details ?? error.message)).toContain(name);
+    },
+  );
 });
 
 describe('health, the dashboard and unknown routes', () => {
@@ -310,12 +331,15 @@ describe('health, the dashboard and unknown routes', () => {
     expect((await call('/readyz', { key: null })).status).toBe(200);
   });
 
-  it.each(['/admin/queues/', '/admin/queues'])('serves the Bull Board dashboard HTML at %s (following redirects)', async (path) => {
-    const r = await call(path, { key: KEY_ADMIN });
-    expect(r.status).toBe(200);
-    expect(r.res.headers.get('content-type')).toMatch(/text\/html/);
-    expect(r.text).toMatch(/<html/i);
-  });
+  it.each(['/admin/queues/', '/admin/queues'])(
+    'serves the Bull Board dashboard HTML at %s (following redirects)',
+    async (path) => {
+      const r = await call(path, { key: KEY_ADMIN });
+      expect(r.status).toBe(200);
+      expect(r.res.headers.get('content-type')).toMatch(/text\/html/);
+      expect(r.text).toMatch(/<html/i);
+    },
+  );
 
   it('serves the scripts and styles the dashboard page loads', async () => {
     const page = await call('/admin/queues/queue/agent', { key: KEY_ADMIN });
@@ -343,7 +367,7 @@ describe('health, the dashboard and unknown routes', () => {
   });
 });
 
-describe('GET /v1/runs/:id/events without a Node server (app.request(): hono\'s stream)', () => {
+describe("GET /v1/runs/:id/events without a Node server (app.request(): hono's stream)", () => {
   it('sends the history, then the live events, and ends after the terminal one', async () => {
     const run = await app.createRun({ input: 'followed through hono' }, KEY_A);
     const res = await app.request(`/v1/runs/${run.id}/events`, { key: KEY_A });
@@ -362,7 +386,13 @@ describe('GET /v1/runs/:id/events without a Node server (app.request(): hono\'s 
 });
 
 describe('auth and tenancy', () => {
-  it.each(['/v1/runs', '/v1/tools', '/v1/runs/run_000000000aaaaaaaaaaaa', '/admin/queues/', '/admin/queues/api/queues'])('401s %s without a key, in the error shape', async (path) => {
+  it.each([
+    '/v1/runs',
+    '/v1/tools',
+    '/v1/runs/run_000000000aaaaaaaaaaaa',
+    '/admin/queues/',
+    '/admin/queues/api/queues',
+  ])('401s %s without a key, in the error shape', async (path) => {
     const r = await call(path, { key: null });
     expect(r.status).toBe(401);
     expect(errorOf(r).code).toBe('unauthorized');
@@ -460,7 +490,16 @@ describe('with workers: runs that finish', () => {
       const r = await post({ input: 'hello there', metadata: { ticket: 7 } }, {}, stack);
       expect(r.status).toBe(202);
       const run = r.json as RunObject;
-      expect(run).toMatchObject({ object: 'run', status: 'queued', model: 'scripted', depth: 0, max_depth: 10, parent_run_id: null, root_run_id: run.id, metadata: { ticket: 7 } });
+      expect(run).toMatchObject({
+        object: 'run',
+        status: 'queued',
+        model: 'scripted',
+        depth: 0,
+        max_depth: 10,
+        parent_run_id: null,
+        root_run_id: run.id,
+        metadata: { ticket: 7 },
+      });
       expect(run.id).toMatch(/^run_/);
       const location = r.res.headers.get('location');
       expect(location).toBeTruthy();
@@ -525,7 +564,9 @@ describe('with workers: runs that finish', () => {
       expect(failed.json.data.map((run: RunObject) => run.id)).toEqual([...failing].reverse());
       for (const run of failed.json.data) expect(run.status).toBe('failed');
       const completed = await list('?status=completed&limit=100');
-      expect(completed.json.data.map((run: RunObject) => run.id)).toEqual(created.filter((id) => !failing.includes(id)).reverse());
+      expect(completed.json.data.map((run: RunObject) => run.id)).toEqual(
+        created.filter((id) => !failing.includes(id)).reverse(),
+      );
       const queued = await list('?status=queued');
       expect(queued.json.data).toEqual([]);
     });
@@ -556,7 +597,9 @@ describe('with workers: runs that finish', () => {
         { what: 'crm__get_contact in /v1/tools', intervalMs: 50 },
       );
       const crm = tools.filter((t) => t.name.startsWith('crm__'));
-      expect(crm.map((t) => t.name)).toEqual(expect.arrayContaining(['crm__search_contacts', 'crm__get_contact', 'crm__update_contact']));
+      expect(crm.map((t) => t.name)).toEqual(
+        expect.arrayContaining(['crm__search_contacts', 'crm__get_contact', 'crm__update_contact']),
+      );
       for (const t of crm) {
         expect(t.server).toBe('crm');
         expect(t.description).toBeTypeOf('string');
@@ -576,7 +619,11 @@ describe('with workers: runs that finish', () => {
       expect(names).toEqual(expect.arrayContaining(['agent', 'tool', 'webhook']));
 
       const jobsOf = async (queue: string) => {
-        const res = await call(`/admin/queues/api/queues?activeQueue=${queue}&status=completed&jobsPerPage=1000`, { key: KEY_ADMIN }, stack);
+        const res = await call(
+          `/admin/queues/api/queues?activeQueue=${queue}&status=completed&jobsPerPage=1000`,
+          { key: KEY_ADMIN },
+          stack,
+        );
         expect(res.status).toBe(200);
         return res.json.queues.find((q: any) => q.name === queue).jobs.map((j: any) => String(j.name)) as string[];
       };

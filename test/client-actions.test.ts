@@ -4,7 +4,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ActionResolvedError, AgentqApiError, AgentqClient, type ActionItem, type InboxItem, type Run } from '@agentq/client';
+import {
+  ActionResolvedError,
+  AgentqApiError,
+  AgentqClient,
+  type ActionItem,
+  type InboxItem,
+  type Run,
+} from '@agentq/client';
 import { linePrompter } from '../packages/client/src/action-prompt.js';
 import { main } from '../packages/client/src/cli-main.js';
 import { buildCliIfStale, CLI, runCli, startCli, type CliOptions } from './fixtures/cli.js';
@@ -16,32 +23,65 @@ import { waitFor } from './fixtures/wait.js';
 
 const firstUser = (req: ChatRequest) => (req.messages.find((m: any) => m.role === 'user')?.content as string) ?? '';
 const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
-const toolMessages = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'tool').map((m: any) => m.content as string);
+const toolMessages = (req: ChatRequest) =>
+  req.messages.filter((m: any) => m.role === 'tool').map((m: any) => m.content as string);
 /** A model that makes `calls` in its first step, then answers with the tool messages it got (as JSON). */
-const callsThenEcho = (calls: ToolCallReply['tool_calls']) => (req: ChatRequest): Reply => (round(req) === 0 ? { tool_calls: calls } : { content: JSON.stringify(toolMessages(req)) });
+const callsThenEcho =
+  (calls: ToolCallReply['tool_calls']) =>
+  (req: ChatRequest): Reply =>
+    round(req) === 0 ? { tool_calls: calls } : { content: JSON.stringify(toolMessages(req)) };
 
 // Each scenario matches on the start of the first user message; the rest of it names the call.
 const rest = (req: ChatRequest, prefix: string) => firstUser(req).slice(prefix.length).trim();
 const scenarios: Array<[string, (req: ChatRequest) => Reply]> = [
-  ['WRITE', (req) => callsThenEcho([{ name: 'crm__non_idempotent_write', arguments: { key: rest(req, 'WRITE') } }])(req)],
-  ['UPDATE', (req) => callsThenEcho([{ name: 'crm__update_contact', arguments: { id: 'c2', company: rest(req, 'UPDATE') } }])(req)],
-  ['ASK', (req) => callsThenEcho([{ name: 'ask_human', arguments: { question: rest(req, 'ASK'), choices: ['Sales', 'IT'] } }])(req)],
+  [
+    'WRITE',
+    (req) => callsThenEcho([{ name: 'crm__non_idempotent_write', arguments: { key: rest(req, 'WRITE') } }])(req),
+  ],
+  [
+    'UPDATE',
+    (req) =>
+      callsThenEcho([{ name: 'crm__update_contact', arguments: { id: 'c2', company: rest(req, 'UPDATE') } }])(req),
+  ],
+  [
+    'ASK',
+    (req) =>
+      callsThenEcho([{ name: 'ask_human', arguments: { question: rest(req, 'ASK'), choices: ['Sales', 'IT'] } }])(req),
+  ],
   ['LOCATE', callsThenEcho([{ name: 'get_location', arguments: { precise: true } }])],
-  ['THREE', (req) => callsThenEcho([
-    { name: 'crm__non_idempotent_write', arguments: { key: `${rest(req, 'THREE')}-approved` } },
-    { name: 'crm__non_idempotent_write', arguments: { key: `${rest(req, 'THREE')}-rejected` } },
-    { name: 'crm__update_contact', arguments: { id: 'c1', company: 'Wrong Co' } },
-  ])(req)],
-  ['DELEGATE', (req) => (round(req) === 0 ? { tool_calls: [{ name: 'agent_query', arguments: { prompt: `WRITE ${rest(req, 'DELEGATE')}` } }] } : { content: `child: ${toolMessages(req)[0]}` })],
+  [
+    'THREE',
+    (req) =>
+      callsThenEcho([
+        { name: 'crm__non_idempotent_write', arguments: { key: `${rest(req, 'THREE')}-approved` } },
+        { name: 'crm__non_idempotent_write', arguments: { key: `${rest(req, 'THREE')}-rejected` } },
+        { name: 'crm__update_contact', arguments: { id: 'c1', company: 'Wrong Co' } },
+      ])(req),
+  ],
+  [
+    'DELEGATE',
+    (req) =>
+      round(req) === 0
+        ? { tool_calls: [{ name: 'agent_query', arguments: { prompt: `WRITE ${rest(req, 'DELEGATE')}` } }] }
+        : { content: `child: ${toolMessages(req)[0]}` },
+  ],
 ];
-const handler: Handler = (req) => scenarios.find(([p]) => firstUser(req).startsWith(p))?.[1](req) ?? { content: 'no scenario' };
+const handler: Handler = (req) =>
+  scenarios.find(([p]) => firstUser(req).startsWith(p))?.[1](req) ?? { content: 'no scenario' };
 
 const KEY = 'client-actions-key';
 /** Keys of their own for the inbox tests and the CLI's: each inbox holds only what its tests create. */
 const INBOX_KEY = 'client-inbox-key';
 const CLI_KEY = 'cli-actions-key';
 const gated = { approval: { tools: ['crm__non_idempotent_write', 'crm__update_contact'] } };
-const locationTool = { type: 'function' as const, function: { name: 'get_location', description: "The user's city", parameters: { type: 'object', properties: { precise: { type: 'boolean' } } } } };
+const locationTool = {
+  type: 'function' as const,
+  function: {
+    name: 'get_location',
+    description: "The user's city",
+    parameters: { type: 'object', properties: { precise: { type: 'boolean' } } },
+  },
+};
 
 let stack: Stack;
 let client: AgentqClient;
@@ -94,7 +134,9 @@ describe('AgentqClient: requests for an answer', () => {
     expect(done.status).toBe('completed');
     expect(writes('approve-me')).toHaveLength(1);
     const resolved = await inboxClient.listActions({ status: 'resolved' });
-    expect(resolved.data).toEqual([{ ...item, status: 'resolved', decision: 'approved', resolved_at: expect.any(String) }]);
+    expect(resolved.data).toEqual([
+      { ...item, status: 'resolved', decision: 'approved', resolved_at: expect.any(String) },
+    ]);
     expect((await inboxClient.listActions({ status: 'pending' })).data).toEqual([]);
     const [step] = await inboxClient.getSteps(run.id);
     expect(step.tool_calls[0].approval).toMatchObject({ id: item.id, type: 'approval', decision: 'approved' });
@@ -109,7 +151,12 @@ describe('AgentqClient: requests for an answer', () => {
     }
     const first = await inboxClient.listActions({ status: 'pending', limit: 2 });
     expect(first.data.map((i) => i.run_id)).toEqual([ids[2], ids[1]]);
-    expect(first.data[0]).toMatchObject({ type: 'input', question: 'Which Carol?', choices: ['Sales', 'IT'], status: 'pending' });
+    expect(first.data[0]).toMatchObject({
+      type: 'input',
+      question: 'Which Carol?',
+      choices: ['Sales', 'IT'],
+      status: 'pending',
+    });
     expect(first.next).toBe(first.data[1].id);
     const second = await inboxClient.listActions({ status: 'pending', limit: 2, after: first.next! });
     expect(second).toEqual({ data: [expect.objectContaining({ run_id: ids[0] })], next: null });
@@ -139,7 +186,9 @@ describe('AgentqClient: requests for an answer', () => {
     expect(bad).toBeInstanceOf(AgentqApiError);
     expect(bad).not.toBeInstanceOf(ActionResolvedError);
     expect(bad).toMatchObject({ status: 400, code: 'validation_error' });
-    expect(bad.details).toEqual([{ field: 'responses.0.arguments', message: expect.stringContaining('/company must be string') }]);
+    expect(bad.details).toEqual([
+      { field: 'responses.0.arguments', message: expect.stringContaining('/company must be string') },
+    ]);
     // Arguments as JSON text go as they are.
     await client.approve(created.id, item.id, { arguments: '{"id":"c2","company":"EPAM"}' });
     await client.waitForRun(created.id, { timeoutMs: 20_000 });
@@ -162,7 +211,10 @@ describe('AgentqClient: requests for an answer', () => {
     const created = await client.createRun({ input: 'WRITE race-me', ...gated });
     const [item] = (await waiting(client, created.id)).required_action!.items;
     const other = new AgentqClient({ baseUrl: stack.api.url, apiKey: KEY });
-    const results = await Promise.allSettled([client.approve(created.id, item.id), other.reject(created.id, item.id, 'too late?')]);
+    const results = await Promise.allSettled([
+      client.approve(created.id, item.id),
+      other.reject(created.id, item.id, 'too late?'),
+    ]);
     const won = results.filter((r) => r.status === 'fulfilled');
     const lost = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
     expect(won).toHaveLength(1);
@@ -188,7 +240,11 @@ describe('AgentqClient: requests for an answer', () => {
     const [item] = (await waiting(client, created.id)).required_action!.items;
     expect(item.run_id).not.toBe(created.id);
     const child = await client.getRun(item.run_id);
-    expect(child).toMatchObject({ status: 'requires_action', parent_run_id: created.id, required_action: { items: [expect.objectContaining({ id: item.id })] } });
+    expect(child).toMatchObject({
+      status: 'requires_action',
+      parent_run_id: created.id,
+      required_action: { items: [expect.objectContaining({ id: item.id })] },
+    });
     const answered = await client.approve(item.run_id, item.id);
     expect(answered.id).toBe(item.run_id);
     const done = await client.waitForRun(created.id, { timeoutMs: 20_000 });
@@ -198,7 +254,8 @@ describe('AgentqClient: requests for an answer', () => {
 });
 
 describe('the agentq CLI: requests for an answer', () => {
-  const cli = (args: string[], o: Omit<CliOptions, 'url'> = {}) => runCli(args, { url: stack.api.url, apiKey: CLI_KEY, ...o });
+  const cli = (args: string[], o: Omit<CliOptions, 'url'> = {}) =>
+    runCli(args, { url: stack.api.url, apiKey: CLI_KEY, ...o });
   const waitingItem = async (input: string, extra: Record<string, unknown>) => {
     const created = await cliClient.createRun({ input, ...extra });
     return (await waiting(cliClient, created.id)).required_action!.items[0];
@@ -215,9 +272,21 @@ describe('the agentq CLI: requests for an answer', () => {
     const lines = ls.stdout.trimEnd().split('\n');
     expect(lines[0]).toMatch(/^ID\s+TYPE\s+STATUS\s+CREATED\s+WHAT$/);
     expect(lines.slice(1).map((l) => l.split(/\s+/)[0])).toEqual([location.id, question.id, refused.id, write.id]);
-    expect(ls.stdout).toMatch(new RegExp(`^${write.id}\\s+approval\\s+pending\\s+${write.created_at}\\s+approve crm__non_idempotent_write \\{"key":"cli-approve"\\}$`, 'm'));
-    expect(ls.stdout).toMatch(new RegExp(`^${question.id}\\s+input\\s+pending\\s+\\S+\\s+question: Which team\\? \\(Sales \\| IT\\)$`, 'm'));
-    expect(ls.stdout).toMatch(new RegExp(`^${location.id}\\s+client_tool\\s+pending\\s+\\S+\\s+client tool get_location \\{"precise":true\\}$`, 'm'));
+    expect(ls.stdout).toMatch(
+      new RegExp(
+        `^${write.id}\\s+approval\\s+pending\\s+${write.created_at}\\s+approve crm__non_idempotent_write \\{"key":"cli-approve"\\}$`,
+        'm',
+      ),
+    );
+    expect(ls.stdout).toMatch(
+      new RegExp(`^${question.id}\\s+input\\s+pending\\s+\\S+\\s+question: Which team\\? \\(Sales \\| IT\\)$`, 'm'),
+    );
+    expect(ls.stdout).toMatch(
+      new RegExp(
+        `^${location.id}\\s+client_tool\\s+pending\\s+\\S+\\s+client tool get_location \\{"precise":true\\}$`,
+        'm',
+      ),
+    );
     const page = await cli(['actions', 'ls', '--status', 'pending', '--limit', '2']);
     expect(page.stdout).toContain(`more: agentq actions ls --status pending --after ${question.id}`);
     const json = JSON.parse((await cli(['actions', 'ls', '--json', '--limit', '2', '--after', question.id])).stdout);
@@ -237,7 +306,9 @@ describe('the agentq CLI: requests for an answer', () => {
     expect(output.code, output.stderr).toBe(0);
     expect(output.stdout).toMatch(new RegExp(`^${location.id} output sent · `));
 
-    const done = await Promise.all([write, refused, question, location].map((i) => cliClient.waitForRun(i.run_id, { timeoutMs: 20_000 })));
+    const done = await Promise.all(
+      [write, refused, question, location].map((i) => cliClient.waitForRun(i.run_id, { timeoutMs: 20_000 })),
+    );
     expect(done.map(toolMessagesOf)).toEqual([
       [expect.stringContaining('cli-approve')],
       ['The user rejected this call: not this one'],
@@ -267,14 +338,19 @@ describe('the agentq CLI: requests for an answer', () => {
     expect(notJson.stderr).toMatch(/^agentq: --arguments: not JSON/);
     const badSchema = await cli(['actions', 'approve', update.id, '--arguments', '{"id":"c2","company":7}']);
     expect(badSchema.code).toBe(4);
-    expect(badSchema.stderr).toMatch(/400 validation_error: responses\.0\.arguments: do not fit the input schema of crm__update_contact/);
+    expect(badSchema.stderr).toMatch(
+      /400 validation_error: responses\.0\.arguments: do not fit the input schema of crm__update_contact/,
+    );
     const edited = await cli(['actions', 'approve', update.id, '--arguments', '{"id":"c2","company":"Hooli"}']);
     expect(edited.code, edited.stderr).toBe(0);
     expect(edited.stdout).toMatch(/ approved with the edited arguments · /);
     await cliClient.waitForRun(update.run_id, { timeoutMs: 20_000 });
     expect(stack.crm.calls.filter((c) => c.tool === 'update_contact' && c.args?.company === 'Hooli')).toHaveLength(1);
 
-    for (const [key, onRoot] of [['sub-default', false], ['sub-on-root', true]] as const) {
+    for (const [key, onRoot] of [
+      ['sub-default', false],
+      ['sub-on-root', true],
+    ] as const) {
       const root = await cliClient.createRun({ input: `DELEGATE ${key}`, subagents: { enabled: true }, ...gated });
       const [item] = (await waiting(cliClient, root.id)).required_action!.items;
       expect(item.run_id).not.toBe(root.id);
@@ -306,10 +382,14 @@ describe('the agentq CLI: requests for an answer', () => {
     // The kind of request decides the command: an approval is not answered with text...
     const write = await waitingItem('WRITE cli-usage', gated);
     const get = await cli(['runs', 'get', write.run_id]);
-    expect(get.stdout).toContain(`requires_action · depth 0/10\n  ⏸ approve crm__non_idempotent_write {"key":"cli-usage"} · ${write.id}\n    agentq actions approve ${write.id} `);
+    expect(get.stdout).toContain(
+      `requires_action · depth 0/10\n  ⏸ approve crm__non_idempotent_write {"key":"cli-usage"} · ${write.id}\n    agentq actions approve ${write.id} `,
+    );
     const text = await cli(['actions', 'answer', write.id, 'yes']);
     expect(text.code).toBe(64);
-    expect(text.stderr).toMatch(/asks to approve a call of crm__non_idempotent_write: use agentq actions approve or reject/);
+    expect(text.stderr).toMatch(
+      /asks to approve a call of crm__non_idempotent_write: use agentq actions approve or reject/,
+    );
     // ...and a question is not approved: the API says so.
     const approved = await cli(['actions', 'approve', question.id]);
     expect(approved.code).toBe(4);
@@ -318,13 +398,23 @@ describe('the agentq CLI: requests for an answer', () => {
   });
 
   it('run --follow with stdin not a terminal asks nothing: it prints the request and the command that answers it, and goes on when it is answered', async () => {
-    const p = startCli(['run', 'WRITE follow-hint', '--follow', '--approve-tools', 'crm__non_idempotent_write'], { url: stack.api.url, apiKey: CLI_KEY });
+    const p = startCli(['run', 'WRITE follow-hint', '--follow', '--approve-tools', 'crm__non_idempotent_write'], {
+      url: stack.api.url,
+      apiKey: CLI_KEY,
+    });
     // What is piped in is not taken as an answer.
     p.child.stdin.write('a\n');
-    const id = (await waitFor(() => /agentq actions approve (act_\w+)/.exec(p.stderr)?.[1], { what: 'the hint', timeoutMs: 20_000 }))!;
-    expect(p.stderr).toMatch(new RegExp(`^ {2}⏸ approve crm__non_idempotent_write \\{"key":"follow-hint"\\} · ${id}$`, 'm'));
+    const id = (await waitFor(() => /agentq actions approve (act_\w+)/.exec(p.stderr)?.[1], {
+      what: 'the hint',
+      timeoutMs: 20_000,
+    }))!;
+    expect(p.stderr).toMatch(
+      new RegExp(`^ {2}⏸ approve crm__non_idempotent_write \\{"key":"follow-hint"\\} · ${id}$`, 'm'),
+    );
     expect(p.stderr).toContain('waiting for an answer (no terminal to ask in); answer from another shell:');
-    expect(p.stderr).toContain(`    agentq actions approve ${id} [--arguments '<json>']  or  agentq actions reject ${id} [--reason '<why>']`);
+    expect(p.stderr).toContain(
+      `    agentq actions approve ${id} [--arguments '<json>']  or  agentq actions reject ${id} [--reason '<why>']`,
+    );
     const runId = `run_${id.split('_')[1]}`;
     await new Promise((r) => setTimeout(r, 300));
     expect((await cliClient.getRun(runId)).status).toBe('requires_action');
@@ -349,7 +439,15 @@ describe('the agentq CLI: requests for an answer', () => {
     expect(item).toMatchObject({ type: 'client_tool', name: 'get_location' });
     await cliClient.cancelRun(item.run_id);
 
-    const stopped = await cli(['run', 'WRITE cli-expire', '--approve-destructive', '--approval-timeout-ms', '300', '--on-approval-timeout', 'stop']);
+    const stopped = await cli([
+      'run',
+      'WRITE cli-expire',
+      '--approve-destructive',
+      '--approval-timeout-ms',
+      '300',
+      '--on-approval-timeout',
+      'stop',
+    ]);
     expect(stopped.code, stopped.stderr).toBe(2);
     expect(stopped.stderr).toMatch(/⏸ approve crm__non_idempotent_write \{"key":"cli-expire"\} · act_\w+\n/);
     expect(stopped.stderr).toMatch(/incomplete \(approval_timeout\)/);
@@ -358,7 +456,10 @@ describe('the agentq CLI: requests for an answer', () => {
     const misuse: Array<[string[], RegExp]> = [
       [['--client-tools', '{'], /--client-tools must be a JSON array/],
       [['--client-tools', '{"type":"function"}'], /--client-tools must be a JSON array/],
-      [['--client-tools', '@/nonexistent/tools.json'], /--client-tools: cannot read \/nonexistent\/tools\.json \(ENOENT\)/],
+      [
+        ['--client-tools', '@/nonexistent/tools.json'],
+        /--client-tools: cannot read \/nonexistent\/tools\.json \(ENOENT\)/,
+      ],
       [['--on-approval-timeout', 'stop'], /go with --approve-tools or --approve-destructive/],
       [['--approve-destructive', '--on-approval-timeout', 'later'], /--on-approval-timeout is reject or stop/],
       [['--approve-destructive', '--approval-timeout-ms', 'soon'], /--approval-timeout-ms must be a whole number/],
@@ -375,8 +476,15 @@ describe('the agentq CLI: requests for an answer', () => {
   });
 
   it('run without --follow says the same about a question, describing it, then prints the answer', async () => {
-    const p = startCli(['run', 'ASK Which floor?', '--human-input', '--json'], { url: stack.api.url, apiKey: CLI_KEY, stdin: '' });
-    const id = (await waitFor(() => /agentq actions answer (act_\w+)/.exec(p.stderr)?.[1], { what: 'the hint', timeoutMs: 20_000 }))!;
+    const p = startCli(['run', 'ASK Which floor?', '--human-input', '--json'], {
+      url: stack.api.url,
+      apiKey: CLI_KEY,
+      stdin: '',
+    });
+    const id = (await waitFor(() => /agentq actions answer (act_\w+)/.exec(p.stderr)?.[1], {
+      what: 'the hint',
+      timeoutMs: 20_000,
+    }))!;
     expect(p.stderr).toMatch(new RegExp(`^ {2}⏸ question: Which floor\\? \\(Sales \\| IT\\) · ${id}$`, 'm'));
     expect(p.stderr).toContain(`    agentq actions answer ${id} '<the answer>'`);
     expect((await cli(['actions', 'answer', id, 'the', 'third'])).code).toBe(0);
@@ -393,28 +501,44 @@ describe('the agentq CLI: requests for an answer', () => {
     const prompterOut = new PassThrough();
     prompterOut.on('data', (d) => (stderr += d));
     // Typed ahead: each line answers the next question asked.
-    typed.write(['a', 'r', 'not that key', 'e', '{"id":"c1","company":7}', 'e', '{"id":"c1","company":"Initech"}'].map((l) => `${l}\n`).join(''));
-    const code = await main(['run', 'THREE three', '--follow', '--approve-tools', 'crm__non_idempotent_write,crm__update_contact'], { url: stack.api.url, apiKey: CLI_KEY, color: false }, {
-      stdout: { write: (s: string) => ((stdout += s), true) },
-      stderr: sink,
-      openPrompter: () => linePrompter(typed, prompterOut),
-    });
+    typed.write(
+      ['a', 'r', 'not that key', 'e', '{"id":"c1","company":7}', 'e', '{"id":"c1","company":"Initech"}']
+        .map((l) => `${l}\n`)
+        .join(''),
+    );
+    const code = await main(
+      ['run', 'THREE three', '--follow', '--approve-tools', 'crm__non_idempotent_write,crm__update_contact'],
+      { url: stack.api.url, apiKey: CLI_KEY, color: false },
+      {
+        stdout: { write: (s: string) => ((stdout += s), true) },
+        stderr: sink,
+        openPrompter: () => linePrompter(typed, prompterOut),
+      },
+    );
     expect(code, stderr).toBe(0);
-    const [approved, rejected, edited] = ['_0_0', '_0_1', '_0_2'].map((suffix) => new RegExp(`(act_\\w+${suffix})`).exec(stderr)![1]);
+    const [approved, rejected, edited] = ['_0_0', '_0_1', '_0_2'].map(
+      (suffix) => new RegExp(`(act_\\w+${suffix})`).exec(stderr)![1],
+    );
     expect(stderr).toContain(`? approve a call of crm__non_idempotent_write (${approved})`);
     expect(stderr).toContain(`  ${approved} approved`);
     expect(stderr).toContain(`  ${rejected} rejected`);
     // The first edit passed the local check (a JSON object) and failed the tool's schema at the API.
-    expect(stderr).toMatch(/ {2}refused: responses\.0\.arguments: do not fit the input schema of crm__update_contact: \/company must be string/);
+    expect(stderr).toMatch(
+      / {2}refused: responses\.0\.arguments: do not fit the input schema of crm__update_contact: \/company must be string/,
+    );
     expect(stderr).toContain(`  ${edited} approved with the edited arguments`);
     expect(JSON.parse(stdout)).toEqual([
       expect.stringContaining('three-approved'),
       'The user rejected this call: not that key',
-      expect.stringContaining('The user edited the arguments before the call ran; it ran with {"id":"c1","company":"Initech"}'),
+      expect.stringContaining(
+        'The user edited the arguments before the call ran; it ran with {"id":"c1","company":"Initech"}',
+      ),
     ]);
     expect(writes('three-approved')).toHaveLength(1);
     expect(writes('three-rejected')).toEqual([]);
-    expect(stack.crm.calls.filter((c) => c.tool === 'update_contact' && c.args?.id === 'c1').map((c) => c.args.company)).toEqual(['Initech']);
+    expect(
+      stack.crm.calls.filter((c) => c.tool === 'update_contact' && c.args?.id === 'c1').map((c) => c.args.company),
+    ).toEqual(['Initech']);
   });
 
   it('run in a terminal picks a choice by its number, and leaves the rest to the agentq actions commands once the input ends', async () => {
@@ -424,11 +548,15 @@ describe('the agentq CLI: requests for an answer', () => {
     const out = new PassThrough();
     out.on('data', (d) => (stderr += d));
     typed.end('2\n');
-    const code = await main(['run', 'ASK Which desk?', '--human-input', '--follow', '--json'], { url: stack.api.url, apiKey: CLI_KEY, color: false }, {
-      stdout: { write: (s: string) => ((stdout += s), true) },
-      stderr: { write: (s: string) => ((stderr += s), true) },
-      openPrompter: () => linePrompter(typed, out),
-    });
+    const code = await main(
+      ['run', 'ASK Which desk?', '--human-input', '--follow', '--json'],
+      { url: stack.api.url, apiKey: CLI_KEY, color: false },
+      {
+        stdout: { write: (s: string) => ((stdout += s), true) },
+        stderr: { write: (s: string) => ((stderr += s), true) },
+        openPrompter: () => linePrompter(typed, out),
+      },
+    );
     expect(code, stderr).toBe(0);
     expect(stderr).toMatch(/\? Which desk\? \(act_\w+\)\n {2}1\) Sales\n {2}2\) IT\n/);
     expect(stderr).toMatch(/ {2}act_\w+ answer sent\n/);
@@ -438,12 +566,18 @@ describe('the agentq CLI: requests for an answer', () => {
     const ended = new PassThrough();
     ended.end();
     let log = '';
-    const runningToo = main(['run', 'WRITE after-eof', '--follow', '--approve-tools', 'crm__non_idempotent_write'], { url: stack.api.url, apiKey: CLI_KEY, color: false }, {
-      stdout: { write: () => true },
-      stderr: { write: (s: string) => ((log += s), true) },
-      openPrompter: () => linePrompter(ended, new PassThrough()),
-    });
-    const id = (await waitFor(() => /agentq actions approve (act_\w+)/.exec(log)?.[1], { what: 'the hint after the end of the input' }))!;
+    const runningToo = main(
+      ['run', 'WRITE after-eof', '--follow', '--approve-tools', 'crm__non_idempotent_write'],
+      { url: stack.api.url, apiKey: CLI_KEY, color: false },
+      {
+        stdout: { write: () => true },
+        stderr: { write: (s: string) => ((log += s), true) },
+        openPrompter: () => linePrompter(ended, new PassThrough()),
+      },
+    );
+    const id = (await waitFor(() => /agentq actions approve (act_\w+)/.exec(log)?.[1], {
+      what: 'the hint after the end of the input',
+    }))!;
     expect(log).toContain('no more input; answer from another shell:');
     await cliClient.approve(`run_${id.split('_')[1]}`, id);
     expect(await runningToo).toBe(0);
@@ -462,7 +596,11 @@ describe.skipIf(!hasScript)('the agentq CLI in a terminal (a pty from script(1))
   /** Runs the CLI on a pty; each time the next of `answers`' prompts shows, types its keys. */
   function inTerminal(args: string[], answers: Array<[prompt: string, keys: string]>) {
     const command = [process.execPath, CLI, ...args].map(quote).join(' ');
-    const p = startCli(['-q', '-e', '-c', command, '/dev/null'], { url: stack.api.url, apiKey: CLI_KEY, command: ['script'] });
+    const p = startCli(['-q', '-e', '-c', command, '/dev/null'], {
+      url: stack.api.url,
+      apiKey: CLI_KEY,
+      command: ['script'],
+    });
     let seenUpTo = 0;
     p.child.stdout.on('data', () => {
       const [prompt, keys] = answers[0] ?? [];
@@ -501,11 +639,16 @@ describe.skipIf(!hasScript)('the agentq CLI in a terminal (a pty from script(1))
     expect(writes('pty-approved')).toHaveLength(1);
     expect(writes('pty-rejected')).toEqual([]);
     expect(r.text).toContain('The user rejected this call: typed in a pty');
-    expect(stack.crm.calls.filter((c) => c.tool === 'update_contact' && c.args?.company === 'Vandelay')).toHaveLength(1);
+    expect(stack.crm.calls.filter((c) => c.tool === 'update_contact' && c.args?.company === 'Vandelay')).toHaveLength(
+      1,
+    );
   });
 
   it('Ctrl-C at a question cancels the run (exit 3), and the call never runs', async () => {
-    const r = await inTerminal(['run', 'WRITE pty-cancel', '--follow', '--approve-tools', 'crm__non_idempotent_write'], [[choice, '\x03']]);
+    const r = await inTerminal(
+      ['run', 'WRITE pty-cancel', '--follow', '--approve-tools', 'crm__non_idempotent_write'],
+      [[choice, '\x03']],
+    );
     expect(r.code, r.text).toBe(3);
     expect(r.unanswered).toEqual([]);
     expect(r.text).toMatch(/cancelling run_\w+/);

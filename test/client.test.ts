@@ -2,7 +2,15 @@ import { createServer as createHttpServer, type IncomingHttpHeaders, type Server
 import { createServer as createTcpServer, connect, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AgentqApiError, AgentqClient, AgentqTimeoutError, verifyWebhook, WebhookVerificationError, type Run, type RunEvent } from '@agentq/client';
+import {
+  AgentqApiError,
+  AgentqClient,
+  AgentqTimeoutError,
+  verifyWebhook,
+  WebhookVerificationError,
+  type Run,
+  type RunEvent,
+} from '@agentq/client';
 import type { RunObject } from '@agentq/shared';
 import type { ChatRequest, Handler, Reply } from '@agentq/scripted-llm';
 import { buildCliIfStale, startCli, type CliOptions } from './fixtures/cli.js';
@@ -17,15 +25,37 @@ void fits;
 const firstUser = (req: ChatRequest) => (req.messages.find((m: any) => m.role === 'user')?.content as string) ?? '';
 const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
 const scenarios: Array<[string, (req: ChatRequest) => Reply]> = [
-  ['Look up Alice', (req) => (round(req) === 0 ? { tool_calls: [{ name: 'crm__search_contacts', arguments: { query: 'Alice' } }], usage: { prompt_tokens: 50, completion_tokens: 5 } } : { content: 'Alice Jones works at Globex.', usage: { prompt_tokens: 60, completion_tokens: 7 } })],
-  ['Slow', (req) => (round(req) < 2 ? { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 300, label: `slow-${round(req)}` } }] } : { content: 'slow and steady' })],
+  [
+    'Look up Alice',
+    (req) =>
+      round(req) === 0
+        ? {
+            tool_calls: [{ name: 'crm__search_contacts', arguments: { query: 'Alice' } }],
+            usage: { prompt_tokens: 50, completion_tokens: 5 },
+          }
+        : { content: 'Alice Jones works at Globex.', usage: { prompt_tokens: 60, completion_tokens: 7 } },
+  ],
+  [
+    'Slow',
+    (req) =>
+      round(req) < 2
+        ? { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 300, label: `slow-${round(req)}` } }] }
+        : { content: 'slow and steady' },
+  ],
   ['Hang', () => ({ tool_calls: [{ name: 'crm__sleep', arguments: { ms: 10_000, label: 'hang' } }] })],
   ['Loop', () => ({ tool_calls: [{ name: 'crm__search_contacts', arguments: { query: 'Bob' } }] })],
   ['Break', () => ({ error: { status: 400, message: 'this request is not valid for the model' } })],
-  ['Delegate', (req) => (round(req) === 0 ? { tool_calls: [{ name: 'agent_query', arguments: { prompt: 'Child: say hi' } }] } : { content: 'the child said hi' })],
+  [
+    'Delegate',
+    (req) =>
+      round(req) === 0
+        ? { tool_calls: [{ name: 'agent_query', arguments: { prompt: 'Child: say hi' } }] }
+        : { content: 'the child said hi' },
+  ],
   ['Child', () => ({ content: 'hi' })],
 ];
-const handler: Handler = (req) => scenarios.find(([p]) => firstUser(req).startsWith(p))?.[1](req) ?? { content: `answer to ${firstUser(req)}` };
+const handler: Handler = (req) =>
+  scenarios.find(([p]) => firstUser(req).startsWith(p))?.[1](req) ?? { content: `answer to ${firstUser(req)}` };
 
 const KEY = 'client-test-key';
 const SECRET = 'whsec_' + Buffer.from('client-test-secret-0123456789').toString('base64');
@@ -78,7 +108,10 @@ async function closedPort(): Promise<number> {
 }
 
 /** The CLI against the stack, to its end; `onStderr` sees all of stderr so far after each chunk. */
-function cli(args: string[], o: Omit<CliOptions, 'url'> & { onStderr?: (all: string, kill: (sig: NodeJS.Signals) => void) => void } = {}) {
+function cli(
+  args: string[],
+  o: Omit<CliOptions, 'url'> & { onStderr?: (all: string, kill: (sig: NodeJS.Signals) => void) => void } = {},
+) {
   const p = startCli(args, { url: stack.api.url, apiKey: KEY, stdin: '', ...o });
   if (o.onStderr) p.child.stderr.on('data', () => o.onStderr!(p.stderr, (sig) => p.child.kill(sig)));
   return p.exited;
@@ -112,7 +145,13 @@ describe('AgentqClient', () => {
     const created = await client.createRun({ input: 'Look up Alice', metadata: { from: 'client' } });
     expect(created).toMatchObject({ object: 'run', status: 'queued', metadata: { from: 'client' } });
     const run = await client.waitForRun(created.id, { timeoutMs: 20_000 });
-    expect(run).toMatchObject({ id: created.id, status: 'completed', stop_reason: 'stop', depth: 1, output: { content: 'Alice Jones works at Globex.' } });
+    expect(run).toMatchObject({
+      id: created.id,
+      status: 'completed',
+      stop_reason: 'stop',
+      depth: 1,
+      output: { content: 'Alice Jones works at Globex.' },
+    });
     expect(run.usage).toMatchObject({ prompt_tokens: 110, completion_tokens: 12, model_calls: 2, tool_calls: 1 });
     expect((await client.getMessages(run.id)).map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
     const [step] = await client.getSteps(run.id);
@@ -138,7 +177,9 @@ describe('AgentqClient', () => {
     const invalid = await client.createRun({ input: 'x', max_depth: 0 }).catch((e) => e);
     expect(invalid).toMatchObject({ status: 400, code: 'validation_error' });
     expect(invalid.details).toEqual(expect.arrayContaining([expect.objectContaining({ field: 'max_depth' })]));
-    const stranger = await new AgentqClient({ baseUrl: stack.api.url, apiKey: 'not-a-valid-key' }).listRuns().catch((e) => e);
+    const stranger = await new AgentqClient({ baseUrl: stack.api.url, apiKey: 'not-a-valid-key' })
+      .listRuns()
+      .catch((e) => e);
     expect(stranger).toMatchObject({ status: 401, code: 'unauthorized' });
     expect(stranger.message).toMatch(/API key/);
   });
@@ -208,7 +249,9 @@ describe('waitForReady', () => {
     const port = await closedPort();
     const late = new AgentqClient({ baseUrl: `http://127.0.0.1:${port}`, apiKey: KEY });
     const t0 = Date.now();
-    const opening = new Promise<Awaited<ReturnType<typeof startProxy>>>((resolve) => setTimeout(() => resolve(startProxy(Number(new URL(stack.api.url).port), port)), 400));
+    const opening = new Promise<Awaited<ReturnType<typeof startProxy>>>((resolve) =>
+      setTimeout(() => resolve(startProxy(Number(new URL(stack.api.url).port), port)), 400),
+    );
     try {
       const tools = await late.waitForReady({ tools: ['crm__search_contacts'], timeoutMs: 10_000, pollIntervalMs: 20 });
       expect(Date.now() - t0).toBeGreaterThanOrEqual(400);
@@ -219,7 +262,9 @@ describe('waitForReady', () => {
   });
 
   it('gives up at the deadline saying why, and fails at once on a refused key', async () => {
-    const missing = await client.waitForReady({ tools: ['crm__search_contacts', 'nowhere__tool'], timeoutMs: 300 }).catch((e) => e);
+    const missing = await client
+      .waitForReady({ tools: ['crm__search_contacts', 'nowhere__tool'], timeoutMs: 300 })
+      .catch((e) => e);
     expect(missing).toBeInstanceOf(AgentqTimeoutError);
     expect(missing.message).toMatch(/is not ready after 300 ms: tools not offered yet: nowhere__tool$/);
     const nobody = `http://127.0.0.1:${await closedPort()}`;
@@ -227,7 +272,9 @@ describe('waitForReady', () => {
     expect(down).toBeInstanceOf(AgentqTimeoutError);
     expect(down.message).toBe(`${nobody} is not ready after 300 ms: fetch failed (ECONNREFUSED)`);
     const t0 = Date.now();
-    const stranger = await new AgentqClient({ baseUrl: stack.api.url, apiKey: 'not-a-valid-key' }).waitForReady({ timeoutMs: 5000 }).catch((e) => e);
+    const stranger = await new AgentqClient({ baseUrl: stack.api.url, apiKey: 'not-a-valid-key' })
+      .waitForReady({ timeoutMs: 5000 })
+      .catch((e) => e);
     expect(stranger).toMatchObject({ status: 401, code: 'unauthorized' });
     expect(Date.now() - t0).toBeLessThan(1000);
   });
@@ -253,7 +300,10 @@ describe('streamEvents', () => {
       const reconnects: Array<string | undefined> = [];
       const events: RunEvent[] = [];
       let dropped = 0;
-      for await (const e of viaProxy.streamEvents(run.id, { retryDelayMs: 20, onReconnect: (i) => reconnects.push(i.lastEventId) })) {
+      for await (const e of viaProxy.streamEvents(run.id, {
+        retryDelayMs: 20,
+        onReconnect: (i) => reconnects.push(i.lastEventId),
+      })) {
         events.push(e);
         // Cut every connection while the run is still going, twice.
         if (e.event === 'tool.started' && dropped < 2) {
@@ -306,7 +356,11 @@ describe('streamEvents', () => {
     expect(done).toHaveLength(1);
     const [step] = await client.getSteps(run.id);
     expect(step.tool_calls[0].output).toContain('Alice Jones');
-    expect(done[0].data).toMatchObject({ name: 'crm__search_contacts', output: step.tool_calls[0].output, outcome: 'ok' });
+    expect(done[0].data).toMatchObject({
+      name: 'crm__search_contacts',
+      output: step.tool_calls[0].output,
+      outcome: 'ok',
+    });
     expect(done[0].data.truncated).toBeUndefined();
     // Every event names its run and its time.
     for (const e of events) expect(e.data.run_id).toBe(run.id);
@@ -322,21 +376,32 @@ describe('streamEvents', () => {
 });
 
 describe('verifyWebhook', () => {
-  const delivered = (runId: string) => waitFor(() => received.find((r) => JSON.parse(r.body).data.id === runId), { what: `the webhook of ${runId}` });
+  const delivered = (runId: string) =>
+    waitFor(() => received.find((r) => JSON.parse(r.body).data.id === runId), { what: `the webhook of ${runId}` });
 
   it('accepts what the service signs, with a whsec_ secret and with a raw one', async () => {
     const a = await client.createRun({ input: 'Hook me', webhook: { url: hookUrl } });
     const hook = await delivered(a.id);
-    const payload = await verifyWebhook({ secret: SECRET, headers: hook.headers as Record<string, string>, body: hook.body });
+    const payload = await verifyWebhook({
+      secret: SECRET,
+      headers: hook.headers as Record<string, string>,
+      body: hook.body,
+    });
     expect(payload).toMatchObject({ type: 'run.completed', data: { id: a.id, status: 'completed' } });
     // Headers as a Headers object and the body as bytes work the same.
     const headers = new Headers(Object.entries(hook.headers).map(([k, v]) => [k, String(v)]));
-    await expect(verifyWebhook({ secret: SECRET, headers, body: new TextEncoder().encode(hook.body) })).resolves.toMatchObject({ data: { id: a.id } });
+    await expect(
+      verifyWebhook({ secret: SECRET, headers, body: new TextEncoder().encode(hook.body) }),
+    ).resolves.toMatchObject({ data: { id: a.id } });
 
     const b = await client.createRun({ input: 'Hook me raw', webhook: { url: hookUrl, secret: 'a-raw-secret' } });
     const raw = await delivered(b.id);
-    await expect(verifyWebhook({ secret: 'a-raw-secret', headers: raw.headers as Record<string, string>, body: raw.body })).resolves.toMatchObject({ data: { id: b.id } });
-    await expect(verifyWebhook({ secret: SECRET, headers: raw.headers as Record<string, string>, body: raw.body })).rejects.toBeInstanceOf(WebhookVerificationError);
+    await expect(
+      verifyWebhook({ secret: 'a-raw-secret', headers: raw.headers as Record<string, string>, body: raw.body }),
+    ).resolves.toMatchObject({ data: { id: b.id } });
+    await expect(
+      verifyWebhook({ secret: SECRET, headers: raw.headers as Record<string, string>, body: raw.body }),
+    ).rejects.toBeInstanceOf(WebhookVerificationError);
   });
 
   it('refuses a tampered body, an old or future timestamp, a missing header and a wrong secret', async () => {
@@ -356,19 +421,44 @@ describe('verifyWebhook', () => {
     // A re-signed old timestamp is within tolerance only if the signature still matches: it does not.
     await refuse({ headers: { ...h, 'webhook-timestamp': String(ts + 1) } }, /no webhook-signature matches/);
     await refuse({ headers: { ...h, 'webhook-signature': undefined } }, /missing/);
-    await refuse({ secret: 'whsec_' + Buffer.from('another-secret').toString('base64') }, /no webhook-signature matches/);
+    await refuse(
+      { secret: 'whsec_' + Buffer.from('another-secret').toString('base64') },
+      /no webhook-signature matches/,
+    );
     // Several signatures (key rotation): one match is enough.
-    await expect(verifyWebhook({ secret: SECRET, headers: { ...h, 'webhook-signature': `v1,AAAA ${h['webhook-signature']}` }, body })).resolves.toBeTruthy();
+    await expect(
+      verifyWebhook({
+        secret: SECRET,
+        headers: { ...h, 'webhook-signature': `v1,AAAA ${h['webhook-signature']}` },
+        body,
+      }),
+    ).resolves.toBeTruthy();
     await expect(verifyWebhook({ secret: SECRET, headers: h, body, now: (ts + 299) * 1000 })).resolves.toBeTruthy();
   });
 });
 
 describe('the agentq CLI', () => {
   it('run --json prints the final run object and exits 0 when it completed', async () => {
-    const r = await cli(['run', 'Look up Alice for the CLI', '--json', '--tools', 'crm__*', '--max-depth', '3', '--metadata', '{"via":"cli"}']);
+    const r = await cli([
+      'run',
+      'Look up Alice for the CLI',
+      '--json',
+      '--tools',
+      'crm__*',
+      '--max-depth',
+      '3',
+      '--metadata',
+      '{"via":"cli"}',
+    ]);
     expect(r.code, r.stderr).toBe(0);
     const run = JSON.parse(r.stdout);
-    expect(run).toMatchObject({ object: 'run', status: 'completed', max_depth: 3, metadata: { via: 'cli' }, output: { content: 'Alice Jones works at Globex.' } });
+    expect(run).toMatchObject({
+      object: 'run',
+      status: 'completed',
+      max_depth: 3,
+      metadata: { via: 'cli' },
+      output: { content: 'Alice Jones works at Globex.' },
+    });
     const msgs = await client.getMessages(run.id);
     expect(msgs[0]).toMatchObject({ role: 'user', content: 'Look up Alice for the CLI' });
   });
@@ -387,7 +477,9 @@ describe('the agentq CLI', () => {
 
     const outputs = await cli(['run', 'Look up Alice, with outputs', '--follow', '--outputs']);
     expect(outputs.code, outputs.stderr).toBe(0);
-    expect(outputs.stderr).toMatch(/✓ crm__search_contacts \d+ ms\n {4}\[\{"id":"c2","name":"Alice Jones","company":"Globex","email":"alice@globex.test"\}\]\n/);
+    expect(outputs.stderr).toMatch(
+      /✓ crm__search_contacts \d+ ms\n {4}\[\{"id":"c2","name":"Alice Jones","company":"Globex","email":"alice@globex.test"\}\]\n/,
+    );
 
     const sub = await cli(['run', 'Delegate to a child', '--follow', '--subagents']);
     expect(sub.code, sub.stderr).toBe(0);
@@ -425,7 +517,9 @@ describe('the agentq CLI', () => {
     const ls = await cli(['runs', 'ls', '--limit', '3']);
     expect(ls.code, ls.stderr).toBe(0);
     expect(ls.stdout.split('\n')[0]).toMatch(/^ID\s+STATUS\s+STOP\s+DEPTH\s+TOKENS\s+MODEL\s+CREATED$/);
-    expect(ls.stdout).toMatch(new RegExp(`^${done.id}\\s+completed\\s+stop\\s+1\\s+122\\s+scripted\\s+${done.created_at}$`, 'm'));
+    expect(ls.stdout).toMatch(
+      new RegExp(`^${done.id}\\s+completed\\s+stop\\s+1\\s+122\\s+scripted\\s+${done.created_at}$`, 'm'),
+    );
     expect(ls.stdout).toMatch(/more: agentq runs ls --after run_/);
     const lsJson = JSON.parse((await cli(['runs', 'ls', '--json', '--status', 'completed', '--limit', '2'])).stdout);
     expect(lsJson.data).toHaveLength(2);
@@ -438,7 +532,10 @@ describe('the agentq CLI', () => {
 
     const events = await cli(['runs', 'events', done.id, '--json']);
     expect(events.code).toBe(0);
-    const lines = events.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    const lines = events.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(lines[0].event).toBe('run.queued');
     expect(lines.at(-1)).toMatchObject({ event: 'run.completed', data: { run: { id: done.id } } });
     const human = await cli(['runs', 'events', done.id]);

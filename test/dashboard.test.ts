@@ -12,7 +12,12 @@ const KEY = 'dashboard-test-key';
 const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
 const handler: Handler = (req) =>
   round(req) === 0
-    ? { tool_calls: [{ name: 'crm__search_contacts', arguments: { query: 'Alice' } }, { name: 'crm__get_contact', arguments: { id: 'c2' } }] }
+    ? {
+        tool_calls: [
+          { name: 'crm__search_contacts', arguments: { query: 'Alice' } },
+          { name: 'crm__get_contact', arguments: { id: 'c2' } },
+        ],
+      }
     : { content: 'Alice Jones works at Globex.' };
 
 let stack: Stack;
@@ -34,7 +39,12 @@ beforeAll(async () => {
   runId = run.id;
 
   userDataDir = mkdtempSync(join(tmpdir(), 'agentq-chromium-'));
-  context = await chromium.launchPersistentContext(userDataDir, { executablePath, headless: true, args: CHROMIUM_FLAGS, viewport: { width: 1400, height: 900 } });
+  context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath,
+    headless: true,
+    args: CHROMIUM_FLAGS,
+    viewport: { width: 1400, height: 900 },
+  });
   // Nothing leaves the machine: Bull Board's page asks for a web font, which is refused here.
   await context.route('**/*', (route) => {
     const { hostname } = new URL(route.request().url());
@@ -96,7 +106,8 @@ describe('the Bull Board dashboard in headless Chromium', () => {
     const page = await keyedPage();
     const res = await page.goto(`${stack.api.url}/admin/queues/`);
     expect(res?.status()).toBe(200);
-    for (const q of ['agent', 'tool', 'webhook']) await expect.poll(() => page.getByRole('link', { name: q, exact: true }).count()).toBeGreaterThan(0);
+    for (const q of ['agent', 'tool', 'webhook'])
+      await expect.poll(() => page.getByRole('link', { name: q, exact: true }).count()).toBeGreaterThan(0);
     await expect.poll(() => page.getByText('agentq', { exact: true }).count()).toBeGreaterThan(0);
     await screenshot(page, 'queues');
     await page.close();
@@ -107,7 +118,8 @@ describe('the Bull Board dashboard in headless Chromium', () => {
     await page.goto(`${stack.api.url}/admin/queues/`);
 
     await openCompleted(page, 'agent');
-    for (const name of [`${runId} · step 0`, `${runId} · step 1`]) await page.getByText(name, { exact: true }).waitFor();
+    for (const name of [`${runId} · step 0`, `${runId} · step 1`])
+      await page.getByText(name, { exact: true }).waitFor();
     await mainTextShowing(page, [
       `${runId}-t0`, // job ids
       new RegExp(`runId:\\s*"${runId}"`), // job data, as Bull Board shows it

@@ -34,12 +34,15 @@ describe('a client that stops reading a busy run', () => {
     const res = await stack.request('/v1/runs', { method: 'POST', json: { input: 'busy' } });
     const { id } = (await res.json()) as RunObject;
     const { port } = new URL(stack.api.url);
-    const answer = await new Promise<IncomingMessage>((resolve, reject) => get({ host: '127.0.0.1', port, path: `/v1/runs/${id}/events` }, resolve).on('error', reject));
+    const answer = await new Promise<IncomingMessage>((resolve, reject) =>
+      get({ host: '127.0.0.1', port, path: `/v1/runs/${id}/events` }, resolve).on('error', reject),
+    );
     answer.pause();
     try {
       // 1,500 events of 8 KB (12 MB) while the client reads nothing: more than the sockets take.
       const appended: string[] = [];
-      for (let i = 0; i < 1500; i++) appended.push(await store.events.append(id, 'message.delta', { depth: 0, text: `${i} ${'x'.repeat(8_000)}` }));
+      for (let i = 0; i < 1500; i++)
+        appended.push(await store.events.append(id, 'message.delta', { depth: 0, text: `${i} ${'x'.repeat(8_000)}` }));
       await new Promise((r) => setTimeout(r, 500));
       const seen: string[] = [];
       let rest = '';

@@ -11,7 +11,12 @@ import { startStack, type Stack } from './fixtures/services.js';
 const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
 const handler: Handler = (req) =>
   round(req) === 0
-    ? { tool_calls: [{ name: 'crm__fail', arguments: { message: `é${'y'.repeat(20_000)}` } }, { name: 'crm__search_contacts', arguments: { query: 'Alice' } }] }
+    ? {
+        tool_calls: [
+          { name: 'crm__fail', arguments: { message: `é${'y'.repeat(20_000)}` } },
+          { name: 'crm__search_contacts', arguments: { query: 'Alice' } },
+        ],
+      }
     : { content: 'done' };
 
 let stack: Stack;
@@ -30,7 +35,10 @@ describe('every event', () => {
     const [from, to] = [Date.parse(run.created_at), Date.parse(done.completed_at!)];
     for (const e of events) {
       const data = e.data;
-      expect(runEventSchema.safeParse({ id: e.id, event: e.event, data }).success, `${e.event} ${JSON.stringify(data).slice(0, 200)}`).toBe(true);
+      expect(
+        runEventSchema.safeParse({ id: e.id, event: e.event, data }).success,
+        `${e.event} ${JSON.stringify(data).slice(0, 200)}`,
+      ).toBe(true);
       expect(data.run_id).toBe(run.id);
       const at = Date.parse(data.at);
       expect(at, e.event).toBeGreaterThanOrEqual(from);
@@ -69,7 +77,9 @@ describe('the events response on the Node server', () => {
     const answers = await new Promise<string>((resolve, reject) => {
       let text = '';
       const socket = connect(Number(port), '127.0.0.1', () =>
-        socket.write(`HEAD /v1/runs/${run.id}/events HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`),
+        socket.write(
+          `HEAD /v1/runs/${run.id}/events HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+        ),
       );
       socket.on('data', (d: Buffer) => (text += d.toString()));
       socket.on('close', () => resolve(text));

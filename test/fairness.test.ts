@@ -11,13 +11,24 @@ import { waitFor } from './fixtures/wait.js';
 // A service many keys share: each key's runs wait in its own line, so a key that floods waits
 // behind itself; per-key limits answer 429 before anything piles up without end.
 
-const KEYS = { flood: 'flood-key-0001', calm: 'calm-key-00001', chatty: 'chatty-key-001', tree: 'tree-key-00001', hungry: 'hungry-key-001', heavy: 'heavy-key-0001', light: 'light-key-0001' };
+const KEYS = {
+  flood: 'flood-key-0001',
+  calm: 'calm-key-00001',
+  chatty: 'chatty-key-001',
+  tree: 'tree-key-00001',
+  hungry: 'hungry-key-001',
+  heavy: 'heavy-key-0001',
+  light: 'light-key-0001',
+};
 const sha = (k: string) => createHash('sha256').update(k).digest('hex');
 const firstUser = (req: ChatRequest) => String(req.messages.find((m: any) => m.role === 'user')?.content ?? '');
 const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
 const handler: Handler = (req) => {
   const u = firstUser(req);
-  if (u === 'BIG TREE') return round(req) === 0 ? { tool_calls: [{ name: 'agent_query_batch', arguments: { prompts: ['a', 'b', 'c', 'd', 'e'] } }] } : { content: String(req.messages.at(-1)?.content) };
+  if (u === 'BIG TREE')
+    return round(req) === 0
+      ? { tool_calls: [{ name: 'agent_query_batch', arguments: { prompts: ['a', 'b', 'c', 'd', 'e'] } }] }
+      : { content: String(req.messages.at(-1)?.content) };
   if (u.startsWith('hungry')) return { content: 'ate', usage: { prompt_tokens: 40, completion_tokens: 10 } };
   return { content: `done ${u}`, delayMs: 60 };
 };
@@ -38,20 +49,30 @@ beforeAll(async () => {
     },
   };
   writeFileSync(join(dir, 'tenants.json'), JSON.stringify(config));
-  stack = await startStack({ handler, env: { API_KEYS: Object.values(KEYS).join(','), TENANTS_CONFIG: join(dir, 'tenants.json'), AGENT_CONCURRENCY: '20' } });
+  stack = await startStack({
+    handler,
+    env: {
+      API_KEYS: Object.values(KEYS).join(','),
+      TENANTS_CONFIG: join(dir, 'tenants.json'),
+      AGENT_CONCURRENCY: '20',
+    },
+  });
 });
 afterAll(async () => {
   await stack?.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
-const post = (key: string, body: Record<string, unknown>) => stack.request('/v1/runs', { method: 'POST', json: body, key });
+const post = (key: string, body: Record<string, unknown>) =>
+  stack.request('/v1/runs', { method: 'POST', json: body, key });
 const getRun = async (key: string, id: string) => (await stack.getJson(`/v1/runs/${id}`, key)) as RunObject;
 const maxOverlap = (runs: RunObject[]) => {
-  const edges = runs.flatMap((r) => [
-    [Date.parse(r.started_at!), 1],
-    [Date.parse(r.completed_at!), -1],
-  ]).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  const edges = runs
+    .flatMap((r) => [
+      [Date.parse(r.started_at!), 1],
+      [Date.parse(r.completed_at!), -1],
+    ])
+    .sort((a, b) => a[0] - b[0] || a[1] - b[1]);
   let now = 0;
   let most = 0;
   for (const [, d] of edges) most = Math.max(most, (now += d));
@@ -64,7 +85,9 @@ describe('a key that floods', () => {
     let refused = 0;
     let retryAfter: string | null = null;
     for (let batch = 0; batch < 4; batch++) {
-      const res = await Promise.all(Array.from({ length: 50 }, (_, i) => post(KEYS.flood, { input: `flood ${batch}.${i}` })));
+      const res = await Promise.all(
+        Array.from({ length: 50 }, (_, i) => post(KEYS.flood, { input: `flood ${batch}.${i}` })),
+      );
       for (const r of res) {
         if (r.status === 202) floods.push(((await r.json()) as RunObject).id);
         else {
@@ -89,9 +112,13 @@ describe('a key that floods', () => {
     expect(calm.status).toBe('completed');
     // While the calm run waited to start, the flood started at most its own few runs.
     const flood = await Promise.all(floods.map((id) => getRun(KEYS.flood, id)));
-    const startedMeanwhile = flood.filter((r) => r.started_at && r.started_at > calm.created_at && r.started_at < calm.started_at!);
+    const startedMeanwhile = flood.filter(
+      (r) => r.started_at && r.started_at > calm.created_at && r.started_at < calm.started_at!,
+    );
     expect(startedMeanwhile.length).toBeLessThanOrEqual(4);
-    console.info(`calm key's run started ${Date.parse(calm.started_at!) - Date.parse(calm.created_at)} ms after its POST, behind ${flood.length} flood runs (${usage.queued_runs} in line)`);
+    console.info(
+      `calm key's run started ${Date.parse(calm.started_at!) - Date.parse(calm.created_at)} ms after its POST, behind ${flood.length} flood runs (${usage.queued_runs} in line)`,
+    );
     // Most of the flood is still waiting in its line, and it never ran more than 3 at once.
     expect(flood.filter((r) => r.status === 'queued').length).toBeGreaterThan(100);
     expect(maxOverlap(flood.filter((r) => r.status === 'completed'))).toBeLessThanOrEqual(3);
@@ -119,12 +146,17 @@ describe('per-key limits', () => {
 
   it("max_tokens_per_day: once the day's tokens are used, a new run gets 429 until midnight UTC", async () => {
     const first = await post(KEYS.hungry, { input: 'hungry 1' });
-    expect((await stack.waitForRun(((await first.json()) as RunObject).id, { key: KEYS.hungry })).usage.total_tokens).toBe(50);
+    expect(
+      (await stack.waitForRun(((await first.json()) as RunObject).id, { key: KEYS.hungry })).usage.total_tokens,
+    ).toBe(50);
     const second = await post(KEYS.hungry, { input: 'hungry 2' });
     expect(second.status).toBe(202);
     await stack.waitForRun(((await second.json()) as RunObject).id, { key: KEYS.hungry });
     // 100 tokens used of 60 (agent-workers write their tally every second).
-    await waitFor(async () => (await stack.getJson('/v1/usage', KEYS.hungry)).tokens_today === 100, { what: "the key's 100 tokens of today", timeoutMs: 5_000 });
+    await waitFor(async () => (await stack.getJson('/v1/usage', KEYS.hungry)).tokens_today === 100, {
+      what: "the key's 100 tokens of today",
+      timeoutMs: 5_000,
+    });
     const third = await post(KEYS.hungry, { input: 'hungry 3' });
     expect(third.status).toBe(429);
     const untilMidnight = Date.parse(`${new Date().toISOString().slice(0, 10)}T00:00:00Z`) + 86_400_000 - Date.now();
@@ -136,9 +168,19 @@ describe('free capacity shared by weight', () => {
   let shared: Stack;
   const sharedDir = mkdtempSync(join(tmpdir(), 'agentq-tenants-'));
   beforeAll(async () => {
-    const config = { total_active_runs: 2, keys: { heavy: { key_sha256: sha(KEYS.heavy), weight: 3 }, light: { key_sha256: sha(KEYS.light), weight: 1 } } };
+    const config = {
+      total_active_runs: 2,
+      keys: { heavy: { key_sha256: sha(KEYS.heavy), weight: 3 }, light: { key_sha256: sha(KEYS.light), weight: 1 } },
+    };
     writeFileSync(join(sharedDir, 'tenants.json'), JSON.stringify(config));
-    shared = await startStack({ handler, env: { API_KEYS: `${KEYS.heavy},${KEYS.light}`, TENANTS_CONFIG: join(sharedDir, 'tenants.json'), AGENT_CONCURRENCY: '20' } });
+    shared = await startStack({
+      handler,
+      env: {
+        API_KEYS: `${KEYS.heavy},${KEYS.light}`,
+        TENANTS_CONFIG: join(sharedDir, 'tenants.json'),
+        AGENT_CONCURRENCY: '20',
+      },
+    });
   });
   afterAll(async () => {
     await shared?.close();
@@ -151,8 +193,15 @@ describe('free capacity shared by weight', () => {
       expect(res.status).toBe(202);
       return ((await res.json()) as RunObject).id;
     };
-    const ids = await Promise.all(Array.from({ length: 24 }, (_, i) => [ask(KEYS.heavy, i), ask(KEYS.light, i)]).flat());
-    const runs = await Promise.all(ids.map(async (id, i) => ({ key: i % 2 === 0 ? 'heavy' : 'light', run: await shared.waitForRun(id, { key: i % 2 === 0 ? KEYS.heavy : KEYS.light, timeoutMs: 30_000 }) })));
+    const ids = await Promise.all(
+      Array.from({ length: 24 }, (_, i) => [ask(KEYS.heavy, i), ask(KEYS.light, i)]).flat(),
+    );
+    const runs = await Promise.all(
+      ids.map(async (id, i) => ({
+        key: i % 2 === 0 ? 'heavy' : 'light',
+        run: await shared.waitForRun(id, { key: i % 2 === 0 ? KEYS.heavy : KEYS.light, timeoutMs: 30_000 }),
+      })),
+    );
     expect(runs.every((r) => r.run.status === 'completed')).toBe(true);
     expect(maxOverlap(runs.map((r) => r.run))).toBeLessThanOrEqual(2);
     // While both had runs waiting (the first 24 starts, after the first few), the shares follow the weights.

@@ -1,7 +1,18 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { createLogger, JobQueues, newId, QUEUES, RunActions, Runs, RunStore, Admission, type RunSpec, type ToolCall } from '@agentq/shared';
+import {
+  createLogger,
+  JobQueues,
+  newId,
+  QUEUES,
+  RunActions,
+  Runs,
+  RunStore,
+  Admission,
+  type RunSpec,
+  type ToolCall,
+} from '@agentq/shared';
 import { fanOut } from '@agentq/agent-worker';
 
 // Which jobs a round becomes: the calls that only run share one tool-round job (unless
@@ -18,18 +29,39 @@ afterAll(async () => {
   redis.disconnect();
 });
 
-const spec: RunSpec = { model: 'm', max_depth: 5, on_budget_exhausted: 'final_answer', metadata: {}, ancestors: [], nesting: 0 };
-const calls = (names: string[]): ToolCall[] => names.map((name, i) => ({ id: `call_${i}`, type: 'function', function: { name, arguments: `{"i":${i}}` } }));
+const spec: RunSpec = {
+  model: 'm',
+  max_depth: 5,
+  on_budget_exhausted: 'final_answer',
+  metadata: {},
+  ancestors: [],
+  nesting: 0,
+};
+const calls = (names: string[]): ToolCall[] =>
+  names.map((name, i) => ({ id: `call_${i}`, type: 'function', function: { name, arguments: `{"i":${i}}` } }));
 
 /** Fans a round out for a new run; returns the ids of the tool jobs added, their data, and the state of the next step's job. */
-async function fanOutRound(names: string[], roundJobs: boolean, specOf: (s: RunSpec) => RunSpec = (s) => s, transcriptBytes?: number) {
+async function fanOutRound(
+  names: string[],
+  roundJobs: boolean,
+  specOf: (s: RunSpec) => RunSpec = (s) => s,
+  transcriptBytes?: number,
+) {
   const id = newId('run');
   await store.runs.create({ id, owner: 'o', spec: specOf(spec), messages: [{ role: 'user', content: 'hi' }] });
   const { run } = (await store.transcript.loadStep(id, 0))!;
   await fanOut({ jobs, actions, catalog: [], parkMs: 60_000, roundJobs }, run, 0, calls(names), transcriptBytes);
-  const added = (await jobs.queue(QUEUES.tool).getJobs(['waiting', 'active', 'delayed'])).filter((j) => j.data.runId === id);
+  const added = (await jobs.queue(QUEUES.tool).getJobs(['waiting', 'active', 'delayed'])).filter(
+    (j) => j.data.runId === id,
+  );
   const data = Object.fromEntries(added.map((j) => [j.id!.slice(id.length), j.data]));
-  return { id, ids: Object.keys(data).sort(), data, round: data['-t0-r'], next: await jobs.queue(QUEUES.agent).getJobState(`${id}-t1`) };
+  return {
+    id,
+    ids: Object.keys(data).sort(),
+    data,
+    round: data['-t0-r'],
+    next: await jobs.queue(QUEUES.agent).getJobState(`${id}-t1`),
+  };
 }
 
 describe('fanOut', () => {
@@ -70,12 +102,21 @@ describe('fanOut', () => {
     const lone = await fanOutRound(['crm__a', 'crm__b'], true, undefined, 1234);
     expect(lone.round.nextStep).toEqual({ transcriptBytes: 1234 });
     const flow = await fanOutRound(['crm__a', 'agent_query'], true, undefined, 1234);
-    expect((await jobs.queue(QUEUES.agent).getJob(`${flow.id}-t1`))!.data).toMatchObject({ runId: flow.id, depth: 1, transcriptBytes: 1234 });
+    expect((await jobs.queue(QUEUES.agent).getJob(`${flow.id}-t1`))!.data).toMatchObject({
+      runId: flow.id,
+      depth: 1,
+      transcriptBytes: 1234,
+    });
   });
 
   it("keeps a sub-run's round in a flow: its steps are children of the job that started it", async () => {
-    const parent = await jobs.queue(QUEUES.tool).add('parent', { runId: 'p' }, { jobId: `parent-${randomBytes(3).toString('hex')}` });
-    const sub = await fanOutRound(['crm__a', 'crm__b'], true, (s) => ({ ...s, parent_job: { id: parent.id!, queue: parent.queueQualifiedName } }));
+    const parent = await jobs
+      .queue(QUEUES.tool)
+      .add('parent', { runId: 'p' }, { jobId: `parent-${randomBytes(3).toString('hex')}` });
+    const sub = await fanOutRound(['crm__a', 'crm__b'], true, (s) => ({
+      ...s,
+      parent_job: { id: parent.id!, queue: parent.queueQualifiedName },
+    }));
     expect(sub.round.nextStep).toBeUndefined();
     expect(sub.next).toBe('waiting-children');
   });

@@ -31,7 +31,13 @@ async function errorOf(res: Response) {
 describe('the dashboard with API_KEYS set and ADMIN_API_KEYS unset (finding 13)', () => {
   const TENANT_A = 'tenant-a-0123456789';
   const TENANT_B = 'tenant-b-0123456789';
-  const paths = ['/admin/queues', '/admin/queues/', '/admin/queues/queue/agent', '/admin/queues/api/queues', '/admin/queues/api/queues?activeQueue=agent&status=completed&jobsPerPage=1000'];
+  const paths = [
+    '/admin/queues',
+    '/admin/queues/',
+    '/admin/queues/queue/agent',
+    '/admin/queues/api/queues',
+    '/admin/queues/api/queues?activeQueue=agent&status=completed&jobsPerPage=1000',
+  ];
   let stack: Stack;
   let secret: string;
   beforeAll(async () => {
@@ -55,7 +61,7 @@ describe('the dashboard with API_KEYS set and ADMIN_API_KEYS unset (finding 13)'
     }
   });
 
-  it('refuses the dashboard API\'s writes as well, and still 401s a missing or wrong key', async () => {
+  it("refuses the dashboard API's writes as well, and still 401s a missing or wrong key", async () => {
     for (const method of ['PUT', 'POST', 'DELETE']) {
       const res = await stack.request('/admin/queues/api/queues/agent/clean/completed', { method, key: TENANT_A });
       expect(res.status, method).toBe(403);
@@ -78,8 +84,20 @@ describe('the dashboard to a key TENANTS_CONFIG marks admin', () => {
   let stack: Stack;
   beforeAll(async () => {
     const sha = (k: string) => createHash('sha256').update(k).digest('hex');
-    writeFileSync(join(dir, 'tenants.json'), JSON.stringify({ keys: { operator: { key_sha256: sha(OPERATOR), admin: true }, tenant: { key_sha256: sha(TENANT), admin: false } } }));
-    stack = await startStack({ handler: answer, apiKey: TENANT, env: { API_KEYS: `${OPERATOR},${TENANT}`, TENANTS_CONFIG: join(dir, 'tenants.json') } });
+    writeFileSync(
+      join(dir, 'tenants.json'),
+      JSON.stringify({
+        keys: {
+          operator: { key_sha256: sha(OPERATOR), admin: true },
+          tenant: { key_sha256: sha(TENANT), admin: false },
+        },
+      }),
+    );
+    stack = await startStack({
+      handler: answer,
+      apiKey: TENANT,
+      env: { API_KEYS: `${OPERATOR},${TENANT}`, TENANTS_CONFIG: join(dir, 'tenants.json') },
+    });
   });
   afterAll(async () => {
     await stack?.close();
@@ -107,7 +125,9 @@ describe('the dashboard of an open service (API_KEYS unset)', () => {
     expect(await page.text()).toMatch(/<html/i);
     const api = await open.request('/admin/queues/api/queues');
     expect(api.status).toBe(200);
-    expect(((await api.json()) as { queues: Array<{ name: string }> }).queues.map((q) => q.name)).toEqual(expect.arrayContaining(['agent', 'tool', 'webhook']));
+    expect(((await api.json()) as { queues: Array<{ name: string }> }).queues.map((q) => q.name)).toEqual(
+      expect.arrayContaining(['agent', 'tool', 'webhook']),
+    );
   });
 });
 
@@ -121,7 +141,16 @@ describe('a hostile Last-Event-ID (finding 10)', () => {
     return { content: Array.from({ length: 40 }, (_, i) => `word${i}`).join(' '), chunkDelayMs: 20 };
   };
   // Ids Redis refuses (a part past 64 bits), malformed ones, and one past the stream's end.
-  const hostile = ['1-99999999999999999999999', '18446744073709551616-0', '0-18446744073709551616', '99999999999999999999999-1', '18446744073709551615-18446744073709551615', '-1-0', '1--1', '1-0-0'];
+  const hostile = [
+    '1-99999999999999999999999',
+    '18446744073709551616-0',
+    '0-18446744073709551616',
+    '99999999999999999999999-1',
+    '18446744073709551615-18446744073709551615',
+    '-1-0',
+    '1--1',
+    '1-0-0',
+  ];
   let stack: Stack;
   beforeAll(async () => {
     stack = await startStack({ handler });
@@ -130,13 +159,19 @@ describe('a hostile Last-Event-ID (finding 10)', () => {
 
   /** A hostile resume of run B: its status and body (an SSE 200, if one comes, is read to its end). */
   async function resume(runId: string, how: 'header' | 'query', id: string) {
-    const path = how === 'header' ? `/v1/runs/${runId}/events` : `/v1/runs/${runId}/events?last_event_id=${encodeURIComponent(id)}`;
-    const res = await stack.request(path, { headers: how === 'header' ? { 'last-event-id': id } : {}, signal: AbortSignal.timeout(5_000) });
+    const path =
+      how === 'header'
+        ? `/v1/runs/${runId}/events`
+        : `/v1/runs/${runId}/events?last_event_id=${encodeURIComponent(id)}`;
+    const res = await stack.request(path, {
+      headers: how === 'header' ? { 'last-event-id': id } : {},
+      signal: AbortSignal.timeout(5_000),
+    });
     if (res.status === 200) return { how, id, status: 200, body: JSON.stringify(await readSse(res).catch(() => [])) };
     return { how, id, status: res.status, body: await res.text() };
   }
 
-  it('400s each, naming the header or the parameter, and run A\'s subscriber gets every event in order meanwhile', async () => {
+  it("400s each, naming the header or the parameter, and run A's subscriber gets every event in order meanwhile", async () => {
     const b = await stack.createRun({ input: 'B' });
     expect((await stack.waitForRun(b.id)).status).toBe('completed');
 
@@ -156,7 +191,8 @@ describe('a hostile Last-Event-ID (finding 10)', () => {
     // Hostile resumes of B for as long as A's events flow (at least one full round).
     const answers: Awaited<ReturnType<typeof resume>>[] = [];
     for (let round = 0; round < 100 && (round === 0 || !aDone); round++) {
-      for (const id of hostile) for (const how of ['header', 'query'] as const) answers.push(await resume(b.id, how, id));
+      for (const id of hostile)
+        for (const how of ['header', 'query'] as const) answers.push(await resume(b.id, how, id));
     }
     const seen: SseEvent[] = await aStream;
 
@@ -169,7 +205,9 @@ describe('a hostile Last-Event-ID (finding 10)', () => {
     // How long each event took from its writer to A's subscriber (reported, not asserted).
     const lags = seen.map((e) => receivedAt.get(e.id!)! - Date.parse(e.data.at)).sort((x, y) => x - y);
     const pct = (q: number) => lags[Math.min(lags.length - 1, Math.floor(q * lags.length))];
-    console.info(`finding 10: run A's ${lags.length} events reached its subscriber with lag p50 ${pct(0.5)} ms, p95 ${pct(0.95)} ms, max ${lags.at(-1)} ms, beside ${answers.length} hostile resumes of run B`);
+    console.info(
+      `finding 10: run A's ${lags.length} events reached its subscriber with lag p50 ${pct(0.5)} ms, p95 ${pct(0.95)} ms, max ${lags.at(-1)} ms, beside ${answers.length} hostile resumes of run B`,
+    );
 
     for (const r of answers) {
       expect(r.status, `${r.how} ${r.id} → ${r.status} ${r.body.slice(0, 200)}`).toBe(400);
@@ -182,7 +220,9 @@ describe('a hostile Last-Event-ID (finding 10)', () => {
 
     // B itself still resumes from an id it sent.
     const bEvents = await readSse(await stack.request(`/v1/runs/${b.id}/events`));
-    const rest = await readSse(await stack.request(`/v1/runs/${b.id}/events`, { headers: { 'last-event-id': bEvents[0].id! } }));
+    const rest = await readSse(
+      await stack.request(`/v1/runs/${b.id}/events`, { headers: { 'last-event-id': bEvents[0].id! } }),
+    );
     expect(rest.map((e) => e.id)).toEqual(bEvents.slice(1).map((e) => e.id));
   });
 });
@@ -195,7 +235,11 @@ describe('the event hub: one stream Redis refuses to read (finding 10)', () => {
   beforeAll(async () => {
     reader = new Redis(inject('redisUrl'));
     control = new Redis(inject('redisUrl'));
-    hub = new EventHub(reader, control, createLogger({ service: 'test', level: process.env.TEST_LOG_LEVEL ?? 'silent' }));
+    hub = new EventHub(
+      reader,
+      control,
+      createLogger({ service: 'test', level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
+    );
     hub.start();
   });
   afterAll(async () => {
@@ -211,17 +255,23 @@ describe('the event hub: one stream Redis refuses to read (finding 10)', () => {
     expect(hub.watchedStreams).toBe(0);
   });
 
-  it('drops a stream Redis cannot read, telling its subscriber, and the other streams\' events flow on', async () => {
+  it("drops a stream Redis cannot read, telling its subscriber, and the other streams' events flow on", async () => {
     const a = `${prefix}:a`;
     const broken = `${prefix}:not-a-stream`;
     await control.set(broken, 'a string: XREAD answers WRONGTYPE');
     const got: string[] = [];
     const unsubscribe = hub.subscribe(a, '0', (events) => got.push(...events.map((e) => e.id)));
     let failed: string | null = null;
-    hub.subscribe(broken, '0', () => {}, (reason) => (failed = reason));
+    hub.subscribe(
+      broken,
+      '0',
+      () => {},
+      (reason) => (failed = reason),
+    );
 
     const ids: string[] = [];
-    for (let i = 0; i < 20; i++) ids.push((await control.xadd(a, '*', 'type', 'message.delta', 'data', JSON.stringify({ text: `${i}` })))!);
+    for (let i = 0; i < 20; i++)
+      ids.push((await control.xadd(a, '*', 'type', 'message.delta', 'data', JSON.stringify({ text: `${i}` })))!);
     // Bounded only so that the test ends: before the fix the shared read failed forever and A got nothing.
     await waitFor(() => got.length >= ids.length, { what: "stream A's 20 events", timeoutMs: 10_000 });
     expect(got).toEqual(ids);
@@ -266,7 +316,11 @@ describe('a webhook whose name rebinds to loopback (finding 11)', () => {
       asked.push(host);
       return [{ address: asked.length === 1 ? '93.184.215.14' : '127.0.0.1', family: 4 }];
     };
-    const stack = await startStack({ handler: answer, resolve: rebinding, env: { WEBHOOK_SECRET: 'rebinding-secret', WEBHOOK_BACKOFF_BASE_MS: '50' } });
+    const stack = await startStack({
+      handler: answer,
+      resolve: rebinding,
+      env: { WEBHOOK_SECRET: 'rebinding-secret', WEBHOOK_BACKOFF_BASE_MS: '50' },
+    });
     try {
       const run = await stack.createRun({ input: 'hook me', webhook: { url: `http://${HOST}:${port}/rebound` } });
       expect(asked).toEqual([HOST]);
@@ -284,7 +338,11 @@ describe('a webhook whose name rebinds to loopback (finding 11)', () => {
 
   it('connects to the address the resolver gave, so WEBHOOK_ALLOW_PRIVATE=true still reaches a loopback receiver', async () => {
     const loopback: Resolver = async () => [{ address: '127.0.0.1', family: 4 }];
-    const stack = await startStack({ handler: answer, resolve: loopback, env: { WEBHOOK_SECRET: 'rebinding-secret', WEBHOOK_ALLOW_PRIVATE: 'true' } });
+    const stack = await startStack({
+      handler: answer,
+      resolve: loopback,
+      env: { WEBHOOK_SECRET: 'rebinding-secret', WEBHOOK_ALLOW_PRIVATE: 'true' },
+    });
     try {
       const run = await stack.createRun({ input: 'hook me', webhook: { url: `http://${HOST}:${port}/allowed` } });
       expect((await stack.waitForRun(run.id)).status).toBe('completed');

@@ -28,7 +28,12 @@ const handler: Handler = async (req): Promise<Reply> => {
     if (round(req) === 0) {
       // A's step waits for B's run to end: B must finish while A's run is in progress.
       await bDone;
-      return { tool_calls: [{ name: 'crm__get_contact', arguments: { id: 'c1' } }, { name: `${LONG_SERVER}__get_contact`, arguments: { id: 'c1' } }] };
+      return {
+        tool_calls: [
+          { name: 'crm__get_contact', arguments: { id: 'c1' } },
+          { name: `${LONG_SERVER}__get_contact`, arguments: { id: 'c1' } },
+        ],
+      };
     }
     return { content: JSON.stringify(toolMsgs(req).map((m: any) => m.content)) };
   }
@@ -43,7 +48,11 @@ let stack: Stack;
 let longCrm: CrmMcpServer;
 beforeAll(async () => {
   longCrm = await startCrmMcpServer();
-  stack = await startStack({ handler, env: { API_KEYS: `${KEY_A},${KEY_B}` }, mcpServers: { [LONG_SERVER]: { url: longCrm.url } } });
+  stack = await startStack({
+    handler,
+    env: { API_KEYS: `${KEY_A},${KEY_B}` },
+    mcpServers: { [LONG_SERVER]: { url: longCrm.url } },
+  });
   // The hostile glob only bites once the long names are in the catalog the offer is built from.
   await waitFor(
     async () => {
@@ -62,7 +71,9 @@ describe('a hostile tools glob', () => {
   // Deliberately below the old matcher's stall (≈ 20 s per step, three stalls for run A): with
   // it, the event loop these in-process services share is held past this timeout and the test
   // fails. Without it, both runs take well under a second.
-  it('stalls nothing: another key\'s run finishes while it is processed, and its own run completes', { timeout: 15_000 }, async () => {
+  it("stalls nothing: another key's run finishes while it is processed, and its own run completes", {
+    timeout: 15_000,
+  }, async () => {
     const a = await stack.createRun({ input: 'A: hostile glob', tools: ['crm__*', HOSTILE_GLOB] }, KEY_A);
     const b = await stack.createRun({ input: 'B: plain run' }, KEY_B);
 

@@ -8,11 +8,19 @@ import { startStack, type Stack } from './fixtures/services.js';
 // it). Decided outcome: such a stream is malformed, a provider fault retried like a dropped
 // connection; the run goes on with the retry's answer and nothing of the bad stream. And a
 // provider's error message, which some echo the request into, is only read and kept in part.
-const chunk = (delta: object, finish: string | null = null) => ({ id: 'c', object: 'chat.completion.chunk', created: 0, model: 'm', choices: [{ index: 0, delta, finish_reason: finish }] });
+const chunk = (delta: object, finish: string | null = null) => ({
+  id: 'c',
+  object: 'chat.completion.chunk',
+  created: 0,
+  model: 'm',
+  choices: [{ index: 0, delta, finish_reason: finish }],
+});
 const badStream = (index: unknown): Reply => ({
   rawChunks: [
     chunk({ role: 'assistant', content: null }),
-    chunk({ tool_calls: [{ index, id: 'call_evil', type: 'function', function: { name: 'crm__count_calls', arguments: '' } }] }),
+    chunk({
+      tool_calls: [{ index, id: 'call_evil', type: 'function', function: { name: 'crm__count_calls', arguments: '' } }],
+    }),
     chunk({ tool_calls: [{ index, function: { arguments: '{}' } }] }),
     chunk({}, 'tool_calls'),
   ],
@@ -55,30 +63,46 @@ describe("a provider's tool-call index", () => {
   it.each([
     ['"__proto__"', '__proto__'],
     ['a huge one', 100_000_000],
-  ])('(%s) pollutes nothing: the step is retried as a provider fault and the run completes with the retry', async (label, index) => {
-    const u = `bad index ${label}`;
-    indexOf.set(u, index);
-    const run = await stack.waitForRun((await stack.createRun({ input: u, max_depth: 1 })).id);
-    expect(polluted()).toEqual([]);
-    expect(run).toMatchObject({ status: 'completed', depth: 0, output: { content: `answered: ${u}` } });
-    expect(callsOf(stack, u)).toHaveLength(2);
-    expect(run.usage.model_calls).toBe(1);
-    const messages = (await stack.getJson(`/v1/runs/${run.id}/messages`)).data;
-    expect(messages).toEqual([
-      { role: 'user', content: u },
-      { role: 'assistant', content: `answered: ${u}` },
-    ]);
-    expect(stack.crm.calls).toEqual([]);
-  });
+  ])(
+    '(%s) pollutes nothing: the step is retried as a provider fault and the run completes with the retry',
+    async (label, index) => {
+      const u = `bad index ${label}`;
+      indexOf.set(u, index);
+      const run = await stack.waitForRun((await stack.createRun({ input: u, max_depth: 1 })).id);
+      expect(polluted()).toEqual([]);
+      expect(run).toMatchObject({ status: 'completed', depth: 0, output: { content: `answered: ${u}` } });
+      expect(callsOf(stack, u)).toHaveLength(2);
+      expect(run.usage.model_calls).toBe(1);
+      const messages = (await stack.getJson(`/v1/runs/${run.id}/messages`)).data;
+      expect(messages).toEqual([
+        { role: 'user', content: u },
+        { role: 'assistant', content: `answered: ${u}` },
+      ]);
+      expect(stack.crm.calls).toEqual([]);
+    },
+  );
 
   // Deliberately far below what the old classifier took over this message: with it, the event
   // loop these in-process services share is held past this timeout and the test fails.
-  it("with a 1 MB error message stalls nothing, and the run's error keeps only its head", { timeout: 15_000 }, async () => {
+  it("with a 1 MB error message stalls nothing, and the run's error keeps only its head", {
+    timeout: 15_000,
+  }, async () => {
     const a = await stack.createRun({ input: 'huge error' });
     const b = await stack.createRun({ input: 'beside the huge error' });
-    const [aRun, bRun] = await Promise.all([stack.waitForRun(a.id, { timeoutMs: 15_000 }), stack.waitForRun(b.id, { timeoutMs: 15_000 })]);
+    const [aRun, bRun] = await Promise.all([
+      stack.waitForRun(a.id, { timeoutMs: 15_000 }),
+      stack.waitForRun(b.id, { timeoutMs: 15_000 }),
+    ]);
     expect(bRun).toMatchObject({ status: 'completed', output: { content: 'B done' } });
-    expect(aRun).toMatchObject({ status: 'failed', error: { code: 'model_bad_request', message: expect.stringMatching(/^the model endpoint rejected the request \(400\): 400 maximum maximum .*… \(\d+ characters\)$/) } });
+    expect(aRun).toMatchObject({
+      status: 'failed',
+      error: {
+        code: 'model_bad_request',
+        message: expect.stringMatching(
+          /^the model endpoint rejected the request \(400\): 400 maximum maximum .*… \(\d+ characters\)$/,
+        ),
+      },
+    });
     expect(aRun.error!.message.length).toBeLessThan(2_200);
   });
 });

@@ -53,17 +53,27 @@ afterAll(async () => stack?.close());
 describe('context_search with a hostile pattern', () => {
   // Deliberately far below the old engine's stall: with it the shared event loop is held past
   // this timeout (the test process runs these services) and the test fails. Now: about a second.
-  it("stalls nothing: another key's tool call on the same tool-worker completes beside it, and the search finishes", { timeout: 15_000 }, async () => {
-    const a = await stack.createRun({ input: 'A: catastrophic search', context: [{ name: 'big.txt', text: bigText }] }, KEY_A);
+  it("stalls nothing: another key's tool call on the same tool-worker completes beside it, and the search finishes", {
+    timeout: 15_000,
+  }, async () => {
+    const a = await stack.createRun(
+      { input: 'A: catastrophic search', context: [{ name: 'big.txt', text: bigText }] },
+      KEY_A,
+    );
     const b = await stack.createRun({ input: 'B: a tool call beside it' }, KEY_B);
-    const [aRun, bRun] = await Promise.all([stack.waitForRun(a.id, { key: KEY_A, timeoutMs: 15_000 }), stack.waitForRun(b.id, { key: KEY_B, timeoutMs: 15_000 })]);
+    const [aRun, bRun] = await Promise.all([
+      stack.waitForRun(a.id, { key: KEY_A, timeoutMs: 15_000 }),
+      stack.waitForRun(b.id, { key: KEY_B, timeoutMs: 15_000 }),
+    ]);
 
     expect(bRun.status).toBe('completed');
     expect(bRun.output?.content).toMatch(/^B done: .*Bob Smith/);
     expect(aRun.status).toBe('completed');
     const [search] = JSON.parse(aRun.output!.content as string);
     // The only match is the `aab` at the very end; the 31 `a`s are no match, found in linear time.
-    expect(JSON.parse(search)).toEqual({ hits: [{ name: 'big.txt', offset: bigText.length - 3, text: bigText.slice(-83) }] });
+    expect(JSON.parse(search)).toEqual({
+      hits: [{ name: 'big.txt', offset: bigText.length - 3, text: bigText.slice(-83) }],
+    });
   });
 
   it('gives character offsets into non-ASCII documents, and names what RE2 cannot run', async () => {
@@ -71,7 +81,9 @@ describe('context_search with a hostile pattern', () => {
       { name: 'accents.md', text: 'héllo wörld, wœrld; naïve world' },
       { name: 'astral.md', text: '😀 world 𝕏 wörld 世界 😀😀 world' },
     ];
-    const run = await stack.waitForRun((await stack.createRun({ input: 'C: offsets', context: docs }, KEY_A)).id, { key: KEY_A });
+    const run = await stack.waitForRun((await stack.createRun({ input: 'C: offsets', context: docs }, KEY_A)).id, {
+      key: KEY_A,
+    });
     expect(run.status).toBe('completed');
     const [dotted, escaped, backref] = JSON.parse(run.output!.content as string);
     const offsets = (text: string) => JSON.parse(text).hits.map((h: any) => [h.name, h.offset]);

@@ -34,11 +34,22 @@ afterAll(async () => stack?.close());
 describe('a response_format schema with a catastrophic pattern', () => {
   // Deliberately far below the old engine's stall: with it the event loop these in-process
   // services share is held past this timeout and the test fails.
-  it("stalls nothing: another key's run completes beside it, and the answer is checked", { timeout: 15_000 }, async () => {
-    const a = await stack.createRun({ input: 'A', response_format: { type: 'json_schema', json_schema: { name: 'pick', schema } } }, KEY_A);
+  it("stalls nothing: another key's run completes beside it, and the answer is checked", {
+    timeout: 15_000,
+  }, async () => {
+    const a = await stack.createRun(
+      { input: 'A', response_format: { type: 'json_schema', json_schema: { name: 'pick', schema } } },
+      KEY_A,
+    );
     const b = await stack.createRun({ input: 'B' }, KEY_B);
-    const [aRun, bRun] = await Promise.all([stack.waitForRun(a.id, { key: KEY_A, timeoutMs: 15_000 }), stack.waitForRun(b.id, { key: KEY_B, timeoutMs: 15_000 })]);
+    const [aRun, bRun] = await Promise.all([
+      stack.waitForRun(a.id, { key: KEY_A, timeoutMs: 15_000 }),
+      stack.waitForRun(b.id, { key: KEY_B, timeoutMs: 15_000 }),
+    ]);
     expect(bRun).toMatchObject({ status: 'completed', output: { content: 'B done' } });
-    expect(aRun).toMatchObject({ status: 'failed', error: { code: 'invalid_structured_output', message: expect.stringContaining('must match pattern "^(a+)+$"') } });
+    expect(aRun).toMatchObject({
+      status: 'failed',
+      error: { code: 'invalid_structured_output', message: expect.stringContaining('must match pattern "^(a+)+$"') },
+    });
   });
 });

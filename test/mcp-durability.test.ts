@@ -47,7 +47,9 @@ const handler: Handler = (req) => {
 
 /** Starts the fixture over Streamable HTTP as its own process; resolves with its URL. */
 async function startHttpFixture(effects: string, json: boolean): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, [FIXTURE, json ? '--http-json' : '--http', effects], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [FIXTURE, json ? '--http-json' : '--http', effects], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const url = await new Promise<string>((resolve, reject) => {
     let out = '';
     child.stdout!.setEncoding('utf8').on('data', (d: string) => {
@@ -113,15 +115,23 @@ describe('a server that dies after doing the work (finding 6)', () => {
     ['stdio', 'eff', 'stdio dies'],
     ['Streamable HTTP, SSE answers', 'sse', 'sse dies'],
     ['Streamable HTTP, JSON answers', 'json', 'json dies'],
-  ])('over %s: a non-idempotent call runs once and ends unknown_outcome', async (_transport, server, input) => {
-    const { run, calls } = await runOf(input);
-    const key = firstRound[input][0].arguments.key;
-    expect(count(server, `write_then_die ${key}`), JSON.stringify(calls)).toBe(1);
-    expect(calls[0], JSON.stringify(calls[0])).toMatchObject({ outcome: 'unknown_outcome', is_error: true, attempts: 1 });
-    expect(calls[0].output).toMatch(new RegExp(`^Error executing ${server}__write_then_die: the outcome is unknown`));
-    // The model was told, in those words.
-    expect(run).toMatchObject({ status: 'completed', output: { content: calls[0].output } });
-  }, 60_000);
+  ])(
+    'over %s: a non-idempotent call runs once and ends unknown_outcome',
+    async (_transport, server, input) => {
+      const { run, calls } = await runOf(input);
+      const key = firstRound[input][0].arguments.key;
+      expect(count(server, `write_then_die ${key}`), JSON.stringify(calls)).toBe(1);
+      expect(calls[0], JSON.stringify(calls[0])).toMatchObject({
+        outcome: 'unknown_outcome',
+        is_error: true,
+        attempts: 1,
+      });
+      expect(calls[0].output).toMatch(new RegExp(`^Error executing ${server}__write_then_die: the outcome is unknown`));
+      // The model was told, in those words.
+      expect(run).toMatchObject({ status: 'completed', output: { content: calls[0].output } });
+    },
+    60_000,
+  );
 
   it('an idempotent call is sent again to the restarted server and answers', async () => {
     const { run, calls } = await runOf('stdio idempotent dies');
@@ -136,7 +146,10 @@ describe('a round whose calls share one job, one call of it retried', () => {
     const { id } = await stack.createRun({ input: 'late server beside a sleep' });
     const round = { runId: id, depth: 0, calls: [] as never };
     // The round's job failed its first attempt (the late server refused the call) and waits to retry.
-    await waitFor(async () => (await stack.jobState('toolRound', round)) === 'delayed', { what: "the round's job to wait for its retry", timeoutMs: 20_000 });
+    await waitFor(async () => (await stack.jobState('toolRound', round)) === 'delayed', {
+      what: "the round's job to wait for its retry",
+      timeoutMs: 20_000,
+    });
     expect(slowCrm.calls.filter((c) => c.args.label === 'beside')).toHaveLength(1);
     lateCrm = await startCrmMcpServer({ port: latePort });
     const run = await stack.waitForRun(id, { timeoutMs: 50_000 });
@@ -157,13 +170,22 @@ describe('a stdio server that answers one call with more than a message may hold
   it('that call fails alone; the call beside it completes once; the server is never restarted', async () => {
     const { id } = await stack.createRun({ input: 'big beside another' });
     // The other call holds its answer until the big one has its result, so it is in flight the whole time.
-    await waitFor(async () => (await stack.getJson(`/v1/runs/${id}/steps`)).data[0]?.tool_calls?.[1]?.output, { what: 'the big call to end', timeoutMs: 30_000 });
+    await waitFor(async () => (await stack.getJson(`/v1/runs/${id}/steps`)).data[0]?.tool_calls?.[1]?.output, {
+      what: 'the big call to end',
+      timeoutMs: 30_000,
+    });
     await writeFile(`${effectsOf('big')}.release`, '');
     const run = await stack.waitForRun(id, { timeoutMs: 50_000 });
     const calls = (await stack.getJson(`/v1/runs/${id}/steps`)).data[0].tool_calls;
 
-    expect(calls[1], JSON.stringify(calls[1]).slice(0, 500)).toMatchObject({ outcome: 'server_error', is_error: true, attempts: 1 });
-    expect(calls[1].output).toMatch(/^Error executing big__big_output: the server's answer was over the 10485760-byte limit on one MCP message \(\d+ bytes\)/);
+    expect(calls[1], JSON.stringify(calls[1]).slice(0, 500)).toMatchObject({
+      outcome: 'server_error',
+      is_error: true,
+      attempts: 1,
+    });
+    expect(calls[1].output).toMatch(
+      /^Error executing big__big_output: the server's answer was over the 10485760-byte limit on one MCP message \(\d+ bytes\)/,
+    );
     expect(count('big', `big_output ${BIG}`)).toBe(1);
     expect(calls[0]).toMatchObject({ outcome: 'ok', output: 'wrote other', attempts: 1 });
     expect(count('big', 'slow_write other')).toBe(1);

@@ -37,7 +37,12 @@ async function freePort(): Promise<number> {
 
 function registryFor(servers: Record<string, unknown>, extra: { restartBackoffMs?: number } = {}) {
   const { logger, lines } = captureLogger();
-  const registry = new McpRegistry({ config: parseMcpConfig({ mcpServers: servers }, 'test'), logger, connectTimeoutMs: 5_000, ...extra });
+  const registry = new McpRegistry({
+    config: parseMcpConfig({ mcpServers: servers }, 'test'),
+    logger,
+    connectTimeoutMs: 5_000,
+    ...extra,
+  });
   return { registry, lines };
 }
 
@@ -61,7 +66,9 @@ describe('McpRegistry over Streamable HTTP (crm fixture)', () => {
   it('lists tools as <server>__<tool> with schemas and annotations', () => {
     const tools = registry.tools();
     expect(tools.map((t) => t.name).sort()).toEqual(
-      ['count_calls', 'fail', 'get_contact', 'non_idempotent_write', 'search_contacts', 'sleep', 'update_contact'].map((t) => `crm__${t}`),
+      ['count_calls', 'fail', 'get_contact', 'non_idempotent_write', 'search_contacts', 'sleep', 'update_contact'].map(
+        (t) => `crm__${t}`,
+      ),
     );
     const update = tools.find((t) => t.name === 'crm__update_contact');
     expect(update).toMatchObject({
@@ -73,7 +80,9 @@ describe('McpRegistry over Streamable HTTP (crm fixture)', () => {
     });
     expect(tools.find((t) => t.name === 'crm__non_idempotent_write')?.annotations).toBeUndefined();
     expect(changes).toHaveLength(1);
-    expect(registry.status()).toEqual([{ name: 'crm', transport: 'http', connected: true, pid: undefined, tools: 7, failures: 0 }]);
+    expect(registry.status()).toEqual([
+      { name: 'crm', transport: 'http', connected: true, pid: undefined, tools: 7, failures: 0 },
+    ]);
   });
 
   it('returns a successful result as text', async () => {
@@ -83,7 +92,10 @@ describe('McpRegistry over Streamable HTTP (crm fixture)', () => {
   });
 
   it('accepts arguments as a JSON string, and an empty string as {}', async () => {
-    await expect(registry.call('crm__get_contact', '{"id":"c2"}', CALL)).resolves.toMatchObject({ kind: 'ok', text: expect.stringContaining('Alice Jones') });
+    await expect(registry.call('crm__get_contact', '{"id":"c2"}', CALL)).resolves.toMatchObject({
+      kind: 'ok',
+      text: expect.stringContaining('Alice Jones'),
+    });
     const out = await registry.call('crm__count_calls', '', CALL);
     expect(out).toEqual({ kind: 'ok', text: String(crm.calls.length) });
   });
@@ -91,15 +103,22 @@ describe('McpRegistry over Streamable HTTP (crm fixture)', () => {
   it('makes an unknown tool an error the model sees, listing the tools', async () => {
     const out = await registry.call('crm__nope', {}, CALL);
     expect(out.kind).toBe('refused');
-    expect(modelText('crm__nope', out)).toMatch(/^Error executing crm__nope: unknown tool; available tools: crm__\w+(, crm__\w+){6}$/);
-    await expect(registry.call('other__x', {}, CALL)).resolves.toMatchObject({ kind: 'refused', text: expect.stringContaining('unknown tool') });
+    expect(modelText('crm__nope', out)).toMatch(
+      /^Error executing crm__nope: unknown tool; available tools: crm__\w+(, crm__\w+){6}$/,
+    );
+    await expect(registry.call('other__x', {}, CALL)).resolves.toMatchObject({
+      kind: 'refused',
+      text: expect.stringContaining('unknown tool'),
+    });
   });
 
   it('makes bad JSON arguments an error without calling the server', async () => {
     const before = crm.calls.length;
     const bad = await registry.call('crm__get_contact', '{"id":', CALL);
     expect(bad.kind).toBe('invalid_arguments');
-    expect(modelText('crm__get_contact', bad)).toMatch(/^Error executing crm__get_contact: arguments are not valid JSON: /);
+    expect(modelText('crm__get_contact', bad)).toMatch(
+      /^Error executing crm__get_contact: arguments are not valid JSON: /,
+    );
     await expect(registry.call('crm__get_contact', '[1,2]', CALL)).resolves.toEqual({
       kind: 'invalid_arguments',
       text: 'arguments must be a JSON object, got an array',
@@ -117,9 +136,15 @@ describe('McpRegistry over Streamable HTTP (crm fixture)', () => {
     expect(crm.calls.length).toBe(before);
   });
 
-  it('passes a tool error result through as a tool_error in the tool\'s own words', async () => {
-    await expect(registry.call('crm__fail', { message: 'boom' }, CALL)).resolves.toEqual({ kind: 'tool_error', text: 'boom' });
-    await expect(registry.call('crm__get_contact', { id: 'c9' }, CALL)).resolves.toEqual({ kind: 'tool_error', text: 'no contact c9' });
+  it("passes a tool error result through as a tool_error in the tool's own words", async () => {
+    await expect(registry.call('crm__fail', { message: 'boom' }, CALL)).resolves.toEqual({
+      kind: 'tool_error',
+      text: 'boom',
+    });
+    await expect(registry.call('crm__get_contact', { id: 'c9' }, CALL)).resolves.toEqual({
+      kind: 'tool_error',
+      text: 'no contact c9',
+    });
   });
 
   it('times a slow tool out, and the server sees the cancellation', async () => {
@@ -134,9 +159,13 @@ describe('McpRegistry over Streamable HTTP (crm fixture)', () => {
     const controller = new AbortController();
     const reason = new Error('run cancelled');
     setTimeout(() => controller.abort(reason), 100);
-    await expect(registry.call('crm__sleep', { ms: 2000, label: 'a1' }, { timeoutMs: 5000, signal: controller.signal })).rejects.toBe(reason);
+    await expect(
+      registry.call('crm__sleep', { ms: 2000, label: 'a1' }, { timeoutMs: 5000, signal: controller.signal }),
+    ).rejects.toBe(reason);
     await expect.poll(() => crm.aborted).toContain('a1');
-    await expect(registry.call('crm__count_calls', {}, { timeoutMs: 1000, signal: controller.signal })).rejects.toBe(reason);
+    await expect(registry.call('crm__count_calls', {}, { timeoutMs: 1000, signal: controller.signal })).rejects.toBe(
+      reason,
+    );
   });
 
   it('shares one connection among concurrent calls', async () => {
@@ -162,11 +191,17 @@ describe('McpRegistry when an HTTP server is unreachable', () => {
 
   it('start() does not throw, and a call throws RetryableError', async () => {
     const port = await freePort();
-    const { registry, lines } = registryFor({ dead: { url: `http://127.0.0.1:${port}/mcp` } }, { restartBackoffMs: 10_000 });
+    const { registry, lines } = registryFor(
+      { dead: { url: `http://127.0.0.1:${port}/mcp` } },
+      { restartBackoffMs: 10_000 },
+    );
     cleanup.push(() => registry.close());
     await expect(registry.start()).resolves.toBeUndefined();
     expect(registry.tools()).toEqual([]);
-    expect(lines.find((l) => l.msg === 'MCP server failed to connect')).toMatchObject({ mcp_server: 'dead', err: expect.stringContaining('ECONNREFUSED') });
+    expect(lines.find((l) => l.msg === 'MCP server failed to connect')).toMatchObject({
+      mcp_server: 'dead',
+      err: expect.stringContaining('ECONNREFUSED'),
+    });
     const err = await registry.call('dead__anything', {}, CALL).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RetryableError);
     expect(err).toMatchObject({ code: 'tool_server_unavailable', retryable: true });
@@ -191,7 +226,9 @@ describe('McpRegistry when an HTTP server is unreachable', () => {
     await expect(registry.call('crm__count_calls', {}, CALL)).resolves.toMatchObject({ kind: 'ok' });
     await crm.close();
     // A read-only call may be sent again, so it waits for the server (the job retries it).
-    await expect(registry.call('crm__get_contact', { id: 'c1' }, CALL)).rejects.toMatchObject({ code: 'tool_server_unavailable' });
+    await expect(registry.call('crm__get_contact', { id: 'c1' }, CALL)).rejects.toMatchObject({
+      code: 'tool_server_unavailable',
+    });
     // A restarted server has forgotten our session: the registry opens a new one.
     crm = await startCrmMcpServer({ port });
     cleanup.push(() => crm.close());
@@ -212,9 +249,12 @@ describe('McpRegistry when an HTTP server is unreachable', () => {
     // request may have delivered it, so the call ends unknown_outcome and is not sent again.
     const out = await registry.call('crm__non_idempotent_write', { key: 'k1' }, CALL).catch((e: unknown) => e);
     if (out instanceof RetryableError) expect(crm.calls).toEqual([]);
-    else if ((out as ToolOutcome).kind === 'unknown_outcome') expect((out as ToolOutcome).text).toMatch(/^the outcome is unknown: /);
+    else if ((out as ToolOutcome).kind === 'unknown_outcome')
+      expect((out as ToolOutcome).text).toMatch(/^the outcome is unknown: /);
     else expect(out).toEqual({ kind: 'ok', text: '["k1"]' });
-    await expect(registry.call('crm__non_idempotent_write', { key: 'k2' }, CALL)).resolves.toMatchObject({ kind: 'ok' });
+    await expect(registry.call('crm__non_idempotent_write', { key: 'k2' }, CALL)).resolves.toMatchObject({
+      kind: 'ok',
+    });
     expect(crm.calls.filter((c) => c.args.key === 'k1').length).toBeLessThanOrEqual(1);
   });
 
@@ -242,7 +282,13 @@ describe('McpRegistry over stdio (server-memory)', () => {
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'agentq-mcp-memory-'));
     ({ registry, lines } = registryFor(
-      { memory: { command: process.execPath, args: [MEMORY_SERVER], env: { MEMORY_FILE_PATH: join(dir, 'memory.jsonl') } } },
+      {
+        memory: {
+          command: process.execPath,
+          args: [MEMORY_SERVER],
+          env: { MEMORY_FILE_PATH: join(dir, 'memory.jsonl') },
+        },
+      },
       { restartBackoffMs: 50 },
     ));
     await registry.start();
@@ -254,7 +300,9 @@ describe('McpRegistry over stdio (server-memory)', () => {
 
   it('lists the memory tools', () => {
     const names = registry.tools().map((t) => t.name);
-    expect(names).toEqual(expect.arrayContaining(['memory__create_entities', 'memory__read_graph', 'memory__search_nodes']));
+    expect(names).toEqual(
+      expect.arrayContaining(['memory__create_entities', 'memory__read_graph', 'memory__search_nodes']),
+    );
     expect(registry.tools().every((t) => t.server === 'memory' && t.name === `memory__${t.tool}`)).toBe(true);
   });
 
@@ -266,7 +314,9 @@ describe('McpRegistry over stdio (server-memory)', () => {
     );
     expect(created.kind).toBe('ok');
     const graph = await registry.call('memory__read_graph', {}, CALL);
-    expect(JSON.parse(graph.text)).toMatchObject({ entities: [{ name: 'Bob', entityType: 'person', observations: ['works at Acme'] }] });
+    expect(JSON.parse(graph.text)).toMatchObject({
+      entities: [{ name: 'Bob', entityType: 'person', observations: ['works at Acme'] }],
+    });
     const found = await registry.call('memory__search_nodes', { query: 'Acme' }, CALL);
     expect(found.text).toContain('Bob');
   });
@@ -280,7 +330,9 @@ describe('McpRegistry over stdio (server-memory)', () => {
   });
 
   it("logs the server's stderr at debug level", () => {
-    expect(lines).toContainEqual(expect.objectContaining({ level: 20, mcp_server: 'memory', stderr: expect.stringContaining('running on stdio') }));
+    expect(lines).toContainEqual(
+      expect.objectContaining({ level: 20, mcp_server: 'memory', stderr: expect.stringContaining('running on stdio') }),
+    );
   });
 
   it('restarts a killed server, and the next call succeeds', async () => {
@@ -288,7 +340,9 @@ describe('McpRegistry over stdio (server-memory)', () => {
     expect(pid).toBeTypeOf('number');
     process.kill(pid as number, 'SIGKILL');
     // Restarted in the background, before any call asks for it.
-    await expect.poll(() => registry.status()[0].connected && registry.status()[0].pid !== pid, { timeout: 5_000 }).toBe(true);
+    await expect
+      .poll(() => registry.status()[0].connected && registry.status()[0].pid !== pid, { timeout: 5_000 })
+      .toBe(true);
     const graph = await registry.call('memory__read_graph', {}, CALL);
     expect(graph.text).toContain('Bob');
   });
@@ -299,12 +353,19 @@ describe('McpRegistry over stdio (server-memory)', () => {
     const first = await registry.call('memory__read_graph', {}, CALL).catch((e: unknown) => e);
     if (first instanceof Error) expect(first).toMatchObject({ code: 'tool_server_unavailable' });
     else expect(first).toMatchObject({ kind: 'ok' });
-    await expect(registry.call('memory__read_graph', {}, CALL)).resolves.toMatchObject({ kind: 'ok', text: expect.stringContaining('Bob') });
+    await expect(registry.call('memory__read_graph', {}, CALL)).resolves.toMatchObject({
+      kind: 'ok',
+      text: expect.stringContaining('Bob'),
+    });
   });
 
   it('caps stderr lines and reports the last ones when a server dies at start', async () => {
-    const script = "process.stderr.write('x'.repeat(10000) + '\\n'); for (let i = 0; i < 200; i++) process.stderr.write('line ' + i + '\\n'); process.stderr.write('fatal: bad config\\n', () => process.exit(1));";
-    const { registry: own, lines: logs } = registryFor({ broken: { command: process.execPath, args: ['-e', script] } }, { restartBackoffMs: 60_000 });
+    const script =
+      "process.stderr.write('x'.repeat(10000) + '\\n'); for (let i = 0; i < 200; i++) process.stderr.write('line ' + i + '\\n'); process.stderr.write('fatal: bad config\\n', () => process.exit(1));";
+    const { registry: own, lines: logs } = registryFor(
+      { broken: { command: process.execPath, args: ['-e', script] } },
+      { restartBackoffMs: 60_000 },
+    );
     await own.start();
     await own.close();
     const stderr = logs.filter((l) => l.msg === 'MCP server stderr').map((l) => String(l.stderr));
@@ -317,7 +378,9 @@ describe('McpRegistry over stdio (server-memory)', () => {
   });
 
   it('close() stops the child process', async () => {
-    const { registry: own } = registryFor({ m: { command: process.execPath, args: [MEMORY_SERVER], env: { MEMORY_FILE_PATH: join(dir, 'm2.jsonl') } } });
+    const { registry: own } = registryFor({
+      m: { command: process.execPath, args: [MEMORY_SERVER], env: { MEMORY_FILE_PATH: join(dir, 'm2.jsonl') } },
+    });
     await own.start();
     const pid = own.status()[0].pid as number;
     expect(() => process.kill(pid, 0)).not.toThrow();

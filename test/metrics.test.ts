@@ -15,7 +15,8 @@ const handler: Handler = (req) => {
     if (round === 0) return { tool_calls: [{ name: 'crm__search_contacts', arguments: { query: 'Bob' } }] };
     const last = toolMessages(req).at(-1)!.content as string;
     if (round === 1) return { tool_calls: [{ name: 'crm__get_contact', arguments: { id: JSON.parse(last)[0].id } }] };
-    if (round === 2) return { tool_calls: [{ name: 'crm__update_contact', arguments: { id: JSON.parse(last).id, company: 'EPAM' } }] };
+    if (round === 2)
+      return { tool_calls: [{ name: 'crm__update_contact', arguments: { id: JSON.parse(last).id, company: 'EPAM' } }] };
     return { content: 'Done.' };
   }
   if (round === 0) {
@@ -48,7 +49,10 @@ beforeAll(async () => {
     handler,
     env: { METRICS_PORT: '0', TOOL_TIMEOUT_MS: '300', WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_BACKOFF_BASE_MS: '50' },
   });
-  for (const body of [{ input: 'Find Bob and update his company to EPAM' }, { input: 'Break things', webhook: { url: hookUrl, secret: 'hook-secret' } }]) {
+  for (const body of [
+    { input: 'Find Bob and update his company to EPAM' },
+    { input: 'Break things', webhook: { url: hookUrl, secret: 'hook-secret' } },
+  ]) {
     runs.push(await stack.waitForRun((await stack.createRun(body)).id));
   }
   // The webhook is delivered after its run has ended (a 503 first, then the retry).
@@ -92,7 +96,8 @@ describe('metrics', () => {
     const s = await scrape(`${stack.api.url}/metrics`);
     expect(total(s, 'agentq_runs_created_total', { kind: 'root', service: 'api' })).toBe(2);
     for (const queue of ['agent', 'tool', 'webhook']) {
-      for (const state of QUEUE_STATES) expect(select(s, 'agentq_queue_jobs', { queue, state }), `${queue}/${state}`).toHaveLength(1);
+      for (const state of QUEUE_STATES)
+        expect(select(s, 'agentq_queue_jobs', { queue, state }), `${queue}/${state}`).toHaveLength(1);
     }
     expect(total(s, 'agentq_queue_jobs', { queue: 'agent', state: 'active' })).toBe(0);
     expect(select(s, 'agentq_process_cpu_seconds_total')).toHaveLength(1);
@@ -105,13 +110,28 @@ describe('metrics', () => {
     await eventually(async () => {
       const s = await scrape(url);
       expect(total(s, 'agentq_runs_started_total')).toBe(2);
-      expect(select(s, 'agentq_runs_finished_total', { status: 'completed', stop_reason: 'stop', kind: 'root', service: 'agent-worker' })[0]?.value).toBe(2);
+      expect(
+        select(s, 'agentq_runs_finished_total', {
+          status: 'completed',
+          stop_reason: 'stop',
+          kind: 'root',
+          service: 'agent-worker',
+        })[0]?.value,
+      ).toBe(2);
       expect(select(s, 'agentq_run_duration_seconds_count', { status: 'completed', kind: 'root' })[0]?.value).toBe(2);
       const modelCalls = runs.reduce((a, r) => a + r.usage.model_calls, 0);
-      expect(total(s, 'agentq_model_call_duration_seconds_count', { model: 'scripted', outcome: 'ok' })).toBe(modelCalls);
-      expect(total(s, 'agentq_model_call_duration_seconds_bucket', { model: 'scripted', outcome: 'ok', le: '+Inf' })).toBe(modelCalls);
-      expect(total(s, 'agentq_model_tokens_total', { model: 'scripted', type: 'input' })).toBe(runs.reduce((a, r) => a + r.usage.prompt_tokens, 0));
-      expect(total(s, 'agentq_model_tokens_total', { model: 'scripted', type: 'output' })).toBe(runs.reduce((a, r) => a + r.usage.completion_tokens, 0));
+      expect(total(s, 'agentq_model_call_duration_seconds_count', { model: 'scripted', outcome: 'ok' })).toBe(
+        modelCalls,
+      );
+      expect(
+        total(s, 'agentq_model_call_duration_seconds_bucket', { model: 'scripted', outcome: 'ok', le: '+Inf' }),
+      ).toBe(modelCalls);
+      expect(total(s, 'agentq_model_tokens_total', { model: 'scripted', type: 'input' })).toBe(
+        runs.reduce((a, r) => a + r.usage.prompt_tokens, 0),
+      );
+      expect(total(s, 'agentq_model_tokens_total', { model: 'scripted', type: 'output' })).toBe(
+        runs.reduce((a, r) => a + r.usage.completion_tokens, 0),
+      );
       expect(total(s, 'agentq_job_attempts_total', { queue: 'agent', outcome: 'completed' })).toBe(modelCalls);
     });
     const health = await fetch(`${stack.agent.metricsUrl}/healthz`);

@@ -32,21 +32,31 @@ describe('a model stream that goes silent', () => {
     expect(calls.get(u)).toBe(2);
     // The abandoned attempt left nothing in the transcript.
     const messages = (await stack.getJson(`/v1/runs/${run.id}/messages`)).data;
-    expect(messages.filter((m: any) => m.role === 'assistant')).toEqual([{ role: 'assistant', content: 'the whole answer' }]);
+    expect(messages.filter((m: any) => m.role === 'assistant')).toEqual([
+      { role: 'assistant', content: 'the whole answer' },
+    ]);
   });
 
   it("is cut at the run's deadline, which ends the run on its timeout: never as an empty or partial answer", async () => {
     const u = 'stall to the deadline';
     scripts.set(u, () => stalls);
     // A silence longer than the run's deadline: the deadline, not the idle bound, ends it.
-    const run = await stack.waitForRun((await stack.createRun({ input: u, timeout_ms: 200, on_budget_exhausted: 'stop' })).id);
+    const run = await stack.waitForRun(
+      (await stack.createRun({ input: u, timeout_ms: 200, on_budget_exhausted: 'stop' })).id,
+    );
     expect(run).toMatchObject({ status: 'incomplete', stop_reason: 'timeout', output: null });
   });
 
   it('under final_answer gets one last call with tools disabled at the deadline, whose answer completes the run', async () => {
     const u = 'stall, then answer at the deadline';
-    scripts.set(u, (_n, req) => (req.tool_choice === 'none' || !req.tools ? { content: 'short answer in time' } : stalls));
+    scripts.set(u, (_n, req) =>
+      req.tool_choice === 'none' || !req.tools ? { content: 'short answer in time' } : stalls,
+    );
     const run = await stack.waitForRun((await stack.createRun({ input: u, timeout_ms: 200, tools: ['crm__*'] })).id);
-    expect(run).toMatchObject({ status: 'completed', stop_reason: 'timeout', output: { content: 'short answer in time' } });
+    expect(run).toMatchObject({
+      status: 'completed',
+      stop_reason: 'timeout',
+      output: { content: 'short answer in time' },
+    });
   });
 });

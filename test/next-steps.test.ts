@@ -2,7 +2,16 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { Job, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { createJobWorker, createLogger, JobQueues, newId, QUEUES, RunStore, type RunSpec, type ToolRoundJob } from '@agentq/shared';
+import {
+  createJobWorker,
+  createLogger,
+  JobQueues,
+  newId,
+  QUEUES,
+  RunStore,
+  type RunSpec,
+  type ToolRoundJob,
+} from '@agentq/shared';
 import { NextSteps } from '@agentq/tool-worker';
 import { waitFor } from './fixtures/wait.js';
 
@@ -21,7 +30,14 @@ afterAll(async () => {
   redis.disconnect();
 });
 
-const spec: RunSpec = { model: 'm', max_depth: 5, on_budget_exhausted: 'final_answer', metadata: {}, ancestors: [], nesting: 0 };
+const spec: RunSpec = {
+  model: 'm',
+  max_depth: 5,
+  on_budget_exhausted: 'final_answer',
+  metadata: {},
+  ancestors: [],
+  nesting: 0,
+};
 async function newRun(): Promise<string> {
   const id = newId('run');
   await store.runs.create({ id, owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
@@ -61,10 +77,16 @@ describe('a round job that adds the next step', () => {
       order.push(`calls, next step ${await nextStepState(data.runId)}`);
       return 'done';
     });
-    expect(await handler(round(id, { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' }), {})).toBe('done');
+    expect(
+      await handler(round(id, { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' }), {}),
+    ).toBe('done');
     expect(order).toEqual(['calls, next step unknown']);
     const step = await jobs.queue(QUEUES.agent).getJob(`${id}-t3`);
-    expect(step?.data).toEqual({ runId: id, depth: 3, traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' });
+    expect(step?.data).toEqual({
+      runId: id,
+      depth: 3,
+      traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+    });
 
     const inFlow = newId('run');
     await handler(round(inFlow), {});
@@ -85,7 +107,9 @@ describe('a round job that adds the next step', () => {
     nextSteps.watch(worker);
     try {
       await jobs.queue(QUEUES.tool).add('round', round(id, {}), { jobId: roundJobId(id), attempts: 2 });
-      await waitFor(async () => (await nextStepState(id)) === 'waiting', { what: 'the next step after the last attempt failed' });
+      await waitFor(async () => (await nextStepState(id)) === 'waiting', {
+        what: 'the next step after the last attempt failed',
+      });
       expect(await jobs.queue(QUEUES.tool).getJobState(roundJobId(id))).toBe('failed');
       // The first failure was retried and added nothing: the second attempt found no step.
       expect(seenAtAttempt).toEqual(['attempt 1: next step unknown', 'attempt 2: next step unknown']);
@@ -101,7 +125,13 @@ describe('a round job that adds the next step', () => {
     const inFlow = await newRun();
     const ended = await newRun();
     const gone = newId('run');
-    for (const [runId, nextStep] of [[stalled, {}], [inFlow, undefined], [ended, {}], [gone, {}]] as const) await failForGood(round(runId, nextStep));
+    for (const [runId, nextStep] of [
+      [stalled, {}],
+      [inFlow, undefined],
+      [ended, {}],
+      [gone, {}],
+    ] as const)
+      await failForGood(round(runId, nextStep));
     await store.runs.finishMany([ended], { status: 'cancelled', stopReason: 'cancelled' });
 
     // The first try cannot add it (Redis refuses): the next sweep tries again.
@@ -124,10 +154,32 @@ describe('a round job that adds the next step', () => {
     const run = (await store.transcript.loadStep(stalled, 3))!.run;
     // (Its step at depth 2 was committed: tool messages follow the assistant message that asked for them.)
     const now = new Date().toISOString();
-    const tool_calls = [0, 1].map((i) => ({ id: `call_${i}`, type: 'function' as const, function: { name: 'crm__a', arguments: '{}' } }));
+    const tool_calls = [0, 1].map((i) => ({
+      id: `call_${i}`,
+      type: 'function' as const,
+      function: { name: 'crm__a', arguments: '{}' },
+    }));
     const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };
-    await store.transcript.commitStep(run, { depth: 2, status: 'completed', model: 'm', usage, started_at: now, completed_at: now, message: { role: 'assistant', content: null, tool_calls } }, { depth: 2, usage, finish_reason: 'tool_calls', content: null, tool_calls: [] });
-    expect(await store.transcript.appendRound(run, 2, [0, 1].map((i) => ({ role: 'tool' as const, tool_call_id: `call_${i}`, content: 'no result' })))).toBe(true);
+    await store.transcript.commitStep(
+      run,
+      {
+        depth: 2,
+        status: 'completed',
+        model: 'm',
+        usage,
+        started_at: now,
+        completed_at: now,
+        message: { role: 'assistant', content: null, tool_calls },
+      },
+      { depth: 2, usage, finish_reason: 'tool_calls', content: null, tool_calls: [] },
+    );
+    expect(
+      await store.transcript.appendRound(
+        run,
+        2,
+        [0, 1].map((i) => ({ role: 'tool' as const, tool_call_id: `call_${i}`, content: 'no result' })),
+      ),
+    ).toBe(true);
     await jobs.queue(QUEUES.agent).remove(`${stalled}-t3`);
     expect(await nextSteps.sweep()).toBe(0);
     expect(await nextStepState(stalled)).toBe('unknown');
@@ -146,7 +198,7 @@ describe('a round job that adds the next step', () => {
     expect(await sweeper.sweep()).toBe(0);
   });
 
-  it('misses none of a millisecond\'s jobs when one it has read leaves the failed set between two pages', async () => {
+  it("misses none of a millisecond's jobs when one it has read leaves the failed set between two pages", async () => {
     const failedKey = jobs.queue(QUEUES.tool).keys.failed;
     await redis.del(failedKey); // the earlier tests' jobs: these alone make the pages
     const runs = await Promise.all(Array.from({ length: 5 }, newRun));

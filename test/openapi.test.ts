@@ -15,17 +15,41 @@ type Json = Record<string, any>;
 const firstUser = (req: ChatRequest) => (req.messages.find((m: any) => m.role === 'user')?.content as string) ?? '';
 const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
 const scenarios: Array<[string, (req: ChatRequest) => Reply]> = [
-  ['Look up Alice', (req) => (round(req) === 0 ? { tool_calls: [{ name: 'crm__search_contacts', arguments: { query: 'Alice' } }] } : { content: 'Alice Jones works at Globex.' })],
-  ['PARENT', (req) => (round(req) === 0 ? { tool_calls: [{ name: 'agent_query', arguments: { prompt: 'CHILD say hi' } }] } : { content: 'the child said hi' })],
+  [
+    'Look up Alice',
+    (req) =>
+      round(req) === 0
+        ? { tool_calls: [{ name: 'crm__search_contacts', arguments: { query: 'Alice' } }] }
+        : { content: 'Alice Jones works at Globex.' },
+  ],
+  [
+    'PARENT',
+    (req) =>
+      round(req) === 0
+        ? { tool_calls: [{ name: 'agent_query', arguments: { prompt: 'CHILD say hi' } }] }
+        : { content: 'the child said hi' },
+  ],
   ['CHILD', () => ({ content: 'hi' })],
-  ['WAIT for a yes', (req) => (round(req) === 0 ? { tool_calls: [{ name: 'crm__update_contact', arguments: { id: 'c1', company: 'Spec Co' } }] } : { content: 'updated' })],
+  [
+    'WAIT for a yes',
+    (req) =>
+      round(req) === 0
+        ? { tool_calls: [{ name: 'crm__update_contact', arguments: { id: 'c1', company: 'Spec Co' } }] }
+        : { content: 'updated' },
+  ],
 ];
 const handler: Handler = (req) => scenarios.find(([p]) => firstUser(req).startsWith(p))?.[1](req) ?? { content: 'ok' };
 
 const KEY = 'openapi-test-key';
 const SPEC = 'https://agentq.test/openapi.json';
 
-const env = { ADMIN_API_KEYS: KEY, ACTION_LINK_SECRET: 'an-action-link-secret-for-the-openapi-test', WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_SECRET: 'whsec_' + Buffer.from('openapi-secret').toString('base64'), MAX_INPUT_BYTES: '4096' };
+const env = {
+  ADMIN_API_KEYS: KEY,
+  ACTION_LINK_SECRET: 'an-action-link-secret-for-the-openapi-test',
+  WEBHOOK_ALLOW_PRIVATE: 'true',
+  WEBHOOK_SECRET: 'whsec_' + Buffer.from('openapi-secret').toString('base64'),
+  MAX_INPUT_BYTES: '4096',
+};
 
 // The document, the routes and the error responses need only the API: its Hono app, through
 // app.request. Responses about finished runs, sub-runs and tools come from a whole stack below.
@@ -36,7 +60,11 @@ let strictAjv: Ajv2020;
 
 // Formats checked without ajv-formats (zod's date-time schemas carry a pattern as well).
 const newAjv = () =>
-  new Ajv2020({ strict: false, allErrors: true, formats: { 'date-time': (s: string) => !Number.isNaN(Date.parse(s)), uri: (s: string) => URL.canParse(s) } });
+  new Ajv2020({
+    strict: false,
+    allErrors: true,
+    formats: { 'date-time': (s: string) => !Number.isNaN(Date.parse(s)), uri: (s: string) => URL.canParse(s) },
+  });
 
 /**
  * The same components with every object schema that lists its properties closed
@@ -56,7 +84,8 @@ function closed(components: Json): Json {
     return out;
   };
   const schemas: Json = {};
-  for (const [id, s] of Object.entries(components.schemas as Json)) schemas[id] = id.startsWith('ChatMessage') ? s : close(s);
+  for (const [id, s] of Object.entries(components.schemas as Json))
+    schemas[id] = id.startsWith('ChatMessage') ? s : close(s);
   return { ...components, schemas };
 }
 
@@ -88,7 +117,9 @@ function validators(method: string, path: string, status: number, type: string, 
 
 function expectValid(validate: ReturnType<Ajv2020['compile']>, value: unknown, what: string) {
   const ok = validate(value);
-  expect(ok, `${what}: ${JSON.stringify(validate.errors?.slice(0, 5))}\n${JSON.stringify(value).slice(0, 1500)}`).toBe(true);
+  expect(ok, `${what}: ${JSON.stringify(validate.errors?.slice(0, 5))}\n${JSON.stringify(value).slice(0, 1500)}`).toBe(
+    true,
+  );
 }
 
 /** Checks a real response against the spec (status, content type, body) and returns its body. */
@@ -125,15 +156,21 @@ describe('the OpenAPI document', () => {
     const routes = app.app.routes
       .filter((r) => r.method !== 'ALL') // middleware
       .filter((r) => !r.path.startsWith('/admin/queues/')) // Bull Board's own UI and API
-      .map((r) => ({ method: r.method.toLowerCase(), path: r.path.replace(/:(\w+)/g, '{$1}').replace(/(.)\/$/, '$1') }));
+      .map((r) => ({
+        method: r.method.toLowerCase(),
+        path: r.path.replace(/:(\w+)/g, '{$1}').replace(/(.)\/$/, '$1'),
+      }));
     expect(routes.length).toBeGreaterThan(12);
-    const missing = routes.filter((r) => !doc.paths[r.path]?.[r.method]).map((r) => `${r.method.toUpperCase()} ${r.path}`);
+    const missing = routes
+      .filter((r) => !doc.paths[r.path]?.[r.method])
+      .map((r) => `${r.method.toUpperCase()} ${r.path}`);
     expect(missing).toEqual([]);
     // And nothing is described that the app does not serve.
     const served = new Set(routes.map((r) => `${r.method} ${r.path}`));
     const extra: string[] = [];
     for (const [path, item] of Object.entries(doc.paths as Json)) {
-      for (const method of Object.keys(item)) if (!served.has(`${method} ${path}`)) extra.push(`${method.toUpperCase()} ${path}`);
+      for (const method of Object.keys(item))
+        if (!served.has(`${method} ${path}`)) extra.push(`${method.toUpperCase()} ${path}`);
     }
     expect(extra).toEqual([]);
   });
@@ -142,7 +179,24 @@ describe('the OpenAPI document', () => {
     const body = doc.components.schemas.CreateRunRequest;
     expect(body.required ?? []).toEqual([]);
     expect(body.additionalProperties).toBe(false);
-    expect(Object.keys(body.properties)).toEqual(expect.arrayContaining(['input', 'messages', 'instructions', 'model', 'tools', 'max_depth', 'max_total_tokens', 'timeout_ms', 'on_budget_exhausted', 'subagents', 'response_format', 'context', 'webhook', 'metadata']));
+    expect(Object.keys(body.properties)).toEqual(
+      expect.arrayContaining([
+        'input',
+        'messages',
+        'instructions',
+        'model',
+        'tools',
+        'max_depth',
+        'max_total_tokens',
+        'timeout_ms',
+        'on_budget_exhausted',
+        'subagents',
+        'response_format',
+        'context',
+        'webhook',
+        'metadata',
+      ]),
+    );
     expect(body.properties.max_depth).toMatchObject({ type: 'integer', minimum: 1, maximum: 100, default: 10 });
     // The schema says 101 is too deep, and so does the API.
     const validate = ajv.getSchema(`${SPEC}#/components/schemas/CreateRunRequest`)!;
@@ -158,7 +212,8 @@ describe('the OpenAPI document', () => {
     expect(res.headers.get('content-type')).toContain('text/html');
     const html = await res.text();
     for (const [path, item] of Object.entries(doc.paths as Json)) {
-      for (const m of Object.keys(item)) expect(html).toContain(`<span class="method ${m}">${m.toUpperCase()}</span> <code>${path}</code>`);
+      for (const m of Object.keys(item))
+        expect(html).toContain(`<span class="method ${m}">${m.toUpperCase()}</span> <code>${path}</code>`);
     }
     for (const id of Object.keys(doc.components.schemas)) expect(html).toContain(`id="schema-${id}"`);
     expect(html).not.toMatch(/<script|<link|src=|url\(|@import/i);
@@ -185,7 +240,10 @@ describe('real responses validate against the spec: runs that finish, with worke
   });
 
   it('a finished run with tool calls and a webhook: the run, its transcript, steps, events, deliveries, the list', async () => {
-    const created = await stack.request('/v1/runs', { method: 'POST', json: { input: 'Look up Alice', webhook: { url: hookUrl }, metadata: { ticket: 7 } } });
+    const created = await stack.request('/v1/runs', {
+      method: 'POST',
+      json: { input: 'Look up Alice', webhook: { url: hookUrl }, metadata: { ticket: 7 } },
+    });
     const run = await conforms('post', '/v1/runs', created);
     expect(created.headers.get('location')).toBe(`/v1/runs/${run.id}`);
     await stack.waitForRun(run.id);
@@ -197,7 +255,11 @@ describe('real responses validate against the spec: runs that finish, with worke
     expect(published({ ...done, surprise: 1 })).toBe(true);
     expect(strict({ ...done, surprise: 1 })).toBe(false);
     expect(strict({ ...done, usage: { ...done.usage, surprise: 1 } })).toBe(false);
-    const messages = await conforms('get', '/v1/runs/{id}/messages', await stack.request(`/v1/runs/${run.id}/messages`));
+    const messages = await conforms(
+      'get',
+      '/v1/runs/{id}/messages',
+      await stack.request(`/v1/runs/${run.id}/messages`),
+    );
     expect(messages.data.map((m: Json) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
     const steps = await conforms('get', '/v1/runs/{id}/steps', await stack.request(`/v1/runs/${run.id}/steps`));
     expect(steps.data[0].tool_calls[0]).toMatchObject({ name: 'crm__search_contacts', status: 'completed' });
@@ -212,8 +274,14 @@ describe('real responses validate against the spec: runs that finish, with worke
     }
 
     // The webhook is delivered after the run has ended.
-    await waitFor(async () => (await stack.getJson(`/v1/runs/${run.id}/webhook-deliveries`)).data.length > 0, { what: "the run's webhook delivery" });
-    const listed = await conforms('get', '/v1/runs/{id}/webhook-deliveries', await stack.request(`/v1/runs/${run.id}/webhook-deliveries`));
+    await waitFor(async () => (await stack.getJson(`/v1/runs/${run.id}/webhook-deliveries`)).data.length > 0, {
+      what: "the run's webhook delivery",
+    });
+    const listed = await conforms(
+      'get',
+      '/v1/runs/{id}/webhook-deliveries',
+      await stack.request(`/v1/runs/${run.id}/webhook-deliveries`),
+    );
     expect(listed.data[0]).toMatchObject({ success: true, status_code: 204 });
 
     await stack.createRun({ input: 'Another one' });
@@ -221,13 +289,21 @@ describe('real responses validate against the spec: runs that finish, with worke
     expect(page.data).toHaveLength(1);
     expect(page.next).toMatch(/^run_/);
     await conforms('get', '/v1/runs', await stack.request(`/v1/runs?status=completed&after=${page.next}`));
-    await conforms('post', '/v1/runs/{id}/cancel', await stack.request(`/v1/runs/${run.id}/cancel`, { method: 'POST' }));
+    await conforms(
+      'post',
+      '/v1/runs/{id}/cancel',
+      await stack.request(`/v1/runs/${run.id}/cancel`, { method: 'POST' }),
+    );
   });
 
   it('a run with a sub-agent: its children and subrun events', async () => {
     const parent = await stack.createRun({ input: 'PARENT', subagents: { enabled: true } });
     await stack.waitForRun(parent.id);
-    const children = await conforms('get', '/v1/runs/{id}/children', await stack.request(`/v1/runs/${parent.id}/children`));
+    const children = await conforms(
+      'get',
+      '/v1/runs/{id}/children',
+      await stack.request(`/v1/runs/${parent.id}/children`),
+    );
     expect(children.data).toHaveLength(1);
     expect(children.data[0]).toMatchObject({ parent_run_id: parent.id, status: 'completed' });
     const steps = await conforms('get', '/v1/runs/{id}/steps', await stack.request(`/v1/runs/${parent.id}/steps`));
@@ -243,22 +319,44 @@ describe('real responses validate against the spec: runs that finish, with worke
 
   it('a run that waits, answered by a signed link: the run and the inbox with links, the page, the answer, a refusal', async () => {
     const { id } = await stack.createRun({ input: 'WAIT for a yes', approval: { tools: ['crm__update_contact'] } });
-    const waiting = await waitFor(async () => {
-      const r = await stack.getJson(`/v1/runs/${id}`);
-      return r.status === 'requires_action' ? r : undefined;
-    }, { what: 'the run to wait' });
+    const waiting = await waitFor(
+      async () => {
+        const r = await stack.getJson(`/v1/runs/${id}`);
+        return r.status === 'requires_action' ? r : undefined;
+      },
+      { what: 'the run to wait' },
+    );
     await conforms('get', '/v1/runs/{id}', await stack.request(`/v1/runs/${id}`));
     const inbox = await conforms('get', '/v1/actions', await stack.request('/v1/actions?status=pending'));
     const [item] = waiting.required_action.items;
     expect(inbox.data.find((a: Json) => a.id === item.id).respond_url).toBe(item.respond_url);
     await conforms('get', '/v1/actions/{id}/respond', await stack.request(item.respond_url, { key: null }));
-    const refused = await conforms('post', '/v1/actions/{id}/respond', await stack.request(item.respond_url.replace(/.$/, (c: string) => (c === 'A' ? 'B' : 'A')), { key: null, method: 'POST', json: { approve: true } }));
+    const refused = await conforms(
+      'post',
+      '/v1/actions/{id}/respond',
+      await stack.request(
+        item.respond_url.replace(/.$/, (c: string) => (c === 'A' ? 'B' : 'A')),
+        { key: null, method: 'POST', json: { approve: true } },
+      ),
+    );
     expect(refused.error.code).toBe('forbidden');
-    const bad = await conforms('post', '/v1/actions/{id}/respond', await stack.request(item.respond_url, { key: null, method: 'POST', json: { output: 'x' } }));
+    const bad = await conforms(
+      'post',
+      '/v1/actions/{id}/respond',
+      await stack.request(item.respond_url, { key: null, method: 'POST', json: { output: 'x' } }),
+    );
     expect(bad.error.details).toEqual([{ field: 'approve', message: expect.any(String) }]);
-    const answered = await conforms('post', '/v1/actions/{id}/respond', await stack.request(item.respond_url, { key: null, method: 'POST', json: { approve: true } }));
+    const answered = await conforms(
+      'post',
+      '/v1/actions/{id}/respond',
+      await stack.request(item.respond_url, { key: null, method: 'POST', json: { approve: true } }),
+    );
     expect(answered).toMatchObject({ id: item.id, status: 'resolved', decision: 'approved' });
-    const used = await conforms('post', '/v1/actions/{id}/respond', await stack.request(item.respond_url, { key: null, method: 'POST', json: { approve: true } }));
+    const used = await conforms(
+      'post',
+      '/v1/actions/{id}/respond',
+      await stack.request(item.respond_url, { key: null, method: 'POST', json: { approve: true } }),
+    );
     expect(used.error.code).toBe('action_resolved');
     await conforms('get', '/v1/actions/{id}/respond', await stack.request(item.respond_url, { key: null }));
     expect((await stack.waitForRun(id)).status).toBe('completed');
@@ -284,13 +382,33 @@ describe('real responses validate against the spec: the API alone', () => {
   });
 
   it('errors: 400, 401, 404, 409, 413, 415 in the error shape', async () => {
-    const bad = await conforms('post', '/v1/runs', await app.request('/v1/runs', { method: 'POST', json: { max_depth: 0 } }));
+    const bad = await conforms(
+      'post',
+      '/v1/runs',
+      await app.request('/v1/runs', { method: 'POST', json: { max_depth: 0 } }),
+    );
     expect(bad.error.code).toBe('validation_error');
     expect(bad.error.details.map((d: Json) => d.field)).toEqual(expect.arrayContaining(['max_depth', 'input']));
-    const badJson = await conforms('post', '/v1/runs', await app.request('/v1/runs', { method: 'POST', body: '{"input":', headers: { 'content-type': 'application/json' } }));
+    const badJson = await conforms(
+      'post',
+      '/v1/runs',
+      await app.request('/v1/runs', {
+        method: 'POST',
+        body: '{"input":',
+        headers: { 'content-type': 'application/json' },
+      }),
+    );
     expect(badJson.error.code).toBe('invalid_json');
-    await conforms('post', '/v1/runs', await app.request('/v1/runs', { method: 'POST', body: 'input=x', headers: { 'content-type': 'text/plain' } }));
-    const big = await conforms('post', '/v1/runs', await app.request('/v1/runs', { method: 'POST', json: { input: 'x'.repeat(5000) } }));
+    await conforms(
+      'post',
+      '/v1/runs',
+      await app.request('/v1/runs', { method: 'POST', body: 'input=x', headers: { 'content-type': 'text/plain' } }),
+    );
+    const big = await conforms(
+      'post',
+      '/v1/runs',
+      await app.request('/v1/runs', { method: 'POST', json: { input: 'x'.repeat(5000) } }),
+    );
     expect(big.error.code).toBe('payload_too_large');
     await conforms('get', '/v1/runs', await app.request('/v1/runs?limit=0'));
     await conforms('get', '/v1/runs', await app.request('/v1/runs', { key: null }));
@@ -299,13 +417,21 @@ describe('real responses validate against the spec: the API alone', () => {
     await conforms('get', '/v1/runs/{id}', await app.request('/v1/runs/nonsense'));
     await conforms('get', '/v1/runs/{id}/steps', await app.request('/v1/runs/run_000000000000000000000/steps'));
     await conforms('get', '/v1/runs/{id}/events', await app.request('/v1/runs/run_000000000000000000000/events'));
-    await conforms('post', '/v1/runs/{id}/cancel', await app.request('/v1/runs/run_000000000000000000000/cancel', { method: 'POST' }));
+    await conforms(
+      'post',
+      '/v1/runs/{id}/cancel',
+      await app.request('/v1/runs/run_000000000000000000000/cancel', { method: 'POST' }),
+    );
     await conforms('get', '/admin/queues', await app.request('/admin/queues', { key: null }));
 
     const once = { method: 'POST', json: { input: 'Idempotent' }, headers: { 'idempotency-key': `k-${Date.now()}` } };
     await conforms('post', '/v1/runs', await app.request('/v1/runs', once));
     await conforms('post', '/v1/runs', await app.request('/v1/runs', once)); // 200: the same run
-    const conflict = await conforms('post', '/v1/runs', await app.request('/v1/runs', { ...once, json: { input: 'Something else' } }));
+    const conflict = await conforms(
+      'post',
+      '/v1/runs',
+      await app.request('/v1/runs', { ...once, json: { input: 'Something else' } }),
+    );
     expect(conflict.error.code).toMatch(/idempotency/);
   });
 });

@@ -24,7 +24,10 @@ beforeAll(async () => {
   // A failed step is retried after 10–30 ms instead of 0.5–1.5 s: these tests are about what is
   // retried, not about how long the backoff is (Retry-After, which overrides it, is tested below).
   // A step waits for a provider that keeps answering 429 at most 4 s in all here (15 min by default).
-  stack = await startStack({ handler, env: { MODEL_TIMEOUT_MS: '400', MODEL_BACKOFF_BASE_MS: '20', MODEL_RATE_LIMIT_MAX_WAIT_MS: '4000' } });
+  stack = await startStack({
+    handler,
+    env: { MODEL_TIMEOUT_MS: '400', MODEL_BACKOFF_BASE_MS: '20', MODEL_RATE_LIMIT_MAX_WAIT_MS: '4000' },
+  });
   const h = handler;
   stack.llm.setHandler((req, ctx) => {
     const u = firstUser(req);
@@ -38,7 +41,10 @@ describe('provider faults', () => {
   it("429: the step waits out Retry-After alone; another run's steps go on meanwhile", async () => {
     const a = 'rate limited for three seconds';
     const b = 'not rate limited';
-    scripts.set(a, [{ error: { status: 429, message: 'slow down', headers: { 'retry-after': '3' } } }, { content: 'after the wait' }]);
+    scripts.set(a, [
+      { error: { status: 429, message: 'slow down', headers: { 'retry-after': '3' } } },
+      { content: 'after the wait' },
+    ]);
     const runA = await stack.createRun({ input: a });
     await waitFor(async () => callsOf(a).length === 1, { what: "the first run's 429" });
     const runB = await stack.waitForRun((await stack.createRun({ input: b })).id);
@@ -51,7 +57,10 @@ describe('provider faults', () => {
   it('429: honours Retry-After by delaying the step, without burning attempts', async () => {
     const u = 'rate limited';
     // More 429s than the 8 attempts a turn has: they must not count as attempts.
-    scripts.set(u, [...Array(10).fill({ error: { status: 429, message: 'slow down', headers: { 'retry-after-ms': '60' } } }), { content: 'finally' }]);
+    scripts.set(u, [
+      ...Array(10).fill({ error: { status: 429, message: 'slow down', headers: { 'retry-after-ms': '60' } } }),
+      { content: 'finally' },
+    ]);
     const run = await stack.waitForRun((await stack.createRun({ input: u })).id);
     expect(run).toMatchObject({ status: 'completed', output: { content: 'finally' }, depth: 0 });
     expect(run.usage.model_calls).toBe(1);
@@ -78,7 +87,10 @@ describe('provider faults', () => {
 
   it('429 with a Retry-After past MODEL_RATE_LIMIT_MAX_WAIT_MS: the wait is cut to the bound, for one more try there', async () => {
     const u = 'rate limited, come back in ten seconds';
-    scripts.set(u, [{ error: { status: 429, message: 'slow down', headers: { 'retry-after': '10' } } }, { content: 'at the bound' }]);
+    scripts.set(u, [
+      { error: { status: 429, message: 'slow down', headers: { 'retry-after': '10' } } },
+      { content: 'at the bound' },
+    ]);
     const run = await stack.waitForRun((await stack.createRun({ input: u })).id, { timeoutMs: 15_000 });
     expect(run).toMatchObject({ status: 'completed', output: { content: 'at the bound' } });
     const [a, b] = arrivals.get(u)!;
@@ -97,7 +109,10 @@ describe('provider faults', () => {
   it('a 503 with Retry-After is retried after that long', async () => {
     const u = 'unavailable, come back in two seconds';
     // Plain backoff would retry after 10–30 ms (MODEL_BACKOFF_BASE_MS is 20); the provider asked for 2 s.
-    scripts.set(u, [{ error: { status: 503, message: 'maintenance', headers: { 'retry-after': '2' } } }, { content: 'back' }]);
+    scripts.set(u, [
+      { error: { status: 503, message: 'maintenance', headers: { 'retry-after': '2' } } },
+      { content: 'back' },
+    ]);
     const run = await stack.waitForRun((await stack.createRun({ input: u })).id);
     expect(run.output?.content).toBe('back');
     const [a, b] = arrivals.get(u)!;
@@ -112,8 +127,16 @@ describe('provider faults', () => {
     ['a timeout', { hang: true }],
   ] as const)('retries %s with backoff and completes; the failed calls do not count as steps', async (name, fault) => {
     const u = `fault: ${name}`;
-    scripts.set(u, [fault as Reply, { tool_calls: [{ name: 'crm__count_calls', arguments: {} }] }, fault as Reply, { content: 'recovered' }]);
-    const run = await stack.waitForRun((await stack.createRun({ input: u, max_depth: 1, on_budget_exhausted: 'stop' })).id, { timeoutMs: 20_000 });
+    scripts.set(u, [
+      fault as Reply,
+      { tool_calls: [{ name: 'crm__count_calls', arguments: {} }] },
+      fault as Reply,
+      { content: 'recovered' },
+    ]);
+    const run = await stack.waitForRun(
+      (await stack.createRun({ input: u, max_depth: 1, on_budget_exhausted: 'stop' })).id,
+      { timeoutMs: 20_000 },
+    );
     // Two faults, yet max_depth 1 was enough: retries are not rounds.
     expect(run).toMatchObject({ status: 'completed', stop_reason: 'stop', depth: 1, output: { content: 'recovered' } });
     expect(run.usage.model_calls).toBe(2);
@@ -142,7 +165,11 @@ describe('limits', () => {
     const u = 'huge output';
     // The fail tool returns its message whole: 150 KB of output. Scripted by round, not by call:
     // a first call that times out (MODEL_TIMEOUT_MS is 400) is retried and must ask for the tool again.
-    scripts.set(u, (req) => (req.messages.some((m: any) => m.role === 'tool') ? { content: 'done' } : { tool_calls: [{ name: 'crm__fail', arguments: { message: 'y'.repeat(150_000) } }] }));
+    scripts.set(u, (req) =>
+      req.messages.some((m: any) => m.role === 'tool')
+        ? { content: 'done' }
+        : { tool_calls: [{ name: 'crm__fail', arguments: { message: 'y'.repeat(150_000) } }] },
+    );
     const run = await stack.waitForRun((await stack.createRun({ input: u })).id);
     expect(run.status).toBe('completed');
     // The call that carried the tool result (a slow first call may have been retried).

@@ -17,7 +17,13 @@ function apiProcess(prefix: string, perMinute: number, connection: Redis = redis
     c.set('owner', 'k');
     await next();
   });
-  app.use('*', requestLimit({ usage: new UsageMeter(connection, prefix), tenants: tenantTable({ default: { requests_per_minute: perMinute }, keys: {} }) }));
+  app.use(
+    '*',
+    requestLimit({
+      usage: new UsageMeter(connection, prefix),
+      tenants: tenantTable({ default: { requests_per_minute: perMinute }, keys: {} }),
+    }),
+  );
   app.get('/', (c) => c.body(null, 200));
   return async (n: number) => {
     const out: number[] = [];

@@ -13,9 +13,16 @@ import { startStack, type Stack } from './fixtures/services.js';
 const toolMessages = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'tool');
 const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
 // One round of two calls, or as many as the input asks for ("[N rounds]").
-const rounds = (req: ChatRequest) => Number(/\[(\d) rounds\]/.exec(String(req.messages.find((m: any) => m.role === 'user')?.content ?? ''))?.[1] ?? 1);
+const rounds = (req: ChatRequest) =>
+  Number(/\[(\d) rounds\]/.exec(String(req.messages.find((m: any) => m.role === 'user')?.content ?? ''))?.[1] ?? 1);
 const handler: Handler = (req) =>
-  round(req) < rounds(req) ? { tool_calls: [0, 1].map((i) => ({ name: 'crm__sleep', arguments: { ms: 1, label: `w${i}` } })) } : { content: toolMessages(req).map((m: any) => m.content).join(' | ') };
+  round(req) < rounds(req)
+    ? { tool_calls: [0, 1].map((i) => ({ name: 'crm__sleep', arguments: { ms: 1, label: `w${i}` } })) }
+    : {
+        content: toolMessages(req)
+          .map((m: any) => m.content)
+          .join(' | '),
+      };
 
 let stack: Stack;
 beforeAll(async () => {
@@ -38,15 +45,33 @@ describe('a tool result and its job', () => {
       // The round's two calls share one tool-round job.
       const jobKey = `${cellPrefix(stack.prefix, 0)}:tool:${jobId('toolRound', { runId: id, depth: 0, calls: [] as never })}`;
       // BullMQ's moveToFinished: sent by a client (not run inside a script), with the job's key and its return value.
-      const completed = seen.findIndex((c) => c.source !== 'lua' && c.args.includes(jobKey) && c.args.includes('returnvalue') && c.args.includes('completed'));
+      const completed = seen.findIndex(
+        (c) =>
+          c.source !== 'lua' &&
+          c.args.includes(jobKey) &&
+          c.args.includes('returnvalue') &&
+          c.args.includes('completed'),
+      );
       expect(completed, "the completion of the round's job").toBeGreaterThanOrEqual(0);
       // The round is one job: it adds the next step itself (BullMQ's addStandardJob into the agent
       // queue, the step's id in its packed arguments), with no flow parent to release.
-      const nextStep = seen.findIndex((c) => c.source !== 'lua' && c.args.includes(`${cellPrefix(stack.prefix, 0)}:agent:wait`) && c.args.some((a) => a.includes(`${id}-t1`)));
+      const nextStep = seen.findIndex(
+        (c) =>
+          c.source !== 'lua' &&
+          c.args.includes(`${cellPrefix(stack.prefix, 0)}:agent:wait`) &&
+          c.args.some((a) => a.includes(`${id}-t1`)),
+      );
       expect(nextStep, 'the round job adding the next step').toBeGreaterThanOrEqual(0);
       for (const index of [0, 1]) {
         // The results' script, as the function the tool-worker loaded as it started: its name, not its text.
-        const stored = seen.findIndex((c) => c.source !== 'lua' && /^fcall$/i.test(c.args[0]) && c.args[1]?.startsWith('agentq_complete_tool_calls_') && c.args.includes(runKeys(stack.prefix, id).toolCalls(0)) && c.args.includes(String(index)));
+        const stored = seen.findIndex(
+          (c) =>
+            c.source !== 'lua' &&
+            /^fcall$/i.test(c.args[0]) &&
+            c.args[1]?.startsWith('agentq_complete_tool_calls_') &&
+            c.args.includes(runKeys(stack.prefix, id).toolCalls(0)) &&
+            c.args.includes(String(index)),
+        );
         expect(stored, `the result of call ${index}`).toBeGreaterThanOrEqual(0);
         expect(completed, `the completion of the job after call ${index}'s result`).toBeGreaterThan(stored);
         expect(seen[completed].source).toBe(seen[stored].source);
@@ -64,8 +89,14 @@ describe('a tool result and its job', () => {
       }
       // The round's calls begin together: one script begins both (the run read once).
       const toolCallsKey = runKeys(stack.prefix, id).toolCalls(0);
-      const begins = seen.filter((c) => c.source !== 'lua' && /^eval/i.test(c.args[0]) && c.args.includes(toolCallsKey) && c.args.some((a) => a.startsWith('{"attempts"')));
-      expect(begins.length, 'scripts that begin the round\'s calls').toBeGreaterThanOrEqual(1);
+      const begins = seen.filter(
+        (c) =>
+          c.source !== 'lua' &&
+          /^eval/i.test(c.args[0]) &&
+          c.args.includes(toolCallsKey) &&
+          c.args.some((a) => a.startsWith('{"attempts"')),
+      );
+      expect(begins.length, "scripts that begin the round's calls").toBeGreaterThanOrEqual(1);
       for (const b of begins) {
         const numKeys = Number(b.args[2]);
         // ARGV: the number of calls, then index, marker, event of each.
@@ -81,13 +112,17 @@ describe('a tool result and its job', () => {
   it("reads a run's spec for its first round only: the tool-worker holds it for the next", async () => {
     const seen: MonitoredCommand[] = [];
     const monitor = await monitorRedis(stack.redisUrl, (c) => {
-      if (c.source !== 'lua' && /^eval/i.test(c.args[0] ?? '') && c.args.some((a) => a.startsWith('{"attempts"'))) seen.push(c);
+      if (c.source !== 'lua' && /^eval/i.test(c.args[0] ?? '') && c.args.some((a) => a.startsWith('{"attempts"')))
+        seen.push(c);
     });
     try {
       const { id } = await stack.createRun({ input: 'Two rounds of calls [2 rounds]' });
-      expect((await stack.waitForRun(id)).output?.content).toBe('slept 1 ms w0 | slept 1 ms w1 | slept 1 ms w0 | slept 1 ms w1');
+      expect((await stack.waitForRun(id)).output?.content).toBe(
+        'slept 1 ms w0 | slept 1 ms w1 | slept 1 ms w0 | slept 1 ms w1',
+      );
       // Each round's calls begin in one script; the run fields it reads are its last arguments.
-      const beginOf = (depth: number) => seen.filter((c) => c.args.includes(runKeys(stack.prefix, id).toolCalls(depth)));
+      const beginOf = (depth: number) =>
+        seen.filter((c) => c.args.includes(runKeys(stack.prefix, id).toolCalls(depth)));
       const [first, second] = [beginOf(0), beginOf(1)];
       expect([first.length, second.length]).toEqual([1, 1]);
       expect(first[0].args.at(-1)).toBe('spec');
@@ -106,13 +141,51 @@ describe('a tool result and its job', () => {
     try {
       const store = new RunStore({ redis: conn, prefix: stack.prefix });
       const runId = newId('run');
-      await store.runs.create({ id: runId, owner: 'o', spec: { model: 'm', max_depth: 3, on_budget_exhausted: 'final_answer', metadata: {}, ancestors: [], nesting: 0 }, messages: [{ role: 'user', content: 'hi' }] });
+      await store.runs.create({
+        id: runId,
+        owner: 'o',
+        spec: {
+          model: 'm',
+          max_depth: 3,
+          on_budget_exhausted: 'final_answer',
+          metadata: {},
+          ancestors: [],
+          nesting: 0,
+        },
+        messages: [{ role: 'user', content: 'hi' }],
+      });
       const now = new Date().toISOString();
       const handler = resultsFirst(store.toolCalls, async (index: number) => {
-        void store.toolCalls.complete(runId, 0, index, { id: `call_${index}`, name: 't', status: 'completed', output: `out ${index}`, is_error: false, attempts: 1, duration_ms: 1, started_at: now, completed_at: now }, { depth: 0, index, tool_call_id: `call_${index}`, name: 't', is_error: false, duration_ms: 1, output: `out ${index}` });
+        void store.toolCalls.complete(
+          runId,
+          0,
+          index,
+          {
+            id: `call_${index}`,
+            name: 't',
+            status: 'completed',
+            output: `out ${index}`,
+            is_error: false,
+            attempts: 1,
+            duration_ms: 1,
+            started_at: now,
+            completed_at: now,
+          },
+          {
+            depth: 0,
+            index,
+            tool_call_id: `call_${index}`,
+            name: 't',
+            is_error: false,
+            duration_ms: 1,
+            output: `out ${index}`,
+          },
+        );
         return index;
       });
-      const seen = await handler(3, {} as JobContext).then(() => conn.hget(runKeys(stack.prefix, runId).toolCalls(0), '3'));
+      const seen = await handler(3, {} as JobContext).then(() =>
+        conn.hget(runKeys(stack.prefix, runId).toolCalls(0), '3'),
+      );
       expect(seen && JSON.parse(seen).output).toBe('out 3');
     } finally {
       conn.disconnect();

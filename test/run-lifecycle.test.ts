@@ -17,12 +17,27 @@ const handler: Handler = (req) => {
 /** Job states after which a job runs no more ('unknown': removed). */
 const ENDED = ['completed', 'failed', 'unknown'];
 /** What identifies a tool-call job (its id needs only the run, depth and index). */
-const toolJob = (runId: string, depth: number, index: number) => ({ runId, depth, index, toolCallId: '', name: '', arguments: '' });
-const requestsFor = (stack: Stack, user: string) => stack.llm.requests.filter((r) => r.messages.some((m: any) => m.role === 'user' && m.content === user));
+const toolJob = (runId: string, depth: number, index: number) => ({
+  runId,
+  depth,
+  index,
+  toolCallId: '',
+  name: '',
+  arguments: '',
+});
+const requestsFor = (stack: Stack, user: string) =>
+  stack.llm.requests.filter((r) => r.messages.some((m: any) => m.role === 'user' && m.content === user));
 
 let stack: Stack;
 beforeAll(async () => {
-  stack = await startStack({ handler, env: { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_BACKOFF_BASE_MS: '50', WEBHOOK_SECRET: 'whsec_' + Buffer.from('the-default-secret').toString('base64') } });
+  stack = await startStack({
+    handler,
+    env: {
+      WEBHOOK_ALLOW_PRIVATE: 'true',
+      WEBHOOK_BACKOFF_BASE_MS: '50',
+      WEBHOOK_SECRET: 'whsec_' + Buffer.from('the-default-secret').toString('base64'),
+    },
+  });
 });
 afterAll(async () => stack?.close());
 
@@ -31,7 +46,12 @@ describe('events (SSE)', () => {
   beforeAll(() => {
     scenarios.set(user, (_req, round) =>
       round === 0
-        ? { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 20, label: 'a' } }, { name: 'crm__search_contacts', arguments: { query: 'Alice' } }] }
+        ? {
+            tool_calls: [
+              { name: 'crm__sleep', arguments: { ms: 20, label: 'a' } },
+              { name: 'crm__search_contacts', arguments: { query: 'Alice' } },
+            ],
+          }
         : { content: 'Alice Jones works at Globex, as far as the CRM knows.', chunkDelayMs: 25 },
     );
   });
@@ -46,7 +66,18 @@ describe('events (SSE)', () => {
     expect(types[0]).toBe('run.queued');
     expect(types.at(-1)).toBe('run.completed');
     expect(types.filter((t) => t === 'run.completed')).toHaveLength(1);
-    const order = ['run.queued', 'run.started', 'step.started', 'step.completed', 'tool.started', 'tool.completed', 'step.started', 'message.delta', 'step.completed', 'run.completed'];
+    const order = [
+      'run.queued',
+      'run.started',
+      'step.started',
+      'step.completed',
+      'tool.started',
+      'tool.completed',
+      'step.started',
+      'message.delta',
+      'step.completed',
+      'run.completed',
+    ];
     let at = -1;
     for (const t of order) {
       const next = types.indexOf(t, at + 1);
@@ -71,19 +102,34 @@ describe('events (SSE)', () => {
     await stack.waitForRun(id);
     const all = await readSse(await stack.request(`/v1/runs/${id}/events`));
     const middle = Math.floor(all.length / 2);
-    const resumed = await readSse(await stack.request(`/v1/runs/${id}/events`, { headers: { 'last-event-id': all[middle].id! } }));
+    const resumed = await readSse(
+      await stack.request(`/v1/runs/${id}/events`, { headers: { 'last-event-id': all[middle].id! } }),
+    );
     expect(resumed.map((e) => e.id)).toEqual(all.slice(middle + 1).map((e) => e.id));
     // Resuming after the terminal event: nothing more, and the stream closes.
-    const after = await readSse(await stack.request(`/v1/runs/${id}/events`, { headers: { 'last-event-id': all.at(-1)!.id! }, signal: AbortSignal.timeout(5000) }));
+    const after = await readSse(
+      await stack.request(`/v1/runs/${id}/events`, {
+        headers: { 'last-event-id': all.at(-1)!.id! },
+        signal: AbortSignal.timeout(5000),
+      }),
+    );
     expect(after).toEqual([]);
   });
 
   it('resumes a live stream from the middle while the run is still going', async () => {
     const slowUser = 'Stream me slowly';
-    scenarios.set(slowUser, (_req, round) => (round === 0 ? { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 300, label: 'slow' } }] } : { content: 'done' }));
+    scenarios.set(slowUser, (_req, round) =>
+      round === 0
+        ? { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 300, label: 'slow' } }] }
+        : { content: 'done' },
+    );
     const { id } = await stack.createRun({ input: slowUser });
-    const first = await readSse(await stack.request(`/v1/runs/${id}/events`), { stopAfter: (e) => e.event === 'tool.started' });
-    const rest = await readSse(await stack.request(`/v1/runs/${id}/events`, { headers: { 'last-event-id': first.at(-1)!.id! } }));
+    const first = await readSse(await stack.request(`/v1/runs/${id}/events`), {
+      stopAfter: (e) => e.event === 'tool.started',
+    });
+    const rest = await readSse(
+      await stack.request(`/v1/runs/${id}/events`, { headers: { 'last-event-id': first.at(-1)!.id! } }),
+    );
     const types = [...first, ...rest].map((e) => e.event);
     expect(types.at(-1)).toBe('run.completed');
     expect(types.filter((t) => t === 'tool.started')).toHaveLength(1);
@@ -92,7 +138,9 @@ describe('events (SSE)', () => {
 
   it('serves many subscribers of one run', async () => {
     const { id } = await stack.createRun({ input: user });
-    const streams = await Promise.all(Array.from({ length: 20 }, () => stack.request(`/v1/runs/${id}/events`).then((r) => readSse(r))));
+    const streams = await Promise.all(
+      Array.from({ length: 20 }, () => stack.request(`/v1/runs/${id}/events`).then((r) => readSse(r))),
+    );
     const first = streams[0].map((e) => e.id);
     for (const s of streams) expect(s.map((e) => e.id)).toEqual(first);
   });
@@ -102,7 +150,9 @@ describe('events (SSE)', () => {
     scenarios.set(slowUser, () => ({ content: 'released', delayMs: 1500 }));
     const runs = await Promise.all(Array.from({ length: 20 }, () => stack.createRun({ input: slowUser })));
     const controllers = Array.from({ length: 200 }, () => new AbortController());
-    const responses = await Promise.all(controllers.map((c, i) => stack.request(`/v1/runs/${runs[i % 20].id}/events`, { signal: c.signal })));
+    const responses = await Promise.all(
+      controllers.map((c, i) => stack.request(`/v1/runs/${runs[i % 20].id}/events`, { signal: c.signal })),
+    );
     expect(responses.every((r) => r.status === 200)).toBe(true);
     const clients = (await stack.redis.client('LIST')) as string;
     const readers = clients.split('\n').filter((l) => l.includes('name=agentq-api-events'));
@@ -124,10 +174,16 @@ describe('events (SSE)', () => {
 describe('cancel', () => {
   it('cancels during a slow tool call: the call is abandoned and no model call follows', async () => {
     const user = 'Cancel me';
-    scenarios.set(user, (_req, round) => (round === 0 ? { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 5000, label: 'cancel-me' } }] } : { content: 'should never be asked' }));
+    scenarios.set(user, (_req, round) =>
+      round === 0
+        ? { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 5000, label: 'cancel-me' } }] }
+        : { content: 'should never be asked' },
+    );
     const { id } = await stack.createRun({ input: user });
     const events = readSse(await stack.request(`/v1/runs/${id}/events`));
-    await waitFor(() => stack.crm.calls.some((c) => c.args.label === 'cancel-me'), { what: 'the tool call to be running' });
+    await waitFor(() => stack.crm.calls.some((c) => c.args.label === 'cancel-me'), {
+      what: 'the tool call to be running',
+    });
     // No step follows the call yet: the call's job adds it once the call has ended.
     expect(await stack.jobState('agentStep', { runId: id, depth: 1 })).toBe('unknown');
     const res = await stack.request(`/v1/runs/${id}/cancel`, { method: 'POST' });
@@ -136,13 +192,20 @@ describe('cancel', () => {
     const types = (await events).map((e) => e.event);
     expect(types.at(-1)).toBe('run.cancelled');
     // The MCP server was told to cancel the call.
-    await waitFor(() => stack.crm.aborted.includes('cancel-me'), { what: 'the MCP server to be told to cancel the call' });
+    await waitFor(() => stack.crm.aborted.includes('cancel-me'), {
+      what: 'the MCP server to be told to cancel the call',
+    });
     // The tool job adds the follow-up step before it ends: wait until it has ended, and so has that
     // step (it finds the run cancelled; or the cancel removed it first), then no model call may
     // have followed.
-    await waitFor(async () => ENDED.includes(await stack.jobState('toolCall', toolJob(id, 0, 0))) && ENDED.includes(await stack.jobState('agentStep', { runId: id, depth: 1 })), {
-      what: 'the tool job and the step after it to end',
-    });
+    await waitFor(
+      async () =>
+        ENDED.includes(await stack.jobState('toolCall', toolJob(id, 0, 0))) &&
+        ENDED.includes(await stack.jobState('agentStep', { runId: id, depth: 1 })),
+      {
+        what: 'the tool job and the step after it to end',
+      },
+    );
     expect(requestsFor(stack, user)).toHaveLength(1);
     const run = await stack.getJson(`/v1/runs/${id}`);
     expect(run.status).toBe('cancelled');
@@ -152,20 +215,33 @@ describe('cancel', () => {
     expect((await again.json()).completed_at).toBe(run.completed_at);
   });
 
-  it("cancels during a round of slow calls in one job: every call is abandoned and the job ends", async () => {
+  it('cancels during a round of slow calls in one job: every call is abandoned and the job ends', async () => {
     const user = 'Cancel my round';
     const labels = ['round-a', 'round-b', 'round-c'];
-    scenarios.set(user, (_req, round) => (round === 0 ? { tool_calls: labels.map((label) => ({ name: 'crm__sleep', arguments: { ms: 5000, label } })) } : { content: 'should never be asked' }));
+    scenarios.set(user, (_req, round) =>
+      round === 0
+        ? { tool_calls: labels.map((label) => ({ name: 'crm__sleep', arguments: { ms: 5000, label } })) }
+        : { content: 'should never be asked' },
+    );
     const { id } = await stack.createRun({ input: user });
-    await waitFor(() => labels.every((l) => stack.crm.calls.some((c) => c.args.label === l)), { what: "the round's three calls to be running" });
+    await waitFor(() => labels.every((l) => stack.crm.calls.some((c) => c.args.label === l)), {
+      what: "the round's three calls to be running",
+    });
     expect(await stack.jobState('toolRound', { runId: id, depth: 0, calls: [] as never })).toBe('active');
     const res = await stack.request(`/v1/runs/${id}/cancel`, { method: 'POST' });
     expect(res.status).toBe(202);
     // The MCP server was told to cancel each of them.
-    await waitFor(() => labels.every((l) => stack.crm.aborted.includes(l)), { what: 'the MCP server to be told to cancel every call' });
-    await waitFor(async () => ENDED.includes(await stack.jobState('toolRound', { runId: id, depth: 0, calls: [] as never })) && ENDED.includes(await stack.jobState('agentStep', { runId: id, depth: 1 })), {
-      what: "the round's job and the step after it to end",
+    await waitFor(() => labels.every((l) => stack.crm.aborted.includes(l)), {
+      what: 'the MCP server to be told to cancel every call',
     });
+    await waitFor(
+      async () =>
+        ENDED.includes(await stack.jobState('toolRound', { runId: id, depth: 0, calls: [] as never })) &&
+        ENDED.includes(await stack.jobState('agentStep', { runId: id, depth: 1 })),
+      {
+        what: "the round's job and the step after it to end",
+      },
+    );
     expect(requestsFor(stack, user)).toHaveLength(1);
     expect((await stack.getJson(`/v1/runs/${id}`)).status).toBe('cancelled');
   });
@@ -220,7 +296,8 @@ describe('webhooks', () => {
   afterAll(() => new Promise<void>((r) => server.close(() => r())));
 
   const verify = (secret: Buffer, h: IncomingMessage['headers'], body: string) =>
-    h['webhook-signature'] === `v1,${createHmac('sha256', secret).update(`${h['webhook-id']}.${h['webhook-timestamp']}.${body}`).digest('base64')}`;
+    h['webhook-signature'] ===
+    `v1,${createHmac('sha256', secret).update(`${h['webhook-id']}.${h['webhook-timestamp']}.${body}`).digest('base64')}`;
 
   it('retries a failing receiver, then delivers a signed payload with a stable id', async () => {
     scenarios.set('Hook me', () => ({ content: 'hooked' }));
@@ -233,7 +310,10 @@ describe('webhooks', () => {
     expect(ids.size).toBe(1);
     for (const r of received) expect(verify(Buffer.from('raw-secret-123'), r.headers, r.body)).toBe(true);
     const payload = JSON.parse(received[2].body);
-    expect(payload).toMatchObject({ type: 'run.completed', data: { id, status: 'completed', output: { content: 'hooked' } } });
+    expect(payload).toMatchObject({
+      type: 'run.completed',
+      data: { id, status: 'completed', output: { content: 'hooked' } },
+    });
     const deliveries = (await stack.getJson(`/v1/runs/${id}/webhook-deliveries`)).data;
     expect(deliveries.map((d: any) => [d.attempt, d.status_code, d.success])).toEqual([
       [1, 503, false],
@@ -257,11 +337,20 @@ describe('webhooks', () => {
     await waitFor(() => requestsFor(stack, user).length === 1, { what: 'the model call' });
     // Ended in Redis by a process that died before it queued the webhook.
     const store = new RunStore({ redis: stack.redis, prefix: stack.prefix, retentionSeconds: 3600 });
-    expect(await store.runs.finish(id, { status: 'completed', stopReason: 'stop', output: { role: 'assistant', content: 'ended elsewhere' } })).not.toBeNull();
+    expect(
+      await store.runs.finish(id, {
+        status: 'completed',
+        stopReason: 'stop',
+        output: { role: 'assistant', content: 'ended elsewhere' },
+      }),
+    ).not.toBeNull();
     release();
     await waitFor(() => received.some((r) => r.status === 200), { what: "the run's webhook", timeoutMs: 15_000 });
     expect(received).toHaveLength(1);
-    expect(JSON.parse(received[0].body)).toMatchObject({ type: 'run.completed', data: { id, output: { content: 'ended elsewhere' } } });
+    expect(JSON.parse(received[0].body)).toMatchObject({
+      type: 'run.completed',
+      data: { id, output: { content: 'ended elsewhere' } },
+    });
     // Its id is the run's: sent again, it is the same message.
     expect(received[0].headers['webhook-id']).toBe(`whk_${id.slice('run_'.length)}`);
   });
@@ -280,14 +369,22 @@ describe('webhooks', () => {
     await new Promise<void>((r) => gone.listen(0, '127.0.0.1', r));
     try {
       scenarios.set('Hook gone', () => ({ content: 'x' }));
-      const { id } = await stack.createRun({ input: 'Hook gone', webhook: { url: `http://127.0.0.1:${(gone.address() as AddressInfo).port}/`, secret: 's' } });
-      const [first] = await waitFor(async () => {
-        const d = (await stack.getJson(`/v1/runs/${id}/webhook-deliveries`)).data;
-        return d.length > 0 && d;
-      }, { what: 'the first delivery' });
+      const { id } = await stack.createRun({
+        input: 'Hook gone',
+        webhook: { url: `http://127.0.0.1:${(gone.address() as AddressInfo).port}/`, secret: 's' },
+      });
+      const [first] = await waitFor(
+        async () => {
+          const d = (await stack.getJson(`/v1/runs/${id}/webhook-deliveries`)).data;
+          return d.length > 0 && d;
+        },
+        { what: 'the first delivery' },
+      );
       // No attempt can follow once the delivery's job has ended: wait for that (a retry would come 50 ms on).
       const job = { runId: id, webhookId: first.webhook_id, type: first.type };
-      await waitFor(async () => ['completed', 'failed'].includes(await stack.jobState('webhook', job)), { what: 'the webhook job to end' });
+      await waitFor(async () => ['completed', 'failed'].includes(await stack.jobState('webhook', job)), {
+        what: 'the webhook job to end',
+      });
       const deliveries = (await stack.getJson(`/v1/runs/${id}/webhook-deliveries`)).data;
       expect(deliveries).toHaveLength(1);
       expect(deliveries[0]).toMatchObject({ status_code: 410, success: false });
@@ -302,7 +399,10 @@ describe('idempotency', () => {
     scenarios.set('Once only', () => ({ content: 'once' }));
     const body = { input: 'Once only' };
     const headers = { 'idempotency-key': `key-${Date.now()}` };
-    const [a, b] = await Promise.all([stack.request('/v1/runs', { method: 'POST', json: body, headers }), stack.request('/v1/runs', { method: 'POST', json: body, headers })]);
+    const [a, b] = await Promise.all([
+      stack.request('/v1/runs', { method: 'POST', json: body, headers }),
+      stack.request('/v1/runs', { method: 'POST', json: body, headers }),
+    ]);
     expect([a.status, b.status].sort()).toEqual([200, 202]);
     const [ra, rb] = [await a.json(), await b.json()];
     expect(ra.id).toBe(rb.id);
@@ -322,7 +422,10 @@ describe('budgets beyond depth', () => {
   const greedy = (req: ChatRequest, round: number): Reply =>
     req.tool_choice === 'none'
       ? { content: `final after ${round} rounds`, usage: { prompt_tokens: 80, completion_tokens: 20 } }
-      : { tool_calls: [{ name: 'crm__count_calls', arguments: {} }], usage: { prompt_tokens: 80, completion_tokens: 20 } };
+      : {
+          tool_calls: [{ name: 'crm__count_calls', arguments: {} }],
+          usage: { prompt_tokens: 80, completion_tokens: 20 },
+        };
 
   it.each([
     ['final_answer', 'completed'],
@@ -330,7 +433,9 @@ describe('budgets beyond depth', () => {
   ] as const)('max_total_tokens under %s', async (policy, status) => {
     const user = `Tokens ${policy}`;
     scenarios.set(user, greedy);
-    const run = await stack.waitForRun((await stack.createRun({ input: user, max_total_tokens: 250, on_budget_exhausted: policy })).id);
+    const run = await stack.waitForRun(
+      (await stack.createRun({ input: user, max_total_tokens: 250, on_budget_exhausted: policy })).id,
+    );
     expect(run).toMatchObject({ status, stop_reason: 'max_total_tokens' });
     // 100 tokens a call: after 3 calls (300 ≥ 250) the budget is hit before the 4th step.
     expect(run.depth).toBe(3);
@@ -344,8 +449,16 @@ describe('budgets beyond depth', () => {
     ['stop', 'incomplete'],
   ] as const)('timeout_ms under %s abandons the tool call in flight', async (policy, status) => {
     const user = `Timeout ${policy}`;
-    scenarios.set(user, (req, round) => (req.tool_choice === 'none' ? { content: 'out of time' } : round === 0 ? { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 3000, label: `t-${policy}` } }] } : { content: 'never' }));
-    const run = await stack.waitForRun((await stack.createRun({ input: user, timeout_ms: 400, on_budget_exhausted: policy })).id);
+    scenarios.set(user, (req, round) =>
+      req.tool_choice === 'none'
+        ? { content: 'out of time' }
+        : round === 0
+          ? { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 3000, label: `t-${policy}` } }] }
+          : { content: 'never' },
+    );
+    const run = await stack.waitForRun(
+      (await stack.createRun({ input: user, timeout_ms: 400, on_budget_exhausted: policy })).id,
+    );
     expect(run).toMatchObject({ status, stop_reason: 'timeout' });
     const steps = (await stack.getJson(`/v1/runs/${run.id}/steps`)).data;
     expect(steps[0].tool_calls[0].output).toMatch(/deadline/);
@@ -356,8 +469,14 @@ describe('budgets beyond depth', () => {
   it('timeout_ms abandons a model step in flight at max_depth under stop', async () => {
     const user = 'Slow last step';
     // One round, then (at max_depth 1) a step whose model answers long after the deadline.
-    scenarios.set(user, (_req, round) => (round === 0 ? { tool_calls: [{ name: 'crm__count_calls', arguments: {} }] } : { content: 'too late', delayMs: 3000 }));
-    const run = await stack.waitForRun((await stack.createRun({ input: user, max_depth: 1, timeout_ms: 800, on_budget_exhausted: 'stop' })).id);
+    scenarios.set(user, (_req, round) =>
+      round === 0
+        ? { tool_calls: [{ name: 'crm__count_calls', arguments: {} }] }
+        : { content: 'too late', delayMs: 3000 },
+    );
+    const run = await stack.waitForRun(
+      (await stack.createRun({ input: user, max_depth: 1, timeout_ms: 800, on_budget_exhausted: 'stop' })).id,
+    );
     expect(run).toMatchObject({ status: 'incomplete', stop_reason: 'timeout', depth: 1 });
     expect(run.output).toBeNull();
   });
@@ -365,7 +484,9 @@ describe('budgets beyond depth', () => {
   it('timeout_ms abandons a model step in flight', async () => {
     const user = 'Slow model';
     scenarios.set(user, (req) => (req.tool_choice === 'none' ? { content: 'late answer' } : { hang: true }));
-    const run = await stack.waitForRun((await stack.createRun({ input: user, timeout_ms: 300, on_budget_exhausted: 'stop' })).id);
+    const run = await stack.waitForRun(
+      (await stack.createRun({ input: user, timeout_ms: 300, on_budget_exhausted: 'stop' })).id,
+    );
     expect(run).toMatchObject({ status: 'incomplete', stop_reason: 'timeout' });
   });
 });
@@ -377,7 +498,14 @@ describe('private webhook URLs', () => {
   });
   afterAll(async () => strict?.close());
 
-  it.each(['http://127.0.0.1:9/hook', 'http://localhost/hook', 'http://10.1.2.3/x', 'http://[::1]/x', 'http://169.254.169.254/latest', 'http://192.168.1.1/'])('refuses %s with a 400', async (url) => {
+  it.each([
+    'http://127.0.0.1:9/hook',
+    'http://localhost/hook',
+    'http://10.1.2.3/x',
+    'http://[::1]/x',
+    'http://169.254.169.254/latest',
+    'http://192.168.1.1/',
+  ])('refuses %s with a 400', async (url) => {
     const res = await strict.request('/v1/runs', { method: 'POST', json: { input: 'x', webhook: { url } } });
     expect(res.status).toBe(400);
     const body = await res.json();

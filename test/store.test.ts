@@ -1,15 +1,44 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { actionId, actionRun, Admission, createLogger, EVENTS_MAXLEN, JobQueues, newId, QUEUES, RunActions, Runs, RunStore, TERMINAL_STATUSES, type ActionRecord, type RunSpec } from '@agentq/shared';
+import {
+  actionId,
+  actionRun,
+  Admission,
+  createLogger,
+  EVENTS_MAXLEN,
+  JobQueues,
+  newId,
+  QUEUES,
+  RunActions,
+  Runs,
+  RunStore,
+  TERMINAL_STATUSES,
+  type ActionRecord,
+  type RunSpec,
+} from '@agentq/shared';
 import { monitorRedis } from './fixtures/redis-monitor.js';
 
 const redis = new Redis(inject('redisUrl'));
 afterAll(() => redis.disconnect());
 
 // The events these writes append, as the workers send them.
-const stepEvent = (depth: number) => ({ depth, usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 }, finish_reason: 'tool_calls', content: null, tool_calls: [] });
-const toolEvent = (index: number) => ({ depth: 0, index, tool_call_id: `call_${index}`, name: 'crm__search', is_error: false, duration_ms: 1, output: 'out' });
+const stepEvent = (depth: number) => ({
+  depth,
+  usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+  finish_reason: 'tool_calls',
+  content: null,
+  tool_calls: [],
+});
+const toolEvent = (index: number) => ({
+  depth: 0,
+  index,
+  tool_call_id: `call_${index}`,
+  name: 'crm__search',
+  is_error: false,
+  duration_ms: 1,
+  output: 'out',
+});
 
 const results = (id: string, output: string) => ({
   id,
@@ -23,7 +52,14 @@ const results = (id: string, output: string) => ({
   completed_at: new Date().toISOString(),
 });
 
-const spec: RunSpec = { model: 'm', max_depth: 3, on_budget_exhausted: 'final_answer', metadata: {}, ancestors: [], nesting: 0 };
+const spec: RunSpec = {
+  model: 'm',
+  max_depth: 3,
+  on_budget_exhausted: 'final_answer',
+  metadata: {},
+  ancestors: [],
+  nesting: 0,
+};
 
 describe('the run index', () => {
   it('sheds the ids of runs created more than twice the retention ago', async () => {
@@ -49,8 +85,19 @@ describe('the run list', () => {
     const now = Date.now();
     for (let i = 0; i < 25; i++) {
       const id = newId('run', now - (25 - i) * 1000);
-      await store.runs.create({ id, owner: 'o', spec, messages: [{ role: 'user', content: `run ${i}` }], createdAt: new Date(now - (25 - i) * 1000) });
-      if (i % 3 === 0) await store.runs.finish(id, { status: 'completed', stopReason: 'stop', output: { role: 'assistant', content: `answer ${i}` } });
+      await store.runs.create({
+        id,
+        owner: 'o',
+        spec,
+        messages: [{ role: 'user', content: `run ${i}` }],
+        createdAt: new Date(now - (25 - i) * 1000),
+      });
+      if (i % 3 === 0)
+        await store.runs.finish(id, {
+          status: 'completed',
+          stopReason: 'stop',
+          output: { role: 'assistant', content: `answer ${i}` },
+        });
       ids.push(id);
     }
     return { store, newest: ids.reverse() };
@@ -90,10 +137,14 @@ describe('the run list', () => {
     expect(queuedOnly.runs).toEqual(newest.filter((id) => !completed.includes(id)));
     // What a batch counts is what its matching runs hold: the completed runs' batches hold their answers too.
     const unfiltered = await page(store, { limit: 100 });
-    expect(all.sizes.reduce((a, b) => a + b, 0) + queuedOnly.sizes.reduce((a, b) => a + b, 0)).toBe(unfiltered.sizes.reduce((a, b) => a + b, 0));
+    expect(all.sizes.reduce((a, b) => a + b, 0) + queuedOnly.sizes.reduce((a, b) => a + b, 0)).toBe(
+      unfiltered.sizes.reduce((a, b) => a + b, 0),
+    );
     const firstTwo = await page(store, { limit: 2, status: 'completed' });
     expect(firstTwo.runs).toEqual(completed.slice(0, 2));
-    expect((await page(store, { limit: 100, status: 'completed', after: firstTwo.next! })).runs).toEqual(completed.slice(2));
+    expect((await page(store, { limit: 100, status: 'completed', after: firstTwo.next! })).runs).toEqual(
+      completed.slice(2),
+    );
   });
 
   it('drops the ids of runs that are gone from the index as it passes them', async () => {
@@ -118,15 +169,30 @@ async function roundOf(n: number, runSpec: RunSpec = spec) {
   const id = newId('run');
   await store.runs.create({ id, owner: 'o', spec: runSpec, messages: [{ role: 'user', content: 'hi' }] });
   const { run } = (await store.transcript.loadStep(id, 0))!;
-  const tool_calls = Array.from({ length: n }, (_, i) => ({ id: `call_${i}`, type: 'function' as const, function: { name: 'crm__search', arguments: `{"i":${i}}` } }));
+  const tool_calls = Array.from({ length: n }, (_, i) => ({
+    id: `call_${i}`,
+    type: 'function' as const,
+    function: { name: 'crm__search', arguments: `{"i":${i}}` },
+  }));
   const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };
   const now = new Date().toISOString();
-  await store.transcript.commitStep(run, { depth: 0, status: 'completed', model: 'm', usage, started_at: now, completed_at: now, message: { role: 'assistant', content: null, tool_calls } }, stepEvent(0));
+  await store.transcript.commitStep(
+    run,
+    {
+      depth: 0,
+      status: 'completed',
+      model: 'm',
+      usage,
+      started_at: now,
+      completed_at: now,
+      message: { role: 'assistant', content: null, tool_calls },
+    },
+    stepEvent(0),
+  );
   return { store, run, id };
 }
 
 describe("a round's tool messages", () => {
-
   it('are appended by the call that stores the last result, once and in call order', async () => {
     const { store, run, id } = await roundOf(3);
     for (const i of [2, 0, 1]) {
@@ -137,24 +203,34 @@ describe("a round's tool messages", () => {
     await store.toolCalls.complete(id, 0, 1, results('call_1', 'again'), toolEvent(1), { run, count: 3 });
     const turn = (await store.transcript.loadStep(id, 1))!;
     expect(turn.roundAppended).toBe(true);
-    expect(turn.messages.slice(2)).toEqual([0, 1, 2].map((i) => ({ role: 'tool', tool_call_id: `call_${i}`, content: `out ${i}` })));
+    expect(turn.messages.slice(2)).toEqual(
+      [0, 1, 2].map((i) => ({ role: 'tool', tool_call_id: `call_${i}`, content: `out ${i}` })),
+    );
     expect(turn.run.depth).toBe(1);
     expect(turn.run.usage.tool_calls).toBe(3);
     expect((await store.runs.get(id))!.usage_total.tool_calls).toBe(3);
     // The next turn, seeing them there, appends nothing more.
     expect(await store.transcript.appendRound(turn.run, 0, [])).toBe(false);
-    expect(await redis.hkeys(store.keys(id).toolCalls(0))).toEqual(expect.not.arrayContaining(['0:msg', '1:msg', '2:msg']));
+    expect(await redis.hkeys(store.keys(id).toolCalls(0))).toEqual(
+      expect.not.arrayContaining(['0:msg', '1:msg', '2:msg']),
+    );
   });
 
   it('are left to the next turn while a call has no result, or when the run has ended', async () => {
     const partial = await roundOf(2);
-    await partial.store.toolCalls.complete(partial.id, 0, 0, results('call_0', 'out 0'), toolEvent(0), { run: partial.run, count: 2 });
+    await partial.store.toolCalls.complete(partial.id, 0, 0, results('call_0', 'out 0'), toolEvent(0), {
+      run: partial.run,
+      count: 2,
+    });
     expect((await partial.store.transcript.loadStep(partial.id, 1))!.roundAppended).toBe(false);
     expect(await partial.store.transcript.messages(partial.id)).toHaveLength(2);
 
     const ended = await roundOf(1);
     await ended.store.runs.finish(ended.id, { status: 'cancelled', stopReason: 'cancelled' });
-    await ended.store.toolCalls.complete(ended.id, 0, 0, results('call_0', 'late'), toolEvent(0), { run: ended.run, count: 1 });
+    await ended.store.toolCalls.complete(ended.id, 0, 0, results('call_0', 'late'), toolEvent(0), {
+      run: ended.run,
+      count: 1,
+    });
     expect(await ended.store.transcript.messages(ended.id)).toHaveLength(2);
   });
 
@@ -166,7 +242,9 @@ describe("a round's tool messages", () => {
     // The step at depth 0 was never committed here, but its call ran and stores its result.
     await store.toolCalls.complete(id, 0, 0, results('call_0', 'out 0'), toolEvent(0), { run, count: 1 });
     expect(await store.transcript.messages(id)).toEqual([{ role: 'user', content: 'hi' }]);
-    expect(await store.transcript.appendRound(run, 0, [{ role: 'tool', tool_call_id: 'call_0', content: 'out 0' }])).toBe(false);
+    expect(
+      await store.transcript.appendRound(run, 0, [{ role: 'tool', tool_call_id: 'call_0', content: 'out 0' }]),
+    ).toBe(false);
     expect(await store.transcript.messages(id)).toEqual([{ role: 'user', content: 'hi' }]);
   });
 
@@ -181,8 +259,16 @@ describe("a round's tool messages", () => {
       const { run } = (await store.transcript.loadStep(id, 0))!;
       const now = new Date().toISOString();
       const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };
-      const message = { role: 'assistant' as const, content: null, tool_calls: [{ id: 'c', type: 'function' as const, function: { name: 't', arguments: '{}' } }] };
-      await store.transcript.commitStep(run, { depth: 0, status: 'completed', model: 'm', usage, started_at: now, completed_at: now, message }, stepEvent(0));
+      const message = {
+        role: 'assistant' as const,
+        content: null,
+        tool_calls: [{ id: 'c', type: 'function' as const, function: { name: 't', arguments: '{}' } }],
+      };
+      await store.transcript.commitStep(
+        run,
+        { depth: 0, status: 'completed', model: 'm', usage, started_at: now, completed_at: now, message },
+        stepEvent(0),
+      );
       return { id, run };
     })();
     await store.toolCalls.complete(child.id, 0, 0, results('c', 'ok'), toolEvent(0), { run: child.run, count: 1 });
@@ -192,21 +278,51 @@ describe("a round's tool messages", () => {
     const { run } = (await store.transcript.loadStep(child.id, 1))!;
     const now = new Date().toISOString();
     const usage = { prompt_tokens: 40, completion_tokens: 2, total_tokens: 42 };
-    await store.transcript.commitStep(run, { depth: 1, status: 'completed', model: 'm', usage, started_at: now, completed_at: now, message: { role: 'assistant', content: 'done' } }, stepEvent(1));
+    await store.transcript.commitStep(
+      run,
+      {
+        depth: 1,
+        status: 'completed',
+        model: 'm',
+        usage,
+        started_at: now,
+        completed_at: now,
+        message: { role: 'assistant', content: 'done' },
+      },
+      stepEvent(1),
+    );
     // Committed again (a redelivered step): nothing is counted twice.
-    await store.transcript.commitStep(run, { depth: 1, status: 'completed', model: 'm', usage, started_at: now, completed_at: now, message: { role: 'assistant', content: 'other' } }, stepEvent(1));
+    await store.transcript.commitStep(
+      run,
+      {
+        depth: 1,
+        status: 'completed',
+        model: 'm',
+        usage,
+        started_at: now,
+        completed_at: now,
+        message: { role: 'assistant', content: 'other' },
+      },
+      stepEvent(1),
+    );
     const counted = { prompt_tokens: 41, completion_tokens: 3, total_tokens: 44, model_calls: 2, tool_calls: 1 };
     const childNow = (await store.runs.get(child.id))!;
     expect(childNow.usage).toEqual(counted);
     expect(childNow.usage_total).toEqual(counted);
     expect(childNow.depth).toBe(1);
     expect((await store.runs.get(parent))!.usage_total).toEqual(counted);
-    expect((await store.runs.get(parent))!.usage).toEqual({ prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, model_calls: 0, tool_calls: 0 });
+    expect((await store.runs.get(parent))!.usage).toEqual({
+      prompt_tokens: 0,
+      completion_tokens: 0,
+      total_tokens: 0,
+      model_calls: 0,
+      tool_calls: 0,
+    });
   });
 });
 
 describe("a run's event stream", () => {
-  it('keeps about EVENTS_MAXLEN events: a round\'s tool events append, the next step\'s commit trims', async () => {
+  it("keeps about EVENTS_MAXLEN events: a round's tool events append, the next step's commit trims", async () => {
     const { store, run, id } = await roundOf(2);
     const events = store.keys(id).events;
     // A long run's history: more than the stream keeps.
@@ -214,13 +330,35 @@ describe("a run's event stream", () => {
     for (let i = 0; i < EVENTS_MAXLEN + 500; i++) fill.xadd(events, '*', 'type', 'step.retry', 'data', '{}');
     await fill.exec();
     const before = await redis.xlen(events);
-    await Promise.all([0, 1].map((i) => store.toolCalls.begin(id, 0, i, 1, { event: { depth: 0, index: i, tool_call_id: `call_${i}`, name: 'crm__search', attempt: 1 } })));
-    await Promise.all([0, 1].map((i) => store.toolCalls.complete(id, 0, i, results(`call_${i}`, `out ${i}`), toolEvent(i), { run, count: 2 })));
+    await Promise.all(
+      [0, 1].map((i) =>
+        store.toolCalls.begin(id, 0, i, 1, {
+          event: { depth: 0, index: i, tool_call_id: `call_${i}`, name: 'crm__search', attempt: 1 },
+        }),
+      ),
+    );
+    await Promise.all(
+      [0, 1].map((i) =>
+        store.toolCalls.complete(id, 0, i, results(`call_${i}`, `out ${i}`), toolEvent(i), { run, count: 2 }),
+      ),
+    );
     // The round's four events are appended, nothing trimmed.
     expect(await redis.xlen(events)).toBe(before + 4);
     const { run: next } = (await store.transcript.loadStep(id, 1))!;
     const now = new Date().toISOString();
-    await store.transcript.commitStep(next, { depth: 1, status: 'completed', model: 'm', usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 }, started_at: now, completed_at: now, message: { role: 'assistant', content: 'done' } }, stepEvent(1));
+    await store.transcript.commitStep(
+      next,
+      {
+        depth: 1,
+        status: 'completed',
+        model: 'm',
+        usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+        started_at: now,
+        completed_at: now,
+        message: { role: 'assistant', content: 'done' },
+      },
+      stepEvent(1),
+    );
     // Trimmed by whole nodes of the stream (100 entries each): about the cap, the newest kept.
     const after = await redis.xlen(events);
     expect(after).toBeGreaterThanOrEqual(EVENTS_MAXLEN);
@@ -240,7 +378,12 @@ describe("a round's requests for an answer", () => {
     const actions = new RunActions({ store, jobs, runs, logger });
     try {
       const id = newId('run');
-      await store.runs.create({ id, owner: 'o', spec: { ...spec, webhook: { url: 'https://hooks.example/agentq' } }, messages: [{ role: 'user', content: 'hi' }] });
+      await store.runs.create({
+        id,
+        owner: 'o',
+        spec: { ...spec, webhook: { url: 'https://hooks.example/agentq' } },
+        messages: [{ role: 'user', content: 'hi' }],
+      });
       await store.runs.start(id);
       const run = (await store.runs.getState(id))!;
       const records: ActionRecord[] = [0, 1].map((index) => ({
@@ -257,7 +400,9 @@ describe("a round's requests for an answer", () => {
         on_timeout: 'reject',
       }));
       const requiresAction = async () =>
-        (await jobs.queue(QUEUES.webhook, 0).getJobs(['waiting', 'delayed', 'active', 'completed', 'failed'])).filter((j) => j.data.type === 'run.requires_action');
+        (await jobs.queue(QUEUES.webhook, 0).getJobs(['waiting', 'delayed', 'active', 'completed', 'failed'])).filter(
+          (j) => j.data.type === 'run.requires_action',
+        );
       // The first delivery of the step stored the requests and died.
       await store.actions.require(actionRun(run), records);
       expect(await requiresAction()).toHaveLength(0);
@@ -275,9 +420,15 @@ describe("a round's requests for an answer", () => {
 });
 
 describe('beginning tool calls', () => {
-  const started = (index: number) => ({ depth: 0, index, tool_call_id: `call_${index}`, name: 'crm__search', attempt: 1 });
+  const started = (index: number) => ({
+    depth: 0,
+    index,
+    tool_call_id: `call_${index}`,
+    name: 'crm__search',
+    attempt: 1,
+  });
 
-  it("begins the calls of a step begun together in one script, each as if begun alone", async () => {
+  it('begins the calls of a step begun together in one script, each as if begun alone', async () => {
     const prefix = `rs${randomBytes(3).toString('hex')}`;
     const store = new RunStore({ redis, prefix });
     const id = newId('run');
@@ -292,7 +443,8 @@ describe('beginning tool calls', () => {
       const begins = await Promise.all([0, 1, 2].map((i) => store.toolCalls.begin(id, 0, i, 1, { event: started(i) })));
       expect(begins.map((b) => b.kind)).toEqual(['begun', 'done', 'begun']);
       expect(begins[1]).toMatchObject({ result: { output: 'earlier' } });
-      for (const b of [begins[0], begins[2]]) expect(b).toMatchObject({ run: { id, status: 'queued', spec: { model: 'm' } }, interrupted: null });
+      for (const b of [begins[0], begins[2]])
+        expect(b).toMatchObject({ run: { id, status: 'queued', spec: { model: 'm' } }, interrupted: null });
       // The same calls begun again (their worker died): each sees its own earlier attempt's marker.
       await store.toolCalls.begin(id, 0, 2, 3);
       const again = await Promise.all([0, 2].map((i) => store.toolCalls.begin(id, 0, i, 4)));
@@ -308,7 +460,9 @@ describe('beginning tool calls', () => {
       monitor.close();
     }
     const events = await store.events.read(id, '0');
-    expect(events.filter((e) => e.type === 'tool.started').map((e) => (e.data as { index: number }).index)).toEqual([0, 2, 3]);
+    expect(events.filter((e) => e.type === 'tool.started').map((e) => (e.data as { index: number }).index)).toEqual([
+      0, 2, 3,
+    ]);
     expect(await redis.hget(store.keys(id).toolCalls(0), '1:running')).toBeNull();
   });
 
@@ -317,9 +471,16 @@ describe('beginning tool calls', () => {
     const parent = newId('run');
     await store.runs.create({ id: parent, owner: 'o', spec, messages: [] });
     const child = newId('run');
-    await store.runs.create({ id: child, owner: 'o', spec: { ...spec, ancestors: [parent], nesting: 1 }, messages: [] });
+    await store.runs.create({
+      id: child,
+      owner: 'o',
+      spec: { ...spec, ancestors: [parent], nesting: 1 },
+      messages: [],
+    });
     await store.runs.finish(parent, { status: 'cancelled', stopReason: 'cancelled' });
-    const begins = await Promise.all([0, 1].map((i) => store.toolCalls.begin(child, 0, i, 1, { ancestors: [parent], event: started(i) })));
+    const begins = await Promise.all(
+      [0, 1].map((i) => store.toolCalls.begin(child, 0, i, 1, { ancestors: [parent], event: started(i) })),
+    );
     expect(begins).toEqual([0, 1].map(() => expect.objectContaining({ kind: 'ended', ancestorOver: true })));
     await store.runs.finish(child, { status: 'cancelled', stopReason: 'cancelled' });
     const ended = await Promise.all([0, 1].map((i) => store.toolCalls.begin(child, 0, i, 1, { event: started(i) })));
@@ -346,8 +507,18 @@ describe('beginning tool calls', () => {
     const [a, b] = [newId('run'), newId('run')];
     for (const id of [a, b]) await store.runs.create({ id, owner: 'o', spec, messages: [] });
     await store.toolCalls.complete(b, 1, 0, results('call_0', 'b1'), toolEvent(0));
-    const begins = await Promise.all([store.toolCalls.begin(a, 0, 0, 1), store.toolCalls.begin(b, 0, 0, 1), store.toolCalls.begin(b, 1, 0, 1), store.toolCalls.begin(a, 0, 1, 1)]);
-    expect(begins.map((x) => (x.kind === 'done' ? x.result.output : x.kind === 'begun' ? x.run.id : x.kind))).toEqual([a, b, 'b1', a]);
+    const begins = await Promise.all([
+      store.toolCalls.begin(a, 0, 0, 1),
+      store.toolCalls.begin(b, 0, 0, 1),
+      store.toolCalls.begin(b, 1, 0, 1),
+      store.toolCalls.begin(a, 0, 1, 1),
+    ]);
+    expect(begins.map((x) => (x.kind === 'done' ? x.result.output : x.kind === 'begun' ? x.run.id : x.kind))).toEqual([
+      a,
+      b,
+      'b1',
+      a,
+    ]);
     expect(Object.keys(await redis.hgetall(store.keys(a).toolCalls(0))).sort()).toEqual(['0:running', '1:running']);
     expect(Object.keys(await redis.hgetall(store.keys(b).toolCalls(0)))).toEqual(['0:running']);
   });
@@ -368,7 +539,15 @@ describe('beginning tool calls', () => {
     });
     try {
       const next = await Promise.all([0, 1].map((i) => store.toolCalls.begin(id, 1, i, 1, { held })));
-      expect(next).toEqual([0, 1].map(() => expect.objectContaining({ kind: 'begun', spec: held.spec, run: expect.objectContaining({ spec: held.spec.value, status: 'queued' }) })));
+      expect(next).toEqual(
+        [0, 1].map(() =>
+          expect.objectContaining({
+            kind: 'begun',
+            spec: held.spec,
+            run: expect.objectContaining({ spec: held.spec.value, status: 'queued' }),
+          }),
+        ),
+      );
       await new Promise((r) => setTimeout(r, 50));
     } finally {
       monitor.close();
@@ -378,9 +557,19 @@ describe('beginning tool calls', () => {
     expect(scripts[0]).not.toContain('spec');
     // A run created again under its id is another run: its own spec is read, whatever is held.
     await redis.del(...Object.values(store.keys(id)).filter((v): v is string => typeof v === 'string'));
-    await store.runs.create({ id, owner: 'o', spec: { ...spec, model: 'again' }, messages: [], createdAt: new Date(Date.now() + 1000) });
+    await store.runs.create({
+      id,
+      owner: 'o',
+      spec: { ...spec, model: 'again' },
+      messages: [],
+      createdAt: new Date(Date.now() + 1000),
+    });
     const again = await store.toolCalls.begin(id, 0, 0, 1, { held });
-    expect(again).toMatchObject({ kind: 'begun', spec: { value: { model: 'again' } }, run: { spec: { model: 'again' } } });
+    expect(again).toMatchObject({
+      kind: 'begun',
+      spec: { value: { model: 'again' } },
+      run: { spec: { model: 'again' } },
+    });
     // And a gone run is gone, spec held or not: nothing begins.
     await redis.del(store.keys(id).run);
     expect(await store.toolCalls.begin(id, 2, 0, 1, { held })).toEqual({ kind: 'ended', run: null });
@@ -393,7 +582,11 @@ describe('beginning tool calls', () => {
     await store.runs.create({ id, owner: 'o', spec, messages: [] });
     await redis.hset(store.keys(id).toolCalls(0), '1', 'not json');
     const one = await Promise.allSettled([0, 1, 2].map((i) => store.toolCalls.begin(id, 0, i, 1)));
-    expect(one.map((x) => (x.status === 'fulfilled' ? x.value.kind : 'rejected'))).toEqual(['begun', 'rejected', 'begun']);
+    expect(one.map((x) => (x.status === 'fulfilled' ? x.value.kind : 'rejected'))).toEqual([
+      'begun',
+      'rejected',
+      'begun',
+    ]);
     // A run key of the wrong type: the script fails, and so does every call of the group.
     const gone = newId('run');
     await redis.set(store.keys(gone).run, 'not a hash');
@@ -414,17 +607,24 @@ describe('completing a tool call', () => {
     await store.toolCalls.complete(id, 0, 1, results('call_1', 'earlier'), toolEvent(1), { run, count: 3 });
     const scripts: string[][] = [];
     const monitor = await monitorRedis(inject('redisUrl'), (c) => {
-      if (/^(eval|fcall)$/i.test(c.args[0] ?? '') && c.args.some((a) => a.startsWith(store.keys(id).toolCalls(0)))) scripts.push(c.args);
+      if (/^(eval|fcall)$/i.test(c.args[0] ?? '') && c.args.some((a) => a.startsWith(store.keys(id).toolCalls(0))))
+        scripts.push(c.args);
     });
     try {
-      const stored = await Promise.all([2, 1, 0].map((i) => store.toolCalls.complete(id, 0, i, results(`call_${i}`, `out ${i}`), toolEvent(i), { run, count: 3 })));
+      const stored = await Promise.all(
+        [2, 1, 0].map((i) =>
+          store.toolCalls.complete(id, 0, i, results(`call_${i}`, `out ${i}`), toolEvent(i), { run, count: 3 }),
+        ),
+      );
       expect(stored.map((r) => r.output)).toEqual(['out 2', 'earlier', 'out 0']);
       const turn = (await store.transcript.loadStep(id, 1))!;
       expect(turn.roundAppended).toBe(true);
       expect(turn.messages.slice(2).map((m) => m.content)).toEqual(['out 0', 'earlier', 'out 2']);
       expect(turn.run.usage.tool_calls).toBe(3);
       // One tool.completed for each result stored: call 1's earlier one, then 2 and 0 in the order they came.
-      const completed = (await redis.xrange(store.keys(id).events, '-', '+')).filter(([, f]) => f[1] === 'tool.completed').map(([, f]) => JSON.parse(f[3]!));
+      const completed = (await redis.xrange(store.keys(id).events, '-', '+'))
+        .filter(([, f]) => f[1] === 'tool.completed')
+        .map(([, f]) => JSON.parse(f[3]!));
       expect(completed.map((e) => e.index)).toEqual([1, 2, 0]);
       // Completed apart (another tick), a result has a script of its own.
       await store.toolCalls.complete(id, 0, 0, results('call_0', 'late'), toolEvent(0), { run, count: 3 });
@@ -437,9 +637,15 @@ describe('completing a tool call', () => {
 
   it('keeps the first of two results of one call completed together (as if one came after the other)', async () => {
     const { store, run, id } = await roundOf(2);
-    const stored = await Promise.all(['first', 'second'].map((out) => store.toolCalls.complete(id, 0, 0, results('call_0', out), toolEvent(0), { run, count: 2 })));
+    const stored = await Promise.all(
+      ['first', 'second'].map((out) =>
+        store.toolCalls.complete(id, 0, 0, results('call_0', out), toolEvent(0), { run, count: 2 }),
+      ),
+    );
     expect(stored.map((r) => r.output)).toEqual(['first', 'first']);
-    const completed = (await redis.xrange(store.keys(id).events, '-', '+')).filter(([, f]) => f[1] === 'tool.completed');
+    const completed = (await redis.xrange(store.keys(id).events, '-', '+')).filter(
+      ([, f]) => f[1] === 'tool.completed',
+    );
     expect(completed).toHaveLength(1);
     // The round completes with the result kept.
     await store.toolCalls.complete(id, 0, 1, results('call_1', 'out 1'), toolEvent(1), { run, count: 2 });
@@ -451,13 +657,23 @@ describe('completing a tool call', () => {
     const hash = store.keys(id).toolCalls(0);
     const messageWrites: string[] = [];
     const monitor = await monitorRedis(inject('redisUrl'), (c) => {
-      if (c.source === 'lua' && c.args[1] === hash && /^hset$/i.test(c.args[0] ?? '') && (c.args[2] ?? '').endsWith(':msg')) messageWrites.push(c.args[2]!);
+      if (
+        c.source === 'lua' &&
+        c.args[1] === hash &&
+        /^hset$/i.test(c.args[0] ?? '') &&
+        (c.args[2] ?? '').endsWith(':msg')
+      )
+        messageWrites.push(c.args[2]!);
     });
     try {
       // Call 0 alone: the round is incomplete, so its message waits in the hash.
       await store.toolCalls.complete(id, 0, 0, results('call_0', 'out 0'), toolEvent(0), { run, count: 3 });
       // Calls 1 and 2 together complete the round: appended from the script's arguments.
-      await Promise.all([1, 2].map((i) => store.toolCalls.complete(id, 0, i, results(`call_${i}`, `out ${i}`), toolEvent(i), { run, count: 3 })));
+      await Promise.all(
+        [1, 2].map((i) =>
+          store.toolCalls.complete(id, 0, i, results(`call_${i}`, `out ${i}`), toolEvent(i), { run, count: 3 }),
+        ),
+      );
       const turn = (await store.transcript.loadStep(id, 1))!;
       expect(turn.messages.slice(2).map((m) => m.content)).toEqual(['out 0', 'out 1', 'out 2']);
       await new Promise((r) => setTimeout(r, 50));
@@ -477,7 +693,17 @@ describe('completing a tool call', () => {
       const id = newId('run');
       await store.runs.create({ id, owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
       const now = new Date().toISOString();
-      const rec = { id: 'call_0', name: 't', status: 'completed' as const, output: 'out', is_error: false, attempts: 1, duration_ms: 1, started_at: now, completed_at: now };
+      const rec = {
+        id: 'call_0',
+        name: 't',
+        status: 'completed' as const,
+        output: 'out',
+        is_error: false,
+        attempts: 1,
+        duration_ms: 1,
+        started_at: now,
+        completed_at: now,
+      };
       // Once before (a client may then take the script for loaded), then Redis forgets it.
       await store.toolCalls.complete(id, 0, 1, { ...rec, id: 'call_1' }, toolEvent(1));
       await conn.script('FLUSH');
@@ -493,23 +719,34 @@ describe('completing a tool call', () => {
 });
 
 describe('the scripts see every terminal status (generated from the one list)', () => {
-  it.each([...TERMINAL_STATUSES])('a run that is %s takes no step, no tool call and no second ending', async (status) => {
-    const store = new RunStore({ redis, prefix: `rs${randomBytes(3).toString('hex')}` });
-    const id = newId('run');
-    await store.runs.create({ id, owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
-    const { run } = (await store.transcript.loadStep(id, 0))!;
-    // Set the status directly, as another process's ending would have.
-    await redis.hset(store.keys(id).run, 'status', status);
-    const now = new Date().toISOString();
-    const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };
-    const step = { depth: 0, status: 'completed' as const, model: 'm', usage, started_at: now, completed_at: now, message: { role: 'assistant' as const, content: 'late' } };
-    expect(await store.transcript.commitStep(run, step, stepEvent(0))).toBeNull();
-    expect(await store.transcript.appendRound(run, 0, [])).toBe(false);
-    expect((await store.toolCalls.begin(id, 0, 0, 1)).kind).toBe('ended');
-    expect(await store.runs.finish(id, { status: 'failed', stopReason: 'error' })).toBeNull();
-    expect(await store.transcript.messages(id)).toEqual([{ role: 'user', content: 'hi' }]);
-    expect((await store.runs.get(id))!.status).toBe(status);
-  });
+  it.each([...TERMINAL_STATUSES])(
+    'a run that is %s takes no step, no tool call and no second ending',
+    async (status) => {
+      const store = new RunStore({ redis, prefix: `rs${randomBytes(3).toString('hex')}` });
+      const id = newId('run');
+      await store.runs.create({ id, owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
+      const { run } = (await store.transcript.loadStep(id, 0))!;
+      // Set the status directly, as another process's ending would have.
+      await redis.hset(store.keys(id).run, 'status', status);
+      const now = new Date().toISOString();
+      const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };
+      const step = {
+        depth: 0,
+        status: 'completed' as const,
+        model: 'm',
+        usage,
+        started_at: now,
+        completed_at: now,
+        message: { role: 'assistant' as const, content: 'late' },
+      };
+      expect(await store.transcript.commitStep(run, step, stepEvent(0))).toBeNull();
+      expect(await store.transcript.appendRound(run, 0, [])).toBe(false);
+      expect((await store.toolCalls.begin(id, 0, 0, 1)).kind).toBe('ended');
+      expect(await store.runs.finish(id, { status: 'failed', stopReason: 'error' })).toBeNull();
+      expect(await store.transcript.messages(id)).toEqual([{ role: 'user', content: 'hi' }]);
+      expect((await store.runs.get(id))!.status).toBe(status);
+    },
+  );
 });
 
 describe('a tool result', () => {
@@ -521,11 +758,36 @@ describe('a tool result', () => {
     const now = new Date().toISOString();
     const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };
     const tool_calls = [{ id: 'call_0', type: 'function' as const, function: { name: 'crm__write', arguments: '{}' } }];
-    await store.transcript.commitStep(run, { depth: 0, status: 'completed', model: 'm', usage, started_at: now, completed_at: now, message: { role: 'assistant', content: null, tool_calls } }, stepEvent(0));
+    await store.transcript.commitStep(
+      run,
+      {
+        depth: 0,
+        status: 'completed',
+        model: 'm',
+        usage,
+        started_at: now,
+        completed_at: now,
+        message: { role: 'assistant', content: null, tool_calls },
+      },
+      stepEvent(0),
+    );
     const output = 'Error executing crm__write: the outcome is unknown';
-    await store.toolCalls.complete(id, 0, 0, { ...results('call_0', output), status: 'failed', is_error: true, outcome: 'unknown_outcome' }, toolEvent(0), { run, count: 1 });
+    await store.toolCalls.complete(
+      id,
+      0,
+      0,
+      { ...results('call_0', output), status: 'failed', is_error: true, outcome: 'unknown_outcome' },
+      toolEvent(0),
+      { run, count: 1 },
+    );
     const [step] = await store.steps.list(id);
-    expect(step.tool_calls[0]).toMatchObject({ id: 'call_0', status: 'failed', is_error: true, outcome: 'unknown_outcome', output });
+    expect(step.tool_calls[0]).toMatchObject({
+      id: 'call_0',
+      status: 'failed',
+      is_error: true,
+      outcome: 'unknown_outcome',
+      output,
+    });
   });
 });
 
@@ -533,19 +795,42 @@ describe('a step reading a transcript whose start it holds', () => {
   async function runWithRound() {
     const store = new RunStore({ redis, prefix: `rs${randomBytes(3).toString('hex')}` });
     const id = newId('run');
-    await store.runs.create({ id, owner: 'o', spec, messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'hi' }] });
+    await store.runs.create({
+      id,
+      owner: 'o',
+      spec,
+      messages: [
+        { role: 'system', content: 'be brief' },
+        { role: 'user', content: 'hi' },
+      ],
+    });
     const first = (await store.transcript.loadStep(id, 0))!;
     const now = new Date().toISOString();
     const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };
-    const tool_calls = [{ id: 'call_0', type: 'function' as const, function: { name: 'crm__search', arguments: '{}' } }];
-    await store.transcript.commitStep(first.run, { depth: 0, status: 'completed', model: 'm', usage, started_at: now, completed_at: now, message: { role: 'assistant', content: null, tool_calls } }, stepEvent(0));
+    const tool_calls = [
+      { id: 'call_0', type: 'function' as const, function: { name: 'crm__search', arguments: '{}' } },
+    ];
+    await store.transcript.commitStep(
+      first.run,
+      {
+        depth: 0,
+        status: 'completed',
+        model: 'm',
+        usage,
+        started_at: now,
+        completed_at: now,
+        message: { role: 'assistant', content: null, tool_calls },
+      },
+      stepEvent(0),
+    );
     await store.toolCalls.complete(id, 0, 0, results('call_0', 'found ü'), toolEvent(0), { run: first.run, count: 1 });
     return { store, id, first };
   }
 
   it('reads only what was added after it, and gets what a whole read gets', async () => {
     const { store, id, first } = await runWithRound();
-    const bytes = (messages: unknown[]) => messages.reduce((n: number, m) => n + Buffer.byteLength(JSON.stringify(m)), 0);
+    const bytes = (messages: unknown[]) =>
+      messages.reduce((n: number, m) => n + Buffer.byteLength(JSON.stringify(m)), 0);
     expect(first.size).toBe(bytes(first.messages));
     const whole = (await store.transcript.loadStep(id, 1))!;
     expect(whole.messages).toHaveLength(4);
@@ -560,23 +845,37 @@ describe('a step reading a transcript whose start it holds', () => {
 
   it('within a size, reads the messages only if the whole transcript fits, and says its size if not', async () => {
     const { store, id, first } = await runWithRound();
-    const bytes = (messages: unknown[]) => messages.reduce((n: number, m) => n + Buffer.byteLength(JSON.stringify(m)), 0);
+    const bytes = (messages: unknown[]) =>
+      messages.reduce((n: number, m) => n + Buffer.byteLength(JSON.stringify(m)), 0);
     const whole = (await store.transcript.loadStep(id, 1))!;
     const over = await store.transcript.loadStepWithin(id, 1, whole.size - 1);
     expect(over).toMatchObject({ tooLarge: true, head: { size: whole.size, length: 4, run: { id } } });
     expect(over && 'messages' in over).toBe(false);
-    expect(await store.transcript.loadStepWithin(id, 1, whole.size)).toMatchObject({ messages: whole.messages, size: whole.size });
+    expect(await store.transcript.loadStepWithin(id, 1, whole.size)).toMatchObject({
+      messages: whole.messages,
+      size: whole.size,
+    });
     // The start it holds counts too: what a step holds is the whole transcript.
     const known = { createdAt: first.run.createdAt, messages: first.messages, size: first.size };
-    expect(await store.transcript.loadStepWithin(id, 1, whole.size - 1, known)).toMatchObject({ tooLarge: true, head: { size: whole.size } });
-    expect(await store.transcript.loadStepWithin(id, 1, whole.size, known)).toMatchObject({ messages: whole.messages, size: whole.size });
+    expect(await store.transcript.loadStepWithin(id, 1, whole.size - 1, known)).toMatchObject({
+      tooLarge: true,
+      head: { size: whole.size },
+    });
+    expect(await store.transcript.loadStepWithin(id, 1, whole.size, known)).toMatchObject({
+      messages: whole.messages,
+      size: whole.size,
+    });
     // A run stored before sizes were kept has none, and gets none from later appends: it is read
     // whatever its size, and its size is what was read.
     await redis.hdel(store.keys(id).run, 'transcript_bytes');
     const first2 = await store.transcript.loadStep(id, 1);
-    await store.transcript.commitStep(first2!.run, { ...(await store.transcript.loadRound(id, 0)).step!, depth: 1 }, stepEvent(1));
+    await store.transcript.commitStep(
+      first2!.run,
+      { ...(await store.transcript.loadRound(id, 0)).step!, depth: 1 },
+      stepEvent(1),
+    );
     const legacy = await store.transcript.loadStepWithin(id, 2, 1);
-    expect(legacy).toMatchObject({ size: bytes((await store.transcript.messages(id))) });
+    expect(legacy).toMatchObject({ size: bytes(await store.transcript.messages(id)) });
     expect(await redis.hexists(store.keys(id).run, 'transcript_bytes')).toBe(0);
   });
 
@@ -586,12 +885,37 @@ describe('a step reading a transcript whose start it holds', () => {
     for (const depth of [1, 2]) {
       const now = new Date().toISOString();
       const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };
-      const tool_calls = [{ id: `call_${depth}`, type: 'function' as const, function: { name: 'crm__search', arguments: '{}' } }];
-      await store.transcript.commitStep(first.run, { depth, status: 'completed', model: 'm', usage, started_at: now, completed_at: now, message: { role: 'assistant', content: null, tool_calls } }, stepEvent(depth));
-      await store.toolCalls.complete(id, depth, 0, results(`call_${depth}`, 'ok'), { ...toolEvent(0), depth }, { run: first.run, count: 1 });
+      const tool_calls = [
+        { id: `call_${depth}`, type: 'function' as const, function: { name: 'crm__search', arguments: '{}' } },
+      ];
+      await store.transcript.commitStep(
+        first.run,
+        {
+          depth,
+          status: 'completed',
+          model: 'm',
+          usage,
+          started_at: now,
+          completed_at: now,
+          message: { role: 'assistant', content: null, tool_calls },
+        },
+        stepEvent(depth),
+      );
+      await store.toolCalls.complete(
+        id,
+        depth,
+        0,
+        results(`call_${depth}`, 'ok'),
+        { ...toolEvent(0), depth },
+        { run: first.run, count: 1 },
+      );
     }
     const whole = (await store.transcript.loadStep(id, 3))!;
-    expect(whole).toMatchObject({ roundAppended: true, done: false, spec: { value: spec, bytes: Buffer.byteLength(JSON.stringify(spec)) } });
+    expect(whole).toMatchObject({
+      roundAppended: true,
+      done: false,
+      spec: { value: spec, bytes: Buffer.byteLength(JSON.stringify(spec)) },
+    });
     expect(whole.run).toMatchObject({ spec, depth: 3, usage: { model_calls: 3, tool_calls: 3 } });
     const reads: string[][] = [];
     const stepReads: string[][] = [];
@@ -605,7 +929,12 @@ describe('a step reading a transcript whose start it holds', () => {
       const held = { value: { ...spec, model: 'held' }, bytes: 10 };
       const known = { createdAt: whole.run.createdAt, messages: whole.messages.slice(0, -2), size: 1, spec: held };
       const tail = (await store.transcript.loadStep(id, 3, known))!;
-      expect(tail).toMatchObject({ spec: held, run: { spec: { model: 'held' }, depth: 3 }, roundAppended: true, done: false });
+      expect(tail).toMatchObject({
+        spec: held,
+        run: { spec: { model: 'held' }, depth: 3 },
+        roundAppended: true,
+        done: false,
+      });
       expect(tail.messages).toEqual(whole.messages);
       expect(tail.step).toBeNull();
       await new Promise((r) => setTimeout(r, 50));
@@ -614,7 +943,19 @@ describe('a step reading a transcript whose start it holds', () => {
       expect(stepReads).toEqual([]);
       // Once it is, a job that comes again reads it.
       const now = new Date().toISOString();
-      await store.transcript.commitStep(tail.run, { depth: 3, status: 'completed', model: 'm', usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 }, started_at: now, completed_at: now, message: { role: 'assistant', content: 'the end' } }, stepEvent(3));
+      await store.transcript.commitStep(
+        tail.run,
+        {
+          depth: 3,
+          status: 'completed',
+          model: 'm',
+          usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+          started_at: now,
+          completed_at: now,
+          message: { role: 'assistant', content: 'the end' },
+        },
+        stepEvent(3),
+      );
       const again = (await store.transcript.loadStep(id, 3, known))!;
       expect(again.step).toMatchObject({ depth: 3, message: { content: 'the end' } });
       await new Promise((r) => setTimeout(r, 50));
@@ -627,7 +968,13 @@ describe('a step reading a transcript whose start it holds', () => {
     expect(fields.filter((f) => f.startsWith('m:'))).toEqual(['m:t:2', 'm:t:3', 'm:a:3']);
     // A run created again under its id is another run: its own spec is read.
     await redis.del(...Object.values(store.keys(id)).filter((v): v is string => typeof v === 'string'));
-    await store.runs.create({ id, owner: 'o', spec: { ...spec, model: 'again' }, messages: [{ role: 'user', content: 'hi' }], createdAt: new Date(Date.now() + 1000) });
+    await store.runs.create({
+      id,
+      owner: 'o',
+      spec: { ...spec, model: 'again' },
+      messages: [{ role: 'user', content: 'hi' }],
+      createdAt: new Date(Date.now() + 1000),
+    });
     const stale = { createdAt: whole.run.createdAt, messages: whole.messages.slice(0, 1), size: 1, spec: whole.spec };
     expect((await store.transcript.loadStep(id, 0, stale))!.run.spec.model).toBe('again');
     // And a gone run is gone, spec held or not.
@@ -638,7 +985,8 @@ describe('a step reading a transcript whose start it holds', () => {
   it('reads the whole transcript when what it holds is not that transcript’s start', async () => {
     const { store, id, first } = await runWithRound();
     const whole = (await store.transcript.loadStep(id, 1))!;
-    const bogus = (n: number) => Array.from({ length: n }, () => ({ role: 'user' as const, content: 'not this run’s' }));
+    const bogus = (n: number) =>
+      Array.from({ length: n }, () => ({ role: 'user' as const, content: 'not this run’s' }));
     // Another run that had this id (deleted, created again): its creation time differs.
     const recreated = { createdAt: new Date(0).toISOString(), messages: bogus(2), size: 1 };
     // Longer than the transcript: cannot be its start.
@@ -659,9 +1007,13 @@ describe("a page of a run's events", () => {
     try {
       const sizes = [1_000, 2_000, 50_000, 3_000, 200_000, 10];
       const ids: string[] = [];
-      for (const n of sizes) ids.push((await redis.xadd(key, '*', 'type', 'step.completed', 'data', JSON.stringify({ content: 'x'.repeat(n) })))!);
+      for (const n of sizes)
+        ids.push(
+          (await redis.xadd(key, '*', 'type', 'step.completed', 'data', JSON.stringify({ content: 'x'.repeat(n) })))!,
+        );
       // As stored: the fields' names and values.
-      const stored = (n: number) => 'type'.length + 'step.completed'.length + 'data'.length + JSON.stringify({ content: 'x'.repeat(n) }).length;
+      const stored = (n: number) =>
+        'type'.length + 'step.completed'.length + 'data'.length + JSON.stringify({ content: 'x'.repeat(n) }).length;
 
       const first = await store.events.readPage(runId, '0', 200, 10_000);
       expect(first.events.map((e) => e.id)).toEqual(ids.slice(0, 2));
@@ -678,7 +1030,11 @@ describe("a page of a run's events", () => {
       expect(alone).toEqual({ events: [], next: { id: ids[4], bytes: stored(200_000) } });
       const read = await store.events.readOne(runId, ids[4]);
       // As stored: the data is the JSON it was written as.
-      expect(read).toEqual({ id: ids[4], type: 'step.completed', data: JSON.stringify({ content: 'x'.repeat(200_000) }) });
+      expect(read).toEqual({
+        id: ids[4],
+        type: 'step.completed',
+        data: JSON.stringify({ content: 'x'.repeat(200_000) }),
+      });
       expect(await store.events.readOne(runId, '1-1')).toBeNull();
 
       const rest = await store.events.readPage(runId, ids[4], 200, 64_000);

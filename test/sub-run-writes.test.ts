@@ -1,12 +1,31 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { Admission, childRunId, createLogger, createRedis, JobQueues, newId, QUEUES, Runs, RunStore, waitForReady, type RunSpec } from '@agentq/shared';
+import {
+  Admission,
+  childRunId,
+  createLogger,
+  createRedis,
+  JobQueues,
+  newId,
+  QUEUES,
+  Runs,
+  RunStore,
+  waitForReady,
+  type RunSpec,
+} from '@agentq/shared';
 
 // Runs on one Redis and (cluster project) on a Redis Cluster, whose run writes take another path.
 const redis = createRedis(inject('redisUrl'), { name: 'sub-run-writes-test' });
 afterAll(() => redis.disconnect());
 
-const spec: RunSpec = { model: 'm', max_depth: 3, on_budget_exhausted: 'final_answer', metadata: {}, ancestors: [], nesting: 0 };
+const spec: RunSpec = {
+  model: 'm',
+  max_depth: 3,
+  on_budget_exhausted: 'final_answer',
+  metadata: {},
+  ancestors: [],
+  nesting: 0,
+};
 
 /** A root run whose agent_query call (its tool job) starts one sub-run: what each delivery of that job has. */
 async function agentQueryCall() {
@@ -19,10 +38,21 @@ async function agentQueryCall() {
   const parentId = newId('run');
   await store.runs.create({ id: parentId, owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
   const parent = (await store.runs.getState(parentId))!;
-  await jobs.enqueue('toolCall', { runId: parentId, depth: 0, index: 0, toolCallId: 'call_0', name: 'agent_query', arguments: '{}' });
+  await jobs.enqueue('toolCall', {
+    runId: parentId,
+    depth: 0,
+    index: 0,
+    toolCallId: 'call_0',
+    name: 'agent_query',
+    arguments: '{}',
+  });
   const toolJob = (await jobs.queue(QUEUES.tool, 0).getJob(`${parentId}-t0-c0`))!;
   const origin = { job: { id: toolJob.id!, queue: toolJob.queueQualifiedName }, depth: 0, toolCallId: 'call_0' };
-  const child = { id: childRunId(parentId, `${toolJob.id}:0`, toolJob.timestamp), messages: [{ role: 'user' as const, content: 'the sub-task' }], index: 0 };
+  const child = {
+    id: childRunId(parentId, `${toolJob.id}:0`, toolJob.timestamp),
+    messages: [{ role: 'user' as const, content: 'the sub-task' }],
+    index: 0,
+  };
   /** One delivery of the job making its sub-run. */
   const deliver = () => runs.createChild(parent, child, origin);
   return { store, runs, parent, child, deliver, close: () => jobs.close() };
@@ -35,7 +65,9 @@ describe('a sub-run', () => {
       await Promise.all([deliver(), deliver()]);
       expect(await redis.lrange(store.keys(child.id).messages, 0, -1)).toEqual([JSON.stringify(child.messages[0])]);
       expect((await store.runs.children(parent.id)).map((r) => r.id)).toEqual([child.id]);
-      const queued = (await redis.xrange(store.keys(child.id).events, '-', '+')).filter(([, f]) => f[1] === 'run.queued');
+      const queued = (await redis.xrange(store.keys(child.id).events, '-', '+')).filter(
+        ([, f]) => f[1] === 'run.queued',
+      );
       expect(queued).toHaveLength(1);
 
       // A delivery that comes once the sub-run is under way leaves it as it is.
@@ -52,12 +84,21 @@ describe('a sub-run', () => {
     const { store, parent, child, deliver, close } = await agentQueryCall();
     try {
       // The first delivery wrote the sub-run and died before listing it.
-      await store.runs.createSized({ id: child.id, owner: 'o', spec: { ...spec, ancestors: [parent.id], nesting: 1 }, messages: child.messages, parentRunId: parent.id, rootRunId: parent.id });
+      await store.runs.createSized({
+        id: child.id,
+        owner: 'o',
+        spec: { ...spec, ancestors: [parent.id], nesting: 1 },
+        messages: child.messages,
+        parentRunId: parent.id,
+        rootRunId: parent.id,
+      });
       expect((await store.runs.children(parent.id)).map((r) => r.id)).toEqual([]);
       await deliver();
       await deliver();
       expect((await store.runs.children(parent.id)).map((r) => r.id)).toEqual([child.id]);
-      const started = (await redis.xrange(store.keys(parent.id).events, '-', '+')).filter(([, f]) => f[1] === 'subrun.started');
+      const started = (await redis.xrange(store.keys(parent.id).events, '-', '+')).filter(
+        ([, f]) => f[1] === 'subrun.started',
+      );
       expect(started).toHaveLength(1);
     } finally {
       await close();

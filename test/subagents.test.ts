@@ -18,13 +18,37 @@ const ENDED = ['completed', 'failed', 'unknown'];
 
 describe('sub-agents', () => {
   it('runs a batch of three children in parallel, isolated, results in order, usage rolled up', async () => {
-    on('Capital of ', (req) => ({ content: `${firstUser(req).slice(11)} → capital known`, usage: { prompt_tokens: 10, completion_tokens: 5 }, delayMs: 150 }));
+    on('Capital of ', (req) => ({
+      content: `${firstUser(req).slice(11)} → capital known`,
+      usage: { prompt_tokens: 10, completion_tokens: 5 },
+      delayMs: 150,
+    }));
     on('PARENT batch', (req) =>
       round(req) === 0
-        ? { tool_calls: [{ name: 'agent_query_batch', arguments: { prompts: ['Capital of France', { prompt: 'Capital of Peru', instructions: 'Be terse.' }, 'Capital of Japan'] } }], usage: { prompt_tokens: 100, completion_tokens: 10 } }
-        : { content: `children said: ${toolMsgs(req)[0].content}`, usage: { prompt_tokens: 100, completion_tokens: 10 } },
+        ? {
+            tool_calls: [
+              {
+                name: 'agent_query_batch',
+                arguments: {
+                  prompts: [
+                    'Capital of France',
+                    { prompt: 'Capital of Peru', instructions: 'Be terse.' },
+                    'Capital of Japan',
+                  ],
+                },
+              },
+            ],
+            usage: { prompt_tokens: 100, completion_tokens: 10 },
+          }
+        : {
+            content: `children said: ${toolMsgs(req)[0].content}`,
+            usage: { prompt_tokens: 100, completion_tokens: 10 },
+          },
     );
-    const { id } = await stack.createRun({ input: 'PARENT batch: secret parent text 42', subagents: { enabled: true } });
+    const { id } = await stack.createRun({
+      input: 'PARENT batch: secret parent text 42',
+      subagents: { enabled: true },
+    });
     const run = await stack.waitForRun(id);
     expect(run.status).toBe('completed');
     expect(JSON.parse((run.output!.content as string).slice('children said: '.length))).toEqual([
@@ -48,24 +72,44 @@ describe('sub-agents', () => {
     expect((await json(`/v1/runs/${peru.id}/messages`)).data[0]).toEqual({ role: 'system', content: 'Be terse.' });
 
     expect(run.usage).toMatchObject({ prompt_tokens: 200, completion_tokens: 20, total_tokens: 220, model_calls: 2 });
-    expect(run.usage_total).toMatchObject({ prompt_tokens: 230, completion_tokens: 35, total_tokens: 265, model_calls: 5 });
+    expect(run.usage_total).toMatchObject({
+      prompt_tokens: 230,
+      completion_tokens: 35,
+      total_tokens: 265,
+      model_calls: 5,
+    });
 
     const steps = (await json(`/v1/runs/${id}/steps`)).data;
     expect([...steps[0].tool_calls[0].subrun_ids].sort()).toEqual(children.map((c: any) => c.id).sort());
-    const events = (await (await stack.request(`/v1/runs/${id}/events`)).text()).split('\n').filter((l) => l.startsWith('event:'));
+    const events = (await (await stack.request(`/v1/runs/${id}/events`)).text())
+      .split('\n')
+      .filter((l) => l.startsWith('event:'));
     expect(events.filter((e) => e.includes('subrun.started'))).toHaveLength(3);
     expect(events.filter((e) => e.includes('subrun.completed'))).toHaveLength(3);
   });
 
   it('starts no sub-run once the deadline has passed, when the call starts late behind a busy tool queue', async () => {
     on('Late child', () => ({ content: 'should not run' }));
-    on('PARENT late', (req) => (req.tool_choice === 'none' ? { content: 'out of time' } : round(req) === 0 ? { tool_calls: [{ name: 'agent_query', arguments: { prompt: 'Late child' } }] } : { content: 'never' }));
+    on('PARENT late', (req) =>
+      req.tool_choice === 'none'
+        ? { content: 'out of time' }
+        : round(req) === 0
+          ? { tool_calls: [{ name: 'agent_query', arguments: { prompt: 'Late child' } }] }
+          : { content: 'never' },
+    );
     // The tool queue is busy: the call's job starts only after the run's deadline.
     const release = await stack.holdToolQueue();
     let id: string;
     try {
-      ({ id } = await stack.createRun({ input: 'PARENT late', timeout_ms: 600, on_budget_exhausted: 'final_answer', subagents: { enabled: true } }));
-      await waitFor(async () => (await json(`/v1/runs/${id}/steps`)).data.length === 1, { what: 'the sub-agent call to be made' });
+      ({ id } = await stack.createRun({
+        input: 'PARENT late',
+        timeout_ms: 600,
+        on_budget_exhausted: 'final_answer',
+        subagents: { enabled: true },
+      }));
+      await waitFor(async () => (await json(`/v1/runs/${id}/steps`)).data.length === 1, {
+        what: 'the sub-agent call to be made',
+      });
       const created = Date.parse((await json(`/v1/runs/${id}`)).created_at);
       await new Promise((r) => setTimeout(r, Math.max(0, created + 700 - Date.now())));
     } finally {
@@ -81,13 +125,16 @@ describe('sub-agents', () => {
   it('lets a child use tools and sub-agents of its own, within max_nesting', async () => {
     on('NEST ', (req) => {
       const level = Number(firstUser(req).slice(5));
-      if (round(req) === 0) return { tool_calls: [{ name: 'agent_query', arguments: { prompt: `NEST ${level + 1}` } }] };
+      if (round(req) === 0)
+        return { tool_calls: [{ name: 'agent_query', arguments: { prompt: `NEST ${level + 1}` } }] };
       return { content: `L${level}(${toolMsgs(req)[0].content})` };
     });
     const { id } = await stack.createRun({ input: 'NEST 0', subagents: { enabled: true, max_nesting: 2 } });
     const run = await stack.waitForRun(id);
     // Levels 0 → 1 → 2 run; level 2's call would be level 3 > max_nesting: the model sees why.
-    expect(run.output!.content).toMatch(/^L0\(L1\(L2\(Error executing agent_query: sub-agents may nest at most 2 levels deep/);
+    expect(run.output!.content).toMatch(
+      /^L0\(L1\(L2\(Error executing agent_query: sub-agents may nest at most 2 levels deep/,
+    );
     const [child] = (await json(`/v1/runs/${id}/children`)).data;
     const [grandchild] = (await json(`/v1/runs/${child.id}/children`)).data;
     expect(grandchild).toMatchObject({ parent_run_id: child.id, root_run_id: id });
@@ -96,9 +143,13 @@ describe('sub-agents', () => {
 
   it('shows the model an error when a batch is over max_batch', async () => {
     on('TOO MANY', (req) =>
-      round(req) === 0 ? { tool_calls: [{ name: 'agent_query_batch', arguments: { prompts: ['a', 'b', 'c'] } }] } : { content: toolMsgs(req)[0].content as string },
+      round(req) === 0
+        ? { tool_calls: [{ name: 'agent_query_batch', arguments: { prompts: ['a', 'b', 'c'] } }] }
+        : { content: toolMsgs(req)[0].content as string },
     );
-    const run = await stack.waitForRun((await stack.createRun({ input: 'TOO MANY', subagents: { enabled: true, max_batch: 2 } })).id);
+    const run = await stack.waitForRun(
+      (await stack.createRun({ input: 'TOO MANY', subagents: { enabled: true, max_batch: 2 } })).id,
+    );
     expect(run.status).toBe('completed');
     expect(run.output!.content).toMatch(/at most 2 prompts \(got 3\)/);
     expect((await json(`/v1/runs/${run.id}/children`)).data).toHaveLength(0);
@@ -108,7 +159,13 @@ describe('sub-agents', () => {
     on('Child ok', () => ({ content: 'fine' }));
     on('Child broken', () => ({ error: { status: 400, message: 'this prompt upsets the provider' } }));
     on('MIXED', (req) =>
-      round(req) === 0 ? { tool_calls: [{ name: 'agent_query_batch', arguments: { prompts: ['Child ok 1', 'Child broken', 'Child ok 2'] } }] } : { content: toolMsgs(req)[0].content as string },
+      round(req) === 0
+        ? {
+            tool_calls: [
+              { name: 'agent_query_batch', arguments: { prompts: ['Child ok 1', 'Child broken', 'Child ok 2'] } },
+            ],
+          }
+        : { content: toolMsgs(req)[0].content as string },
     );
     const run = await stack.waitForRun((await stack.createRun({ input: 'MIXED', subagents: { enabled: true } })).id);
     const results = JSON.parse(run.output!.content as string);
@@ -120,9 +177,15 @@ describe('sub-agents', () => {
   it('a child cancelled on its own gets an error text in its place; the parent goes on', async () => {
     on('Lazy child', () => ({ tool_calls: [{ name: 'crm__sleep', arguments: { ms: 4000, label: 'lazy-child' } }] }));
     on('Quick child', () => ({ content: 'quick answer' }));
-    on('CANCEL ONE', (req) => (round(req) === 0 ? { tool_calls: [{ name: 'agent_query_batch', arguments: { prompts: ['Quick child', 'Lazy child'] } }] } : { content: toolMsgs(req)[0].content as string }));
+    on('CANCEL ONE', (req) =>
+      round(req) === 0
+        ? { tool_calls: [{ name: 'agent_query_batch', arguments: { prompts: ['Quick child', 'Lazy child'] } }] }
+        : { content: toolMsgs(req)[0].content as string },
+    );
     const { id } = await stack.createRun({ input: 'CANCEL ONE', subagents: { enabled: true } });
-    await waitFor(() => stack.crm.calls.some((c) => c.args.label === 'lazy-child'), { what: "the lazy child's tool call" });
+    await waitFor(() => stack.crm.calls.some((c) => c.args.label === 'lazy-child'), {
+      what: "the lazy child's tool call",
+    });
     const children = (await json(`/v1/runs/${id}/children`)).data;
     const lazy = children.find((c: any) => c.status !== 'completed');
     expect((await stack.request(`/v1/runs/${lazy.id}/cancel`, { method: 'POST' })).status).toBe(202);
@@ -135,21 +198,32 @@ describe('sub-agents', () => {
 
   it('cancels running children with their parent', async () => {
     on('Slow child', () => ({ tool_calls: [{ name: 'crm__sleep', arguments: { ms: 5000, label: 'slow-child' } }] }));
-    on('CANCEL TREE', (req) => (round(req) === 0 ? { tool_calls: [{ name: 'agent_query_batch', arguments: { prompts: ['Slow child A', 'Slow child B'] } }] } : { content: 'never' }));
+    on('CANCEL TREE', (req) =>
+      round(req) === 0
+        ? { tool_calls: [{ name: 'agent_query_batch', arguments: { prompts: ['Slow child A', 'Slow child B'] } }] }
+        : { content: 'never' },
+    );
     const { id } = await stack.createRun({ input: 'CANCEL TREE', subagents: { enabled: true } });
-    await waitFor(() => stack.crm.calls.filter((c) => c.args.label === 'slow-child').length === 2, { what: "both children's tool calls" });
+    await waitFor(() => stack.crm.calls.filter((c) => c.args.label === 'slow-child').length === 2, {
+      what: "both children's tool calls",
+    });
     const children = (await json(`/v1/runs/${id}/children`)).data;
     expect(children).toHaveLength(2);
     // Each run of the tree has a step queued behind its tool call, waiting for it.
     const runIds = [id, ...children.map((c: any) => c.id as string)];
-    for (const runId of runIds) expect(await stack.jobState('agentStep', { runId, depth: 1 }), runId).toBe('waiting-children');
+    for (const runId of runIds)
+      expect(await stack.jobState('agentStep', { runId, depth: 1 }), runId).toBe('waiting-children');
     expect((await stack.request(`/v1/runs/${id}/cancel`, { method: 'POST' })).status).toBe(202);
     for (const c of children) expect((await stack.waitForRun(c.id, { timeoutMs: 3000 })).status).toBe('cancelled');
     // A model call could follow once a tool job has ended and released its step: wait until every
     // tool job and step job of the tree has ended (or was removed).
     const ended = async (runId: string) =>
-      ENDED.includes(await stack.jobState('toolCall', { runId, depth: 0, index: 0, toolCallId: '', name: '', arguments: '' })) && ENDED.includes(await stack.jobState('agentStep', { runId, depth: 1 }));
-    await waitFor(async () => (await Promise.all(runIds.map(ended))).every(Boolean), { what: "the tree's tool jobs and the steps after them to end" });
+      ENDED.includes(
+        await stack.jobState('toolCall', { runId, depth: 0, index: 0, toolCallId: '', name: '', arguments: '' }),
+      ) && ENDED.includes(await stack.jobState('agentStep', { runId, depth: 1 }));
+    await waitFor(async () => (await Promise.all(runIds.map(ended))).every(Boolean), {
+      what: "the tree's tool jobs and the steps after them to end",
+    });
     // No model call of the parent or the children after the cancel.
     const parentCalls = stack.llm.requests.filter((r) => firstUser(r) === 'CANCEL TREE');
     expect(parentCalls).toHaveLength(1);
@@ -164,9 +238,10 @@ describe('long context', () => {
     const parts: string[] = [];
     let planted = 0;
     let seed = 7;
-    const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     while (parts.join(' ').length < 1_000_000) {
-      for (let i = 0; i < 1000; i++) parts.push(rand() < 0.0009 ? (planted++, 'needle') : words[Math.floor(rand() * words.length)]);
+      for (let i = 0; i < 1000; i++)
+        parts.push(rand() < 0.0009 ? (planted++, 'needle') : words[Math.floor(rand() * words.length)]);
     }
     const context = parts.join(' ');
     expect(context.length).toBeGreaterThan(1_000_000);
@@ -182,11 +257,27 @@ describe('long context', () => {
       if (r === 1) return { tool_calls: [{ name: 'context_chunks', arguments: { max_chars: 120_000 } }] };
       if (r === 2) {
         const { chunks } = JSON.parse(last);
-        return { tool_calls: [{ name: 'agent_query_batch', arguments: { prompts: chunks.map((c: any) => ({ prompt: 'Count the word "needle" in this chunk', context_chunk: c.id })) } }] };
+        return {
+          tool_calls: [
+            {
+              name: 'agent_query_batch',
+              arguments: {
+                prompts: chunks.map((c: any) => ({
+                  prompt: 'Count the word "needle" in this chunk',
+                  context_chunk: c.id,
+                })),
+              },
+            },
+          ],
+        };
       }
       return { content: String(JSON.parse(last).reduce((n: number, x: string) => n + Number(x), 0)) };
     });
-    const { id } = await stack.createRun({ input: 'How many times does "needle" occur in the context?', context, subagents: { enabled: true, max_batch: 20 } });
+    const { id } = await stack.createRun({
+      input: 'How many times does "needle" occur in the context?',
+      context,
+      subagents: { enabled: true, max_batch: 20 },
+    });
     const run = await stack.waitForRun(id, { timeoutMs: 30_000 });
     expect(run.status).toBe('completed');
     expect(Number(run.output!.content)).toBe(planted);
@@ -201,11 +292,21 @@ describe('long context', () => {
   });
 
   it('accepts a 20 MB context and keeps it out of the prompt', async () => {
-    on('BIG CONTEXT', (req) => (round(req) === 0 ? { tool_calls: [{ name: 'context_info', arguments: {} }] } : { content: toolMsgs(req)[0].content as string }));
+    on('BIG CONTEXT', (req) =>
+      round(req) === 0
+        ? { tool_calls: [{ name: 'context_info', arguments: {} }] }
+        : { content: toolMsgs(req)[0].content as string },
+    );
     const text = 'lorem ipsum dolor sit amet '.repeat(800_000); // 21.6 MB
-    const run = await stack.waitForRun((await stack.createRun({ input: 'BIG CONTEXT', context: [{ name: 'big.txt', text }] })).id);
-    expect(JSON.parse(run.output!.content as string)).toEqual({ documents: [{ name: 'big.txt', chars: text.length }], total_chars: text.length });
-    for (const r of stack.llm.requests.filter((q) => firstUser(q) === 'BIG CONTEXT')) expect(JSON.stringify(r).length).toBeLessThan(10_000);
+    const run = await stack.waitForRun(
+      (await stack.createRun({ input: 'BIG CONTEXT', context: [{ name: 'big.txt', text }] })).id,
+    );
+    expect(JSON.parse(run.output!.content as string)).toEqual({
+      documents: [{ name: 'big.txt', chars: text.length }],
+      total_chars: text.length,
+    });
+    for (const r of stack.llm.requests.filter((q) => firstUser(q) === 'BIG CONTEXT'))
+      expect(JSON.stringify(r).length).toBeLessThan(10_000);
   });
 
   it('reads, searches and describes the context', async () => {
@@ -222,9 +323,25 @@ describe('long context', () => {
         };
       return { content: JSON.stringify(toolMsgs(req).map((m: any) => m.content)) };
     });
-    const run = await stack.waitForRun((await stack.createRun({ input: 'CTX TOOLS', context: [{ name: 'a.md', text: 'hello world' }, { name: 'b.md', text: 'hello there world' }] })).id);
+    const run = await stack.waitForRun(
+      (
+        await stack.createRun({
+          input: 'CTX TOOLS',
+          context: [
+            { name: 'a.md', text: 'hello world' },
+            { name: 'b.md', text: 'hello there world' },
+          ],
+        })
+      ).id,
+    );
     const [info, read, search, bad] = JSON.parse(run.output!.content as string);
-    expect(JSON.parse(info)).toEqual({ documents: [{ name: 'a.md', chars: 11 }, { name: 'b.md', chars: 17 }], total_chars: 28 });
+    expect(JSON.parse(info)).toEqual({
+      documents: [
+        { name: 'a.md', chars: 11 },
+        { name: 'b.md', chars: 17 },
+      ],
+      total_chars: 28,
+    });
     expect(read).toBe('there');
     expect(JSON.parse(search).hits.map((h: any) => [h.name, h.offset])).toEqual([
       ['a.md', 6],

@@ -7,7 +7,13 @@ import { startStack, type Stack } from './fixtures/services.js';
 const toolMessages = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'tool');
 const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
 const handler: Handler = (req) =>
-  round(req) === 0 ? { tool_calls: [0, 1, 2].map((i) => ({ name: 'crm__sleep', arguments: { ms: 300, label: `slot-${i}` } })) } : { content: toolMessages(req).map((m: any) => m.content).join(' | ') };
+  round(req) === 0
+    ? { tool_calls: [0, 1, 2].map((i) => ({ name: 'crm__sleep', arguments: { ms: 300, label: `slot-${i}` } })) }
+    : {
+        content: toolMessages(req)
+          .map((m: any) => m.content)
+          .join(' | '),
+      };
 
 let stack: Stack;
 beforeAll(async () => {
@@ -21,8 +27,14 @@ describe('TOOL_CONCURRENCY', () => {
     const run = await stack.waitForRun(id);
     expect(run.output?.content).toBe('slept 300 ms slot-0 | slept 300 ms slot-1 | slept 300 ms slot-2');
     expect(await stack.jobState('toolRound', { runId: id, depth: 0, calls: [] as never })).toBe('completed');
-    const starts = stack.crm.calls.filter((c) => String(c.args.label).startsWith('slot-')).map((c) => c.at).sort((a, b) => a - b);
-    const ends = stack.crm.slept.filter((c) => c.label.startsWith('slot-')).map((c) => c.at).sort((a, b) => a - b);
+    const starts = stack.crm.calls
+      .filter((c) => String(c.args.label).startsWith('slot-'))
+      .map((c) => c.at)
+      .sort((a, b) => a - b);
+    const ends = stack.crm.slept
+      .filter((c) => c.label.startsWith('slot-'))
+      .map((c) => c.at)
+      .sort((a, b) => a - b);
     expect(starts).toHaveLength(3);
     // The first two overlapped; the third started only after the first of them had ended.
     expect(starts[1]).toBeLessThan(ends[0]);

@@ -12,7 +12,9 @@ const requests = new Map<string, ChatRequest[]>();
 const handler: Handler = (req) => {
   const user = String(req.messages.find((m: any) => m.role === 'user')?.content);
   requests.set(user, [...(requests.get(user) ?? []), req]);
-  return rounds(req) < 3 ? { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 1, label: `r${rounds(req)}` } }] } : { content: 'done' };
+  return rounds(req) < 3
+    ? { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 1, label: `r${rounds(req)}` } }] }
+    : { content: 'done' };
 };
 
 /** The first index of each read of the run's transcript (LRANGE key start -1), in order. */
@@ -20,7 +22,8 @@ async function transcriptReads(stack: Stack, input: string) {
   // Every read is kept with its key: the run's first step may read before createRun has answered.
   const reads: Array<{ key: string; start: number }> = [];
   const monitor = await monitorRedis(stack.redisUrl, (c) => {
-    if (c.source !== 'lua' && c.args[0]?.toLowerCase() === 'lrange') reads.push({ key: c.args[1], start: Number(c.args[2]) });
+    if (c.source !== 'lua' && c.args[0]?.toLowerCase() === 'lrange')
+      reads.push({ key: c.args[1], start: Number(c.args[2]) });
   });
   try {
     const { id } = await stack.createRun({ input });

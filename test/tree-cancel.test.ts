@@ -15,9 +15,23 @@ const handler: Handler = (req) => {
   const u = firstUser(req);
   if (round(req) > 0) return { content: 'done' };
   // The root and each child fan out a batch; grandchildren each call a slow tool.
-  if (u.startsWith('ROOT')) return { tool_calls: [{ name: 'agent_query_batch', arguments: { prompts: Array.from({ length: FANOUT }, (_, i) => `CHILD ${i}`) } }] };
-  if (u.startsWith('CHILD')) return { tool_calls: [{ name: 'agent_query_batch', arguments: { prompts: Array.from({ length: FANOUT }, (_, i) => `LEAF ${u} ${i}`) } }] };
-  if (u.startsWith('LEAF')) return { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 400, label: u } }], delayMs: 20 };
+  if (u.startsWith('ROOT'))
+    return {
+      tool_calls: [
+        { name: 'agent_query_batch', arguments: { prompts: Array.from({ length: FANOUT }, (_, i) => `CHILD ${i}`) } },
+      ],
+    };
+  if (u.startsWith('CHILD'))
+    return {
+      tool_calls: [
+        {
+          name: 'agent_query_batch',
+          arguments: { prompts: Array.from({ length: FANOUT }, (_, i) => `LEAF ${u} ${i}`) },
+        },
+      ],
+    };
+  if (u.startsWith('LEAF'))
+    return { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 400, label: u } }], delayMs: 20 };
   if (u.startsWith('PARENT')) return { tool_calls: [{ name: 'agent_query', arguments: { prompt: 'KID' } }] };
   if (u.startsWith('KID')) return { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 300, label: 'kid' } }] };
   return { content: 'no scenario' };
@@ -58,7 +72,10 @@ describe('cancelling a run tree', () => {
   it(`stops a tree of ${1 + FANOUT + FANOUT * FANOUT} runs: nothing of it starts a second after the 202, every run not yet done ends cancelled`, async () => {
     const { id } = await stack.createRun({ input: 'ROOT', subagents: { enabled: true, max_batch: FANOUT } });
     // Cancel while the tree is busy: grandchildren exist, some calling their tool, more queued.
-    await waitFor(async () => (await store.runs.descendants(id)).length > FANOUT * 4, { what: 'a busy tree', timeoutMs: 20_000 });
+    await waitFor(async () => (await store.runs.descendants(id)).length > FANOUT * 4, {
+      what: 'a busy tree',
+      timeoutMs: 20_000,
+    });
     const res = await stack.request(`/v1/runs/${id}/cancel`, { method: 'POST' });
     expect(res.status).toBe(202);
     const answeredAt = Date.now();
@@ -80,7 +97,9 @@ describe('cancelling a run tree', () => {
     expect(unfinished.filter((r) => r!.status === 'cancelled').length).toBeGreaterThan(FANOUT * 3);
     // Every run has ended, so nothing of the tree can start any more: when did anything last start?
     const late: string[] = [];
-    for (const r of tree) for (const e of startsOf(await store.events.read(r))) if (eventMs(e) > answeredAt + 1000) late.push(`${r} ${e.type} +${eventMs(e) - answeredAt} ms`);
+    for (const r of tree)
+      for (const e of startsOf(await store.events.read(r)))
+        if (eventMs(e) > answeredAt + 1000) late.push(`${r} ${e.type} +${eventMs(e) - answeredAt} ms`);
     expect(late).toEqual([]);
   });
 });

@@ -7,7 +7,12 @@ import { STEPS, TOOL_CALLS } from './workload.mjs';
 
 /** How runs are submitted to a stack and timed afterwards: agentq's through its API, bare flows by adding their first job. */
 export async function submitter({ ctl, redis }, stack, model = 'bench') {
-  if (stack.kind === 'agentq') return { submit: () => submitAgentqRun(stack, model), times: (ids) => agentqRunTimes(ctl, stack.prefix, ids), close: async () => {} };
+  if (stack.kind === 'agentq')
+    return {
+      submit: () => submitAgentqRun(stack, model),
+      times: (ids) => agentqRunTimes(ctl, stack.prefix, ids),
+      close: async () => {},
+    };
   const client = await bareClient(redis.url, stack);
   return {
     submit: async () => {
@@ -24,7 +29,13 @@ export async function submitter({ ctl, redis }, stack, model = 'bench') {
 /** The fastest of repeated measurements (interference from other processes only ever slows a run down), with every one's figures. */
 const bestOf = (all) => ({
   ...all.reduce((a, b) => (b.runsPerSec > a.runsPerSec ? b : a)),
-  repetitions: all.map((r) => ({ runsPerSec: r.runsPerSec, wallMs: r.wallMs, p50: r.latency.p50, p99: r.latency.p99, foreignShare: r.foreignShare })),
+  repetitions: all.map((r) => ({
+    runsPerSec: r.runsPerSec,
+    wallMs: r.wallMs,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    foreignShare: r.foreignShare,
+  })),
 });
 export const nth = (label, i, repeat) => (repeat > 1 ? `${label} (#${i + 1})` : label);
 
@@ -57,7 +68,12 @@ export async function batchWindows(ctx, stack, n, { model }) {
 /** The best of a system's windows, with the label of the measurement. */
 export const bestWindow = (all, label) => ({ ...bestOf(all), label });
 
-async function batchOnce({ ctl, quiet, redisProc, noteForeign, log, HTTP_CONCURRENCY }, stack, n, { submit, times, label }) {
+async function batchOnce(
+  { ctl, quiet, redisProc, noteForeign, log, HTTP_CONCURRENCY },
+  stack,
+  n,
+  { submit, times, label },
+) {
   await quiet(stack.processes());
   const before = await ctl.zcard(stack.completedKey);
   const cpu0 = cpuSnapshot(stack.processes(), redisProc);
@@ -87,7 +103,9 @@ async function batchOnce({ ctl, quiet, redisProc, noteForeign, log, HTTP_CONCURR
     foreignShare: foreignShare(cpu0, cpu1),
   };
   noteForeign(label, res.foreignShare);
-  log(`  ${label}: ${n} runs in ${(wallMs / 1000).toFixed(2)} s → ${res.runsPerSec.toFixed(1)} runs/s, p50 ${res.latency.p50.toFixed(0)} ms, p99 ${res.latency.p99.toFixed(0)} ms ${JSON.stringify(statuses)}`);
+  log(
+    `  ${label}: ${n} runs in ${(wallMs / 1000).toFixed(2)} s → ${res.runsPerSec.toFixed(1)} runs/s, p50 ${res.latency.p50.toFixed(0)} ms, p99 ${res.latency.p99.toFixed(0)} ms ${JSON.stringify(statuses)}`,
+  );
   return res;
 }
 
@@ -114,8 +132,19 @@ export async function inprocOnce({ quiet, redisProc, noteForeign, log }, inproc,
   const cpu1 = cpuSnapshot(inproc.processes(), redisProc);
   // The loop runs in this process; it uses no Redis.
   const { 'bench (client)': self, 'redis-server': _, ...cpuMs } = cpuDelta(cpu0, cpu1);
-  const res = { label, n, wallMs, runsPerSec: (n * 1000) / wallMs, toolCallsPerSec: (n * TOOL_CALLS * 1000) / wallMs, latency: summary(lat), cpuMs: { ...cpuMs, 'in-process loop (bench)': self }, foreignShare: foreignShare(cpu0, cpu1) };
+  const res = {
+    label,
+    n,
+    wallMs,
+    runsPerSec: (n * 1000) / wallMs,
+    toolCallsPerSec: (n * TOOL_CALLS * 1000) / wallMs,
+    latency: summary(lat),
+    cpuMs: { ...cpuMs, 'in-process loop (bench)': self },
+    foreignShare: foreignShare(cpu0, cpu1),
+  };
   noteForeign(label, res.foreignShare);
-  log(`  ${label}: ${n} runs in ${(wallMs / 1000).toFixed(2)} s → ${res.runsPerSec.toFixed(1)} runs/s, p50 ${res.latency.p50.toFixed(0)} ms, p99 ${res.latency.p99.toFixed(0)} ms`);
+  log(
+    `  ${label}: ${n} runs in ${(wallMs / 1000).toFixed(2)} s → ${res.runsPerSec.toFixed(1)} runs/s, p50 ${res.latency.p50.toFixed(0)} ms, p99 ${res.latency.p99.toFixed(0)} ms`,
+  );
   return res;
 }

@@ -6,10 +6,21 @@ export function compareText(c) {
   const T = c.steps;
   const both = (f) => [f('this'), f('other')];
   const q = (f) => ['p50', 'p90'].map((p) => both((k) => f(k, p)));
-  const row = (label, [[a50, b50], [a90, b90]]) => [label, `${fmt(a50)} / ${fmt(a90)}`, `${fmt(b50)} / ${fmt(b90)}`, `${fmt(a50 / b50)} / ${fmt(a90 / b90)}`];
+  const row = (label, [[a50, b50], [a90, b90]]) => [
+    label,
+    `${fmt(a50)} / ${fmt(a90)}`,
+    `${fmt(b50)} / ${fmt(b90)}`,
+    `${fmt(a50 / b50)} / ${fmt(a90 / b90)}`,
+  ];
   const rows = [
-    row('run, 0 ms model, one at a time, p50 / p90 (ms)', q((k, p) => c.latency[k][p])),
-    row(`overhead per step, (run − in-process) ÷ ${T}, p50 / p90 (ms)`, q((k, p) => (c.latency[k][p] - c.latency.inproc[p]) / T)),
+    row(
+      'run, 0 ms model, one at a time, p50 / p90 (ms)',
+      q((k, p) => c.latency[k][p]),
+    ),
+    row(
+      `overhead per step, (run − in-process) ÷ ${T}, p50 / p90 (ms)`,
+      q((k, p) => (c.latency[k][p] - c.latency.inproc[p]) / T),
+    ),
   ];
   // Each checkout's Redis cost was measured twice (this, other, other, this): the mean of the two,
   // and each measurement in brackets.

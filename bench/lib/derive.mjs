@@ -17,7 +17,11 @@ export function derive(r) {
     // agentq's overhead split: the queue (bare), model and tools in worker processes, agentq's own.
     d.loopPerStep = (o.loop.p50 - o.inproc.p50) / T;
     d.split = { workers: (o.loop.p50 - o.bare.p50 - o.inproc.p50) / T, agentq: (o.agentq.p50 - o.loop.p50) / T };
-    d.targets.push({ name: 'per-step overhead ≤ 1.5× bare BullMQ flows', value: `${ms(d.overheadPerStep.agentq)} vs ${ms(d.overheadPerStep.bare)} = ${x(d.overheadPerStep.ratio)}`, ok: d.overheadPerStep.ratio <= 1.5 });
+    d.targets.push({
+      name: 'per-step overhead ≤ 1.5× bare BullMQ flows',
+      value: `${ms(d.overheadPerStep.agentq)} vs ${ms(d.overheadPerStep.bare)} = ${x(d.overheadPerStep.ratio)}`,
+      ok: d.overheadPerStep.ratio <= 1.5,
+    });
     d.targets.push({
       name: `durability adds < 2 % to a ${o.slow.modelMs} ms model step`,
       value: `${pct(d.slowAdded.share)} measured at ${o.slow.modelMs} ms (${ms(d.slowAdded.perStepMs)} per step); ${pct(d.slowAdded.shareFrom0ms)} from the 0 ms overhead`,
@@ -41,12 +45,19 @@ export function derive(r) {
     const c = r.concurrency;
     const big = c.agentq[c.sizes.at(-1)];
     d.concurrencyRatio = big.wallMs / c.idealMs;
-    d.targets.push({ name: `${c.sizes.at(-1)} concurrent runs at ${c.modelMs} ms within 1.2× the ideal (${c.idealMs / 1000} s)`, value: `${fmt(big.wallMs / 1000)} s = ${x(d.concurrencyRatio)} (in-process loop: ${fmt(c.inproc[c.sizes.at(-1)].wallMs / 1000)} s)`, ok: d.concurrencyRatio <= 1.2 });
+    d.targets.push({
+      name: `${c.sizes.at(-1)} concurrent runs at ${c.modelMs} ms within 1.2× the ideal (${c.idealMs / 1000} s)`,
+      value: `${fmt(big.wallMs / 1000)} s = ${x(d.concurrencyRatio)} (in-process loop: ${fmt(c.inproc[c.sizes.at(-1)].wallMs / 1000)} s)`,
+      ok: d.concurrencyRatio <= 1.2,
+    });
     // Issue 17: against the in-process loop on the same machine (on 2 cores it, not the ideal, is the limit).
     const inproc = c.inproc[c.sizes.at(-1)].wallMs;
     const loop = c.loop?.[c.sizes.at(-1)];
     const [ownReps, inprocReps] = [big.repetitions, c.inproc[c.sizes.at(-1)].repetitions];
-    const pairs = c.alternated && ownReps?.length > 1 && ownReps.length === inprocReps?.length ? ownReps.map((r, i) => x(r.wallMs / inprocReps[i].wallMs)).join(', ') : null;
+    const pairs =
+      c.alternated && ownReps?.length > 1 && ownReps.length === inprocReps?.length
+        ? ownReps.map((r, i) => x(r.wallMs / inprocReps[i].wallMs)).join(', ')
+        : null;
     d.targets.push({
       name: `${c.sizes.at(-1)} concurrent runs at ${c.modelMs} ms within 1.3× the in-process loop`,
       value: `${fmt(big.wallMs / 1000)} s vs ${fmt(inproc / 1000)} s = ${x(big.wallMs / inproc)}${pairs ? `; alternating windows, each agentq's against the in-process loop's beside it: ${pairs}` : ''}${loop ? ` (the BullMQ loop, no store: ${fmt(loop.wallMs / 1000)} s = ${x(loop.wallMs / inproc)})` : ''}`,
@@ -55,17 +66,32 @@ export function derive(r) {
     const agentPeak = (mem) => Math.max(...mem.filter((m) => m.name.startsWith('agent-worker')).map((m) => m.peak));
     const peak = agentPeak(c.memory);
     const v8Note = `; ${fmt(agentPeak(c.v8Defaults.memory))} MB with V8's default heap sizing (then ${fmt(c.v8Defaults.agentq.wallMs / 1000)} s for the ${c.sizes.at(-1)} runs)`;
-    d.targets.push({ name: 'agent-worker peak RSS < 300 MB', value: `${fmt(peak)} MB (VmHWM, ${c.sizes.at(-1)} runs in flight, shipped heap flags "${c.heapFlags}")${v8Note}`, ok: peak < 300 });
+    d.targets.push({
+      name: 'agent-worker peak RSS < 300 MB',
+      value: `${fmt(peak)} MB (VmHWM, ${c.sizes.at(-1)} runs in flight, shipped heap flags "${c.heapFlags}")${v8Note}`,
+      ok: peak < 300,
+    });
   }
   if (r.redis) {
-    const per = (w) => ({ commands: w.serverCommands / w.steps, trips: w.trips / w.steps, cpuUs: (w.redisCpuMs * 1000) / w.steps, bytesIn: w.bytesIn / w.steps, aofBytes: w.aofBytes / w.steps });
+    const per = (w) => ({
+      commands: w.serverCommands / w.steps,
+      trips: w.trips / w.steps,
+      cpuUs: (w.redisCpuMs * 1000) / w.steps,
+      bytesIn: w.bytesIn / w.steps,
+      aofBytes: w.aofBytes / w.steps,
+    });
     // Measured twice (results since 2026-11-25): a system's Redis CPU is the mean of its two windows.
     const cpuUs = (kind, mode) => {
       const windows = [r.redis[kind][mode], r.redis.again?.[kind]?.[mode]].filter(Boolean).map((w) => per(w).cpuUs);
       return { cpuUs: windows.reduce((a, b) => a + b, 0) / windows.length, cpuWindows: windows };
     };
     const of = (kind, mode) => ({ ...per(r.redis[kind][mode]), ...cpuUs(kind, mode) });
-    d.redis = Object.fromEntries(['sequential', 'batch'].map((mode) => [mode, { agentq: of('agentq', mode), bare: of('bare', mode), ...(r.redis.loop ? { loop: of('loop', mode) } : {}) }]));
+    d.redis = Object.fromEntries(
+      ['sequential', 'batch'].map((mode) => [
+        mode,
+        { agentq: of('agentq', mode), bare: of('bare', mode), ...(r.redis.loop ? { loop: of('loop', mode) } : {}) },
+      ]),
+    );
     const batch = d.redis.batch;
     d.targets.push({
       name: `Redis CPU per step ≤ 1.3× bare BullMQ (${r.redis.agentq.batch.runs} at once)`,
@@ -77,7 +103,11 @@ export function derive(r) {
     const b = r.redisBound;
     const cap = `Redis capped at ${Math.round(b.cap * 100)} % of a core`;
     const avg = (xs) => xs.reduce((sum, x) => sum + x, 0) / xs.length;
-    const summary = (windows) => ({ runsPerSec: avg(windows.map((w) => w.runsPerSec)), redisUsPerStep: avg(windows.map((w) => w.redisUsPerStep)), windows });
+    const summary = (windows) => ({
+      runsPerSec: avg(windows.map((w) => w.runsPerSec)),
+      redisUsPerStep: avg(windows.map((w) => w.redisUsPerStep)),
+      windows,
+    });
     if (b.pairs) {
       // Side by side (since session 23): agentq against each baseline in windows run at once; the
       // ratios are the means of the windows' ratios.
@@ -86,8 +116,16 @@ export function derive(r) {
         agentq: summary([...b.pairs.loop, ...b.pairs.bare].map((p) => p.agentq)),
         loop: summary(b.pairs.loop.map((p) => p.loop)),
         bare: summary(b.pairs.bare.map((p) => p.bare)),
-        vsLoop: { runsPerSec: avg(ratios('loop', 'runsPerSec')), redisUsPerStep: avg(ratios('loop', 'redisUsPerStep')), windows: ratios('loop', 'runsPerSec') },
-        vsBare: { runsPerSec: avg(ratios('bare', 'runsPerSec')), redisUsPerStep: avg(ratios('bare', 'redisUsPerStep')), windows: ratios('bare', 'redisUsPerStep') },
+        vsLoop: {
+          runsPerSec: avg(ratios('loop', 'runsPerSec')),
+          redisUsPerStep: avg(ratios('loop', 'redisUsPerStep')),
+          windows: ratios('loop', 'runsPerSec'),
+        },
+        vsBare: {
+          runsPerSec: avg(ratios('bare', 'runsPerSec')),
+          redisUsPerStep: avg(ratios('bare', 'redisUsPerStep')),
+          windows: ratios('bare', 'redisUsPerStep'),
+        },
       };
       const { vsLoop, vsBare } = d.redisBound;
       const list = (xs) => xs.map((x) => x.toFixed(2)).join(', ');

@@ -7,7 +7,15 @@
 export { cpuDelta, cpuSnapshot, foreignShare, memory, waitQuiet } from './machine.mjs';
 export { commandStats, readProbes } from './redis-cost.mjs';
 export { deletePrefix, startRedis } from './redis-server.mjs';
-export { agentqOnce, agentqRunTimes, bareClient, bareRunTimes, submitAgentqRun, waitAgentqRun, waitCompleted } from './runs.mjs';
+export {
+  agentqOnce,
+  agentqRunTimes,
+  bareClient,
+  bareRunTimes,
+  submitAgentqRun,
+  waitAgentqRun,
+  waitCompleted,
+} from './runs.mjs';
 export { startMcp, startModel } from './stack.mjs';
 export { startAgentq } from './start-agentq.mjs';
 export { startBare } from './start-bare.mjs';

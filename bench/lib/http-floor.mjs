@@ -6,7 +6,12 @@ import http from 'node:http';
 
 const server = http.createServer((req, res) => {
   if (req.method === 'GET') {
-    const body = JSON.stringify({ id: req.url.split('/').pop(), object: 'run', status: 'queued', created_at: new Date().toISOString() });
+    const body = JSON.stringify({
+      id: req.url.split('/').pop(),
+      object: 'run',
+      status: 'queued',
+      created_at: new Date().toISOString(),
+    });
     res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
     return;
   }
@@ -20,10 +25,22 @@ const server = http.createServer((req, res) => {
       res.writeHead(400).end();
       return;
     }
-    const body = JSON.stringify({ id: `run_${Date.now().toString(36)}`, status: 'queued', input: typeof input === 'string' ? input.length : 0 });
-    res.writeHead(202, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), location: '/v1/runs/x' }).end(body);
+    const body = JSON.stringify({
+      id: `run_${Date.now().toString(36)}`,
+      status: 'queued',
+      input: typeof input === 'string' ? input.length : 0,
+    });
+    res
+      .writeHead(202, {
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(body),
+        location: '/v1/runs/x',
+      })
+      .end(body);
   });
 });
 server.keepAliveTimeout = 5_000;
-server.listen(0, '127.0.0.1', () => process.stdout.write(`${JSON.stringify({ url: `http://127.0.0.1:${server.address().port}` })}\n`));
+server.listen(0, '127.0.0.1', () =>
+  process.stdout.write(`${JSON.stringify({ url: `http://127.0.0.1:${server.address().port}` })}\n`),
+);
 process.on('SIGTERM', () => server.close(() => process.exit(0)));

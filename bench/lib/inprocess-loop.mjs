@@ -19,13 +19,25 @@ export async function connectAgentParts({ baseURL, mcp, server = 'noop', clientN
   EventEmitter.defaultMaxListeners = 0;
   const openai = new OpenAI({ baseURL, apiKey: 'bench', maxRetries: 0 });
   const client = new Client({ name: clientName, version: '0.1.0' }, { capabilities: {} });
-  const transport = mcp.url ? new StreamableHTTPClientTransport(new URL(mcp.url)) : new StdioClientTransport({ command: mcp.command, args: mcp.args, stderr: 'ignore' });
+  const transport = mcp.url
+    ? new StreamableHTTPClientTransport(new URL(mcp.url))
+    : new StdioClientTransport({ command: mcp.command, args: mcp.args, stderr: 'ignore' });
   await client.connect(transport);
   const { tools: mcpTools } = await client.listTools();
-  const tools = mcpTools.map((t) => ({ type: 'function', function: { name: `${server}__${t.name}`, description: t.description ?? '', parameters: t.inputSchema } }));
+  const tools = mcpTools.map((t) => ({
+    type: 'function',
+    function: { name: `${server}__${t.name}`, description: t.description ?? '', parameters: t.inputSchema },
+  }));
 
   async function callModel(model, messages) {
-    const stream = await openai.chat.completions.create({ model, messages, tools, tool_choice: 'auto', stream: true, stream_options: { include_usage: true } });
+    const stream = await openai.chat.completions.create({
+      model,
+      messages,
+      tools,
+      tool_choice: 'auto',
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     let content = '';
     const calls = [];
     for await (const chunk of stream) {
@@ -39,7 +51,11 @@ export async function connectAgentParts({ baseURL, mcp, server = 'noop', clientN
         if (tc.function?.arguments) slot.function.arguments += tc.function.arguments;
       }
     }
-    return { role: 'assistant', content: calls.length ? null : content, ...(calls.length ? { tool_calls: calls } : {}) };
+    return {
+      role: 'assistant',
+      content: calls.length ? null : content,
+      ...(calls.length ? { tool_calls: calls } : {}),
+    };
   }
 
   async function callTool(tc) {

@@ -30,5 +30,17 @@ export async function interleaved({ quiet, redisProc }, systems, { n, warm, bloc
   return { times, perBlock, foreignShare: foreignShare(c0, cpuSnapshot(all, redisProc)) };
 }
 
-export const inprocSystem = ({ SLOW_MS }, inproc) => ({ key: 'inproc', label: 'in-process loop', procs: inproc.processes(), once: () => inproc.loop.run('benchmark', 'bench'), slow: () => inproc.loop.run('benchmark', `bench-${SLOW_MS}ms`) });
-export const agentqSystem = ({ waiter, SLOW_MS }, key, label, stack) => ({ key, label, procs: stack.processes(), once: () => agentqOnce(waiter, stack, 'bench'), slow: () => agentqOnce(waiter, stack, `bench-${SLOW_MS}ms`) });
+export const inprocSystem = ({ SLOW_MS }, inproc) => ({
+  key: 'inproc',
+  label: 'in-process loop',
+  procs: inproc.processes(),
+  once: () => inproc.loop.run('benchmark', 'bench'),
+  slow: () => inproc.loop.run('benchmark', `bench-${SLOW_MS}ms`),
+});
+export const agentqSystem = ({ waiter, SLOW_MS }, key, label, stack) => ({
+  key,
+  label,
+  procs: stack.processes(),
+  once: () => agentqOnce(waiter, stack, 'bench'),
+  slow: () => agentqOnce(waiter, stack, `bench-${SLOW_MS}ms`),
+});

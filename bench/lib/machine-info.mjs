@@ -17,7 +17,10 @@ const pkgVersion = (name) => {
 export function commitOf(root) {
   try {
     const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: root, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], {
+      cwd: root,
+      encoding: 'utf8',
+    }).trim();
     return dirty ? `${commit} (with uncommitted changes)` : commit;
   } catch {
     return '?';
@@ -36,7 +39,9 @@ export async function machineInfo(ctl, redis) {
     os: `${os.type()} ${os.release()}`,
     node: process.version,
     redis: /redis_version:(\S+)/.exec(server)?.[1] ?? '?',
-    redisSetup: redis.own ? 'own redis-server on a free loopback port, AOF on (appendfsync everysec), no RDB' : `external (${redis.url}), unique key prefix`,
+    redisSetup: redis.own
+      ? 'own redis-server on a free loopback port, AOF on (appendfsync everysec), no RDB'
+      : `external (${redis.url}), unique key prefix`,
     bullmq: pkgVersion('bullmq'),
     ioredis: pkgVersion('ioredis'),
     mcpSdk: pkgVersion('@modelcontextprotocol/sdk'),

@@ -65,15 +65,21 @@ export function noiseWatch(log, redisProc) {
   const foreign = [];
   const noteForeign = (label, share) => {
     foreign.push({ label, share });
-    if (share > 0.1) log(`  warning: other processes used ${(share * 100).toFixed(0)} % of the machine during "${label}"`);
+    if (share > 0.1)
+      log(`  warning: other processes used ${(share * 100).toFixed(0)} % of the machine during "${label}"`);
   };
   // At most 30 s of waiting for a quiet machine before a measurement, 3 minutes in all.
   let quietBudgetMs = 180_000;
   const quiet = async (processes = []) => {
     const t = Date.now();
-    const share = await waitQuiet([...processes, ...redisProc], { maxMs: Math.max(0, Math.min(30_000, quietBudgetMs)) });
+    const share = await waitQuiet([...processes, ...redisProc], {
+      maxMs: Math.max(0, Math.min(30_000, quietBudgetMs)),
+    });
     quietBudgetMs -= Date.now() - t;
-    if (share >= 0.1) log(`  (the machine did not go quiet: other processes use ${(share * 100).toFixed(0)} % of it; measuring anyway)`);
+    if (share >= 0.1)
+      log(
+        `  (the machine did not go quiet: other processes use ${(share * 100).toFixed(0)} % of it; measuring anyway)`,
+      );
   };
   return { foreign, noteForeign, quiet };
 }

@@ -15,11 +15,24 @@ const { callModel } = await import(pathToFileURL(join(ROOT, 'services/agent-work
 const fetch = client === 'node' ? modelHttpFetch({ maxResponseBytes: 64 << 20, maxFreeSockets: inFlight }) : undefined;
 const openai = new OpenAI({ baseURL, apiKey: 'bench', maxRetries: 0, ...(fetch ? { fetch } : {}) });
 // The bench model calls the first tool it is offered, three at once, then answers (llm-server.mjs).
-const tools = [{ type: 'function', function: { name: 'noop__echo', description: 'echo', parameters: { type: 'object', properties: {} } } }];
+const tools = [
+  {
+    type: 'function',
+    function: { name: 'noop__echo', description: 'echo', parameters: { type: 'object', properties: {} } },
+  },
+];
 
 async function one() {
   // As the agent-worker calls: streamed, with usage, a signal and deadlines of its own.
-  const { message } = await callModel(openai, { model, messages: [{ role: 'user', content: 'hi' }], tools, toolChoice: 'auto', signal: new AbortController().signal, timeoutMs: 60_000, idleTimeoutMs: 60_000 });
+  const { message } = await callModel(openai, {
+    model,
+    messages: [{ role: 'user', content: 'hi' }],
+    tools,
+    toolChoice: 'auto',
+    signal: new AbortController().signal,
+    timeoutMs: 60_000,
+    idleTimeoutMs: 60_000,
+  });
   if (!message.tool_calls?.length) throw new Error('an answer without its tool calls');
 }
 
@@ -41,4 +54,6 @@ await run(calls);
 const cpu = process.cpuUsage(cpu0);
 const wallMs = performance.now() - t0;
 fetch?.close();
-process.stdout.write(`${JSON.stringify({ cpuUsPerCall: (cpu.user + cpu.system) / calls, wallMs, peakRssMB: process.resourceUsage().maxRSS / 1024 })}\n`);
+process.stdout.write(
+  `${JSON.stringify({ cpuUsPerCall: (cpu.user + cpu.system) / calls, wallMs, peakRssMB: process.resourceUsage().maxRSS / 1024 })}\n`,
+);

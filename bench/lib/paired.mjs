@@ -54,7 +54,13 @@ export async function pairedWindow(sides, { cap, runs }) {
     );
     return results.map((r, i) => {
       const redisMs = r.cpuMs['redis-server'] ?? NaN;
-      const window = { runsPerSec: r.runsPerSec, wallMs: r.wallMs, redisUsPerStep: (redisMs * 1000) / (runs * STEPS), redisBusy: redisMs / (r.wallMs * cap), statuses: r.statuses };
+      const window = {
+        runsPerSec: r.runsPerSec,
+        wallMs: r.wallMs,
+        redisUsPerStep: (redisMs * 1000) / (runs * STEPS),
+        redisBusy: redisMs / (r.wallMs * cap),
+        statuses: r.statuses,
+      };
       sides[i].windows.push(window);
       return window;
     });

@@ -66,7 +66,10 @@ export function spawnProc(name, command, args, { env = process.env, onLine } = {
     child.once('close', (code, signal) => {
       p.running = false;
       children.delete(p);
-      if (!p.stopping) process.stderr.write(`bench: ${name} (pid ${p.pid}) exited unexpectedly (${signal ?? code}):\n  ${p.tail.slice(-10).join('\n  ')}\n`);
+      if (!p.stopping)
+        process.stderr.write(
+          `bench: ${name} (pid ${p.pid}) exited unexpectedly (${signal ?? code}):\n  ${p.tail.slice(-10).join('\n  ')}\n`,
+        );
       resolve({ code, signal });
     });
   });
@@ -85,7 +88,10 @@ export function firstJsonLine(p, timeoutMs = 15_000) {
   return new Promise((resolve, reject) => {
     const seen = p.tail.map(parse).find((v) => v !== undefined);
     if (seen !== undefined) return resolve(seen);
-    const timer = setTimeout(() => reject(new Error(`${p.name} did not start within ${timeoutMs} ms:\n${p.tail.join('\n')}`)), timeoutMs);
+    const timer = setTimeout(
+      () => reject(new Error(`${p.name} did not start within ${timeoutMs} ms:\n${p.tail.join('\n')}`)),
+      timeoutMs,
+    );
     const listener = (line) => {
       const v = parse(line);
       if (v === undefined) return;
@@ -111,7 +117,10 @@ export async function stopProc(p, graceMs = 10_000) {
     // gone
   }
   let timer;
-  const timedOut = await Promise.race([p.exited.then(() => false), new Promise((r) => (timer = setTimeout(() => r(true), graceMs)))]);
+  const timedOut = await Promise.race([
+    p.exited.then(() => false),
+    new Promise((r) => (timer = setTimeout(() => r(true), graceMs))),
+  ]);
   clearTimeout(timer);
   if (timedOut) {
     try {

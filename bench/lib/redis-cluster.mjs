@@ -19,24 +19,62 @@ export async function startRedisCluster({ masters = 3 } = {}) {
     for (let i = 0; i < masters; i++) {
       const port = await freePort();
       const proc = spawnProc(`redis-${i}`, 'redis-server', [
-        '--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`),
-        '--save', '', '--appendonly', 'yes', '--appendfsync', 'everysec', '--appenddirname', `aof-${port}`, '--dir', dir, '--loglevel', 'warning',
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        join(dir, `nodes-${port}.conf`),
+        '--save',
+        '',
+        '--appendonly',
+        'yes',
+        '--appendfsync',
+        'everysec',
+        '--appenddirname',
+        `aof-${port}`,
+        '--dir',
+        dir,
+        '--loglevel',
+        'warning',
       ]);
       nodes.push({ port, proc });
     }
     for (const n of nodes) {
-      n.redis = new Redis(n.port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => 100 });
+      n.redis = new Redis(n.port, '127.0.0.1', {
+        lazyConnect: true,
+        maxRetriesPerRequest: 0,
+        retryStrategy: () => 100,
+      });
       n.redis.on('error', () => {});
-      await until(`redis ${n.port}`, async () => {
-        if (n.redis.status !== 'ready') await n.redis.connect().catch(() => {});
-        return (await n.redis.ping().catch(() => '')) === 'PONG';
-      }, 10_000);
+      await until(
+        `redis ${n.port}`,
+        async () => {
+          if (n.redis.status !== 'ready') await n.redis.connect().catch(() => {});
+          return (await n.redis.ping().catch(() => '')) === 'PONG';
+        },
+        10_000,
+      );
     }
-    await run('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '0', '--cluster-yes']);
-    await until('the cluster', async () => {
-      for (const n of nodes) if (!/cluster_state:ok/.test(await n.redis.cluster('INFO'))) return false;
-      return true;
-    }, 20_000, 100);
+    await run('redis-cli', [
+      '--cluster',
+      'create',
+      ...nodes.map((n) => `127.0.0.1:${n.port}`),
+      '--cluster-replicas',
+      '0',
+      '--cluster-yes',
+    ]);
+    await until(
+      'the cluster',
+      async () => {
+        for (const n of nodes) if (!/cluster_state:ok/.test(await n.redis.cluster('INFO'))) return false;
+        return true;
+      },
+      20_000,
+      100,
+    );
   } catch (err) {
     await Promise.all(nodes.map((n) => stopProc(n.proc, 2000)));
     rmSync(dir, { recursive: true, force: true });

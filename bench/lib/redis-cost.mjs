@@ -14,7 +14,8 @@ import { STEPS } from './workload.mjs';
 export async function commandStats(redis) {
   const text = await redis.info('commandstats');
   const out = {};
-  for (const m of text.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) out[m[1]] = { calls: Number(m[2]), usec: Number(m[3]) };
+  for (const m of text.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm))
+    out[m[1]] = { calls: Number(m[2]), usec: Number(m[3]) };
   return out;
 }
 
@@ -30,16 +31,21 @@ export async function readProbes(dir, pids) {
   const since = Date.now();
   for (const pid of pids) process.kill(pid, 'SIGUSR2');
   const out = {};
-  await until('the Redis probes', async () => {
-    for (const pid of pids) {
-      const f = join(dir, `${pid}.json`);
-      if (!existsSync(f)) return false;
-      const v = JSON.parse(readFileSync(f, 'utf8'));
-      if (v.at < since) return false;
-      out[pid] = v;
-    }
-    return true;
-  }, 10_000, 20);
+  await until(
+    'the Redis probes',
+    async () => {
+      for (const pid of pids) {
+        const f = join(dir, `${pid}.json`);
+        if (!existsSync(f)) return false;
+        const v = JSON.parse(readFileSync(f, 'utf8'));
+        if (v.at < since) return false;
+        out[pid] = v;
+      }
+      return true;
+    },
+    10_000,
+    20,
+  );
   return out;
 }
 
@@ -64,7 +70,11 @@ function redisWindow(s0, s1, names, { runs, ownCommands = {}, extraClient = null
         clientCommands[k] = (clientCommands[k] ?? 0) + d;
       }
     }
-    byProcess[names[pid] ?? pid] = { trips: b.trips - a.trips, commands: Object.values(cmds).reduce((x, y) => x + y, 0), byCommand: cmds };
+    byProcess[names[pid] ?? pid] = {
+      trips: b.trips - a.trips,
+      commands: Object.values(cmds).reduce((x, y) => x + y, 0),
+      byCommand: cmds,
+    };
   }
   if (extraClient) {
     byProcess[extraClient.name] = extraClient;
@@ -98,7 +108,10 @@ export async function redisCost(ctx, stack, probeDir) {
   const { submit, close } = await submitter(ctx, stack);
   const names = Object.fromEntries(stack.processes().map((p) => [p.pid, p.name]));
   // The bare client's submissions are not probed: one addStandardJob a run.
-  const extraClient = (runs) => (stack.kind === 'agentq' ? null : { name: 'bench (submits runs)', trips: runs, commands: runs, byCommand: { 'evalsha:addStandardJob': runs } });
+  const extraClient = (runs) =>
+    stack.kind === 'agentq'
+      ? null
+      : { name: 'bench (submits runs)', trips: runs, commands: runs, byCommand: { 'evalsha:addStandardJob': runs } };
   const completed = () => ctl.zcard(stack.completedKey);
   try {
     // Warm up: scripts loaded, connections open, JIT warm.
@@ -107,7 +120,13 @@ export async function redisCost(ctx, stack, probeDir) {
     await waitCompleted(ctl, stack, warm + 10 * STEPS, { timeoutMs: 60_000 });
     await sleep(300);
     await quiet(stack.processes());
-    const snap = async () => ({ stats: await commandStats(ctl), probes: await readProbes(probeDir, stack.servicePids()), cpu: cpuSnapshot(redisProc), io: syscalls(redisProc[0]?.pid), bytes: await redisBytes(ctl) });
+    const snap = async () => ({
+      stats: await commandStats(ctl),
+      probes: await readProbes(probeDir, stack.servicePids()),
+      cpu: cpuSnapshot(redisProc),
+      io: syscalls(redisProc[0]?.pid),
+      bytes: await redisBytes(ctl),
+    });
     const window = async (runs, concurrency, everyMs) => {
       const s0 = await snap();
       let polls = 1;
@@ -123,14 +142,20 @@ export async function redisCost(ctx, stack, probeDir) {
         await waitCompleted(ctl, stack, base + runs * STEPS, { timeoutMs: 120_000, everyMs, onPoll: () => polls++ });
       }
       await sleep(100);
-      return redisWindow(s0, await snap(), names, { runs, ownCommands: { zcard: polls }, extraClient: extraClient(runs) });
+      return redisWindow(s0, await snap(), names, {
+        runs,
+        ownCommands: { zcard: polls },
+        extraClient: extraClient(runs),
+      });
     };
     const sequential = await window(N.redisSeq, 1, 2);
     const batchWindow = await window(N.redisBatch, HTTP_CONCURRENCY, 25);
     // The same batch again with every command in the slow log: what each script costs. A window
     // of its own, since logging every command costs Redis CPU the windows above must not carry.
     const probes = await readProbes(probeDir, stack.servicePids());
-    const slow = await slowLogged(ctl, () => (process.env.SLOW_SEQ ? window(N.redisSeq, 1, 2) : window(N.redisBatch, HTTP_CONCURRENCY, 25)));
+    const slow = await slowLogged(ctl, () =>
+      process.env.SLOW_SEQ ? window(N.redisSeq, 1, 2) : window(N.redisBatch, HTTP_CONCURRENCY, 25),
+    );
     return { sequential, batch: batchWindow, scripts: scriptCosts(slow.entries, probes, slow.result.steps) };
   } finally {
     await close();
@@ -154,19 +179,30 @@ async function slowLogged(ctl, fn) {
 /** Redis time per step by top-level command, scripts by their registered name (from the probes). */
 function scriptCosts(entries, probes, steps) {
   const names = new Map();
-  for (const p of Object.values(probes)) for (const [sha, name] of Object.entries(p.scripts ?? {})) names.set(sha, name);
+  for (const p of Object.values(probes))
+    for (const [sha, name] of Object.entries(p.scripts ?? {})) names.set(sha, name);
   const own = new Set(['zcard', 'info', 'config', 'slowlog', 'client']);
   const byName = new Map();
   for (const [, , usec, args] of entries) {
     const cmd = String(args[0]).toLowerCase();
     if (own.has(cmd)) continue;
-    const name = cmd === 'evalsha' ? `evalsha:${names.get(String(args[1])) ?? String(args[1]).slice(0, 8)}` : cmd === 'eval' ? 'eval:script' : cmd;
+    const name =
+      cmd === 'evalsha'
+        ? `evalsha:${names.get(String(args[1])) ?? String(args[1]).slice(0, 8)}`
+        : cmd === 'eval'
+          ? 'eval:script'
+          : cmd;
     const c = byName.get(name) ?? { calls: 0, usec: 0 };
     c.calls += 1;
     c.usec += Number(usec);
     byName.set(name, c);
   }
-  const rows = [...byName].map(([name, c]) => ({ name, callsPerStep: c.calls / steps, usecPerStep: c.usec / steps, usecPerCall: c.usec / c.calls }));
+  const rows = [...byName].map(([name, c]) => ({
+    name,
+    callsPerStep: c.calls / steps,
+    usecPerStep: c.usec / steps,
+    usecPerCall: c.usec / c.calls,
+  }));
   return rows.sort((a, b) => b.usecPerStep - a.usecPerStep);
 }
 

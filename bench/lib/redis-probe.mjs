@@ -41,7 +41,8 @@ function commandName(command) {
     const sha = String(command.args?.[0] ?? '');
     return `${name}:${scriptNames.get(sha) ?? (name === 'eval' ? 'script' : sha.slice(0, 8))}`;
   }
-  if (name === 'client' || name === 'script' || name === 'config' || name === 'xinfo') return `${name}|${String(command.args?.[0] ?? '').toLowerCase()}`;
+  if (name === 'client' || name === 'script' || name === 'config' || name === 'xinfo')
+    return `${name}|${String(command.args?.[0] ?? '').toLowerCase()}`;
   return name;
 }
 
@@ -78,6 +79,16 @@ if (process.env.BENCH_PROBE_DIR) {
       globalThis.gc();
       afterGc = process.memoryUsage();
     }
-    writeFileSync(join(process.env.BENCH_PROBE_DIR, `${process.pid}.json`), JSON.stringify({ pid: process.pid, at: Date.now(), memory, afterGc, ...counters, scripts: Object.fromEntries(scriptNames) }));
+    writeFileSync(
+      join(process.env.BENCH_PROBE_DIR, `${process.pid}.json`),
+      JSON.stringify({
+        pid: process.pid,
+        at: Date.now(),
+        memory,
+        afterGc,
+        ...counters,
+        scripts: Object.fromEntries(scriptNames),
+      }),
+    );
   });
 }

@@ -21,26 +21,48 @@ export async function startRedis({ under = null } = {}) {
   const port = await freePort();
   const dir = tmpDir(mkdtempSync(join(tmpdir(), 'agentq-bench-redis-')));
   const server = [
-    'redis-server', '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', process.env.BENCH_REDIS_AOF ?? 'yes', '--appendfsync', 'everysec',
-    '--maxmemory-policy', 'noeviction', '--dir', dir, '--loglevel', 'warning',
+    'redis-server',
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    process.env.BENCH_REDIS_AOF ?? 'yes',
+    '--appendfsync',
+    'everysec',
+    '--maxmemory-policy',
+    'noeviction',
+    '--dir',
+    dir,
+    '--loglevel',
+    'warning',
   ];
   const [command, ...args] = under ? [...under(dir), ...server] : server;
   const proc = spawnProc('redis-server', command, args);
   // BENCH_REDIS_CPU=1 (with the bench itself under `taskset -c 0`): Redis on a core of its own,
   // so that what a step costs it is not also what the other processes do to its caches.
-  if (process.env.BENCH_REDIS_CPU) execFileSync('taskset', ['-pc', process.env.BENCH_REDIS_CPU, String(proc.pid)], { stdio: 'ignore' });
+  if (process.env.BENCH_REDIS_CPU)
+    execFileSync('taskset', ['-pc', process.env.BENCH_REDIS_CPU, String(proc.pid)], { stdio: 'ignore' });
   const url = `redis://127.0.0.1:${port}`;
   const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
   probe.on('error', () => {});
   try {
-    await until('redis-server', async () => {
-      if (!proc.running) throw new Error('gone');
-      if (probe.status !== 'ready') await probe.connect();
-      return (await probe.ping()) === 'PONG';
-    }, under ? 60_000 : 10_000);
+    await until(
+      'redis-server',
+      async () => {
+        if (!proc.running) throw new Error('gone');
+        if (probe.status !== 'ready') await probe.connect();
+        return (await probe.ping()) === 'PONG';
+      },
+      under ? 60_000 : 10_000,
+    );
   } catch (err) {
     await stopProc(proc);
-    throw new Error(`could not start redis-server (install redis-server, or set BENCH_REDIS_URL): ${proc.tail.join(' ')} ${err.message}`);
+    throw new Error(
+      `could not start redis-server (install redis-server, or set BENCH_REDIS_URL): ${proc.tail.join(' ')} ${err.message}`,
+    );
   } finally {
     probe.disconnect();
   }

@@ -22,10 +22,12 @@ export function report(r, { write }) {
   const rows = summaryRows(r, d);
   let text = textTable(header, rows);
   const noisy = (r.foreign ?? []).filter((f) => f.share > 0.1);
-  if (noisy.length) text += `\n\nWarning: other processes used more than 10 % of the machine during: ${noisy.map((f) => `${f.label} (${pct(f.share)})`).join('; ')}`;
+  if (noisy.length)
+    text += `\n\nWarning: other processes used more than 10 % of the machine during: ${noisy.map((f) => `${f.label} (${pct(f.share)})`).join('; ')}`;
   text += `\n\nTargets:\n${d.targets.map((t) => `  [${t.ok ? 'met' : 'NOT met'}] ${t.name}: ${t.value}`).join('\n')}`;
   if (r.throughput) {
-    for (const t of r.throughput) text += `\n\nCPU ms per run by process, throughput with ${t.workers} agent-worker(s):\n${textTable(CPU_COLUMNS, cpuTable(t))}`;
+    for (const t of r.throughput)
+      text += `\n\nCPU ms per run by process, throughput with ${t.workers} agent-worker(s):\n${textTable(CPU_COLUMNS, cpuTable(t))}`;
   }
   if (r.redis) {
     const br = redisBreakdown(r, 'batch');

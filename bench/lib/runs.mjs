@@ -14,18 +14,26 @@ const httpAgent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 
 function postJsonOnce(url, data) {
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: 'POST', agent: httpAgent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c) => (text += c));
-      res.on('end', () => {
-        try {
-          resolve({ status: res.statusCode, json: JSON.parse(text) });
-        } catch (err) {
-          reject(new Error(`POST ${url} → ${res.statusCode}: ${text.slice(0, 200)}`));
-        }
-      });
-    });
+    const req = http.request(
+      url,
+      {
+        method: 'POST',
+        agent: httpAgent,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c) => (text += c));
+        res.on('end', () => {
+          try {
+            resolve({ status: res.statusCode, json: JSON.parse(text) });
+          } catch (err) {
+            reject(new Error(`POST ${url} → ${res.statusCode}: ${text.slice(0, 200)}`));
+          }
+        });
+      },
+    );
     req.on('error', (err) => reject(Object.assign(err, { reusedSocket: req.reusedSocket })));
     req.end(data);
   });
@@ -92,7 +100,12 @@ export async function bareClient(redisUrl, stack) {
   return {
     queue,
     newId: () => `b${tag}x${(seq++).toString(36)}`,
-    add: (runId, model) => queue.add(jobNames.agentTurn(runId, 0), { runId, depth: 0, ...(model ? { model } : {}) }, { ...jobOptions.agentTurn, jobId: jobIds.agentTurn(runId, 0) }),
+    add: (runId, model) =>
+      queue.add(
+        jobNames.agentTurn(runId, 0),
+        { runId, depth: 0, ...(model ? { model } : {}) },
+        { ...jobOptions.agentTurn, jobId: jobIds.agentTurn(runId, 0) },
+      ),
     /** Adds one run and resolves when its last step job has completed (QueueEvents); `model` for the BullMQ loop. */
     async once(model) {
       if (!events) {
@@ -153,7 +166,11 @@ export async function agentqRunTimes(ctl, prefix, ids) {
   const pipe = ctl.pipeline();
   for (const id of ids) pipe.hmget(shared.runKeys(prefix, id).run, 'status', 'created_at', 'completed_at');
   const rows = await pipe.exec();
-  return rows.map(([, [status, created, completed]]) => ({ status, created: Date.parse(created), completed: completed ? Date.parse(completed) : NaN }));
+  return rows.map(([, [status, created, completed]]) => ({
+    status,
+    created: Date.parse(created),
+    completed: completed ? Date.parse(completed) : NaN,
+  }));
 }
 
 /** Per-run times of bare runs from their job hashes: first step job added → last one finished. */
@@ -166,6 +183,10 @@ export async function bareRunTimes(ctl, prefix, ids) {
   const rows = await pipe.exec();
   return ids.map((_, i) => {
     const completed = Number(rows[2 * i + 1][1] ?? NaN);
-    return { status: Number.isFinite(completed) ? 'completed' : 'unfinished', created: Number(rows[2 * i][1]), completed };
+    return {
+      status: Number.isFinite(completed) ? 'completed' : 'unfinished',
+      created: Number(rows[2 * i][1]),
+      completed,
+    };
   });
 }

@@ -46,7 +46,22 @@ export async function workersReady(ctl, prefix, counts) {
  * What scenarios use of a started stack: its processes by name (`tool`'s stdio MCP servers
  * included), the pids of its services, and `stop()`, which stops them all and deletes its keys.
  */
-export function stackHandle(ctl, { kind, prefix, queuePrefix = prefix, config, services, others, tool, stdioMcp, queues = QUEUES, deleteKeys = true, cleanup = () => {} }) {
+export function stackHandle(
+  ctl,
+  {
+    kind,
+    prefix,
+    queuePrefix = prefix,
+    config,
+    services,
+    others,
+    tool,
+    stdioMcp,
+    queues = QUEUES,
+    deleteKeys = true,
+    cleanup = () => {},
+  },
+) {
   return {
     kind,
     prefix,
@@ -70,4 +85,5 @@ export function stackHandle(ctl, { kind, prefix, queuePrefix = prefix, config, s
 }
 
 /** NODE_OPTIONS that load the Redis probe (redis-probe.mjs) into a process, when `probeDir` asks for it. */
-export const probeImport = (probeDir) => (probeDir ? `--import ${pathToFileURL(join(BENCH, 'lib', 'redis-probe.mjs')).href}` : '');
+export const probeImport = (probeDir) =>
+  probeDir ? `--import ${pathToFileURL(join(BENCH, 'lib', 'redis-probe.mjs')).href}` : '';

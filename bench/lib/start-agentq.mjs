@@ -36,11 +36,25 @@ function serviceEnv() {
 export async function startAgentq(
   ctl,
   redisUrl,
-  { root = ROOT, tag = 'agentq', agentWorkers = 1, agentConcurrency = 100, toolConcurrency = 100, mcpTransport = 'stdio', probeDir, nodeOptions = '', v8Heap = false, cells = 1, env: extraEnv = {}, deleteKeys = true } = {},
+  {
+    root = ROOT,
+    tag = 'agentq',
+    agentWorkers = 1,
+    agentConcurrency = 100,
+    toolConcurrency = 100,
+    mcpTransport = 'stdio',
+    probeDir,
+    nodeOptions = '',
+    v8Heap = false,
+    cells = 1,
+    env: extraEnv = {},
+    deleteKeys = true,
+  } = {},
 ) {
   const agentqShared = root === ROOT ? shared : await importFrom(root, 'packages/shared/dist/index.js');
   const { QUEUES: queues } = agentqShared;
-  const { serviceNodeOptions: heapOptions } = root === ROOT ? { serviceNodeOptions } : await importFrom(root, 'scripts/lib/services.mjs');
+  const { serviceNodeOptions: heapOptions } =
+    root === ROOT ? { serviceNodeOptions } : await importFrom(root, 'scripts/lib/services.mjs');
   const prefix = newPrefix(tag);
   const model = await startModel();
   const mcp = await startMcp(mcpTransport);
@@ -49,7 +63,12 @@ export async function startAgentq(
   writeFileSync(tmpDir(mcpFile), JSON.stringify({ mcpServers: { noop: mcp.config } }));
   // Per-key admission runs as deployed, but its limits must not be what is measured.
   const tenantsFile = join(tmpdir(), `${prefix}-tenants.json`);
-  writeFileSync(tenantsFile, JSON.stringify({ default: { max_active_runs: 1_000_000, max_queued_runs: 10_000_000, requests_per_minute: 10_000_000 } }));
+  writeFileSync(
+    tenantsFile,
+    JSON.stringify({
+      default: { max_active_runs: 1_000_000, max_queued_runs: 10_000_000, requests_per_minute: 10_000_000 },
+    }),
+  );
   const port = await freePort();
   const given = [process.env.BENCH_NODE_OPTIONS ?? '', nodeOptions, probeImport(probeDir)].filter(Boolean).join(' ');
   const options = v8Heap ? given : heapOptions(given);
@@ -74,13 +93,19 @@ export async function startAgentq(
     ...serviceEnv(),
     ...extraEnv,
   };
-  const svc = (name, file = name.replace(/-\d+$/, '')) => spawnProc(name, NODE, [join(root, 'services', file, 'dist', 'main.js')], { env });
+  const svc = (name, file = name.replace(/-\d+$/, '')) =>
+    spawnProc(name, NODE, [join(root, 'services', file, 'dist', 'main.js')], { env });
   const services = [];
   try {
     const tool = svc('tool-worker');
     services.push(tool);
-    await until('the tool catalog', async () => JSON.parse((await ctl.get(`${prefix}:tool-catalog`)) ?? '[]').length > 0, 30_000);
-    for (let i = 1; i <= agentWorkers; i++) services.push(svc(agentWorkers > 1 ? `agent-worker-${i}` : 'agent-worker', 'agent-worker'));
+    await until(
+      'the tool catalog',
+      async () => JSON.parse((await ctl.get(`${prefix}:tool-catalog`)) ?? '[]').length > 0,
+      30_000,
+    );
+    for (let i = 1; i <= agentWorkers; i++)
+      services.push(svc(agentWorkers > 1 ? `agent-worker-${i}` : 'agent-worker', 'agent-worker'));
     services.push(svc('api'));
     const apiUrl = `http://127.0.0.1:${port}`;
     await until('the api', async () => (await fetch(`${apiUrl}/readyz`)).ok, 30_000, 100);
@@ -88,10 +113,25 @@ export async function startAgentq(
     const queuePrefix = agentqShared.cellPrefix ? agentqShared.cellPrefix(prefix, 0) : prefix;
     for (let cell = 0; cell < cells; cell++) {
       const name = (q) => (agentqShared.cellQueueName ? agentqShared.cellQueueName(q, cell, cells) : q);
-      await workersReady(ctl, agentqShared.cellPrefix ? agentqShared.cellPrefix(prefix, cell) : prefix, { [name(queues.agent)]: agentWorkers, [name(queues.tool)]: 1 });
+      await workersReady(ctl, agentqShared.cellPrefix ? agentqShared.cellPrefix(prefix, cell) : prefix, {
+        [name(queues.agent)]: agentWorkers,
+        [name(queues.tool)]: 1,
+      });
     }
     const config = { agentWorkers, agentConcurrency, toolConcurrency, mcpTransport, cells };
-    const handle = stackHandle(ctl, { kind: 'agentq', prefix, queuePrefix, config, services, others, tool, stdioMcp: !mcp.proc, queues, deleteKeys, cleanup: () => [mcpFile, tenantsFile].forEach((f) => rmSync(f, { force: true })) });
+    const handle = stackHandle(ctl, {
+      kind: 'agentq',
+      prefix,
+      queuePrefix,
+      config,
+      services,
+      others,
+      tool,
+      stdioMcp: !mcp.proc,
+      queues,
+      deleteKeys,
+      cleanup: () => [mcpFile, tenantsFile].forEach((f) => rmSync(f, { force: true })),
+    });
     return { ...handle, apiUrl, runKeys: (id) => agentqShared.runKeys(prefix, id) };
   } catch (err) {
     await Promise.all([...services, ...others].map((p) => stopProc(p, 2000)));

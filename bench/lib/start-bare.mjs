@@ -10,7 +10,19 @@ import { BENCH, FANOUT, QUEUES, ROUNDS } from './workload.mjs';
  * process. `work` makes it the BullMQ-loop baseline (bench/bare-worker.mjs WORK=1): the same
  * processes also call the scripted model and the no-op MCP server, which it starts.
  */
-export async function startBare(ctl, redisUrl, { tag, agentWorkers = 1, agentConcurrency = 100, toolConcurrency = 100, probeDir, work = false, mcpTransport = 'stdio' } = {}) {
+export async function startBare(
+  ctl,
+  redisUrl,
+  {
+    tag,
+    agentWorkers = 1,
+    agentConcurrency = 100,
+    toolConcurrency = 100,
+    probeDir,
+    work = false,
+    mcpTransport = 'stdio',
+  } = {},
+) {
   const prefix = newPrefix(tag ?? (work ? 'loop' : 'bare'));
   const model = work ? await startModel() : null;
   const mcp = work ? await startMcp(mcpTransport) : null;
@@ -28,7 +40,12 @@ export async function startBare(ctl, redisUrl, { tag, agentWorkers = 1, agentCon
   const script = join(BENCH, 'bare-worker.mjs');
   const name = work ? 'loop' : 'bare';
   const services = [];
-  for (let i = 1; i <= agentWorkers; i++) services.push(spawnProc(agentWorkers > 1 ? `${name} agent-worker-${i}` : `${name} agent-worker`, NODE, [script], { env: env('agent', agentConcurrency) }));
+  for (let i = 1; i <= agentWorkers; i++)
+    services.push(
+      spawnProc(agentWorkers > 1 ? `${name} agent-worker-${i}` : `${name} agent-worker`, NODE, [script], {
+        env: env('agent', agentConcurrency),
+      }),
+    );
   const tool = spawnProc(`${name} tool-worker`, NODE, [script], { env: env('tool', toolConcurrency) });
   services.push(tool);
   const others = [model?.proc, mcp?.proc].filter(Boolean);
@@ -39,5 +56,13 @@ export async function startBare(ctl, redisUrl, { tag, agentWorkers = 1, agentCon
     throw err;
   }
   const config = { agentWorkers, agentConcurrency, toolConcurrency, ...(work ? { mcpTransport } : {}) };
-  return stackHandle(ctl, { kind: work ? 'loop' : 'bare', prefix, config, services, others, tool, stdioMcp: work && !mcp.proc });
+  return stackHandle(ctl, {
+    kind: work ? 'loop' : 'bare',
+    prefix,
+    config,
+    services,
+    others,
+    tool,
+    stdioMcp: work && !mcp.proc,
+  });
 }

@@ -11,7 +11,11 @@ export async function startInproc(mcpTransport) {
   const loop = await startInProcessLoop({ baseURL: model.baseURL, mcp: mcp.config });
   return {
     loop,
-    processes: () => [{ name: 'model', pid: model.proc.pid }, ...(loop.mcpPid ? [{ name: 'mcp-server (stdio)', pid: loop.mcpPid }] : []), ...(mcp.proc ? [{ name: 'mcp-server', pid: mcp.proc.pid }] : [])],
+    processes: () => [
+      { name: 'model', pid: model.proc.pid },
+      ...(loop.mcpPid ? [{ name: 'mcp-server (stdio)', pid: loop.mcpPid }] : []),
+      ...(mcp.proc ? [{ name: 'mcp-server', pid: mcp.proc.pid }] : []),
+    ],
     async stop() {
       await loop.close();
       await stopProc(model.proc);

@@ -8,7 +8,15 @@ export function quantile(values, q) {
 }
 
 export function summary(values) {
-  return { n: values.length, p50: quantile(values, 0.5), p90: quantile(values, 0.9), p99: quantile(values, 0.99), min: Math.min(...values), max: Math.max(...values), mean: values.reduce((a, b) => a + b, 0) / (values.length || 1) };
+  return {
+    n: values.length,
+    p50: quantile(values, 0.5),
+    p90: quantile(values, 0.9),
+    p99: quantile(values, 0.99),
+    min: Math.min(...values),
+    max: Math.max(...values),
+    mean: values.reduce((a, b) => a + b, 0) / (values.length || 1),
+  };
 }
 
 /** A number for a table: 3 significant digits, no exponent. */

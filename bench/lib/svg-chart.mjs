@@ -23,15 +23,21 @@ export function barChartSVG({ title, subtitle, panels, width = 760 }) {
     const scale = barMax / (Math.max(...p.rows.map((r) => Math.max(r.value, r.mark ?? 0))) || 1);
     out.push(`<g class="panel">`, `<text x="${left}" y="${(y += 18)}" font-weight="bold">${esc(p.title)}</text>`);
     y += 8;
-    out.push(`<line x1="${barX - 0.5}" y1="${y - 2}" x2="${barX - 0.5}" y2="${y + p.rows.length * (barH + gap)}" stroke="#999"/>`);
+    out.push(
+      `<line x1="${barX - 0.5}" y1="${y - 2}" x2="${barX - 0.5}" y2="${y + p.rows.length * (barH + gap)}" stroke="#999"/>`,
+    );
     for (const r of p.rows) {
       const end = barX + Math.max(r.value, r.mark ?? 0) * scale;
       const mid = y + barH / 2;
       out.push(`<text x="${left}" y="${mid + 4}" fill="#333">${esc(r.label)}</text>`);
-      out.push(`<rect class="bar" x="${barX}" y="${y}" width="${px(r.value * scale)}" height="${barH}" fill="${r.color}"><title>${esc(`${r.label}: ${r.note ?? r.value}`)}</title></rect>`);
+      out.push(
+        `<rect class="bar" x="${barX}" y="${y}" width="${px(r.value * scale)}" height="${barH}" fill="${r.color}"><title>${esc(`${r.label}: ${r.note ?? r.value}`)}</title></rect>`,
+      );
       if (r.mark !== undefined) {
         const mx = px(barX + r.mark * scale);
-        out.push(`<path class="mark" d="M${px(barX + r.value * scale)} ${mid}H${mx}M${mx} ${y + 3}V${y + barH - 3}" stroke="${r.color}" stroke-width="2" fill="none"/>`);
+        out.push(
+          `<path class="mark" d="M${px(barX + r.value * scale)} ${mid}H${mx}M${mx} ${y + 3}V${y + barH - 3}" stroke="${r.color}" stroke-width="2" fill="none"/>`,
+        );
       }
       if (r.note) out.push(`<text x="${px(end + 6)}" y="${mid + 4}" fill="#333">${esc(r.note)}</text>`);
       y += barH + gap;

@@ -32,11 +32,17 @@ export async function unitCosts({ redis, QUICK, MCP, log }, loop) {
     return { label, n, cpuMs: cpu / n, wallMs: wall / n };
   };
   const out = [
-    await measure('Redis round trip (HGET), client CPU', QUICK ? 1000 : 5000, () => redisClient.hget('bench-unit', 'f')),
+    await measure('Redis round trip (HGET), client CPU', QUICK ? 1000 : 5000, () =>
+      redisClient.hget('bench-unit', 'f'),
+    ),
     await measure('model call, openai SDK, streamed (tool calls)', QUICK ? 200 : 1000, () => loop.callModel('bench')),
     await measure('MCP tool call, MCP SDK client over ' + MCP, QUICK ? 200 : 1000, () => loop.callTool()),
-    await afterIdle('model call, streamed, 5 ms after the last one (processes idle)', QUICK ? 100 : 300, () => loop.callModel('bench')),
-    await afterIdle('Redis round trip (HGET), 5 ms after the last one', QUICK ? 100 : 300, () => redisClient.hget('bench-unit', 'f')),
+    await afterIdle('model call, streamed, 5 ms after the last one (processes idle)', QUICK ? 100 : 300, () =>
+      loop.callModel('bench'),
+    ),
+    await afterIdle('Redis round trip (HGET), 5 ms after the last one', QUICK ? 100 : 300, () =>
+      redisClient.hget('bench-unit', 'f'),
+    ),
   ];
   await redisClient.del('bench-unit');
   redisClient.disconnect();

@@ -15,7 +15,10 @@ export const jobIds = {
   /** agentq's job for a round's calls (the baselines have one job per call). */
   toolRound: (runId, depth) => JOB_KINDS.toolRound.id({ runId, depth }),
 };
-export const jobNames = { agentTurn: (runId, depth) => JOB_KINDS.agentStep.name({ runId, depth }), toolCall: (runId, depth, name) => JOB_KINDS.toolCall.name({ runId, depth, name }) };
+export const jobNames = {
+  agentTurn: (runId, depth) => JOB_KINDS.agentStep.name({ runId, depth }),
+  toolCall: (runId, depth, name) => JOB_KINDS.toolCall.name({ runId, depth, name }),
+};
 export const jobOptions = { agentTurn: JOB_KINDS.agentStep.options, toolCall: JOB_KINDS.toolCall.options };
 export const { QUEUES } = shared;
 

@@ -11,7 +11,9 @@ import { unitCosts } from '../lib/unit-costs.mjs';
 
 export async function scenarioOverhead(ctx) {
   const { log, N, MCP, ctl, redis, noteForeign, SLOW_MS } = ctx;
-  log(`1. overhead per step: ${N.seq} runs one at a time each (+${N.seqWarm} warm-up), 0 ms model, the four systems interleaved in ${N.seqBlocks} blocks; MCP over ${MCP}`);
+  log(
+    `1. overhead per step: ${N.seq} runs one at a time each (+${N.seqWarm} warm-up), 0 ms model, the four systems interleaved in ${N.seqBlocks} blocks; MCP over ${MCP}`,
+  );
   const inproc = await startInproc(MCP);
   const bare = await startBare(ctl, redis.url);
   const client = await bareClient(redis.url, bare);
@@ -23,10 +25,20 @@ export async function scenarioOverhead(ctx) {
     const systems = [
       inprocSystem(ctx, inproc),
       { key: 'bare', label: 'bare BullMQ flows', procs: bare.processes(), once: () => client.once() },
-      { key: 'loop', label: 'BullMQ loop (no store)', procs: qloop.processes(), once: () => loopClient.once(), slow: () => loopClient.once(`bench-${SLOW_MS}ms`) },
+      {
+        key: 'loop',
+        label: 'BullMQ loop (no store)',
+        procs: qloop.processes(),
+        once: () => loopClient.once(),
+        slow: () => loopClient.once(`bench-${SLOW_MS}ms`),
+      },
       agentqSystem(ctx, 'agentq', 'agentq', stack),
     ];
-    const { times, perBlock, foreignShare: share } = await interleaved(ctx, systems, { n: N.seq, warm: N.seqWarm, blocks: N.seqBlocks });
+    const {
+      times,
+      perBlock,
+      foreignShare: share,
+    } = await interleaved(ctx, systems, { n: N.seq, warm: N.seqWarm, blocks: N.seqBlocks });
     noteForeign('scenario 1, one at a time', share);
     for (const x of systems) log(`  ${x.label}: p50 ${summary(times[x.key]).p50.toFixed(1)} ms`);
     // The 500 ms model: in-process, the BullMQ loop and agentq alternate run by run.
@@ -40,7 +52,9 @@ export async function scenarioOverhead(ctx) {
         slow[x.key].push(performance.now() - t);
       }
     }
-    log(`  ${SLOW_MS} ms model: in-process p50 ${summary(slow.inproc).p50.toFixed(0)} ms, BullMQ loop p50 ${summary(slow.loop).p50.toFixed(0)} ms, agentq p50 ${summary(slow.agentq).p50.toFixed(0)} ms`);
+    log(
+      `  ${SLOW_MS} ms model: in-process p50 ${summary(slow.inproc).p50.toFixed(0)} ms, BullMQ loop p50 ${summary(slow.loop).p50.toFixed(0)} ms, agentq p50 ${summary(slow.agentq).p50.toFixed(0)} ms`,
+    );
     const units = await unitCosts(ctx, inproc.loop);
     return {
       interleaved: { blocks: N.seqBlocks, perBlock },

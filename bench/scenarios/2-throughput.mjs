@@ -18,7 +18,11 @@ export async function scenarioThroughput(ctx) {
   let inproc;
   try {
     await pool(20, 10, () => loop.loop.run('benchmark', 'bench'));
-    inproc = await inprocBatch(ctx, loop, N.many, { model: 'bench', label: 'in-process loop, one process', repeat: REPEAT });
+    inproc = await inprocBatch(ctx, loop, N.many, {
+      model: 'bench',
+      label: 'in-process loop, one process',
+      repeat: REPEAT,
+    });
   } finally {
     await loop.stop();
   }
@@ -37,7 +41,11 @@ export async function scenarioThroughput(ctx) {
     const profileDir = PROFILE && workers === 1 ? join(ROOT, 'bench', 'results', 'profiles') : null;
     if (profileDir) mkdirSync(profileDir, { recursive: true });
     await emptyRedis(ctx);
-    const stack = await startAgentq(ctl, redis.url, { agentWorkers: workers, mcpTransport: MCP, nodeOptions: profileDir ? `--cpu-prof --cpu-prof-dir=${profileDir}` : '' });
+    const stack = await startAgentq(ctl, redis.url, {
+      agentWorkers: workers,
+      mcpTransport: MCP,
+      nodeOptions: profileDir ? `--cpu-prof --cpu-prof-dir=${profileDir}` : '',
+    });
     const a = await batch(ctx, stack, N.many, { label: `agentq, ${procs}` });
     await stack.stop();
     out.push({ workers, bare: b, loop: l, agentq: a, inproc });

@@ -29,11 +29,16 @@ export async function scenarioConcurrency(ctx) {
   try {
     await Promise.all(Array.from({ length: 10 }, () => loop.loop.run('benchmark', 'bench')));
     // The best of as many windows as agentq and the BullMQ loop get: a first window runs slower.
-    for (const n of sizes.filter((s) => s !== N.many)) inproc[n] = await inprocBatch(ctx, loop, n, { model: slowModel, label: inprocLabel(n), repeat: ctx.REPEAT });
+    for (const n of sizes.filter((s) => s !== N.many))
+      inproc[n] = await inprocBatch(ctx, loop, n, { model: slowModel, label: inprocLabel(n), repeat: ctx.REPEAT });
     queued = await bullmqLoop();
     // agentq's windows of the largest batch alternate with the in-process loop's (its processes idle meanwhile).
     const inprocWindows = [];
-    shipped = await measureStack('', false, sizes, async (i) => inprocWindows.push(await inprocOnce(ctx, loop, N.many, { model: slowModel, label: nth(inprocLabel(N.many), i, ctx.REPEAT) })));
+    shipped = await measureStack('', false, sizes, async (i) =>
+      inprocWindows.push(
+        await inprocOnce(ctx, loop, N.many, { model: slowModel, label: nth(inprocLabel(N.many), i, ctx.REPEAT) }),
+      ),
+    );
     inproc[N.many] = bestWindow(inprocWindows, inprocLabel(N.many));
   } finally {
     await loop.stop();
@@ -42,9 +47,19 @@ export async function scenarioConcurrency(ctx) {
   // slot per run: what any loop on BullMQ needs for them here, next to the in-process loop.
   async function bullmqLoop() {
     await emptyRedis(ctx);
-    const qloop = await startBare(ctl, redis.url, { work: true, mcpTransport: MCP, agentConcurrency: N.many, toolConcurrency: 100 });
+    const qloop = await startBare(ctl, redis.url, {
+      work: true,
+      mcpTransport: MCP,
+      agentConcurrency: N.many,
+      toolConcurrency: 100,
+    });
     try {
-      return { [N.many]: await batch(ctx, qloop, N.many, { model: slowModel, label: `BullMQ loop, ${N.many} runs at once, ${SLOW_MS} ms model` }) };
+      return {
+        [N.many]: await batch(ctx, qloop, N.many, {
+          model: slowModel,
+          label: `BullMQ loop, ${N.many} runs at once, ${SLOW_MS} ms model`,
+        }),
+      };
     } finally {
       await qloop.stop();
     }
@@ -57,7 +72,14 @@ export async function scenarioConcurrency(ctx) {
   async function measureStack(label, v8Heap, runSizes, alternate) {
     const probeDir = tmpDir(mkdtempSync(join(tmpdir(), 'agentq-bench-mem-')));
     await emptyRedis(ctx);
-    const stack = await startAgentq(ctl, redis.url, { agentConcurrency: N.many, toolConcurrency: 100, mcpTransport: MCP, probeDir, nodeOptions: '--expose-gc', v8Heap });
+    const stack = await startAgentq(ctl, redis.url, {
+      agentConcurrency: N.many,
+      toolConcurrency: 100,
+      mcpTransport: MCP,
+      probeDir,
+      nodeOptions: '--expose-gc',
+      v8Heap,
+    });
     try {
       const idle = memory(stack.processes());
       const batches = {};
@@ -87,7 +109,12 @@ export async function scenarioConcurrency(ctx) {
       const byPid = Object.fromEntries(stack.processes().map((p) => [p.pid, p.name]));
       for (const [pid, v] of Object.entries(probes)) {
         const m = mem.find((x) => x.name === byPid[pid]);
-        if (m) m.heap = { usedMB: v.memory.heapUsed / 2 ** 20, totalMB: v.memory.heapTotal / 2 ** 20, liveMB: v.afterGc ? v.afterGc.heapUsed / 2 ** 20 : undefined };
+        if (m)
+          m.heap = {
+            usedMB: v.memory.heapUsed / 2 ** 20,
+            totalMB: v.memory.heapTotal / 2 ** 20,
+            liveMB: v.afterGc ? v.afterGc.heapUsed / 2 ** 20 : undefined,
+          };
       }
       return { batches, memory: mem, config: stack.config };
     } finally {
@@ -99,9 +126,16 @@ export async function scenarioConcurrency(ctx) {
   const scaleOut = { slots: SCALE_SLOTS, n: N.scaleOut, runs: {} };
   for (const workers of [1, 2]) {
     await emptyRedis(ctx);
-    const stack = await startAgentq(ctl, redis.url, { agentWorkers: workers, agentConcurrency: SCALE_SLOTS, mcpTransport: MCP });
+    const stack = await startAgentq(ctl, redis.url, {
+      agentWorkers: workers,
+      agentConcurrency: SCALE_SLOTS,
+      mcpTransport: MCP,
+    });
     try {
-      scaleOut.runs[workers] = await batch(ctx, stack, N.scaleOut, { model: slowModel, label: `agentq, ${N.scaleOut} runs at once, ${SLOW_MS} ms model, ${workers} agent-worker${workers > 1 ? 's' : ''} × ${SCALE_SLOTS} slots` });
+      scaleOut.runs[workers] = await batch(ctx, stack, N.scaleOut, {
+        model: slowModel,
+        label: `agentq, ${N.scaleOut} runs at once, ${SLOW_MS} ms model, ${workers} agent-worker${workers > 1 ? 's' : ''} × ${SCALE_SLOTS} slots`,
+      });
     } finally {
       await stack.stop();
     }

@@ -5,11 +5,17 @@ import { systemStarts, TWICE } from '../lib/systems.mjs';
 
 const perStep = (w, k) => (w[k] / w.steps).toFixed(1);
 
-const scriptsLine = (rows) => rows.slice(0, 14).map((r) => `${r.name} ${r.callsPerStep.toFixed(2)}×${r.usecPerCall.toFixed(0)}=${r.usecPerStep.toFixed(0)} µs`).join(', ');
+const scriptsLine = (rows) =>
+  rows
+    .slice(0, 14)
+    .map((r) => `${r.name} ${r.callsPerStep.toFixed(2)}×${r.usecPerCall.toFixed(0)}=${r.usecPerStep.toFixed(0)} µs`)
+    .join(', ');
 
 export async function scenarioRedis(ctx) {
   const { log, N } = ctx;
-  log(`4. Redis cost: ${N.redisSeq} runs one at a time, then ${N.redisBatch} at once, INFO commandstats + client probes`);
+  log(
+    `4. Redis cost: ${N.redisSeq} runs one at a time, then ${N.redisBatch} at once, INFO commandstats + client probes`,
+  );
   const starts = systemStarts(ctx);
   // `out` keeps each system's first window (with its slow log), `again` its second.
   const out = {};
@@ -22,11 +28,15 @@ export async function scenarioRedis(ctx) {
   }
   for (const [kind, { sequential: s, batch: b }] of Object.entries(out)) {
     log(`  ${kind}: Redis time per step by command (slow log, ${b.runs} at once): ${scriptsLine(out[kind].scripts)}`);
-    log(`  ${kind}: ${perStep(s, 'serverCommands')} / ${perStep(b, 'serverCommands')} Redis commands per step (one at a time / at once), ${perStep(s, 'trips')} / ${perStep(b, 'trips')} round trips; Redis's read / write system calls per step, at once: ${perStep(b, 'redisReads')} / ${perStep(b, 'redisWrites')}; bytes per step in from clients / into the AOF, at once: ${perStep(b, 'bytesIn')} / ${perStep(b, 'aofBytes')}`);
+    log(
+      `  ${kind}: ${perStep(s, 'serverCommands')} / ${perStep(b, 'serverCommands')} Redis commands per step (one at a time / at once), ${perStep(s, 'trips')} / ${perStep(b, 'trips')} round trips; Redis's read / write system calls per step, at once: ${perStep(b, 'redisReads')} / ${perStep(b, 'redisWrites')}; bytes per step in from clients / into the AOF, at once: ${perStep(b, 'bytesIn')} / ${perStep(b, 'aofBytes')}`,
+    );
   }
   for (const kind of ['agentq', 'bare', 'loop']) {
     const us = (w) => ((w.redisCpuMs * 1000) / w.steps).toFixed(0);
-    log(`  ${kind}: Redis CPU per step, both windows, one at a time ${us(out[kind].sequential)} / ${us(again[kind].sequential)} µs, ${out[kind].batch.runs} at once ${us(out[kind].batch)} / ${us(again[kind].batch)} µs`);
+    log(
+      `  ${kind}: Redis CPU per step, both windows, one at a time ${us(out[kind].sequential)} / ${us(again[kind].sequential)} µs, ${out[kind].batch.runs} at once ${us(out[kind].batch)} / ${us(again[kind].batch)} µs`,
+    );
   }
   return { ...out, again };
 }

@@ -24,17 +24,23 @@ export async function scenarioRedisBound(ctx) {
   }
   const n = N.redisBound;
   const windows = QUICK ? 1 : 3;
-  log(`5. Redis-bound throughput: each system on a Redis capped at ${(cap * 100).toFixed(0)} % of a core, ${n} runs submitted at once, 0 ms model; agentq side by side with each baseline, ${windows} window(s) each`);
+  log(
+    `5. Redis-bound throughput: each system on a Redis capped at ${(cap * 100).toFixed(0)} % of a core, ${n} runs submitted at once, 0 ms model; agentq side by side with each baseline, ${windows} window(s) each`,
+  );
   const out = { cap, runs: n, method: 'side by side', pairs: { loop: [], bare: [] } };
   const start = (kind) => (c) => systemStarts(c)[kind]();
   for (const other of ['loop', 'bare']) {
     const sides = [];
     try {
-      sides.push(await pairedSide('agentq', start('agentq'), { mcp: MCP }), await pairedSide(other, start(other), { mcp: MCP }));
+      sides.push(
+        await pairedSide('agentq', start('agentq'), { mcp: MCP }),
+        await pairedSide(other, start(other), { mcp: MCP }),
+      );
       for (let w = 0; w < windows; w++) {
         const [a, o] = await pairedWindow(sides, { cap, runs: n });
         out.pairs[other].push({ agentq: a, [other]: o });
-        const say = (kind, x) => `${kind} ${x.runsPerSec.toFixed(1)} runs/s, Redis ${x.redisUsPerStep.toFixed(0)} µs a step, busy ${(x.redisBusy * 100).toFixed(0)} %`;
+        const say = (kind, x) =>
+          `${kind} ${x.runsPerSec.toFixed(1)} runs/s, Redis ${x.redisUsPerStep.toFixed(0)} µs a step, busy ${(x.redisBusy * 100).toFixed(0)} %`;
         log(`  ${say('agentq', a)}; ${say(other, o)}: ${(a.runsPerSec / o.runsPerSec).toFixed(2)}×`);
       }
     } finally {

@@ -13,15 +13,27 @@ export async function compare(ctx, other) {
   const { log, N, MCP, ctl, redis, noteForeign, COMPARE_RUNS, T0 } = ctx;
   const roots = { this: ROOT, other };
   const blocks = Math.ceil(COMPARE_RUNS / 10);
-  log(`compare: ${COMPARE_RUNS} runs one at a time each (+${N.seqWarm} warm-up), 0 ms model, interleaved in ${blocks} blocks; then the Redis cost of each`);
+  log(
+    `compare: ${COMPARE_RUNS} runs one at a time each (+${N.seqWarm} warm-up), 0 ms model, interleaved in ${blocks} blocks; then the Redis cost of each`,
+  );
   const inproc = await startInproc(MCP);
   const stacks = {};
   let one;
   try {
-    for (const [key, root] of Object.entries(roots)) stacks[key] = await startAgentq(ctl, redis.url, { root, tag: key, mcpTransport: MCP });
+    for (const [key, root] of Object.entries(roots))
+      stacks[key] = await startAgentq(ctl, redis.url, { root, tag: key, mcpTransport: MCP });
     // Each block: the in-process loop, then this and other in turns (ABBA), so that each follows each as often.
-    const systems = [inprocSystem(ctx, inproc), agentqSystem(ctx, 'this', 'this', stacks.this), agentqSystem(ctx, 'other', 'other', stacks.other)];
-    one = await interleaved(ctx, systems, { n: COMPARE_RUNS, warm: N.seqWarm, blocks, order: (b) => (b % 2 ? [0, 2, 1] : [0, 1, 2]) });
+    const systems = [
+      inprocSystem(ctx, inproc),
+      agentqSystem(ctx, 'this', 'this', stacks.this),
+      agentqSystem(ctx, 'other', 'other', stacks.other),
+    ];
+    one = await interleaved(ctx, systems, {
+      n: COMPARE_RUNS,
+      warm: N.seqWarm,
+      blocks,
+      order: (b) => (b % 2 ? [0, 2, 1] : [0, 1, 2]),
+    });
     noteForeign('compare, one at a time', one.foreignShare);
   } finally {
     for (const stack of Object.values(stacks)) await stack.stop();
@@ -32,7 +44,11 @@ export async function compare(ctx, other) {
   const redisCost = { this: [], other: [] };
   for (const key of ['this', 'other', 'other', 'this']) {
     await emptyRedis(ctx);
-    redisCost[key].push(await probedRedisCost(ctx, (probeDir) => startAgentq(ctl, redis.url, { root: roots[key], tag: key, probeDir, mcpTransport: MCP })));
+    redisCost[key].push(
+      await probedRedisCost(ctx, (probeDir) =>
+        startAgentq(ctl, redis.url, { root: roots[key], tag: key, probeDir, mcpTransport: MCP }),
+      ),
+    );
   }
   return {
     startedAt: new Date(T0).toISOString(),

@@ -10,7 +10,8 @@ const parseJson = (text) => {
     return undefined;
   }
 };
-const textOf = (content) => (typeof content === 'string' ? content : Array.isArray(content) ? content.map((p) => p?.text ?? '').join('') : '');
+const textOf = (content) =>
+  typeof content === 'string' ? content : Array.isArray(content) ? content.map((p) => p?.text ?? '').join('') : '';
 const quote = (list) => list.map((o) => `"${o}"`).join(', ');
 
 /** The tool calls made so far, in order, each with its arguments and result text. */
@@ -19,7 +20,11 @@ function toolHistory(messages) {
   return messages
     .filter((m) => m?.role === 'assistant')
     .flatMap((m) => m.tool_calls ?? [])
-    .map((tc) => ({ name: tc.function?.name, args: parseJson(tc.function?.arguments ?? ''), result: results.get(tc.id) ?? '' }));
+    .map((tc) => ({
+      name: tc.function?.name,
+      args: parseJson(tc.function?.arguments ?? ''),
+      result: results.get(tc.id) ?? '',
+    }));
 }
 
 /** The scripted-llm handler: the next reply to a chat-completions request. */
@@ -30,16 +35,23 @@ export function demoAgent(req) {
   const calls = toolHistory(req.messages);
   const last = calls.at(-1);
   const use = (tool, args, content) => ({ content, tool_calls: [{ name: `memory__${tool}`, arguments: args }] });
-  const entity = (call) => parseJson(call?.result ?? '')?.entities?.find((e) => e.name.toLowerCase() === person.toLowerCase());
+  const entity = (call) =>
+    parseJson(call?.result ?? '')?.entities?.find((e) => e.name.toLowerCase() === person.toLowerCase());
   const opened = calls.filter((c) => c.name === 'memory__open_nodes');
   const before = entity(opened[0]);
 
   // delete_observations answers in prose; every other memory tool answers JSON.
-  if (last && (/^Error/i.test(last.result) || (last.name !== 'memory__delete_observations' && parseJson(last.result) === undefined))) {
+  if (
+    last &&
+    (/^Error/i.test(last.result) ||
+      (last.name !== 'memory__delete_observations' && parseJson(last.result) === undefined))
+  ) {
     return { content: `I could not finish: ${last.name} returned an error: ${last.result}` };
   }
   if (req.tool_choice === 'none') {
-    return { content: `I ran out of rounds before finishing. What I know about ${person}: ${quote(entity(opened.at(-1))?.observations ?? [])}.` };
+    return {
+      content: `I ran out of rounds before finishing. What I know about ${person}: ${quote(entity(opened.at(-1))?.observations ?? [])}.`,
+    };
   }
   switch (last?.name) {
     case undefined:
@@ -51,9 +63,17 @@ export function demoAgent(req) {
     }
     case 'memory__open_nodes': {
       if (opened.length === 1) {
-        if (!before) return { content: `${person} disappeared from the graph before I could update the record; nothing was changed.` };
-        if (before.observations.includes(newFact)) return { content: `${before.name} already ${newFact}: ${quote(before.observations)}. Nothing to change.` };
-        return use('add_observations', { observations: [{ entityName: before.name, contents: [newFact] }] }, `Recording that ${before.name} ${newFact}.`);
+        if (!before)
+          return {
+            content: `${person} disappeared from the graph before I could update the record; nothing was changed.`,
+          };
+        if (before.observations.includes(newFact))
+          return { content: `${before.name} already ${newFact}: ${quote(before.observations)}. Nothing to change.` };
+        return use(
+          'add_observations',
+          { observations: [{ entityName: before.name, contents: [newFact] }] },
+          `Recording that ${before.name} ${newFact}.`,
+        );
       }
       // Checked: report what the graph says now, in the tools' own words.
       const added = calls.find((c) => c.name === 'memory__add_observations');
@@ -63,7 +83,9 @@ export function demoAgent(req) {
         content: [
           `Done. I found ${after.name} (${after.entityType}) with ${quote(before.observations)}.`,
           `I added "${newFact}": add_observations returned ${JSON.stringify(parseJson(added.result))}.`,
-          removed ? `I removed ${quote(removed.args?.deletions?.[0]?.observations ?? [])}: delete_observations said "${removed.result}".` : '',
+          removed
+            ? `I removed ${quote(removed.args?.deletions?.[0]?.observations ?? [])}: delete_observations said "${removed.result}".`
+            : '',
           `${after.name}'s record now reads: ${quote(after.observations)}.`,
         ]
           .filter(Boolean)
@@ -72,7 +94,12 @@ export function demoAgent(req) {
     }
     case 'memory__add_observations': {
       const stale = before.observations.filter((o) => /^works at /i.test(o) && o !== newFact);
-      if (stale.length) return use('delete_observations', { deletions: [{ entityName: before.name, observations: stale }] }, `Removing the old company: ${quote(stale)}.`);
+      if (stale.length)
+        return use(
+          'delete_observations',
+          { deletions: [{ entityName: before.name, observations: stale }] },
+          `Removing the old company: ${quote(stale)}.`,
+        );
       return use('open_nodes', { names: [before.name] }, 'Checking the record.');
     }
     case 'memory__delete_observations':

@@ -6,11 +6,23 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { demoAgent } from './demo-agent.mjs';
 import { deleteKeys } from './redis.mjs';
-import { describeExit, freePort, killServiceGroup, linePrefix, ROOT, SERVICES, startService, stopServices } from './services.mjs';
+import {
+  describeExit,
+  freePort,
+  killServiceGroup,
+  linePrefix,
+  ROOT,
+  SERVICES,
+  startService,
+  stopServices,
+} from './services.mjs';
 
 export const MEMORY_SERVER = join(ROOT, 'node_modules/@modelcontextprotocol/server-memory/dist/index.js');
 /** The builds the demo needs besides the services'. */
-export const DEMO_BUILDS = [join(ROOT, 'packages/scripted-llm/dist/index.js'), join(ROOT, 'packages/client/dist/index.js')];
+export const DEMO_BUILDS = [
+  join(ROOT, 'packages/scripted-llm/dist/index.js'),
+  join(ROOT, 'packages/client/dist/index.js'),
+];
 
 // The knowledge graph the memory server starts with, in its JSON Lines format.
 const SEED = [
@@ -78,7 +90,9 @@ export async function startDemoStack({ redisUrl, env, logLevel, onLine, onExit }
 
     /** An entity as the memory server's file holds it now. */
     entity(name) {
-      const lines = readFileSync(memoryFile, 'utf8').split('\n').filter((l) => l.trim());
+      const lines = readFileSync(memoryFile, 'utf8')
+        .split('\n')
+        .filter((l) => l.trim());
       return lines.map((l) => JSON.parse(l)).find((e) => e.type === 'entity' && e.name === name);
     },
 

@@ -4,7 +4,13 @@ import { Redis } from 'ioredis';
 
 /** True when a Redis answers PING at `url` within `timeoutMs`. */
 export async function pingRedis(url, timeoutMs = 2000) {
-  const redis = new Redis(url, { lazyConnect: true, connectTimeout: timeoutMs, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false });
+  const redis = new Redis(url, {
+    lazyConnect: true,
+    connectTimeout: timeoutMs,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    enableOfflineQueue: false,
+  });
   redis.on('error', () => {}); // the answer is the boolean
   let timer;
   // connectTimeout covers the TCP connect only: a server that accepts and never answers needs this.

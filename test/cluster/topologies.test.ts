@@ -13,7 +13,8 @@ import { waitFor } from '../fixtures/wait.js';
 
 const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
 // Three rounds of one short tool call each, then the answer: runs that are mid-way for a while.
-const handler: Handler = (req) => (round(req) < 3 ? { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 100, label: 'r' } }] } : { content: 'done' });
+const handler: Handler = (req) =>
+  round(req) < 3 ? { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 100, label: 'r' } }] } : { content: 'done' };
 
 const stacks: Stack[] = [];
 const topologies: Array<TestCluster | TestSentinel> = [];
@@ -33,7 +34,11 @@ afterAll(async () => {
 }, 180_000);
 
 async function stackOn(redisUrl: string, env: Record<string, string> = {}) {
-  const stack = await startStack({ handler, redisUrl, env: { JOB_LOCK_MS: '2000', STALLED_INTERVAL_MS: '1000', ...env } });
+  const stack = await startStack({
+    handler,
+    redisUrl,
+    env: { JOB_LOCK_MS: '2000', STALLED_INTERVAL_MS: '1000', ...env },
+  });
   stacks.push(stack);
   return stack;
 }
@@ -56,7 +61,11 @@ describe('cells on a Redis Cluster', () => {
     for (const r of runs) expect(await stack.jobState('agentStep', { runId: r.id, depth: 3 })).toBe('completed');
     // The cells' queues sit on the slots of their own tags ({c0}, {c1}, {c2}: slots 10282, 14347
     // and 2152), which a Cluster of three masters with even slot ranges holds on three masters.
-    const owners = new Set(await Promise.all([0, 1, 2].map(async (c) => (await cluster.masterOf(`${cellPrefix(stack.prefix, c)}:agent`)).port)));
+    const owners = new Set(
+      await Promise.all(
+        [0, 1, 2].map(async (c) => (await cluster.masterOf(`${cellPrefix(stack.prefix, c)}:agent`)).port),
+      ),
+    );
     expect(owners.size).toBe(3);
   });
 
@@ -67,9 +76,16 @@ describe('cells on a Redis Cluster', () => {
     expect((await stack.request('/readyz')).status).toBe(200);
     const victim = cluster.nodes[1];
     await victim.kill();
-    await waitFor(async () => (await stack.request('/readyz')).status === 503, { what: '/readyz to say 503', timeoutMs: 15_000 });
+    await waitFor(async () => (await stack.request('/readyz')).status === 503, {
+      what: '/readyz to say 503',
+      timeoutMs: 15_000,
+    });
     await victim.restart();
-    await waitFor(async () => (await stack.request('/readyz')).status === 200, { what: '/readyz to say 200 again', timeoutMs: 30_000, intervalMs: 200 });
+    await waitFor(async () => (await stack.request('/readyz')).status === 200, {
+      what: '/readyz to say 200 again',
+      timeoutMs: 30_000,
+      intervalMs: 200,
+    });
   });
 
   it("loses no accepted run when the master of a cell's queues is killed and its replica takes over", async () => {
@@ -78,7 +94,10 @@ describe('cells on a Redis Cluster', () => {
     const stack = await stackOn(cluster.url);
     const runs = await runMany(stack, 12);
     // Some are mid-way (a tool call done), none finished yet, when the queues' master dies.
-    await waitFor(async () => (await Promise.all(runs.map((r) => stack.getJson(`/v1/runs/${r.id}`)))).some((r) => r.depth >= 1), { what: 'runs mid-way' });
+    await waitFor(
+      async () => (await Promise.all(runs.map((r) => stack.getJson(`/v1/runs/${r.id}`)))).some((r) => r.depth >= 1),
+      { what: 'runs mid-way' },
+    );
     const master = await cluster.masterOf(`${cellPrefix(stack.prefix, 0)}:agent`);
     await master.kill();
     for (const r of runs) expect((await stack.waitForRun(r.id, { timeoutMs: 60_000 })).status).toBe('completed');
@@ -103,7 +122,9 @@ describe('REDIS_WAIT_REPLICAS on a Cluster', () => {
     // {b}, {c} and {a} hash to slots 3300, 7365 and 15495: one in each master's third.
     const masters = await Promise.all(['{b}', '{c}', '{a}'].map((key) => cluster.masterOf(key)));
     const victim = masters.find((m) => !busy.has(m.port))!.port;
-    const headers = Array.from({ length: 2_000 }, (_, i) => `claim-${i}`).filter((h) => masterPortOf(claimKey(h)) === victim).slice(0, 12);
+    const headers = Array.from({ length: 2_000 }, (_, i) => `claim-${i}`)
+      .filter((h) => masterPortOf(claimKey(h)) === victim)
+      .slice(0, 12);
     expect(headers).toHaveLength(12);
     const replicas = await cluster.replicasOf(masters.find((m) => m.port === victim)!);
     expect(replicas).toHaveLength(1);
@@ -113,11 +134,17 @@ describe('REDIS_WAIT_REPLICAS on a Cluster', () => {
     let checked = 0;
     try {
       for (const header of headers) {
-        const res = await stack.request('/v1/runs', { method: 'POST', json: { input: 'claimed' }, headers: { 'idempotency-key': header } });
+        const res = await stack.request('/v1/runs', {
+          method: 'POST',
+          json: { input: 'claimed' },
+          headers: { 'idempotency-key': header },
+        });
         const body = (await res.json()) as RunObject & { error?: { code: string; message: string } };
         const runId = body.error ? /run_\w+/.exec(body.error.message)![0] : body.id;
         if (masterPortOf(runKeys(stack.prefix, runId).run) === victim) continue;
-        expect(res.status, `run ${runId}, its keys on a healthy shard, its claim on the one without a replica`).toBe(503);
+        expect(res.status, `run ${runId}, its keys on a healthy shard, its claim on the one without a replica`).toBe(
+          503,
+        );
         expect(body.error?.code).toBe('replication_timeout');
         checked++;
       }
@@ -133,12 +160,18 @@ describe('REDIS_WAIT_REPLICAS on a Cluster', () => {
 describe("a run's shard failing over while its tool calls run", () => {
   // One call that sleeps 3 s, then an answer that quotes the tool messages the step got.
   const quoting: Handler = (req) =>
-    round(req) < 1 ? { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 3000, label: 'x' } }] } : { content: JSON.stringify(req.messages.filter((m: any) => m.role === 'tool').map((m: any) => m.content)) };
+    round(req) < 1
+      ? { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 3000, label: 'x' } }] }
+      : { content: JSON.stringify(req.messages.filter((m: any) => m.role === 'tool').map((m: any) => m.content)) };
 
   it('a result that cannot be stored is redone once a replica has taken over: the next step gets the result, never "no result was recorded"', async () => {
     const cluster = await startCluster({ masters: 3, replicasEach: 1 });
     topologies.push(cluster);
-    const stack = await startStack({ handler: quoting, redisUrl: cluster.url, env: { JOB_LOCK_MS: '2000', STALLED_INTERVAL_MS: '1000' } });
+    const stack = await startStack({
+      handler: quoting,
+      redisUrl: cluster.url,
+      env: { JOB_LOCK_MS: '2000', STALLED_INTERVAL_MS: '1000' },
+    });
     stacks.push(stack);
     const cellMaster = await cluster.masterOf(`${cellPrefix(stack.prefix, 0)}:agent`);
     const t0 = Date.now();
@@ -147,7 +180,11 @@ describe("a run's shard failing over while its tool calls run", () => {
     // A master that holds some runs' keys and not the cell's queues: the jobs carry on, their results cannot be stored.
     const victim = masters.find((m) => m.port !== cellMaster.port)!;
     expect(victim).toBeDefined();
-    await waitFor(async () => (await Promise.all(runs.map((r) => stack.getJson(`/v1/runs/${r.id}/steps`)))).every((s) => s.data.length >= 1), { what: 'every run to be in its tool call' });
+    await waitFor(
+      async () =>
+        (await Promise.all(runs.map((r) => stack.getJson(`/v1/runs/${r.id}/steps`)))).every((s) => s.data.length >= 1),
+      { what: 'every run to be in its tool call' },
+    );
     // Killed just before the sleeps end: their results come while no master serves those keys.
     await new Promise((r) => setTimeout(r, Math.max(0, t0 + 2_800 - Date.now())));
     await victim.kill();
@@ -155,7 +192,9 @@ describe("a run's shard failing over while its tool calls run", () => {
       const done = await stack.waitForRun(r.id, { timeoutMs: 60_000 });
       expect(done.status).toBe('completed');
       const quoted = String((done.output as { content?: string } | null)?.content ?? '');
-      expect(quoted, `run ${i} (its keys on the killed master: ${masters[i].port === victim.port})`).toContain('slept 3000 ms x');
+      expect(quoted, `run ${i} (its keys on the killed master: ${masters[i].port === victim.port})`).toContain(
+        'slept 3000 ms x',
+      );
       expect(quoted).not.toContain('no result was recorded');
     }
   }, 120_000);
@@ -167,10 +206,17 @@ describe('Sentinel', () => {
     topologies.push(sentinel);
     const stack = await stackOn(sentinel.url);
     const runs = await runMany(stack, 10);
-    await waitFor(async () => (await Promise.all(runs.map((r) => stack.getJson(`/v1/runs/${r.id}`)))).some((r) => r.depth >= 1), { what: 'runs mid-way' });
+    await waitFor(
+      async () => (await Promise.all(runs.map((r) => stack.getJson(`/v1/runs/${r.id}`)))).some((r) => r.depth >= 1),
+      { what: 'runs mid-way' },
+    );
     const oldMaster = sentinel.master.port;
     await sentinel.master.kill();
-    await waitFor(async () => (await sentinel.masterPort()) === sentinel.replica.port, { what: 'Sentinel to promote the replica', timeoutMs: 30_000, intervalMs: 200 });
+    await waitFor(async () => (await sentinel.masterPort()) === sentinel.replica.port, {
+      what: 'Sentinel to promote the replica',
+      timeoutMs: 30_000,
+      intervalMs: 200,
+    });
     for (const r of runs) expect((await stack.waitForRun(r.id, { timeoutMs: 60_000 })).status).toBe('completed');
     // The old master comes back: Sentinel makes it a replica; writes still go to the new master.
     await sentinel.master.restart();
@@ -198,7 +244,12 @@ describe('Sentinel', () => {
 
     // A refused run was made all the same: a retry with the same Idempotency-Key gets that run
     // (once the replicas hold it), never a second one.
-    const keyed = () => stack.request('/v1/runs', { method: 'POST', json: { input: 'kept once' }, headers: { 'idempotency-key': 'wait-replicas' } });
+    const keyed = () =>
+      stack.request('/v1/runs', {
+        method: 'POST',
+        json: { input: 'kept once' },
+        headers: { 'idempotency-key': 'wait-replicas' },
+      });
     const runNamed = async (res: Response) => {
       const { error } = (await res.json()) as { error: { code: string; message: string } };
       expect(error.code).toBe('replication_timeout');
@@ -213,7 +264,11 @@ describe('Sentinel', () => {
     expect(await runNamed(retried)).toBe(made);
     await sentinel.replica.restart();
     let replayed: Response | undefined;
-    await waitFor(async () => (replayed = await keyed()).status === 200, { what: 'the retry to get the run once the replica is back', timeoutMs: 30_000, intervalMs: 500 });
+    await waitFor(async () => (replayed = await keyed()).status === 200, {
+      what: 'the retry to get the run once the replica is back',
+      timeoutMs: 30_000,
+      intervalMs: 500,
+    });
     expect(((await replayed!.json()) as RunObject).id).toBe(made);
     const listed = ((await stack.getJson('/v1/runs?limit=100')) as { data: RunObject[] }).data.map((r) => r.id);
     // The run accepted, the one refused without a key (made all the same), and the keyed one, once.

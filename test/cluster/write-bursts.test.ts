@@ -11,7 +11,10 @@ it("a Cluster node's connection sends a command and the one issued after it in o
   const key = `{wb${Date.now()}}k`;
   await cluster.set(key, '0');
   await new Promise((r) => setTimeout(r, 1));
-  const recs = cluster.nodes('master').filter((node) => node.stream).map((node) => recordWrites(node.stream));
+  const recs = cluster
+    .nodes('master')
+    .filter((node) => node.stream)
+    .map((node) => recordWrites(node.stream));
   try {
     const first = cluster.set(key, '1');
     for (let i = 0; i < 5; i++) await Promise.resolve();

@@ -26,7 +26,8 @@ afterAll(async () => {
   redis.disconnect();
 });
 
-const peakRssMb = (pid: number) => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+const peakRssMb = (pid: number) =>
+  Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 const RUNS = 80;
 const MB = 1024 * 1024;
 
@@ -34,7 +35,13 @@ describe('many long transcripts at once', () => {
   it('wait for room instead of exhausting the agent-worker heap: every run completes, the worker stays up', async () => {
     llm = await startScriptedLlm({ handler: () => ({ content: 'read it', delayMs: 500 }) });
     const [port, metricsPort] = [await freePort(), await freePort()];
-    const env = { REDIS_URL: inject('redisUrl'), QUEUE_PREFIX: prefix, MODEL: 'scripted', HOST: '127.0.0.1', LOG_LEVEL: 'info' };
+    const env = {
+      REDIS_URL: inject('redisUrl'),
+      QUEUE_PREFIX: prefix,
+      MODEL: 'scripted',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+    };
     const api = startService('api', { ...env, PORT: String(port), MAX_INPUT_BYTES: String(3 * MB) });
     procs.push(api);
     await waitForOutput(api, /api listening/);
@@ -42,7 +49,11 @@ describe('many long transcripts at once', () => {
     const input = 'word '.repeat((2 * MB) / 5);
     const ids: string[] = [];
     for (let i = 0; i < RUNS; i++) {
-      const r = await fetch(`http://127.0.0.1:${port}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ input: `${i} ${input}` }) });
+      const r = await fetch(`http://127.0.0.1:${port}/v1/runs`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ input: `${i} ${input}` }),
+      });
       expect(r.status).toBe(202);
       ids.push(((await r.json()) as { id: string }).id);
     }
@@ -56,7 +67,9 @@ describe('many long transcripts at once', () => {
     });
     procs.push(agent);
     await waitForOutput(agent, /worker started/);
-    const capacityMb = Number(/"transcripts_in_flight_mb":(\d+)/.exec(agent.output.find((l) => l.includes('worker started'))!)![1]);
+    const capacityMb = Number(
+      /"transcripts_in_flight_mb":(\d+)/.exec(agent.output.find((l) => l.includes('worker started'))!)![1],
+    );
     // The default: a sixteenth of the heap limit (V8 adds the young generation to the 128 MB).
     expect(capacityMb).toBeGreaterThanOrEqual(8);
     expect(capacityMb).toBeLessThanOrEqual(32);
@@ -69,12 +82,19 @@ describe('many long transcripts at once', () => {
       const m = parsePrometheusText(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text());
       seen.heldMb = Math.max(seen.heldMb, total(m, 'agentq_transcript_bytes_in_flight') / MB);
       seen.waiting = Math.max(seen.waiting, total(m, 'agentq_steps_waiting_for_transcript_room'));
-      statuses = await Promise.all(ids.map(async (id) => ((await (await fetch(`http://127.0.0.1:${port}/v1/runs/${id}`)).json()) as { status: string }).status));
+      statuses = await Promise.all(
+        ids.map(
+          async (id) =>
+            ((await (await fetch(`http://127.0.0.1:${port}/v1/runs/${id}`)).json()) as { status: string }).status,
+        ),
+      );
       if (statuses.every((s) => s === 'completed')) break;
       await new Promise((r) => setTimeout(r, 100));
     }
     const peak = alive() ? peakRssMb(agent.child.pid!) : NaN;
-    console.info(`${RUNS} runs × 2 MB transcripts, bound ${capacityMb} MB: held at most ${seen.heldMb.toFixed(1)} MB, up to ${seen.waiting} steps waiting; agent-worker peak RSS ${peak.toFixed(0)} MB`);
+    console.info(
+      `${RUNS} runs × 2 MB transcripts, bound ${capacityMb} MB: held at most ${seen.heldMb.toFixed(1)} MB, up to ${seen.waiting} steps waiting; agent-worker peak RSS ${peak.toFixed(0)} MB`,
+    );
     expect(alive(), `the agent-worker died: ${agent.output.slice(-8).join('\n')}`).toBe(true);
     expect(statuses.filter((s) => s === 'completed')).toHaveLength(RUNS);
     // The bound held, and was what kept the others waiting.

@@ -19,20 +19,37 @@ afterAll(async () => {
   redis.disconnect();
 });
 
-const peakRssMb = (pid: number) => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+const peakRssMb = (pid: number) =>
+  Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 
 describe('many large bodies at once', () => {
   it('are let in a few at a time (503 + Retry-After for the rest): the API stays up, its peak RSS bounded', async () => {
     const port = await freePort();
-    api = startService('api', { REDIS_URL: inject('redisUrl'), QUEUE_PREFIX: prefix, MODEL: 'm', PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info' });
+    api = startService('api', {
+      REDIS_URL: inject('redisUrl'),
+      QUEUE_PREFIX: prefix,
+      MODEL: 'm',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+    });
     await waitForOutput(api, /api listening/);
     const body = JSON.stringify({ input: 'count the words', context: 'word '.repeat(6 * 1024 * 1024) });
     const answers = await Promise.all(
-      Array.from({ length: 10 }, () => fetch(`http://127.0.0.1:${port}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body }).then(async (r) => ({ status: r.status, retryAfter: r.headers.get('retry-after'), body: await r.text() }))),
+      Array.from({ length: 10 }, () =>
+        fetch(`http://127.0.0.1:${port}/v1/runs`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body,
+        }).then(async (r) => ({ status: r.status, retryAfter: r.headers.get('retry-after'), body: await r.text() })),
+      ),
     );
     const statuses = answers.map((a) => a.status).sort();
     console.info(`10 × 30 MB: ${statuses.join(' ')}; api peak RSS ${peakRssMb(api.child.pid!).toFixed(0)} MB`);
-    expect(statuses.every((s) => s === 202 || s === 503), statuses.join(' ')).toBe(true);
+    expect(
+      statuses.every((s) => s === 202 || s === 503),
+      statuses.join(' '),
+    ).toBe(true);
     expect(statuses.filter((s) => s === 202).length).toBeGreaterThanOrEqual(1);
     for (const a of answers.filter((x) => x.status === 503)) expect(a.retryAfter).toBe('1');
     expect(api.child.exitCode).toBeNull();

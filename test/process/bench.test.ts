@@ -56,8 +56,14 @@ describe('the benchmark', () => {
       return r;
     };
     // 4 steps: bare 5 ms a step; agentq (p50 − in-process) / 4.
-    expect(target(withOverhead(38), 'per-step overhead')).toMatchObject({ ok: true, value: expect.stringContaining('7.00 ms vs 5.00 ms = 1.4×') });
-    expect(target(withOverhead(42), 'per-step overhead')).toMatchObject({ ok: false, value: expect.stringContaining('= 1.6×') });
+    expect(target(withOverhead(38), 'per-step overhead')).toMatchObject({
+      ok: true,
+      value: expect.stringContaining('7.00 ms vs 5.00 ms = 1.4×'),
+    });
+    expect(target(withOverhead(42), 'per-step overhead')).toMatchObject({
+      ok: false,
+      value: expect.stringContaining('= 1.6×'),
+    });
 
     const withThroughput = (agentq: number) => {
       const r = structuredClone(base);
@@ -78,18 +84,44 @@ describe('the benchmark', () => {
 
     // Scenario 5: each system's two windows are averaged.
     const withRedisBound = (agentq: [number, number], agentqUs: number) => {
-      const w = (runsPerSec: number, redisUsPerStep: number) => ({ runsPerSec, redisUsPerStep, wallMs: 1, redisBusy: 1, statuses: {} });
-      return { ...structuredClone(base), redisBound: { cap: 0.2, runs: 1000, bare: [w(90, 500), w(110, 500)], loop: [w(40, 800), w(60, 800)], agentq: agentq.map((r) => w(r, agentqUs)) } };
+      const w = (runsPerSec: number, redisUsPerStep: number) => ({
+        runsPerSec,
+        redisUsPerStep,
+        wallMs: 1,
+        redisBusy: 1,
+        statuses: {},
+      });
+      return {
+        ...structuredClone(base),
+        redisBound: {
+          cap: 0.2,
+          runs: 1000,
+          bare: [w(90, 500), w(110, 500)],
+          loop: [w(40, 800), w(60, 800)],
+          agentq: agentq.map((r) => w(r, agentqUs)),
+        },
+      };
     };
-    expect(target(withRedisBound([55, 65], 650), 'throughput ≥ 1.2× the BullMQ loop, Redis-bound')).toMatchObject({ ok: true, value: expect.stringContaining('60.0 vs 50.0 runs/s = 1.20×') });
+    expect(target(withRedisBound([55, 65], 650), 'throughput ≥ 1.2× the BullMQ loop, Redis-bound')).toMatchObject({
+      ok: true,
+      value: expect.stringContaining('60.0 vs 50.0 runs/s = 1.20×'),
+    });
     expect(target(withRedisBound([55, 63], 650), 'throughput ≥ 1.2× the BullMQ loop, Redis-bound').ok).toBe(false);
-    expect(target(withRedisBound([55, 65], 650), 'Redis CPU per step ≤ 1.3× bare BullMQ, Redis-bound')).toMatchObject({ ok: true, value: expect.stringContaining('650 vs 500 µs = 1.30×') });
+    expect(target(withRedisBound([55, 65], 650), 'Redis CPU per step ≤ 1.3× bare BullMQ, Redis-bound')).toMatchObject({
+      ok: true,
+      value: expect.stringContaining('650 vs 500 µs = 1.30×'),
+    });
     expect(target(withRedisBound([55, 65], 655), 'Redis CPU per step ≤ 1.3× bare BullMQ, Redis-bound').ok).toBe(false);
   });
 
   it('compares two checkouts: this ÷ other for the overhead per step and the Redis cost', async () => {
     const { compareText } = await load('../../bench/lib/report.mjs');
-    const window = (runs: number, commands: number, trips: number) => ({ runs, steps: runs * 4, serverCommands: commands * runs * 4, trips: trips * runs * 4 });
+    const window = (runs: number, commands: number, trips: number) => ({
+      runs,
+      steps: runs * 4,
+      serverCommands: commands * runs * 4,
+      trips: trips * runs * 4,
+    });
     const text: string = compareText({
       roots: { this: '/a', other: '/b' },
       commits: { this: 'aaa', other: 'bbb' },
@@ -97,14 +129,36 @@ describe('the benchmark', () => {
       mcpTransport: 'stdio',
       blocks: 2,
       perBlock: 3,
-      latency: { inproc: { n: 200, p50: 10, p90: 20 }, this: { n: 200, p50: 50, p90: 80 }, other: { n: 200, p50: 30, p90: 60 } },
+      latency: {
+        inproc: { n: 200, p50: 10, p90: 20 },
+        this: { n: 200, p50: 50, p90: 80 },
+        other: { n: 200, p50: 30, p90: 60 },
+      },
       times: { inproc: [], this: [10, 20, 30, 40, 50, 60], other: [5, 10, 15, 40, 40, 40] },
-      redis: { this: { sequential: window(50, 260, 24), batch: window(200, 200, 15) }, other: { sequential: window(50, 130, 20), batch: window(200, 250, 12) } },
+      redis: {
+        this: { sequential: window(50, 260, 24), batch: window(200, 200, 15) },
+        other: { sequential: window(50, 130, 20), batch: window(200, 250, 12) },
+      },
     });
-    const row = (start: string) => text.split('\n').find((l) => l.startsWith(start))!.trimEnd().split(/ {2,}/);
-    expect(row('run, 0 ms model')).toEqual(['run, 0 ms model, one at a time, p50 / p90 (ms)', '50.0 / 80.0', '30.0 / 60.0', '1.67 / 1.33']);
+    const row = (start: string) =>
+      text
+        .split('\n')
+        .find((l) => l.startsWith(start))!
+        .trimEnd()
+        .split(/ {2,}/);
+    expect(row('run, 0 ms model')).toEqual([
+      'run, 0 ms model, one at a time, p50 / p90 (ms)',
+      '50.0 / 80.0',
+      '30.0 / 60.0',
+      '1.67 / 1.33',
+    ]);
     // (50 − 10) / 4 = 10 against (30 − 10) / 4 = 5; (80 − 20) / 4 = 15 against (60 − 20) / 4 = 10.
-    expect(row('overhead per step')).toEqual(['overhead per step, (run − in-process) ÷ 4, p50 / p90 (ms)', '10.0 / 15.0', '5.00 / 10.0', '2.00 / 1.50']);
+    expect(row('overhead per step')).toEqual([
+      'overhead per step, (run − in-process) ÷ 4, p50 / p90 (ms)',
+      '10.0 / 15.0',
+      '5.00 / 10.0',
+      '2.00 / 1.50',
+    ]);
     expect(row('Redis commands per step (incl. inside Lua), one at a time').slice(1)).toEqual(['260', '130', '2.00']);
     expect(row('round trips per step, 200 at once').slice(1)).toEqual(['15.0', '12.0', '1.25']);
     // Block p50s: 20 / 10 = 2 and 50 / 40 = 1.25.
@@ -117,8 +171,20 @@ describe('the benchmark', () => {
       title: 'test chart <&>',
       subtitle: 'two panels',
       panels: [
-        { title: 'latency', rows: [{ label: 'alpha', value: 10, mark: 20, color: '#336699', note: '10 / 20 ms' }, { label: 'beta', value: 5, color: '#993333' }] },
-        { title: 'throughput', rows: [{ label: 'gamma', value: 100, color: '#339933', note: '100' }, { label: 'delta', value: 25, color: '#339933' }] },
+        {
+          title: 'latency',
+          rows: [
+            { label: 'alpha', value: 10, mark: 20, color: '#336699', note: '10 / 20 ms' },
+            { label: 'beta', value: 5, color: '#993333' },
+          ],
+        },
+        {
+          title: 'throughput',
+          rows: [
+            { label: 'gamma', value: 100, color: '#339933', note: '100' },
+            { label: 'delta', value: 25, color: '#339933' },
+          ],
+        },
       ],
     });
     const root = parseXml(svg);
@@ -129,10 +195,18 @@ describe('the benchmark', () => {
     expect(textOf(root)).toContain('test chart <&>');
 
     const panels = all(root, (e) => e.attrs.class === 'panel');
-    expect(panels.map((p) => textOf(p.children.find((c): c is El => typeof c !== 'string' && c.name === 'text')!))).toEqual(['latency', 'throughput']);
+    expect(
+      panels.map((p) => textOf(p.children.find((c): c is El => typeof c !== 'string' && c.name === 'text')!)),
+    ).toEqual(['latency', 'throughput']);
     const expected = [
-      [['alpha', 10], ['beta', 5]],
-      [['gamma', 100], ['delta', 25]],
+      [
+        ['alpha', 10],
+        ['beta', 5],
+      ],
+      [
+        ['gamma', 100],
+        ['delta', 25],
+      ],
     ] as const;
     panels.forEach((panel, i) => {
       const bars = all(panel, (e) => e.name === 'rect' && e.attrs.class === 'bar');
@@ -175,11 +249,13 @@ describe('the benchmark', () => {
 
 type El = { name: string; attrs: Record<string, string>; children: Array<El | string> };
 
-const unescapeXml = (s: string) => s.replace(/&(lt|gt|quot|apos|amp);/g, (_, e) => ({ lt: '<', gt: '>', quot: '"', apos: "'", amp: '&' })[e as 'lt']);
+const unescapeXml = (s: string) =>
+  s.replace(/&(lt|gt|quot|apos|amp);/g, (_, e) => ({ lt: '<', gt: '>', quot: '"', apos: "'", amp: '&' })[e as 'lt']);
 
 /** A strict parser for the XML subset an SVG chart uses; throws on anything not well-formed. */
 function parseXml(src: string): El {
-  const token = /<\?xml[^?]*\?>|<!--[\s\S]*?-->|<(\/?)([A-Za-z][\w:.-]*)((?:\s+[A-Za-z][\w:.-]*="[^"<]*")*)\s*(\/?)>|([^<]+)/y;
+  const token =
+    /<\?xml[^?]*\?>|<!--[\s\S]*?-->|<(\/?)([A-Za-z][\w:.-]*)((?:\s+[A-Za-z][\w:.-]*="[^"<]*")*)\s*(\/?)>|([^<]+)/y;
   const doc: El = { name: '#document', attrs: {}, children: [] };
   const stack = [doc];
   for (let at = 0; at < src.length; ) {
@@ -214,5 +290,7 @@ function parseXml(src: string): El {
   return roots[0];
 }
 
-const all = (e: El, pick: (e: El) => boolean): El[] => e.children.flatMap((c) => (typeof c === 'string' ? [] : [...(pick(c) ? [c] : []), ...all(c, pick)]));
-const textOf = (e: El): string => e.children.map((c) => (typeof c === 'string' ? c : c.name === 'title' ? '' : textOf(c))).join('');
+const all = (e: El, pick: (e: El) => boolean): El[] =>
+  e.children.flatMap((c) => (typeof c === 'string' ? [] : [...(pick(c) ? [c] : []), ...all(c, pick)]));
+const textOf = (e: El): string =>
+  e.children.map((c) => (typeof c === 'string' ? c : c.name === 'title' ? '' : textOf(c))).join('');

@@ -25,16 +25,39 @@ const handler: Handler = (req) => {
       };
     return { content: `done ${u}`, delayMs: 50 };
   }
-  if (u === 'unsafe write') return r === 0 ? { tool_calls: [{ name: 'crm__non_idempotent_write', arguments: { key: 'k1', ms: 4000 } }] } : { content: String(req.messages.at(-1).content) };
+  if (u === 'unsafe write')
+    return r === 0
+      ? { tool_calls: [{ name: 'crm__non_idempotent_write', arguments: { key: 'k1', ms: 4000 } }] }
+      : { content: String(req.messages.at(-1).content) };
   if (u === 'unsafe write in a round')
     return r === 0
-      ? { tool_calls: [{ name: 'crm__non_idempotent_write', arguments: { key: 'k-round', ms: 4000 } }, { name: 'crm__sleep', arguments: { ms: 1, label: 'beside-the-crash' } }] }
-      : { content: req.messages.filter((m: any) => m.role === 'tool').map((m: any) => String(m.content)).join(' | ') };
-  if (u === 'safe read') return r === 0 ? { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 4000, label: 'safe-read' } }] } : { content: String(req.messages.at(-1).content) };
+      ? {
+          tool_calls: [
+            { name: 'crm__non_idempotent_write', arguments: { key: 'k-round', ms: 4000 } },
+            { name: 'crm__sleep', arguments: { ms: 1, label: 'beside-the-crash' } },
+          ],
+        }
+      : {
+          content: req.messages
+            .filter((m: any) => m.role === 'tool')
+            .map((m: any) => String(m.content))
+            .join(' | '),
+        };
+  if (u === 'safe read')
+    return r === 0
+      ? { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 4000, label: 'safe-read' } }] }
+      : { content: String(req.messages.at(-1).content) };
   if (u === 'killed every time')
     return r === 0
-      ? { tool_calls: ['stall-a', 'stall-b'].map((label) => ({ name: 'crm__sleep', arguments: { ms: 60_000, label } })) }
-      : { content: req.messages.filter((m: any) => m.role === 'tool').map((m: any) => String(m.content)).join(' | ') };
+      ? {
+          tool_calls: ['stall-a', 'stall-b'].map((label) => ({ name: 'crm__sleep', arguments: { ms: 60_000, label } })),
+        }
+      : {
+          content: req.messages
+            .filter((m: any) => m.role === 'tool')
+            .map((m: any) => String(m.content))
+            .join(' | '),
+        };
   return { content: 'unknown' };
 };
 
@@ -94,7 +117,11 @@ afterAll(async () => {
 });
 
 const post = async (input: string) => {
-  const res = await fetch(`${apiUrl}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ input }) });
+  const res = await fetch(`${apiUrl}/v1/runs`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ input }),
+  });
   expect(res.status).toBe(202);
   return (await res.json()).id as string;
 };
@@ -106,7 +133,10 @@ const waitAll = async (ids: string[], timeoutMs = 40_000): Promise<any[]> => {
   for (;;) {
     const runs = await Promise.all(ids.map((id) => get(`/v1/runs/${id}`)));
     if (runs.every((r) => ['completed', 'failed', 'cancelled', 'incomplete'].includes(r.status))) return runs;
-    if (Date.now() > deadline) throw new Error(`not finished: ${runs.filter((r) => r.status === 'running' || r.status === 'queued').length} of ${ids.length}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `not finished: ${runs.filter((r) => r.status === 'running' || r.status === 'queued').length} of ${ids.length}`,
+      );
     await new Promise((r) => setTimeout(r, 100));
   }
 };
@@ -147,7 +177,9 @@ function wellFormed(msgs: any[]): string | null {
     const m = msgs[i];
     if (m.role !== 'assistant' || !m.tool_calls?.length) continue;
     const ids = m.tool_calls.map((t: any) => t.id);
-    const following = msgs.slice(i + 1, i + 1 + ids.length).map((t: any) => (t.role === 'tool' ? t.tool_call_id : `<${t.role}>`));
+    const following = msgs
+      .slice(i + 1, i + 1 + ids.length)
+      .map((t: any) => (t.role === 'tool' ? t.tool_call_id : `<${t.role}>`));
     if (JSON.stringify(following) !== JSON.stringify(ids)) return `at ${i}: expected ${ids} got ${following}`;
   }
   return null;
@@ -159,11 +191,17 @@ describe('worker crashes', () => {
     let tool = await start('tool-worker');
     const ids = await Promise.all(Array.from({ length: 30 }, (_, i) => post(`many ${i}`)));
     // Tool calls of these runs that the CRM server has begun and not finished.
-    const toolsInFlight = () => crm.calls.filter((c) => String(c.args.label).startsWith('many ') && !crm.slept.some((x) => x.label === c.args.label)).length;
+    const toolsInFlight = () =>
+      crm.calls.filter(
+        (c) => String(c.args.label).startsWith('many ') && !crm.slept.some((x) => x.label === c.args.label),
+      ).length;
     // Once several runs are past their first step and tool calls are running, kill both workers
     // at once. The condition's last check, the count and the kill happen in one tick: nothing
     // that changes the CRM server's calls runs in between.
-    await waitFor(async () => (await progress(ids)).midway >= 5 && toolsInFlight() > 0, { what: 'runs mid-way with tool calls in flight', timeoutMs: 15_000 });
+    await waitFor(async () => (await progress(ids)).midway >= 5 && toolsInFlight() > 0, {
+      what: 'runs mid-way with tool calls in flight',
+      timeoutMs: 15_000,
+    });
     const toolsAtKill = toolsInFlight();
     await Promise.all([agent.kill('SIGKILL'), tool.kill('SIGKILL')]);
     const killedAt = Date.now();
@@ -181,11 +219,15 @@ describe('worker crashes', () => {
       const msgs = (await get(`/v1/runs/${r.id}/messages`)).data;
       expect(wellFormed(msgs), r.id).toBeNull();
       // user, then 3 × (assistant + 2 tools), then the answer: nothing duplicated or missing.
-      expect(msgs.map((m: any) => m.role).join(',')).toBe(['user', ...Array(3).fill('assistant,tool,tool'), 'assistant'].join(','));
+      expect(msgs.map((m: any) => m.role).join(',')).toBe(
+        ['user', ...Array(3).fill('assistant,tool,tool'), 'assistant'].join(','),
+      );
       expect(r.usage.model_calls).toBe(4);
       expect(r.usage.tool_calls).toBe(6);
     }
-    console.log(`recovery: all 30 runs completed ${recovery} ms after the kill; in flight at the kill: ${JSON.stringify(atKill)}`);
+    console.log(
+      `recovery: all 30 runs completed ${recovery} ms after the kill; in flight at the kill: ${JSON.stringify(atKill)}`,
+    );
     await agent.kill('SIGTERM');
     await tool.kill('SIGTERM');
   }, 90_000);
@@ -195,7 +237,10 @@ describe('worker crashes', () => {
     let tool = await start('tool-worker');
     const before = crm.calls.filter((c) => c.tool === 'non_idempotent_write').length;
     const id = await post('unsafe write');
-    await until(() => crm.calls.filter((c) => c.tool === 'non_idempotent_write').length > before, 'the write to be running');
+    await until(
+      () => crm.calls.filter((c) => c.tool === 'non_idempotent_write').length > before,
+      'the write to be running',
+    );
     await tool.kill('SIGKILL');
     tool = await start('tool-worker');
     const [run] = await waitAll([id]);
@@ -204,7 +249,10 @@ describe('worker crashes', () => {
     // Executed once, by the killed worker; never again.
     expect(crm.calls.filter((c) => c.tool === 'non_idempotent_write').length - before).toBe(1);
     const steps = (await get(`/v1/runs/${id}/steps`)).data;
-    expect(steps[0].tool_calls[0], JSON.stringify(steps[0].tool_calls[0])).toMatchObject({ is_error: true, attempts: 2 });
+    expect(steps[0].tool_calls[0], JSON.stringify(steps[0].tool_calls[0])).toMatchObject({
+      is_error: true,
+      attempts: 2,
+    });
     await agent.kill('SIGTERM');
     await tool.kill('SIGTERM');
   }, 60_000);
@@ -217,7 +265,10 @@ describe('worker crashes', () => {
     // The call beside the write has its result stored (not only sent by the server: a result
     // the worker had not stored yet is a call interrupted, which a read-only tool may run again).
     const besideStored = async () => Boolean((await get(`/v1/runs/${id}/steps`)).data[0]?.tool_calls?.[1]?.output);
-    await waitFor(async () => writes() === 1 && (await besideStored()), { what: 'the write to be running and the result of the call beside it stored', timeoutMs: 3000 });
+    await waitFor(async () => writes() === 1 && (await besideStored()), {
+      what: 'the write to be running and the result of the call beside it stored',
+      timeoutMs: 3000,
+    });
     await tool.kill('SIGKILL');
     tool = await start('tool-worker');
     const [run] = await waitAll([id]);
@@ -226,7 +277,11 @@ describe('worker crashes', () => {
     expect(writes()).toBe(1);
     expect(crm.calls.filter((c) => c.args.label === 'beside-the-crash')).toHaveLength(1);
     const calls = (await get(`/v1/runs/${id}/steps`)).data[0].tool_calls;
-    expect(calls[0], JSON.stringify(calls[0])).toMatchObject({ is_error: true, outcome: 'unknown_outcome', attempts: 2 });
+    expect(calls[0], JSON.stringify(calls[0])).toMatchObject({
+      is_error: true,
+      outcome: 'unknown_outcome',
+      attempts: 2,
+    });
     expect(calls[1], JSON.stringify(calls[1])).toMatchObject({ is_error: false, attempts: 1 });
     await agent.kill('SIGTERM');
     await tool.kill('SIGTERM');
@@ -242,7 +297,10 @@ describe('worker crashes', () => {
     const [run] = await waitAll([id]);
     expect(run.output.content).toBe('slept 4000 ms safe-read');
     const steps = (await get(`/v1/runs/${id}/steps`)).data;
-    expect(crm.calls.filter((c) => c.args.label === 'safe-read'), JSON.stringify(steps)).toHaveLength(2);
+    expect(
+      crm.calls.filter((c) => c.args.label === 'safe-read'),
+      JSON.stringify(steps),
+    ).toHaveLength(2);
     await agent.kill('SIGTERM');
     await tool.kill('SIGTERM');
   }, 60_000);

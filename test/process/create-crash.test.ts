@@ -20,7 +20,13 @@ let redis: Redis;
 let store: RunStore;
 const prefix = `cc${randomBytes(4).toString('hex')}`;
 const apis: ServiceProcess[] = [];
-const env = () => ({ REDIS_URL: inject('redisUrl'), QUEUE_PREFIX: prefix, MODEL: 'scripted', LOG_LEVEL: 'info', HOST: '127.0.0.1' });
+const env = () => ({
+  REDIS_URL: inject('redisUrl'),
+  QUEUE_PREFIX: prefix,
+  MODEL: 'scripted',
+  LOG_LEVEL: 'info',
+  HOST: '127.0.0.1',
+});
 
 beforeAll(async () => {
   llm = await startScriptedLlm({ handler: (req) => ({ content: `answered: ${req.messages.at(-1)?.content}` }) });
@@ -55,7 +61,11 @@ async function startApi(extra: Record<string, string>): Promise<string> {
 async function postToDyingApi(input: string, headers: Record<string, string> = {}): Promise<string> {
   const url = await startApi({ AGENTQ_FAILPOINT: 'run_written' });
   const api = apis.at(-1)!;
-  const res = await fetch(`${url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ input }) }).catch((err: Error) => err);
+  const res = await fetch(`${url}/v1/runs`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ input }),
+  }).catch((err: Error) => err);
   expect(res, 'the client got no answer').toBeInstanceOf(Error);
   expect((await api.exited).signal).toBe('SIGKILL');
   // Half made: the run is written and queued, its first step is not enqueued.
@@ -69,7 +79,10 @@ async function postToDyingApi(input: string, headers: Record<string, string> = {
 async function waitForStatus(url: string, id: string, status: string, ms = 15_000) {
   return waitFor(
     async () => {
-      const run = (await (await fetch(`${url}/v1/runs/${id}`)).json()) as { status: string; output?: { content: string } };
+      const run = (await (await fetch(`${url}/v1/runs/${id}`)).json()) as {
+        status: string;
+        output?: { content: string };
+      };
       return run.status === status ? run : undefined;
     },
     { what: `run ${id} to be ${status}`, timeoutMs: ms, intervalMs: 50 },
@@ -91,11 +104,17 @@ describe('an API killed between writing a run and enqueueing it', () => {
     // No sweep takes a run this young: only the retry can get it going here.
     const url = await startApi({ PENDING_SWEEP_GRACE_MS: '3600000' });
     expect(await store.runs.pending(Date.now() + 1)).toEqual([id]);
-    const res = await fetch(`${url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ input: 'retried' }) });
+    const res = await fetch(`${url}/v1/runs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify({ input: 'retried' }),
+    });
     expect(res.status).toBe(200);
     expect(((await res.json()) as { id: string }).id).toBe(id);
     expect((await waitForStatus(url, id, 'completed')).output?.content).toBe('answered: retried');
-    const list = (await (await fetch(`${url}/v1/runs?limit=100`)).json()) as { data: Array<{ id: string; status: string }> };
+    const list = (await (await fetch(`${url}/v1/runs?limit=100`)).json()) as {
+      data: Array<{ id: string; status: string }>;
+    };
     expect(list.data.filter((r) => r.status !== 'completed')).toEqual([]);
   });
 });

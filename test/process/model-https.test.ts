@@ -34,10 +34,13 @@ beforeAll(async () => {
   const target = new URL(llm.baseURL);
   front = https.createServer({ key: pems.key, cert: pems.cert }, (req, res) => {
     tlsRequests++;
-    const upstream = http.request({ host: target.hostname, port: target.port, path: req.url, method: req.method, headers: req.headers }, (up) => {
-      res.writeHead(up.statusCode ?? 502, up.headers);
-      up.pipe(res);
-    });
+    const upstream = http.request(
+      { host: target.hostname, port: target.port, path: req.url, method: req.method, headers: req.headers },
+      (up) => {
+        res.writeHead(up.statusCode ?? 502, up.headers);
+        up.pipe(res);
+      },
+    );
     req.pipe(upstream);
   });
   await new Promise<void>((r) => front.listen(0, '127.0.0.1', r));
@@ -69,7 +72,11 @@ describe('a model endpoint over HTTPS', () => {
     await services.start('api');
     const worker = await services.start('agent-worker');
     const base = `http://127.0.0.1:${env.PORT}`;
-    const res = await fetch(`${base}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ input: 'hello' }) });
+    const res = await fetch(`${base}/v1/runs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ input: 'hello' }),
+    });
     expect(res.status).toBe(202);
     const { id } = (await res.json()) as { id: string };
     const run = await waitFor(
@@ -87,10 +94,18 @@ describe('a model endpoint over HTTPS', () => {
 
   it('with its certificate not trusted, each attempt of the step says why: the certificate', async () => {
     const { NODE_EXTRA_CA_CERTS: _trusted, ...untrusted } = env;
-    env = { ...untrusted, QUEUE_PREFIX: `mtls${Math.random().toString(36).slice(2, 8)}`, PORT: String(await freePort()) };
+    env = {
+      ...untrusted,
+      QUEUE_PREFIX: `mtls${Math.random().toString(36).slice(2, 8)}`,
+      PORT: String(await freePort()),
+    };
     await services.start('api');
     const worker = await services.start('agent-worker');
-    const res = await fetch(`http://127.0.0.1:${env.PORT}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ input: 'hello' }) });
+    const res = await fetch(`http://127.0.0.1:${env.PORT}/v1/runs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ input: 'hello' }),
+    });
     expect(res.status).toBe(202);
     await waitForOutput(worker, /model endpoint unreachable: Connection error\. \(self[- ]signed certificate/);
   }, 60_000);

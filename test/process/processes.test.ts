@@ -59,7 +59,9 @@ async function exitOf(p: Proc, ms = 10_000) {
   clearTimeout(timer);
   if (r === 'timeout') {
     p.child.kill('SIGKILL');
-    throw new Error(`process did not exit within ${ms} ms\nstdout: ${p.out().slice(-2000)}\nstderr: ${p.err().slice(-2000)}`);
+    throw new Error(
+      `process did not exit within ${ms} ms\nstdout: ${p.out().slice(-2000)}\nstderr: ${p.err().slice(-2000)}`,
+    );
   }
   return r;
 }
@@ -68,11 +70,14 @@ async function until<T>(what: string, fn: () => Promise<T | undefined | false>, 
   const deadline = Date.now() + ms;
   for (;;) {
     if (p.child.exitCode !== null || p.child.signalCode !== null) {
-      throw new Error(`${what}: the process exited (${p.child.exitCode ?? p.child.signalCode})\nstdout: ${p.out().slice(-2000)}\nstderr: ${p.err().slice(-2000)}`);
+      throw new Error(
+        `${what}: the process exited (${p.child.exitCode ?? p.child.signalCode})\nstdout: ${p.out().slice(-2000)}\nstderr: ${p.err().slice(-2000)}`,
+      );
     }
     const v = await fn().catch(() => undefined);
     if (v) return v;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms\nstdout: ${p.out().slice(-2000)}\nstderr: ${p.err().slice(-2000)}`);
+    if (Date.now() > deadline)
+      throw new Error(`${what}: not within ${ms} ms\nstdout: ${p.out().slice(-2000)}\nstderr: ${p.err().slice(-2000)}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -147,7 +152,11 @@ describe('refusing to start with a bad environment', () => {
     expect(all).not.toMatch(STACK_FRAME);
     // One line per bad variable, each naming it.
     const errLines = lines(p.err());
-    for (const name of names) expect(errLines.filter((l) => l.includes(name)), `a line naming ${name} in:\n${p.err()}`).toHaveLength(1);
+    for (const name of names)
+      expect(
+        errLines.filter((l) => l.includes(name)),
+        `a line naming ${name} in:\n${p.err()}`,
+      ).toHaveLength(1);
     expect(errLines, p.err()).toHaveLength(names.length);
     return p;
   }
@@ -159,7 +168,11 @@ describe('refusing to start with a bad environment', () => {
   });
 
   it('api: MAX_BODY_BYTES, LOG_LEVEL and QUEUE_PREFIX', async () => {
-    await refuses('api', { MAX_BODY_BYTES: 'huge', LOG_LEVEL: 'loud', QUEUE_PREFIX: 'a:b' }, ['MAX_BODY_BYTES', 'LOG_LEVEL', 'QUEUE_PREFIX']);
+    await refuses('api', { MAX_BODY_BYTES: 'huge', LOG_LEVEL: 'loud', QUEUE_PREFIX: 'a:b' }, [
+      'MAX_BODY_BYTES',
+      'LOG_LEVEL',
+      'QUEUE_PREFIX',
+    ]);
   });
 
   it('api: a short API key, without printing the keys', async () => {
@@ -197,20 +210,31 @@ describe('refusing to start with a bad environment', () => {
   });
 
   it('tool-worker: a bad variable and a missing MCP_CONFIG are both named at once', async () => {
-    await refuses('tool-worker', { TOOL_CONCURRENCY: '0', MCP_CONFIG: '/nonexistent/mcp.json' }, ['TOOL_CONCURRENCY', 'MCP_CONFIG']);
+    await refuses('tool-worker', { TOOL_CONCURRENCY: '0', MCP_CONFIG: '/nonexistent/mcp.json' }, [
+      'TOOL_CONCURRENCY',
+      'MCP_CONFIG',
+    ]);
   });
 });
 
 describe('starting and stopping on SIGTERM', () => {
   it('api: answers /healthz and /readyz on HOST:PORT, then exits 0 on SIGTERM', async () => {
     const port = await freePort();
-    const p = start('api', { REDIS_URL: redisUrl, QUEUE_PREFIX: prefix(), PORT: String(port), HOST: '127.0.0.1', API_KEYS: 'proc-test-key-123' });
+    const p = start('api', {
+      REDIS_URL: redisUrl,
+      QUEUE_PREFIX: prefix(),
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      API_KEYS: 'proc-test-key-123',
+    });
     const base = `http://127.0.0.1:${port}`;
     await until('/healthz answers 200', async () => (await fetch(`${base}/healthz`)).status === 200, p);
     expect((await fetch(`${base}/readyz`)).status).toBe(200);
     // API_KEYS is honoured: a key is needed for /v1.
     expect((await fetch(`${base}/v1/runs`)).status).toBe(401);
-    expect((await fetch(`${base}/v1/runs`, { headers: { authorization: 'Bearer proc-test-key-123' } })).status).toBe(200);
+    expect((await fetch(`${base}/v1/runs`, { headers: { authorization: 'Bearer proc-test-key-123' } })).status).toBe(
+      200,
+    );
     p.child.kill('SIGTERM');
     const { code } = await exitOf(p, 10_000);
     expect(code, p.err()).toBe(0);
@@ -221,7 +245,11 @@ describe('starting and stopping on SIGTERM', () => {
   it('api: warns at start when API_KEYS is not set', async () => {
     const port = await freePort();
     const p = start('api', { REDIS_URL: redisUrl, QUEUE_PREFIX: prefix(), PORT: String(port), HOST: '127.0.0.1' });
-    await until('/healthz answers 200', async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).status === 200, p);
+    await until(
+      '/healthz answers 200',
+      async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).status === 200,
+      p,
+    );
     expect(`${p.out()}${p.err()}`).toMatch(/API_KEYS/);
     p.child.kill('SIGTERM');
     expect((await exitOf(p, 10_000)).code).toBe(0);
@@ -238,7 +266,12 @@ describe('starting and stopping on SIGTERM', () => {
 
   it('agent-worker: takes the agent queue, then exits 0 on SIGTERM', async () => {
     const qp = prefix();
-    const p = start('agent-worker', { REDIS_URL: redisUrl, QUEUE_PREFIX: qp, OPENAI_BASE_URL: 'http://127.0.0.1:9/v1', MODEL: 'x' });
+    const p = start('agent-worker', {
+      REDIS_URL: redisUrl,
+      QUEUE_PREFIX: qp,
+      OPENAI_BASE_URL: 'http://127.0.0.1:9/v1',
+      MODEL: 'x',
+    });
     await until('a worker on the agent queue', async () => (await workersOn('agent', qp)) > 0 && saysStarted(p), p);
     p.child.kill('SIGTERM');
     const { code } = await exitOf(p, 10_000);
@@ -250,10 +283,20 @@ describe('starting and stopping on SIGTERM', () => {
     // A "Redis" that hangs up on every connection: the service keeps trying to connect when the signal comes.
     const redis = await hangingUpRedis();
     try {
-      const p = start(service, { REDIS_URL: `redis://127.0.0.1:${redis.port}`, QUEUE_PREFIX: prefix(), PORT: '0', HOST: '127.0.0.1', MODEL: 'x' });
+      const p = start(service, {
+        REDIS_URL: `redis://127.0.0.1:${redis.port}`,
+        QUEUE_PREFIX: prefix(),
+        PORT: '0',
+        HOST: '127.0.0.1',
+        MODEL: 'x',
+      });
       await until('the start-up line', async () => saysStarting(p), p);
       // Let it fail to connect and try again: a connection that comes back after being dropped.
-      await until('a connection attempt after a failed one', async () => [...redis.attempts].some(([name, n]) => name !== '(unnamed)' && n >= 2), p);
+      await until(
+        'a connection attempt after a failed one',
+        async () => [...redis.attempts].some(([name, n]) => name !== '(unnamed)' && n >= 2),
+        p,
+      );
       expect(p.child.exitCode).toBeNull();
       p.child.kill('SIGTERM');
       const { code, signal } = await exitOf(p, 5_000);
@@ -324,11 +367,16 @@ describe('the three built services together', () => {
     await until('the agent-worker started', async () => saysStarted(procs.agent), procs.agent);
     await until(
       'crm tools listed',
-      async () => ((await (await fetch(`${base}/v1/tools`)).json()) as any).data.some((t: any) => t.name === 'crm__get_contact'),
+      async () =>
+        ((await (await fetch(`${base}/v1/tools`)).json()) as any).data.some((t: any) => t.name === 'crm__get_contact'),
       procs.tool,
     );
 
-    const res = await fetch(`${base}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ input: 'Who is c1?' }) });
+    const res = await fetch(`${base}/v1/runs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ input: 'Who is c1?' }),
+    });
     expect(res.status).toBe(202);
     const { id } = (await res.json()) as { id: string };
     const run = await until(

@@ -83,7 +83,11 @@ async function runOne(env: Record<string, string>): Promise<any> {
   const procs = (['api', 'agent-worker', 'tool-worker'] as const).map((name) => launch(name, env));
   await Promise.all(procs.map((p) => waitForOutput(p, p.name === 'api' ? /api listening/ : /worker started/)));
   const base = `http://127.0.0.1:${env.PORT}`;
-  const res = await fetch(`${base}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ input: 'find Ada' }) });
+  const res = await fetch(`${base}/v1/runs`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ input: 'find Ada' }),
+  });
   expect(res.status).toBe(202);
   const { id } = (await res.json()) as { id: string };
   return waitFor(
@@ -135,14 +139,28 @@ describe('a Redis with a user and password', () => {
     await waitForOutput(agent, /agent-worker started/);
     await waitForOutput(tool, /tool-worker started/);
     expect(agent.output.some((l) => /Redis answers now/.test(l))).toBe(true);
-    await waitFor(async () => (await fetch(`http://127.0.0.1:${env.PORT}/readyz`)).status === 200, { what: '/readyz 200', timeoutMs: 10_000 });
+    await waitFor(async () => (await fetch(`http://127.0.0.1:${env.PORT}/readyz`)).status === 200, {
+      what: '/readyz 200',
+      timeoutMs: 10_000,
+    });
     // The password is in no line either wrote.
     for (const p of [api, agent, tool]) expect(p.output.filter((l) => l.includes('rotated-secret'))).toEqual([]);
   }, 60_000);
 });
 
 describe('a Redis over TLS (rediss://) with a password', () => {
-  const tls = () => ['--tls-cert-file', caFile, '--tls-key-file', join(dir, 'redis.key'), '--tls-ca-cert-file', caFile, '--tls-auth-clients', 'no', '--requirepass', 's3cret'];
+  const tls = () => [
+    '--tls-cert-file',
+    caFile,
+    '--tls-key-file',
+    join(dir, 'redis.key'),
+    '--tls-ca-cert-file',
+    caFile,
+    '--tls-auth-clients',
+    'no',
+    '--requirepass',
+    's3cret',
+  ];
   const client = () => ({ password: 's3cret', tls: { ca: readFileSync(caFile) } });
 
   it('with its certificate trusted through NODE_EXTRA_CA_CERTS, a run with a tool call completes', async () => {
@@ -155,9 +173,18 @@ describe('a Redis over TLS (rediss://) with a password', () => {
   it('a certificate not trusted, naming another host, or the port spoken to without TLS: the service says which and waits', async () => {
     const port = await redisServer(tls(), client(), true);
     const cases = [
-      { env: await envFor(`rediss://:s3cret@127.0.0.1:${port}`), says: /the TLS certificate of Redis is not trusted .*set NODE_EXTRA_CA_CERTS/ },
-      { env: await envFor(`rediss://:s3cret@localhost:${port}`, { NODE_EXTRA_CA_CERTS: caFile }), says: /the TLS certificate of Redis does not name the host in REDIS_URL/ },
-      { env: await envFor(`redis://:s3cret@127.0.0.1:${port}`), says: /Redis closed the connection .*one that speaks TLS wants rediss:\/\// },
+      {
+        env: await envFor(`rediss://:s3cret@127.0.0.1:${port}`),
+        says: /the TLS certificate of Redis is not trusted .*set NODE_EXTRA_CA_CERTS/,
+      },
+      {
+        env: await envFor(`rediss://:s3cret@localhost:${port}`, { NODE_EXTRA_CA_CERTS: caFile }),
+        says: /the TLS certificate of Redis does not name the host in REDIS_URL/,
+      },
+      {
+        env: await envFor(`redis://:s3cret@127.0.0.1:${port}`),
+        says: /Redis closed the connection .*one that speaks TLS wants rediss:\/\//,
+      },
     ];
     const procs = cases.map(({ env }) => launch('agent-worker', env));
     await Promise.all(procs.map((p, i) => waitForOutput(p, cases[i]!.says)));
@@ -169,13 +196,21 @@ describe('a Redis over TLS (rediss://) with a password', () => {
 });
 
 describe('a Redis Cluster and a Sentinel group, over TLS with a password (rediss+cluster://, rediss+sentinel://)', () => {
-  const security = (): NodeSecurity => ({ password: 's3cret', tls: { cert: caFile, key: join(dir, 'redis.key'), ca: caFile } });
+  const security = (): NodeSecurity => ({
+    password: 's3cret',
+    tls: { cert: caFile, key: join(dir, 'redis.key'), ca: caFile },
+  });
 
   /**
    * Starts the services on the topology's URL and runs one tool-using run to its end (after
    * `first`, if given), then stops the topology, whatever happened.
    */
-  async function completesOn(topology: { url: string; stop(): Promise<void> }, url: RegExp, env: Record<string, string> = {}, first?: () => Promise<void>): Promise<void> {
+  async function completesOn(
+    topology: { url: string; stop(): Promise<void> },
+    url: RegExp,
+    env: Record<string, string> = {},
+    first?: () => Promise<void>,
+  ): Promise<void> {
     try {
       expect(topology.url).toMatch(url);
       await first?.();
@@ -189,15 +224,27 @@ describe('a Redis Cluster and a Sentinel group, over TLS with a password (rediss
   }
 
   it('on a Cluster of three masters, with a cell on each, a run with a tool call completes', async () => {
-    await completesOn(await startCluster({ masters: 3, security: security() }), /^rediss\+cluster:\/\/:s3cret@127\.0\.0\.1:/, { CELLS: '3' });
+    await completesOn(
+      await startCluster({ masters: 3, security: security() }),
+      /^rediss\+cluster:\/\/:s3cret@127\.0\.0\.1:/,
+      { CELLS: '3' },
+    );
   }, 90_000);
 
   it('through Sentinels (TLS too, and a password of their own), a run with a tool call completes; their certificate not trusted, a worker says so', async () => {
     const sentinel = await startSentinel({ security: { ...security(), sentinelPassword: 'sentinel:pw' } });
-    await completesOn(sentinel, /^rediss\+sentinel:\/\/:s3cret@127\.0\.0\.1:.*\/mymaster\?sentinel_password=sentinel%3Apw$/, {}, async () => {
-      const untrusted = launch('agent-worker', await envFor(sentinel.url));
-      await waitForOutput(untrusted, /waiting for Redis: no Sentinel answers: the TLS certificate of Redis is not trusted .*NODE_EXTRA_CA_CERTS/);
-      await untrusted.kill();
-    });
+    await completesOn(
+      sentinel,
+      /^rediss\+sentinel:\/\/:s3cret@127\.0\.0\.1:.*\/mymaster\?sentinel_password=sentinel%3Apw$/,
+      {},
+      async () => {
+        const untrusted = launch('agent-worker', await envFor(sentinel.url));
+        await waitForOutput(
+          untrusted,
+          /waiting for Redis: no Sentinel answers: the TLS certificate of Redis is not trusted .*NODE_EXTRA_CA_CERTS/,
+        );
+        await untrusted.kill();
+      },
+    );
   }, 90_000);
 });

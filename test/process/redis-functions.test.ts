@@ -8,10 +8,35 @@ import { spawnRedisServer, type SpawnedRedis } from '../fixtures/redis.js';
 // the function's name, not the script's text), by the script itself before that. A Redis of this
 // file's own: the tests flush its functions and change its users.
 
-const spec: RunSpec = { model: 'm', max_depth: 3, on_budget_exhausted: 'final_answer', metadata: {}, ancestors: [], nesting: 0 };
+const spec: RunSpec = {
+  model: 'm',
+  max_depth: 3,
+  on_budget_exhausted: 'final_answer',
+  metadata: {},
+  ancestors: [],
+  nesting: 0,
+};
 const now = new Date().toISOString();
-const result = (index: number) => ({ id: `call_${index}`, name: 't', status: 'completed' as const, output: `out ${index}`, is_error: false, attempts: 1, duration_ms: 1, started_at: now, completed_at: now });
-const event = (index: number) => ({ depth: 0, index, tool_call_id: `call_${index}`, name: 't', is_error: false, duration_ms: 1, output: `out ${index}` });
+const result = (index: number) => ({
+  id: `call_${index}`,
+  name: 't',
+  status: 'completed' as const,
+  output: `out ${index}`,
+  is_error: false,
+  attempts: 1,
+  duration_ms: 1,
+  started_at: now,
+  completed_at: now,
+});
+const event = (index: number) => ({
+  depth: 0,
+  index,
+  tool_call_id: `call_${index}`,
+  name: 't',
+  is_error: false,
+  duration_ms: 1,
+  output: `out ${index}`,
+});
 
 let server: SpawnedRedis;
 let admin: Redis;
@@ -34,7 +59,8 @@ async function storeWith(url: string) {
   const hash = store.keys(id).toolCalls(0);
   const sent: string[] = [];
   const monitor = await monitorRedis(url, (c) => {
-    if (c.source !== 'lua' && /^(eval|evalsha|fcall)$/i.test(c.args[0]!) && c.args.includes(hash)) sent.push(c.args[0]!.toLowerCase());
+    if (c.source !== 'lua' && /^(eval|evalsha|fcall)$/i.test(c.args[0]!) && c.args.includes(hash))
+      sent.push(c.args[0]!.toLowerCase());
   });
   const complete = (index: number) => store.toolCalls.complete(id, 0, index, result(index), event(index));
   const stored = async (index: number) => JSON.parse((await conn.hget(hash, String(index))) ?? 'null')?.output ?? null;
@@ -81,7 +107,7 @@ describe('tool results stored by a Redis function', () => {
       await s.store.toolCalls.prepareCompletions();
       await s.complete(3);
       expect(await s.commands(4)).toEqual(['fcall', 'fcall', 'eval', 'fcall']);
-      expect((await Promise.all([0, 2, 3].map(s.stored)))).toEqual(['out 0', 'out 2', 'out 3']);
+      expect(await Promise.all([0, 2, 3].map(s.stored))).toEqual(['out 0', 'out 2', 'out 3']);
     } finally {
       s.close();
     }

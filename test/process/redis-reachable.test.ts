@@ -13,7 +13,17 @@ afterAll(() => Promise.all(servers.map((s) => s.stop())));
 
 function capture() {
   const lines: string[] = [];
-  const sink = new Writable({ write: (chunk, _enc, done) => (lines.push(...String(chunk).split('\n').filter(Boolean).map((l) => JSON.parse(l).msg as string)), done()) });
+  const sink = new Writable({
+    write: (chunk, _enc, done) => (
+      lines.push(
+        ...String(chunk)
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l).msg as string),
+      ),
+      done()
+    ),
+  });
   return { lines, logger: pino({ level: 'info' }, sink) };
 }
 
@@ -22,12 +32,39 @@ describe('untilRedisAnswers', () => {
     const port = await freePort();
     const { lines, logger } = capture();
     let done = false;
-    const waiting = untilRedisAnswers(`redis://app:pw@127.0.0.1:${port}`, logger, { retryMs: 50 }).then(() => (done = true));
-    await waitFor(() => lines.some((l) => /waiting for Redis: nothing listens there \(connect ECONNREFUSED/.test(l)), { what: 'the first reason' });
+    const waiting = untilRedisAnswers(`redis://app:pw@127.0.0.1:${port}`, logger, { retryMs: 50 }).then(
+      () => (done = true),
+    );
+    await waitFor(() => lines.some((l) => /waiting for Redis: nothing listens there \(connect ECONNREFUSED/.test(l)), {
+      what: 'the first reason',
+    });
     // Redis comes up, but the user may not PING: the reason changes with it.
-    const acl = ['--user', 'default', 'off', '--user', 'admin', 'on', '>adminpw', '~*', '&*', '+@all', '--user', 'app', 'on', '>pw', '~*', '&*', '+@all', '-ping'];
+    const acl = [
+      '--user',
+      'default',
+      'off',
+      '--user',
+      'admin',
+      'on',
+      '>adminpw',
+      '~*',
+      '&*',
+      '+@all',
+      '--user',
+      'app',
+      'on',
+      '>pw',
+      '~*',
+      '&*',
+      '+@all',
+      '-ping',
+    ];
     servers.push(await spawnRedisServer({ port, args: acl, client: { username: 'admin', password: 'adminpw' } }));
-    await waitFor(() => lines.some((l) => /waiting for Redis: the user in REDIS_URL may not run what agentq needs \(NOPERM/.test(l)), { what: 'the second reason' });
+    await waitFor(
+      () =>
+        lines.some((l) => /waiting for Redis: the user in REDIS_URL may not run what agentq needs \(NOPERM/.test(l)),
+      { what: 'the second reason' },
+    );
     expect(done).toBe(false);
     const admin = new Redis({ port, host: '127.0.0.1', username: 'admin', password: 'adminpw' });
     await admin.call('ACL', 'SETUSER', 'app', '+ping');
@@ -42,7 +79,11 @@ describe('untilRedisAnswers', () => {
     const { lines, logger } = capture();
     const stop = new AbortController();
     // Its next try would be a minute away: only the abort ends it within the test's time.
-    const waiting = untilRedisAnswers(`redis://127.0.0.1:${await freePort()}`, logger, { signal: stop.signal, retryMs: 60_000, pingTimeoutMs: 60_000 });
+    const waiting = untilRedisAnswers(`redis://127.0.0.1:${await freePort()}`, logger, {
+      signal: stop.signal,
+      retryMs: 60_000,
+      pingTimeoutMs: 60_000,
+    });
     await waitFor(() => lines.length > 0, { what: 'a reason' });
     stop.abort();
     await waiting;

@@ -7,7 +7,9 @@ import { waitFor } from '../fixtures/wait.js';
 
 const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
 const handler: Handler = (req) =>
-  round(req) < 2 ? { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 300, label: 'r' } }], delayMs: 50 } : { content: 'survived' };
+  round(req) < 2
+    ? { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 300, label: 'r' } }], delayMs: 50 }
+    : { content: 'survived' };
 
 let redis: SpawnedRedis;
 let restarted: SpawnedRedis | undefined;
@@ -41,7 +43,11 @@ describe('Redis restart (AOF on)', () => {
     const ready = await stack.request('/readyz', { signal: AbortSignal.timeout(5000) });
     expect(ready.status).toBe(503);
     expect((await ready.json()).error.code).toBe('service_unavailable');
-    const refused = await stack.request('/v1/runs', { method: 'POST', json: { input: 'while down' }, signal: AbortSignal.timeout(5000) });
+    const refused = await stack.request('/v1/runs', {
+      method: 'POST',
+      json: { input: 'while down' },
+      signal: AbortSignal.timeout(5000),
+    });
     expect(refused.status).toBe(503);
     expect((await refused.json()).error.code).toBe('service_unavailable');
     const read = await stack.request(`/v1/runs/${before[0].id}`, { signal: AbortSignal.timeout(5000) });
@@ -49,7 +55,10 @@ describe('Redis restart (AOF on)', () => {
 
     // Same port, same directory: Redis reloads its append-only file.
     restarted = await spawnRedisServer({ port: redis.port, dir: redis.dir, appendonly: true });
-    await waitFor(async () => (await stack.request('/readyz')).status === 200, { what: '/readyz to answer 200 again', intervalMs: 100 });
+    await waitFor(async () => (await stack.request('/readyz')).status === 200, {
+      what: '/readyz to answer 200 again',
+      intervalMs: 100,
+    });
 
     const after = await Promise.all(Array.from({ length: 5 }, () => stack.createRun({ input: 'after the restart' })));
     for (const r of [...before, ...after]) {

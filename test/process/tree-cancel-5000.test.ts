@@ -17,8 +17,21 @@ const FANOUT = 71; // 1 + 71 + 71 × 71 = 5,113 runs
 const handler: Handler = (req) => {
   const u = firstUser(req) ?? '';
   if (round(req) > 0) return { content: 'done' };
-  if (u.startsWith('ROOT')) return { tool_calls: [{ name: 'agent_query_batch', arguments: { prompts: Array.from({ length: FANOUT }, (_, i) => `CHILD ${i}`) } }] };
-  if (u.startsWith('CHILD')) return { tool_calls: [{ name: 'agent_query_batch', arguments: { prompts: Array.from({ length: FANOUT }, (_, i) => `LEAF ${u} ${i}`) } }] };
+  if (u.startsWith('ROOT'))
+    return {
+      tool_calls: [
+        { name: 'agent_query_batch', arguments: { prompts: Array.from({ length: FANOUT }, (_, i) => `CHILD ${i}`) } },
+      ],
+    };
+  if (u.startsWith('CHILD'))
+    return {
+      tool_calls: [
+        {
+          name: 'agent_query_batch',
+          arguments: { prompts: Array.from({ length: FANOUT }, (_, i) => `LEAF ${u} ${i}`) },
+        },
+      ],
+    };
   return { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 3000, label: u } }] };
 };
 
@@ -26,8 +39,14 @@ let stack: Stack;
 let store: RunStore;
 beforeAll(async () => {
   const dir = mkdtempSync(join(tmpdir(), 'agentq-tree-'));
-  writeFileSync(join(dir, 'tenants.json'), JSON.stringify({ default: { max_runs_per_tree: 10_000, max_active_runs: 10_000 } }));
-  stack = await startStack({ handler, env: { AGENT_CONCURRENCY: '100', TOOL_CONCURRENCY: '200', TENANTS_CONFIG: join(dir, 'tenants.json') } });
+  writeFileSync(
+    join(dir, 'tenants.json'),
+    JSON.stringify({ default: { max_runs_per_tree: 10_000, max_active_runs: 10_000 } }),
+  );
+  stack = await startStack({
+    handler,
+    env: { AGENT_CONCURRENCY: '100', TOOL_CONCURRENCY: '200', TENANTS_CONFIG: join(dir, 'tenants.json') },
+  });
   store = new RunStore({ redis: stack.redis, prefix: stack.prefix });
 });
 afterAll(async () => stack?.close());
@@ -37,7 +56,11 @@ const eventMs = (e: RunEvent) => Number(e.id.split('-')[0]);
 describe('cancelling a 5,000-run tree', () => {
   it('starts no model step and no tool call of the tree more than a second after the 202', async () => {
     const { id } = await stack.createRun({ input: 'ROOT', subagents: { enabled: true, max_batch: FANOUT } });
-    await waitFor(async () => (await store.runs.descendants(id)).length >= 5000, { what: 'a tree of 5,000 runs', timeoutMs: 120_000, intervalMs: 500 });
+    await waitFor(async () => (await store.runs.descendants(id)).length >= 5000, {
+      what: 'a tree of 5,000 runs',
+      timeoutMs: 120_000,
+      intervalMs: 500,
+    });
     const res = await stack.request(`/v1/runs/${id}/cancel`, { method: 'POST' });
     const answeredAt = Date.now();
     expect(res.status).toBe(202);
@@ -60,7 +83,9 @@ describe('cancelling a 5,000-run tree', () => {
         if (eventMs(e) > answeredAt + 1000) late.push(`${r} ${e.type} +${eventMs(e) - answeredAt} ms`);
       }
     }
-    console.log(`5,000-run tree: ${tree.length} runs; the last step or tool call started ${last} ms after the cancel's 202 (negative: before it); every run ended ${endedAt - answeredAt} ms after it`);
+    console.log(
+      `5,000-run tree: ${tree.length} runs; the last step or tool call started ${last} ms after the cancel's 202 (negative: before it); every run ended ${endedAt - answeredAt} ms after it`,
+    );
     expect(late).toEqual([]);
   }, 240_000);
 });

@@ -17,7 +17,9 @@ const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === '
 const firstUser = (req: ChatRequest) => req.messages.find((m: any) => m.role === 'user')?.content as string;
 // "write <key>": one non-idempotent write (which needs approval), then the tool message as the answer.
 const handler: Handler = (req) =>
-  round(req) === 0 ? { tool_calls: [{ name: 'crm__non_idempotent_write', arguments: { key: firstUser(req).slice('write '.length) } }] } : { content: String(req.messages.at(-1).content) };
+  round(req) === 0
+    ? { tool_calls: [{ name: 'crm__non_idempotent_write', arguments: { key: firstUser(req).slice('write '.length) } }] }
+    : { content: String(req.messages.at(-1).content) };
 
 let llm: ScriptedLlm;
 let crm: CrmMcpServer;
@@ -55,7 +57,11 @@ beforeAll(async () => {
     PENDING_SWEEP_GRACE_MS: '200',
   };
   redis = new Redis(env.REDIS_URL);
-  jobs = new JobQueues({ connection: redis, prefix: env.QUEUE_PREFIX, logger: createLogger({ service: 'test', level: 'silent' }) });
+  jobs = new JobQueues({
+    connection: redis,
+    prefix: env.QUEUE_PREFIX,
+    logger: createLogger({ service: 'test', level: 'silent' }),
+  });
   for (let i = 0; i < 2; i++) apiUrls.push((await startApi()).url);
 }, 60_000);
 
@@ -71,24 +77,41 @@ afterAll(async () => {
 
 const api = (i: number) => apiUrls[i % apiUrls.length];
 const post = async (input: string) => {
-  const res = await fetch(`${api(0)}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ input, approval: { tools: ['crm__non_idempotent_write'] } }) });
+  const res = await fetch(`${api(0)}/v1/runs`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ input, approval: { tools: ['crm__non_idempotent_write'] } }),
+  });
   expect(res.status).toBe(202);
   return (await res.json()).id as string;
 };
 const get = async (path: string, at = 0): Promise<any> => (await fetch(`${api(at)}${path}`)).json();
 const respond = (url: string, runId: string, responses: unknown[]) =>
-  fetch(`${url}/v1/runs/${runId}/actions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ responses }) });
+  fetch(`${url}/v1/runs/${runId}/actions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ responses }),
+  });
 const waitingItem = (id: string) =>
-  waitFor(async () => {
-    const run = await get(`/v1/runs/${id}`);
-    return run.status === 'requires_action' ? run.required_action.items[0] : undefined;
-  }, { what: `run ${id} to wait`, timeoutMs: 15_000 });
+  waitFor(
+    async () => {
+      const run = await get(`/v1/runs/${id}`);
+      return run.status === 'requires_action' ? run.required_action.items[0] : undefined;
+    },
+    { what: `run ${id} to wait`, timeoutMs: 15_000 },
+  );
 const ended = (ids: string[]) =>
-  waitFor(async () => {
-    const runs = await Promise.all(ids.map((id) => get(`/v1/runs/${id}`)));
-    return runs.every((r) => ['completed', 'failed', 'cancelled', 'incomplete'].includes(r.status)) ? runs : undefined;
-  }, { what: `${ids.length} runs to end`, timeoutMs: 40_000, intervalMs: 100 });
-const writesOf = (key: string) => crm.calls.filter((c) => c.tool === 'non_idempotent_write' && c.args.key === key).length;
+  waitFor(
+    async () => {
+      const runs = await Promise.all(ids.map((id) => get(`/v1/runs/${id}`)));
+      return runs.every((r) => ['completed', 'failed', 'cancelled', 'incomplete'].includes(r.status))
+        ? runs
+        : undefined;
+    },
+    { what: `${ids.length} runs to end`, timeoutMs: 40_000, intervalMs: 100 },
+  );
+const writesOf = (key: string) =>
+  crm.calls.filter((c) => c.tool === 'non_idempotent_write' && c.args.key === key).length;
 
 describe('runs that wait, across crashes', () => {
   it('kill -9 of every worker while 20 runs wait: answered from two API processes, every run ends, no rejected call ever runs', async () => {
@@ -104,7 +127,9 @@ describe('runs that wait, across crashes', () => {
 
     // Answered with no worker alive, alternately through the two API processes.
     for (const [i, item] of items.entries()) {
-      const res = await respond(api(i), ids[i], [i % 2 === 0 ? { id: item.id, approve: true } : { id: item.id, approve: false, reason: 'no' }]);
+      const res = await respond(api(i), ids[i], [
+        i % 2 === 0 ? { id: item.id, approve: true } : { id: item.id, approve: false, reason: 'no' },
+      ]);
       expect(res.status, await res.clone().text()).toBe(200);
     }
     await start('agent-worker');
@@ -127,7 +152,10 @@ describe('runs that wait, across crashes', () => {
     await start('tool-worker');
     const n = 1000;
     const ids: string[] = [];
-    for (let i = 0; i < n; i += 50) ids.push(...(await Promise.all(Array.from({ length: Math.min(50, n - i) }, (_, j) => post(`write many-${i + j}`)))));
+    for (let i = 0; i < n; i += 50)
+      ids.push(
+        ...(await Promise.all(Array.from({ length: Math.min(50, n - i) }, (_, j) => post(`write many-${i + j}`)))),
+      );
     const pending = await waitFor(
       async () => {
         const page = await get(`/v1/actions?status=pending&limit=100`);
@@ -141,10 +169,12 @@ describe('runs that wait, across crashes', () => {
     expect(await jobs.queue(QUEUES.tool).getJobCounts('active', 'waiting')).toEqual({ active: 0, waiting: 0 });
     expect(await jobs.queue(QUEUES.agent).getJobCounts('active', 'waiting')).toEqual({ active: 0, waiting: 0 });
     for (let i = 0; i < n; i += 50) {
-      await Promise.all(ids.slice(i, i + 50).map(async (id) => {
-        const [item] = (await get(`/v1/runs/${id}`)).required_action.items;
-        expect((await respond(api(i), id, [{ id: item.id, approve: false, reason: 'bulk' }])).status).toBe(200);
-      }));
+      await Promise.all(
+        ids.slice(i, i + 50).map(async (id) => {
+          const [item] = (await get(`/v1/runs/${id}`)).required_action.items;
+          expect((await respond(api(i), id, [{ id: item.id, approve: false, reason: 'bulk' }])).status).toBe(200);
+        }),
+      );
     }
     const runs = await ended(ids);
     expect(runs.filter((r) => r.status === 'completed')).toHaveLength(n);
@@ -160,7 +190,10 @@ describe('runs that wait, across crashes', () => {
     const items = await Promise.all(ids.map(waitingItem));
     for (const [i, item] of items.entries()) {
       // One approves, the other rejects, at the same moment: whichever is stored first decides.
-      const [a, b] = await Promise.all([respond(api(0), ids[i], [{ id: item.id, approve: true }]), respond(api(1), ids[i], [{ id: item.id, approve: false, reason: 'raced' }])]);
+      const [a, b] = await Promise.all([
+        respond(api(0), ids[i], [{ id: item.id, approve: true }]),
+        respond(api(1), ids[i], [{ id: item.id, approve: false, reason: 'raced' }]),
+      ]);
       expect([a.status, b.status].sort(), ids[i]).toEqual([200, 409]);
       const loser = a.status === 409 ? a : b;
       expect((await loser.json()).error.code).toBe('action_resolved');
@@ -179,14 +212,19 @@ describe('runs that wait, across crashes', () => {
     await start('agent-worker');
     await start('tool-worker');
     const dying = await startApi({ AGENTQ_FAILPOINT: 'action_decided' });
-    const [approveKey, rejectKey] = [`dies-yes-${randomBytes(2).toString('hex')}`, `dies-no-${randomBytes(2).toString('hex')}`];
+    const [approveKey, rejectKey] = [
+      `dies-yes-${randomBytes(2).toString('hex')}`,
+      `dies-no-${randomBytes(2).toString('hex')}`,
+    ];
     const [yes, no] = await Promise.all([post(`write ${approveKey}`), post(`write ${rejectKey}`)]);
     const [yesItem, noItem] = await Promise.all([waitingItem(yes), waitingItem(no)]);
     // The process dies inside the request: the client never gets an answer.
     await expect(respond(dying.url, yes, [{ id: yesItem.id, approve: true }])).rejects.toThrow();
     expect((await dying.proc.exited).signal).toBe('SIGKILL');
     const second = await startApi({ AGENTQ_FAILPOINT: 'action_decided' });
-    await expect(respond(second.url, no, [{ id: noItem.id, approve: false, reason: 'after a crash' }])).rejects.toThrow();
+    await expect(
+      respond(second.url, no, [{ id: noItem.id, approve: false, reason: 'after a crash' }]),
+    ).rejects.toThrow();
     // The decisions were stored: a late answer is refused, and the runs move on without any
     // further answer (the living API processes' sweeps wake the jobs).
     expect((await respond(api(0), yes, [{ id: yesItem.id, approve: false }])).status).toBe(409);

@@ -5,13 +5,41 @@ import { styleFor } from './progress.js';
 import { MAX_REASON_CHARS, type ActionItem } from './types.js';
 
 const plain = styleFor({ isTTY: false });
-const base = { run_id: 'run_aaaaaaaaaaaaaaaaaaaaa', tool_call_id: 'call_1', created_at: '2026-01-01T00:00:00.000Z', expires_at: null };
-const approval: ActionItem = { ...base, id: 'act_aaaaaaaaaaaaaaaaaaaaa_0_0', type: 'approval', name: 'crm__update_contact', arguments: '{"id":"c1","company":"Initech"}' };
-const question: ActionItem = { ...base, id: 'act_aaaaaaaaaaaaaaaaaaaaa_0_1', type: 'input', name: 'ask_human', arguments: '{}', question: 'Which Bob?', choices: ['Sales', 'IT'] };
-const clientTool: ActionItem = { ...base, id: 'act_aaaaaaaaaaaaaaaaaaaaa_0_2', type: 'client_tool', name: 'get_location', arguments: '{"precise":true}' };
+const base = {
+  run_id: 'run_aaaaaaaaaaaaaaaaaaaaa',
+  tool_call_id: 'call_1',
+  created_at: '2026-01-01T00:00:00.000Z',
+  expires_at: null,
+};
+const approval: ActionItem = {
+  ...base,
+  id: 'act_aaaaaaaaaaaaaaaaaaaaa_0_0',
+  type: 'approval',
+  name: 'crm__update_contact',
+  arguments: '{"id":"c1","company":"Initech"}',
+};
+const question: ActionItem = {
+  ...base,
+  id: 'act_aaaaaaaaaaaaaaaaaaaaa_0_1',
+  type: 'input',
+  name: 'ask_human',
+  arguments: '{}',
+  question: 'Which Bob?',
+  choices: ['Sales', 'IT'],
+};
+const clientTool: ActionItem = {
+  ...base,
+  id: 'act_aaaaaaaaaaaaaaaaaaaaa_0_2',
+  type: 'client_tool',
+  name: 'get_location',
+  arguments: '{"precise":true}',
+};
 
 /** Asks about `item` with `lines` typed on an in-memory stdin that ends after them. */
-async function answer(item: ActionItem, lines: string[]): Promise<{ asked: Asked; shown: string[]; questions: string }> {
+async function answer(
+  item: ActionItem,
+  lines: string[],
+): Promise<{ asked: Asked; shown: string[]; questions: string }> {
   const input = new PassThrough();
   const output = new PassThrough();
   let questions = '';
@@ -51,7 +79,13 @@ describe('askForResponse', () => {
   it('approves a call, showing its arguments indented', async () => {
     const { asked, shown } = await answer(approval, ['a']);
     expect(asked).toEqual({ id: approval.id, approve: true });
-    expect(shown).toEqual([`? approve a call of crm__update_contact (${approval.id})`, '    {', '      "id": "c1",', '      "company": "Initech"', '    }']);
+    expect(shown).toEqual([
+      `? approve a call of crm__update_contact (${approval.id})`,
+      '    {',
+      '      "id": "c1",',
+      '      "company": "Initech"',
+      '    }',
+    ]);
   });
 
   it('rejects with a reason after an answer it does not know, and without one on an empty line', async () => {
@@ -70,7 +104,10 @@ describe('askForResponse', () => {
   it('edits the arguments: asks again until they are a JSON object; an empty line goes back to the choice', async () => {
     const { asked, shown } = await answer(approval, ['e', '{"id":', '[1]', '', 'e', ' {"id":"c1","company":"EPAM"} ']);
     expect(asked).toEqual({ id: approval.id, approve: true, arguments: '{"id":"c1","company":"EPAM"}' });
-    expect(shown.filter((l) => l.startsWith('  arguments: '))).toEqual([expect.stringMatching(/^ {2}arguments: not JSON \(/), '  arguments: must be a JSON object, such as {"id": 42}']);
+    expect(shown.filter((l) => l.startsWith('  arguments: '))).toEqual([
+      expect.stringMatching(/^ {2}arguments: not JSON \(/),
+      '  arguments: must be a JSON object, such as {"id": 42}',
+    ]);
   });
 
   it('leaves a request for later on s, and reports the end of the input', async () => {
@@ -83,8 +120,16 @@ describe('askForResponse', () => {
   it('answers a question: a number picks a choice, other text is the answer, an empty line leaves it', async () => {
     const picked = await answer(question, ['3', '2']);
     expect(picked.asked).toEqual({ id: question.id, answer: 'IT' });
-    expect(picked.shown).toEqual([`? Which Bob? (${question.id})`, '  1) Sales', '  2) IT', '  pick 1 to 2, or type the answer in words']);
-    expect((await answer(question, ['the one in Sales'])).asked).toEqual({ id: question.id, answer: 'the one in Sales' });
+    expect(picked.shown).toEqual([
+      `? Which Bob? (${question.id})`,
+      '  1) Sales',
+      '  2) IT',
+      '  pick 1 to 2, or type the answer in words',
+    ]);
+    expect((await answer(question, ['the one in Sales'])).asked).toEqual({
+      id: question.id,
+      answer: 'the one in Sales',
+    });
     expect((await answer(question, ['   '])).asked).toBe('skip');
     // Without choices a number is just an answer.
     expect((await answer({ ...question, choices: null }, ['3'])).asked).toEqual({ id: question.id, answer: '3' });

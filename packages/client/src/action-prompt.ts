@@ -26,7 +26,11 @@ export interface LinePrompterOptions {
 const TYPE_AHEAD = 16;
 
 /** A Prompter on a readable (stdin) that writes its questions to `output` (stderr). */
-export function linePrompter(input: NodeJS.ReadableStream, output: NodeJS.WritableStream, o: LinePrompterOptions = {}): Prompter {
+export function linePrompter(
+  input: NodeJS.ReadableStream,
+  output: NodeJS.WritableStream,
+  o: LinePrompterOptions = {},
+): Prompter {
   const rl = createInterface({ input, output, terminal: o.terminal ?? false });
   const typed: string[] = [];
   let waiting: ((line: string | null) => void) | undefined;
@@ -103,7 +107,9 @@ export function argumentsProblem(text: string): string | null {
   } catch (err) {
     return `not JSON (${(err as Error).message})`;
   }
-  return typeof value === 'object' && value !== null && !Array.isArray(value) ? null : 'must be a JSON object, such as {"id": 42}';
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? null
+    : 'must be a JSON object, such as {"id": 42}';
 }
 
 /**
@@ -111,7 +117,12 @@ export function argumentsProblem(text: string): string | null {
  * edit (new JSON arguments); for a client tool, its output; for a question, a number that picks
  * a choice or free text. An empty line (or `s` for an approval) leaves the request for later.
  */
-export async function askForResponse(item: ActionItem, prompter: Prompter, show: (line: string) => void, style: Style): Promise<Asked> {
+export async function askForResponse(
+  item: ActionItem,
+  prompter: Prompter,
+  show: (line: string) => void,
+  style: Style,
+): Promise<Asked> {
   const where = style.dim(`(${item.id})`);
   const ask = async (question: string, field: string, max: number): Promise<string | null> => {
     for (;;) {
@@ -139,7 +150,9 @@ export async function askForResponse(item: ActionItem, prompter: Prompter, show:
           case 'no': {
             const reason = await ask('  reason (the model reads it; Enter for none): ', 'reason', MAX_REASON_CHARS);
             if (reason === null) return 'ended';
-            return reason.trim() ? { id: item.id, approve: false, reason: reason.trim() } : { id: item.id, approve: false };
+            return reason.trim()
+              ? { id: item.id, approve: false, reason: reason.trim() }
+              : { id: item.id, approve: false };
           }
           case 'e':
           case 'edit': {
@@ -185,7 +198,12 @@ export async function askForResponse(item: ActionItem, prompter: Prompter, show:
 }
 
 /** Reads new arguments for an approval until they are a JSON object; `back` on an empty line. */
-async function editArguments(item: ActionItem, prompter: Prompter, show: (line: string) => void, style: Style): Promise<Asked | 'back'> {
+async function editArguments(
+  item: ActionItem,
+  prompter: Prompter,
+  show: (line: string) => void,
+  style: Style,
+): Promise<Asked | 'back'> {
   for (;;) {
     const text = await prompter.ask('  new arguments, one line of JSON (Enter to go back): ');
     if (text === null) return 'ended';

@@ -15,15 +15,25 @@ const ACTION_ID = /^act_([0-9a-z]{21})_\d{1,3}_\d{1,3}$/;
 function runFor(actionId: string, v: Values): string {
   if (v.run) return v.run;
   const m = ACTION_ID.exec(actionId);
-  if (!m) throw new UsageError(`"${actionId.slice(0, 80)}" is not a request id (act_<run>_<depth>_<index>); give the run with --run <run-id>`);
+  if (!m)
+    throw new UsageError(
+      `"${actionId.slice(0, 80)}" is not a request id (act_<run>_<depth>_<index>); give the run with --run <run-id>`,
+    );
   return `run_${m[1]}`;
 }
 
 /** `agentq actions ls|approve|reject|answer`. */
-export async function cmdActions(client: AgentqClient, [sub, id, ...rest]: string[], v: Values, io: Io, style: Style): Promise<number> {
+export async function cmdActions(
+  client: AgentqClient,
+  [sub, id, ...rest]: string[],
+  v: Values,
+  io: Io,
+  style: Style,
+): Promise<number> {
   const out = (s: string) => io.stdout.write(`${s}\n`);
   const needId = (usage: string) => {
-    if (!id || rest.length) throw new UsageError(`agentq actions ${sub} takes one request id: agentq actions ${sub} ${usage}`);
+    if (!id || rest.length)
+      throw new UsageError(`agentq actions ${sub} takes one request id: agentq actions ${sub} ${usage}`);
     return id;
   };
   const answered = (actionId: string, what: string, run: Run) => {
@@ -35,7 +45,8 @@ export async function cmdActions(client: AgentqClient, [sub, id, ...rest]: strin
     case 'list': {
       if (id) throw new UsageError('agentq actions ls takes no arguments (filter with --status pending|resolved)');
       const status = v.status;
-      if (status !== undefined && status !== 'pending' && status !== 'resolved') throw new UsageError(`--status of actions ls is pending or resolved (got "${status}")`);
+      if (status !== undefined && status !== 'pending' && status !== 'resolved')
+        throw new UsageError(`--status of actions ls is pending or resolved (got "${status}")`);
       const limit = int(v.limit, 'limit');
       let items: InboxItem[];
       let next: string | null = null;
@@ -43,9 +54,19 @@ export async function cmdActions(client: AgentqClient, [sub, id, ...rest]: strin
         items = [];
         for await (const i of client.listAllActions({ status, limit })) items.push(i);
       } else ({ data: items, next } = await client.listActions({ status, limit, after: v.after }));
-      if (v.json) return out(JSON.stringify({ data: items, next }, null, 2)), 0;
-      const rows = items.map((i) => [i.id, i.type, i.status === 'pending' ? 'pending' : (i.decision ?? 'resolved'), i.created_at, describeAction(i)]);
-      out(rows.length ? table([['ID', 'TYPE', 'STATUS', 'CREATED', 'WHAT'], ...rows]) : style.dim(status === 'pending' ? 'nothing waits for an answer' : 'no requests'));
+      if (v.json) return (out(JSON.stringify({ data: items, next }, null, 2)), 0);
+      const rows = items.map((i) => [
+        i.id,
+        i.type,
+        i.status === 'pending' ? 'pending' : (i.decision ?? 'resolved'),
+        i.created_at,
+        describeAction(i),
+      ]);
+      out(
+        rows.length
+          ? table([['ID', 'TYPE', 'STATUS', 'CREATED', 'WHAT'], ...rows])
+          : style.dim(status === 'pending' ? 'nothing waits for an answer' : 'no requests'),
+      );
       if (next) out(style.dim(`more: agentq actions ls${status ? ` --status ${status}` : ''} --after ${next}`));
       return 0;
     }
@@ -55,31 +76,49 @@ export async function cmdActions(client: AgentqClient, [sub, id, ...rest]: strin
         const problem = argumentsProblem(v.arguments);
         if (problem) throw new UsageError(`--arguments: ${problem}`);
       }
-      const run = await client.approve(runFor(actionId, v), actionId, v.arguments === undefined ? {} : { arguments: v.arguments });
+      const run = await client.approve(
+        runFor(actionId, v),
+        actionId,
+        v.arguments === undefined ? {} : { arguments: v.arguments },
+      );
       return answered(actionId, v.arguments === undefined ? 'approved' : 'approved with the edited arguments', run);
     }
     case 'reject': {
       const actionId = needId("<action-id> [--reason '<why>'] [--run <run-id>]");
-      if (v.reason !== undefined && v.reason.length > MAX_REASON_CHARS) throw new UsageError(`--reason: at most ${MAX_REASON_CHARS} characters (got ${v.reason.length})`);
+      if (v.reason !== undefined && v.reason.length > MAX_REASON_CHARS)
+        throw new UsageError(`--reason: at most ${MAX_REASON_CHARS} characters (got ${v.reason.length})`);
       return answered(actionId, 'rejected', await client.reject(runFor(actionId, v), actionId, v.reason));
     }
     case 'answer': {
-      if (!id || !rest.length) throw new UsageError('agentq actions answer takes a request id and the answer: agentq actions answer <action-id> <text…> ("-" reads stdin)');
+      if (!id || !rest.length)
+        throw new UsageError(
+          'agentq actions answer takes a request id and the answer: agentq actions answer <action-id> <text…> ("-" reads stdin)',
+        );
       let text = rest.join(' ');
       // Only the final newline of piped text goes: a tool's output keeps its own spacing.
       if (text === '-') text = (io.readStdin ?? (() => readFileSync(0, 'utf8')))().replace(/\r?\n$/, '');
       if (!text) throw new UsageError('agentq actions answer: the answer is empty');
-      if (text.length > MAX_RESPONSE_CHARS) throw new UsageError(`agentq actions answer: the answer is over ${MAX_RESPONSE_CHARS} characters`);
+      if (text.length > MAX_RESPONSE_CHARS)
+        throw new UsageError(`agentq actions answer: the answer is over ${MAX_RESPONSE_CHARS} characters`);
       const runId = runFor(id, v);
       // A client tool takes `output`, a question `answer`: the pending request says which.
       const item = (await client.getRun(runId)).required_action?.items.find((i) => i.id === id);
-      if (item?.type === 'approval') throw new UsageError(`${id} asks to approve a call of ${item.name}: use agentq actions approve or reject`);
+      if (item?.type === 'approval')
+        throw new UsageError(`${id} asks to approve a call of ${item.name}: use agentq actions approve or reject`);
       // A request that no longer waits is sent as an answer all the same: the API then says how
       // it was decided (409) or that it does not know it (404).
       const response: ActionResponse = item?.type === 'client_tool' ? { id, output: text } : { id, answer: text };
-      return answered(id, item?.type === 'client_tool' ? 'output sent' : 'answered', await client.respond(runId, [response]));
+      return answered(
+        id,
+        item?.type === 'client_tool' ? 'output sent' : 'answered',
+        await client.respond(runId, [response]),
+      );
     }
     default:
-      throw new UsageError(sub ? `unknown command "actions ${sub}": use ls, approve, reject or answer` : 'agentq actions needs a command: ls, approve, reject or answer');
+      throw new UsageError(
+        sub
+          ? `unknown command "actions ${sub}": use ls, approve, reject or answer`
+          : 'agentq actions needs a command: ls, approve, reject or answer',
+      );
   }
 }

@@ -5,7 +5,16 @@ import { isTerminalStatus, type Run, type RunStatus } from './types.js';
 // What the CLI's command groups share: exit codes, the streams they write to, the options
 // they parse and small helpers.
 
-export const EXIT = { completed: 0, failed: 1, incomplete: 2, cancelled: 3, apiError: 4, alreadyDecided: 5, usage: 64, interrupted: 130 } as const;
+export const EXIT = {
+  completed: 0,
+  failed: 1,
+  incomplete: 2,
+  cancelled: 3,
+  apiError: 4,
+  alreadyDecided: 5,
+  usage: 64,
+  interrupted: 130,
+} as const;
 
 export const exitFor = (status: RunStatus): number => (isTerminalStatus(status) ? EXIT[status] : EXIT.apiError);
 
@@ -68,4 +77,5 @@ export function table(rows: string[][]): string {
   return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  ')).join('\n');
 }
 
-export const answerOf = (run: Run) => (typeof run.output?.content === 'string' ? run.output.content : run.output ? JSON.stringify(run.output.content) : '');
+export const answerOf = (run: Run) =>
+  typeof run.output?.content === 'string' ? run.output.content : run.output ? JSON.stringify(run.output.content) : '';

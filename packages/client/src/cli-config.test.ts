@@ -14,11 +14,16 @@ const problems = (env: Record<string, string>) => {
 describe('loadCliConfig', () => {
   it('gives the defaults for an empty environment, and treats empty values as unset', () => {
     expect(loadCliConfig({})).toEqual({ url: 'http://127.0.0.1:3000', color: true });
-    expect(loadCliConfig({ AGENTQ_URL: '', AGENTQ_API_KEY: '', NO_COLOR: '' })).toEqual({ url: 'http://127.0.0.1:3000', color: true });
+    expect(loadCliConfig({ AGENTQ_URL: '', AGENTQ_API_KEY: '', NO_COLOR: '' })).toEqual({
+      url: 'http://127.0.0.1:3000',
+      color: true,
+    });
   });
 
   it('takes the URL, the key and NO_COLOR', () => {
-    expect(loadCliConfig({ AGENTQ_URL: 'https://agentq.example.com/', AGENTQ_API_KEY: 'sk-test-1234', NO_COLOR: '1' })).toEqual({
+    expect(
+      loadCliConfig({ AGENTQ_URL: 'https://agentq.example.com/', AGENTQ_API_KEY: 'sk-test-1234', NO_COLOR: '1' }),
+    ).toEqual({
       url: 'https://agentq.example.com/',
       apiKey: 'sk-test-1234',
       color: false,
@@ -27,7 +32,9 @@ describe('loadCliConfig', () => {
 
   it('refuses a URL that is not http(s), in one line naming the variable and the value', () => {
     for (const url of ['localhost:3000', 'ftp://host', 'not a url']) {
-      expect(problems({ AGENTQ_URL: url })).toEqual([`AGENTQ_URL: must be an http:// or https:// URL (got ${JSON.stringify(url)})`]);
+      expect(problems({ AGENTQ_URL: url })).toEqual([
+        `AGENTQ_URL: must be an http:// or https:// URL (got ${JSON.stringify(url)})`,
+      ]);
     }
   });
 
@@ -38,7 +45,10 @@ describe('loadCliConfig', () => {
   });
 
   it('lists every bad variable at once, one line each', () => {
-    expect(problems({ AGENTQ_URL: 'ftp://x', AGENTQ_API_KEY: 'ä' }).map((l) => l.split(':')[0])).toEqual(['AGENTQ_URL', 'AGENTQ_API_KEY']);
+    expect(problems({ AGENTQ_URL: 'ftp://x', AGENTQ_API_KEY: 'ä' }).map((l) => l.split(':')[0])).toEqual([
+      'AGENTQ_URL',
+      'AGENTQ_API_KEY',
+    ]);
   });
 
   it('reads process.env only when given no environment', () => {

@@ -37,7 +37,8 @@ export function urlProblem(url: string): string | null {
  * Why `key` cannot be sent as a bearer key, or null when it can. It goes into a header, where
  * fetch refuses control characters with a TypeError that would read as "cannot reach the API".
  */
-export const apiKeyProblem = (key: string): string | null => (/^[\x21-\x7e]+$/.test(key) ? null : 'must be printable ASCII without spaces');
+export const apiKeyProblem = (key: string): string | null =>
+  /^[\x21-\x7e]+$/.test(key) ? null : 'must be printable ASCII without spaces';
 
 /**
  * Reads the CLI's settings from `env`; throws CliConfigError with one line per bad variable

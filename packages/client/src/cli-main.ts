@@ -86,8 +86,8 @@ export async function main(argv: string[], config: CliConfig, io: Io): Promise<n
     const { values: v, positionals } = parsed;
     const [cmd, ...args] = positionals;
     if (v.help || !cmd || cmd === 'help') {
-      if (!cmd && !v.help) return io.stderr.write(HELP), EXIT.usage;
-      return io.stdout.write(HELP), 0;
+      if (!cmd && !v.help) return (io.stderr.write(HELP), EXIT.usage);
+      return (io.stdout.write(HELP), 0);
     }
     const badUrl = v.url === undefined ? null : urlProblem(v.url);
     if (badUrl) throw new UsageError(`--url ${badUrl} (got "${v.url}")`);
@@ -105,7 +105,12 @@ export async function main(argv: string[], config: CliConfig, io: Io): Promise<n
       case 'tools': {
         const tools = await client.listTools();
         if (v.json) io.stdout.write(`${JSON.stringify(tools, null, 2)}\n`);
-        else io.stdout.write(tools.length ? `${table(tools.map((t) => [t.name, t.description.split('\n')[0]]))}\n` : `${style.dim('no tools')}\n`);
+        else
+          io.stdout.write(
+            tools.length
+              ? `${table(tools.map((t) => [t.name, t.description.split('\n')[0]]))}\n`
+              : `${style.dim('no tools')}\n`,
+          );
         return 0;
       }
       default:
@@ -117,13 +122,15 @@ export async function main(argv: string[], config: CliConfig, io: Io): Promise<n
       return EXIT.usage;
     }
     if (err instanceof ActionResolvedError) {
-      for (const r of err.resolved) io.stderr.write(`agentq: ${r.id} was decided already: ${r.decision}${r.at ? ` at ${r.at}` : ''}\n`);
+      for (const r of err.resolved)
+        io.stderr.write(`agentq: ${r.id} was decided already: ${r.decision}${r.at ? ` at ${r.at}` : ''}\n`);
       if (!err.resolved.length) io.stderr.write(`agentq: ${err.message}\n`);
       return EXIT.alreadyDecided;
     }
     if (err instanceof AgentqApiError) {
       io.stderr.write(`agentq: ${err.status} ${err.code}: ${err.message}\n`);
-      if (Array.isArray(err.details)) for (const d of err.details) io.stderr.write(`  ${d.field ?? ''}: ${d.message ?? JSON.stringify(d)}\n`);
+      if (Array.isArray(err.details))
+        for (const d of err.details) io.stderr.write(`  ${d.field ?? ''}: ${d.message ?? JSON.stringify(d)}\n`);
       return EXIT.apiError;
     }
     if (err instanceof AgentqTimeoutError) {

@@ -19,29 +19,42 @@ function clientTools(arg: string): ClientTool[] {
     try {
       size = statSync(path).size;
     } catch (err) {
-      throw new UsageError(`--client-tools: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+      throw new UsageError(
+        `--client-tools: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+      );
     }
-    if (size > MAX_CLIENT_TOOLS_FILE) throw new UsageError(`--client-tools: ${path} is over ${MAX_CLIENT_TOOLS_FILE} bytes`);
+    if (size > MAX_CLIENT_TOOLS_FILE)
+      throw new UsageError(`--client-tools: ${path} is over ${MAX_CLIENT_TOOLS_FILE} bytes`);
     text = readFileSync(path, 'utf8');
   }
   let tools: unknown;
   try {
     tools = JSON.parse(text);
   } catch {
-    throw new UsageError('--client-tools must be a JSON array of {"type": "function", "function": {"name", …}} (or @file holding one)');
+    throw new UsageError(
+      '--client-tools must be a JSON array of {"type": "function", "function": {"name", …}} (or @file holding one)',
+    );
   }
-  if (!Array.isArray(tools)) throw new UsageError('--client-tools must be a JSON array of {"type": "function", "function": {"name", …}}');
+  if (!Array.isArray(tools))
+    throw new UsageError('--client-tools must be a JSON array of {"type": "function", "function": {"name", …}}');
   return tools as ClientTool[]; // the API checks each tool and names the bad field
 }
 
 /** `--approve-tools`, `--approve-destructive` and their timeout: the run's approval policy, if any. */
 function approvalPolicy(v: Values): ApprovalPolicy | undefined {
-  const tools = v['approve-tools']?.split(',').map((t) => t.trim()).filter(Boolean);
+  const tools = v['approve-tools']
+    ?.split(',')
+    .map((t) => t.trim())
+    .filter(Boolean);
   const timeout = int(v['approval-timeout-ms'], 'approval-timeout-ms');
   const onTimeout = v['on-approval-timeout'];
-  if (onTimeout !== undefined && onTimeout !== 'reject' && onTimeout !== 'stop') throw new UsageError('--on-approval-timeout is reject or stop');
+  if (onTimeout !== undefined && onTimeout !== 'reject' && onTimeout !== 'stop')
+    throw new UsageError('--on-approval-timeout is reject or stop');
   if (!tools?.length && !v['approve-destructive']) {
-    if (timeout !== undefined || onTimeout !== undefined) throw new UsageError('--approval-timeout-ms and --on-approval-timeout go with --approve-tools or --approve-destructive');
+    if (timeout !== undefined || onTimeout !== undefined)
+      throw new UsageError(
+        '--approval-timeout-ms and --on-approval-timeout go with --approve-tools or --approve-destructive',
+      );
     return undefined;
   }
   return {
@@ -63,14 +76,19 @@ function runRequest(input: string, v: Values): CreateRunRequest {
   }
   const body: CreateRunRequest = { input };
   if (v.model) body.model = v.model;
-  if (v.tools) body.tools = v.tools.split(',').map((t) => t.trim()).filter(Boolean);
+  if (v.tools)
+    body.tools = v.tools
+      .split(',')
+      .map((t) => t.trim())
+      .filter(Boolean);
   if (v.instructions) body.instructions = v.instructions;
   if (v['max-depth'] !== undefined) body.max_depth = int(v['max-depth'], 'max-depth');
   if (v['max-total-tokens'] !== undefined) body.max_total_tokens = int(v['max-total-tokens'], 'max-total-tokens');
   if (v['timeout-ms'] !== undefined) body.timeout_ms = int(v['timeout-ms'], 'timeout-ms');
   const policy = v['on-budget-exhausted'];
   if (policy !== undefined) {
-    if (policy !== 'final_answer' && policy !== 'stop') throw new UsageError('--on-budget-exhausted is final_answer or stop');
+    if (policy !== 'final_answer' && policy !== 'stop')
+      throw new UsageError('--on-budget-exhausted is final_answer or stop');
     body.on_budget_exhausted = policy;
   }
   if (v.subagents) body.subagents = { enabled: true };
@@ -86,7 +104,14 @@ function runRequest(input: string, v: Values): CreateRunRequest {
  * Waits for a run, following its events when asked; while it waits for answers, asks for them
  * in the terminal (or says how to give them). Ctrl-C cancels it (twice: quits).
  */
-async function finish(client: AgentqClient, run: Run, v: Values, io: Io, style: Style, progress: (line: string) => void): Promise<Run | 'interrupted'> {
+async function finish(
+  client: AgentqClient,
+  run: Run,
+  v: Values,
+  io: Io,
+  style: Style,
+  progress: (line: string) => void,
+): Promise<Run | 'interrupted'> {
   const quit = new AbortController();
   let interrupts = 0;
   const off = io.onInterrupt?.(() => {
@@ -95,7 +120,12 @@ async function finish(client: AgentqClient, run: Run, v: Values, io: Io, style: 
     client.cancelRun(run.id).catch((err) => progress(style.bad(`cancel failed: ${(err as Error).message}`)));
   });
   // Without --follow no progress line has described a request, so its hint does.
-  const waiting = waitingRunHandler(client, run.id, { openPrompter: io.openPrompter, write: progress, style, describe: !v.follow });
+  const waiting = waitingRunHandler(client, run.id, {
+    openPrompter: io.openPrompter,
+    write: progress,
+    style,
+    describe: !v.follow,
+  });
   try {
     if (!v.follow) {
       // Polled as waitForRun does, looking at each state for requests to answer.
@@ -124,7 +154,13 @@ async function finish(client: AgentqClient, run: Run, v: Values, io: Io, style: 
 }
 
 /** `agentq run <input…>`: starts a run and waits for it (following it with --follow). */
-export async function cmdRun(client: AgentqClient, positionals: string[], v: Values, io: Io, errStyle: Style): Promise<number> {
+export async function cmdRun(
+  client: AgentqClient,
+  positionals: string[],
+  v: Values,
+  io: Io,
+  errStyle: Style,
+): Promise<number> {
   let input = positionals.join(' ');
   if (input === '-') input = (io.readStdin ?? (() => readFileSync(0, 'utf8')))().trim();
   if (!input) throw new UsageError('agentq run needs the input: agentq run "What is 2+2?"');

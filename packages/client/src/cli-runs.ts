@@ -5,7 +5,13 @@ import { isTerminalStatus, type Run, type RunStatus } from './types.js';
 import { howToAnswer } from './waiting-run.js';
 
 /** `agentq runs ls|get|cancel|events`. */
-export async function cmdRuns(client: AgentqClient, [sub, id, ...rest]: string[], v: Values, io: Io, style: Style): Promise<number> {
+export async function cmdRuns(
+  client: AgentqClient,
+  [sub, id, ...rest]: string[],
+  v: Values,
+  io: Io,
+  style: Style,
+): Promise<number> {
   const out = (s: string) => io.stdout.write(`${s}\n`);
   const needId = () => {
     if (!id || rest.length) throw new UsageError(`agentq runs ${sub} takes one run id`);
@@ -22,18 +28,31 @@ export async function cmdRuns(client: AgentqClient, [sub, id, ...rest]: string[]
         runs = [];
         for await (const r of client.listAllRuns({ status, limit })) runs.push(r);
       } else ({ data: runs, next } = await client.listRuns({ status, limit, after: v.after }));
-      if (v.json) return out(JSON.stringify(v.all ? { data: runs, next: null } : { data: runs, next }, null, 2)), 0;
-      const rows = runs.map((r) => [r.id, r.status, r.stop_reason ?? '-', `${r.depth}`, `${r.usage_total.total_tokens}`, r.model, r.created_at]);
-      out(rows.length ? table([['ID', 'STATUS', 'STOP', 'DEPTH', 'TOKENS', 'MODEL', 'CREATED'], ...rows]) : style.dim('no runs'));
+      if (v.json) return (out(JSON.stringify(v.all ? { data: runs, next: null } : { data: runs, next }, null, 2)), 0);
+      const rows = runs.map((r) => [
+        r.id,
+        r.status,
+        r.stop_reason ?? '-',
+        `${r.depth}`,
+        `${r.usage_total.total_tokens}`,
+        r.model,
+        r.created_at,
+      ]);
+      out(
+        rows.length
+          ? table([['ID', 'STATUS', 'STOP', 'DEPTH', 'TOKENS', 'MODEL', 'CREATED'], ...rows])
+          : style.dim('no runs'),
+      );
       if (next) out(style.dim(`more: agentq runs ls --after ${next}`));
       return 0;
     }
     case 'get': {
       const run = await client.getRun(needId());
-      if (v.json) return out(JSON.stringify(run, null, 2)), 0;
+      if (v.json) return (out(JSON.stringify(run, null, 2)), 0);
       out(`${style.bold(run.id)} · ${run.model}${run.parent_run_id ? ` · sub-run of ${run.parent_run_id}` : ''}`);
       out(isTerminalStatus(run.status) ? summary(run, style) : `${run.status} · depth ${run.depth}/${run.max_depth}`);
-      for (const item of run.required_action?.items ?? []) out(`  ⏸ ${describeAction(item)} ${style.dim(`· ${item.id}`)}\n    ${howToAnswer(item)}`);
+      for (const item of run.required_action?.items ?? [])
+        out(`  ⏸ ${describeAction(item)} ${style.dim(`· ${item.id}`)}\n    ${howToAnswer(item)}`);
       const answer = answerOf(run);
       if (answer) out(`\n${answer}`);
       return 0;
@@ -55,6 +74,10 @@ export async function cmdRuns(client: AgentqClient, [sub, id, ...rest]: string[]
       return status ? exitFor(status) : EXIT.apiError;
     }
     default:
-      throw new UsageError(sub ? `unknown command "runs ${sub}": use ls, get, cancel or events` : 'agentq runs needs a command: ls, get, cancel or events');
+      throw new UsageError(
+        sub
+          ? `unknown command "runs ${sub}": use ls, get, cancel or events`
+          : 'agentq runs needs a command: ls, get, cancel or events',
+      );
   }
 }

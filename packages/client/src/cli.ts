@@ -22,7 +22,10 @@ if (config) {
     // Asked only when a person can see the question and type the answer.
     openPrompter: () =>
       process.stdin.isTTY && process.stderr.isTTY
-        ? linePrompter(process.stdin, process.stderr, { terminal: true, onInterrupt: () => process.kill(process.pid, 'SIGINT') })
+        ? linePrompter(process.stdin, process.stderr, {
+            terminal: true,
+            onInterrupt: () => process.kill(process.pid, 'SIGINT'),
+          })
         : null,
   });
 }

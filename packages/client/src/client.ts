@@ -89,10 +89,23 @@ export class AgentqClient {
     return h;
   }
 
-  private async request<T>(method: string, path: string, o: RequestOptions & { body?: unknown; query?: Record<string, string | number | undefined>; headers?: Record<string, string> } = {}): Promise<T> {
+  private async request<T>(
+    method: string,
+    path: string,
+    o: RequestOptions & {
+      body?: unknown;
+      query?: Record<string, string | number | undefined>;
+      headers?: Record<string, string>;
+    } = {},
+  ): Promise<T> {
     const headers = this.headersFor(o.headers);
     if (o.body !== undefined) headers.set('content-type', 'application/json');
-    const res = await this.fetchImpl(this.url(path, o.query), { method, headers, body: o.body === undefined ? undefined : JSON.stringify(o.body), signal: o.signal });
+    const res = await this.fetchImpl(this.url(path, o.query), {
+      method,
+      headers,
+      body: o.body === undefined ? undefined : JSON.stringify(o.body),
+      signal: o.signal,
+    });
     if (!res.ok) throw await AgentqApiError.from(res);
     return (await res.json()) as T;
   }
@@ -103,7 +116,11 @@ export class AgentqClient {
 
   /** Starts a run. With an idempotency key, a retry returns the same run instead of a second one. */
   createRun(body: CreateRunRequest, opts: RequestOptions & { idempotencyKey?: string } = {}): Promise<Run> {
-    return this.request('POST', '/v1/runs', { body, signal: opts.signal, headers: opts.idempotencyKey ? { 'idempotency-key': opts.idempotencyKey } : {} });
+    return this.request('POST', '/v1/runs', {
+      body,
+      signal: opts.signal,
+      headers: opts.idempotencyKey ? { 'idempotency-key': opts.idempotencyKey } : {},
+    });
   }
 
   getRun(id: string, opts: RequestOptions = {}): Promise<Run> {
@@ -112,7 +129,10 @@ export class AgentqClient {
 
   /** One page of runs, newest first. */
   listRuns(params: ListRunsParams = {}, opts: RequestOptions = {}): Promise<RunList> {
-    return this.request('GET', '/v1/runs', { ...opts, query: { status: params.status, limit: params.limit, after: params.after } });
+    return this.request('GET', '/v1/runs', {
+      ...opts,
+      query: { status: params.status, limit: params.limit, after: params.after },
+    });
   }
 
   /** Every run (of a status), newest first, page after page as the iteration goes. */
@@ -154,11 +174,17 @@ export class AgentqClient {
 
   /** One page of the key's requests for an answer across all its runs, newest first. */
   listActions(params: ListActionsParams = {}, opts: RequestOptions = {}): Promise<ActionList> {
-    return this.request('GET', '/v1/actions', { ...opts, query: { status: params.status, limit: params.limit, after: params.after } });
+    return this.request('GET', '/v1/actions', {
+      ...opts,
+      query: { status: params.status, limit: params.limit, after: params.after },
+    });
   }
 
   /** Every request (of a status), newest first, page after page as the iteration goes. */
-  async *listAllActions(params: Omit<ListActionsParams, 'after'> = {}, opts: RequestOptions = {}): AsyncGenerator<InboxItem> {
+  async *listAllActions(
+    params: Omit<ListActionsParams, 'after'> = {},
+    opts: RequestOptions = {},
+  ): AsyncGenerator<InboxItem> {
     let after: string | undefined;
     do {
       const page = await this.listActions({ ...params, after }, opts);
@@ -180,8 +206,16 @@ export class AgentqClient {
    * Approves a tool call; with `arguments` (JSON text, or an object to serialise) it runs with
    * those instead, once they pass the tool's input schema (else a 400 naming the problem).
    */
-  approve(runId: string, actionId: string, o: { arguments?: string | Record<string, unknown> } = {}, opts: RequestOptions = {}): Promise<Run> {
-    const edited = o.arguments === undefined ? {} : { arguments: typeof o.arguments === 'string' ? o.arguments : JSON.stringify(o.arguments) };
+  approve(
+    runId: string,
+    actionId: string,
+    o: { arguments?: string | Record<string, unknown> } = {},
+    opts: RequestOptions = {},
+  ): Promise<Run> {
+    const edited =
+      o.arguments === undefined
+        ? {}
+        : { arguments: typeof o.arguments === 'string' ? o.arguments : JSON.stringify(o.arguments) };
     return this.respond(runId, [{ id: actionId, approve: true, ...edited }], opts);
   }
 
@@ -212,8 +246,17 @@ export class AgentqClient {
       last = await this.getRun(id, { signal: opts.signal });
       return isTerminalStatus(last.status) ? last : undefined;
     };
-    const poller = { timeoutMs, intervalMs: opts.pollIntervalMs ?? 200, maxIntervalMs: opts.maxPollIntervalMs ?? 2000, signal: opts.signal };
-    return poll(finished, poller, () => new AgentqTimeoutError(`run ${id} is still ${last?.status ?? 'unknown'} after ${timeoutMs} ms`, last));
+    const poller = {
+      timeoutMs,
+      intervalMs: opts.pollIntervalMs ?? 200,
+      maxIntervalMs: opts.maxPollIntervalMs ?? 2000,
+      signal: opts.signal,
+    };
+    return poll(
+      finished,
+      poller,
+      () => new AgentqTimeoutError(`run ${id} is still ${last?.status ?? 'unknown'} after ${timeoutMs} ms`, last),
+    );
   }
 
   /**
@@ -234,7 +277,9 @@ export class AgentqClient {
     return poll(ready, poller, (err) => {
       const cause = (err as { cause?: { code?: string; message?: string } } | undefined)?.cause;
       const detail = cause?.code ?? cause?.message;
-      const why = err ? `${(err as Error).message}${detail ? ` (${detail})` : ''}` : `tools not offered yet: ${missing.join(', ')}`;
+      const why = err
+        ? `${(err as Error).message}${detail ? ` (${detail})` : ''}`
+        : `tools not offered yet: ${missing.join(', ')}`;
       return new AgentqTimeoutError(`${this.baseUrl} is not ready after ${timeoutMs} ms: ${why}`, undefined);
     });
   }

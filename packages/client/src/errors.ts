@@ -17,13 +17,18 @@ export class AgentqApiError extends Error {
       const { error } = JSON.parse(text) as { error?: { code?: unknown; message?: unknown; details?: unknown } };
       if (error && typeof error.code === 'string') {
         const message = String(error.message ?? error.code);
-        if (res.status === 409 && error.code === ActionResolvedError.CODE) return new ActionResolvedError(message, error.details);
+        if (res.status === 409 && error.code === ActionResolvedError.CODE)
+          return new ActionResolvedError(message, error.details);
         return new AgentqApiError(res.status, error.code, message, error.details);
       }
     } catch {
       // not the contract's shape: fall through
     }
-    return new AgentqApiError(res.status, `http_${res.status}`, `${res.status} ${res.statusText}${text ? `: ${text.slice(0, 200)}` : ''}`);
+    return new AgentqApiError(
+      res.status,
+      `http_${res.status}`,
+      `${res.status} ${res.statusText}${text ? `: ${text.slice(0, 200)}` : ''}`,
+    );
   }
 }
 
@@ -49,8 +54,15 @@ export class ActionResolvedError extends AgentqApiError {
     super(409, ActionResolvedError.CODE, message, details);
     this.resolved = Array.isArray(details)
       ? details
-          .filter((d): d is Record<string, unknown> => typeof d === 'object' && d !== null && typeof (d as { id?: unknown }).id === 'string')
-          .map((d) => ({ id: d.id as string, decision: String(d.decision ?? 'unknown'), at: typeof d.at === 'string' ? d.at : null }))
+          .filter(
+            (d): d is Record<string, unknown> =>
+              typeof d === 'object' && d !== null && typeof (d as { id?: unknown }).id === 'string',
+          )
+          .map((d) => ({
+            id: d.id as string,
+            decision: String(d.decision ?? 'unknown'),
+            at: typeof d.at === 'string' ? d.at : null,
+          }))
       : [];
   }
 }

@@ -4,7 +4,8 @@ import { AgentqApiError } from './errors.js';
 const TRANSIENT = new Set([429, 502, 503, 504]);
 
 /** True for an error that may go away by itself: a 429/5xx above, or fetch's TypeError for a dropped or refused connection. */
-export const isTransient = (err: unknown): boolean => (err instanceof AgentqApiError ? TRANSIENT.has(err.status) : err instanceof TypeError);
+export const isTransient = (err: unknown): boolean =>
+  err instanceof AgentqApiError ? TRANSIENT.has(err.status) : err instanceof TypeError;
 
 /** Resolves after `ms`, or rejects with the signal's reason when it aborts first. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
@@ -36,7 +37,11 @@ export interface PollOptions {
  * transient error (isTransient) counts as "not yet"; any other error, or the signal, ends the
  * wait. At the deadline throws what `timedOut(lastError)` builds.
  */
-export async function poll<T>(check: () => Promise<T | undefined>, o: PollOptions, timedOut: (lastError: unknown) => Error): Promise<T> {
+export async function poll<T>(
+  check: () => Promise<T | undefined>,
+  o: PollOptions,
+  timedOut: (lastError: unknown) => Error,
+): Promise<T> {
   const deadline = Date.now() + o.timeoutMs;
   let interval = o.intervalMs;
   let lastError: unknown;

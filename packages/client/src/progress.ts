@@ -77,13 +77,17 @@ export function progressPrinter(write: (line: string) => void, opts: ProgressOpt
         break;
       case 'step.started':
         stepStarted.set(e.data.depth, when(e));
-        write(`${style.bold(`step ${e.data.depth}`)} ${style.dim(`· ${e.data.model}${e.data.tools_disabled ? ' · tools disabled (budget reached)' : ''}`)}`);
+        write(
+          `${style.bold(`step ${e.data.depth}`)} ${style.dim(`· ${e.data.model}${e.data.tools_disabled ? ' · tools disabled (budget reached)' : ''}`)}`,
+        );
         break;
       case 'step.completed': {
         const started = stepStarted.get(e.data.depth);
         const u = e.data.usage;
         const what = e.data.tool_calls.length ? plural(e.data.tool_calls.length, 'tool call') : 'answer';
-        write(`  ${style.dim(`${what} · ${u.total_tokens} tokens (${u.prompt_tokens} + ${u.completion_tokens})${started ? ` · ${ms(when(e) - started)}` : ''}`)}`);
+        write(
+          `  ${style.dim(`${what} · ${u.total_tokens} tokens (${u.prompt_tokens} + ${u.completion_tokens})${started ? ` · ${ms(when(e) - started)}` : ''}`)}`,
+        );
         for (const t of e.data.tool_calls) {
           toolNames.set(t.id, t.name);
           write(`  → ${t.name} ${style.dim(clip(t.arguments))}`);
@@ -94,21 +98,32 @@ export function progressPrinter(write: (line: string) => void, opts: ProgressOpt
         if (e.data.attempt > 1) write(`  ↻ ${e.data.name} ${style.dim(`attempt ${e.data.attempt}`)}`);
         break;
       case 'tool.completed':
-        write(`  ${e.data.is_error ? style.bad('✗') : style.ok('✓')} ${e.data.name} ${style.dim(`${ms(e.data.duration_ms)}${e.data.is_error ? ' · error' : ''}`)}`);
+        write(
+          `  ${e.data.is_error ? style.bad('✗') : style.ok('✓')} ${e.data.name} ${style.dim(`${ms(e.data.duration_ms)}${e.data.is_error ? ' · error' : ''}`)}`,
+        );
         if (opts.toolOutputs) write(`    ${style.dim(clip(oneLine(e.data.output), 160))}`);
         break;
       case 'subrun.started':
-        write(`  ↳ sub-run ${e.data.run_id} ${style.dim(`started by ${toolNames.get(e.data.tool_call_id) ?? 'a tool call'}`)}`);
+        write(
+          `  ↳ sub-run ${e.data.run_id} ${style.dim(`started by ${toolNames.get(e.data.tool_call_id) ?? 'a tool call'}`)}`,
+        );
         break;
       case 'subrun.completed':
-        write(`  ↳ sub-run ${e.data.run_id} ${e.data.status === 'completed' ? style.ok(e.data.status) : style.bad(e.data.status)}`);
+        write(
+          `  ↳ sub-run ${e.data.run_id} ${e.data.status === 'completed' ? style.ok(e.data.status) : style.bad(e.data.status)}`,
+        );
         break;
       case 'action.required':
-        for (const item of e.data.items) write(`  ⏸ ${describeAction(item)} ${style.dim(`· ${item.id}${item.expires_at ? ` · expires ${item.expires_at}` : ''}`)}`);
+        for (const item of e.data.items)
+          write(
+            `  ⏸ ${describeAction(item)} ${style.dim(`· ${item.id}${item.expires_at ? ` · expires ${item.expires_at}` : ''}`)}`,
+          );
         break;
       case 'action.resolved': {
         const yes = e.data.decision === 'approved' || e.data.decision === 'answered';
-        write(`  ${yes ? style.ok('✓') : style.bad('✗')} ${e.data.id} ${yes ? style.ok(e.data.decision) : style.bad(e.data.decision)}`);
+        write(
+          `  ${yes ? style.ok('✓') : style.bad('✗')} ${e.data.id} ${yes ? style.ok(e.data.decision) : style.bad(e.data.decision)}`,
+        );
         break;
       }
       case 'run.completed':

@@ -19,7 +19,13 @@ async function all(chunks: string[]): Promise<SseMessage[]> {
 
 describe('parseSse', () => {
   it('parses ids, types, multi-line data and retry; skips comments', async () => {
-    expect(await all([': keep-alive\n\n', 'id: 1-0\nevent: run.queued\ndata: {"a":1}\n\n', 'retry: 500\ndata: line 1\ndata: line 2\n\n'])).toEqual([
+    expect(
+      await all([
+        ': keep-alive\n\n',
+        'id: 1-0\nevent: run.queued\ndata: {"a":1}\n\n',
+        'retry: 500\ndata: line 1\ndata: line 2\n\n',
+      ]),
+    ).toEqual([
       { id: '1-0', event: 'run.queued', data: '{"a":1}' },
       { id: '1-0', event: 'message', data: 'line 1\nline 2', retry: 500 },
     ]);

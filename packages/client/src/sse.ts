@@ -20,7 +20,14 @@ export async function* parseSse(body: ReadableStream<Uint8Array>): AsyncGenerato
   let retry: number | undefined;
   const line = (l: string): SseMessage | null => {
     if (l === '') {
-      const msg = data.length ? { ...(id !== undefined ? { id } : {}), event: event || 'message', data: data.join('\n'), ...(retry !== undefined ? { retry } : {}) } : null;
+      const msg = data.length
+        ? {
+            ...(id !== undefined ? { id } : {}),
+            event: event || 'message',
+            data: data.join('\n'),
+            ...(retry !== undefined ? { retry } : {}),
+          }
+        : null;
       data = [];
       event = '';
       retry = undefined;

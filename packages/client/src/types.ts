@@ -3,12 +3,20 @@
 
 export type RunStatus = 'queued' | 'running' | 'requires_action' | 'completed' | 'failed' | 'cancelled' | 'incomplete';
 export type TerminalStatus = 'completed' | 'failed' | 'cancelled' | 'incomplete';
-export type StopReason = 'stop' | 'max_depth' | 'max_total_tokens' | 'timeout' | 'approval_timeout' | 'cancelled' | 'error';
+export type StopReason =
+  | 'stop'
+  | 'max_depth'
+  | 'max_total_tokens'
+  | 'timeout'
+  | 'approval_timeout'
+  | 'cancelled'
+  | 'error';
 
 export const TERMINAL_STATUSES: readonly TerminalStatus[] = ['completed', 'failed', 'cancelled', 'incomplete'];
 
 /** True once a run can change no more. */
-export const isTerminalStatus = (s: RunStatus): s is TerminalStatus => (TERMINAL_STATUSES as readonly string[]).includes(s);
+export const isTerminalStatus = (s: RunStatus): s is TerminalStatus =>
+  (TERMINAL_STATUSES as readonly string[]).includes(s);
 
 export interface Usage {
   prompt_tokens: number;
@@ -115,7 +123,12 @@ export interface AnswerResponse {
   answer: string;
 }
 /** One response of `POST /v1/runs/:id/actions`: an approval takes `approve`, a client tool `output`, a question `answer`. */
-export type ActionResponse = ApproveResponse | ApproveEditedResponse | RejectResponse | ToolOutputResponse | AnswerResponse;
+export type ActionResponse =
+  | ApproveResponse
+  | ApproveEditedResponse
+  | RejectResponse
+  | ToolOutputResponse
+  | AnswerResponse;
 
 /** The longest output, answer or edited arguments one response may carry (characters). */
 export const MAX_RESPONSE_CHARS = 1_000_000;
@@ -164,7 +177,13 @@ export interface CreateRunRequest {
   /** @defaultValue "final_answer" */
   on_budget_exhausted?: 'final_answer' | 'stop';
   subagents?: { enabled?: boolean; max_nesting?: number; max_batch?: number };
-  response_format?: { type: 'text' } | { type: 'json_object' } | { type: 'json_schema'; json_schema: { name: string; schema?: Record<string, unknown>; strict?: boolean | null; description?: string } };
+  response_format?:
+    | { type: 'text' }
+    | { type: 'json_object' }
+    | {
+        type: 'json_schema';
+        json_schema: { name: string; schema?: Record<string, unknown>; strict?: boolean | null; description?: string };
+      };
   context?: string | Array<{ name: string; text: string }>;
   webhook?: { url: string; secret?: string };
   /** Which tool calls wait for a yes before they run (sub-runs inherit it). */
@@ -314,9 +333,16 @@ export interface RunEventCommon {
 }
 
 /** One event of a run's stream: `id` resumes the stream after it. */
-export type RunEvent = { [T in RunEventType]: { id: string; event: T; data: RunEventData[T] & RunEventCommon } }[RunEventType];
+export type RunEvent = {
+  [T in RunEventType]: { id: string; event: T; data: RunEventData[T] & RunEventCommon };
+}[RunEventType];
 
-export const TERMINAL_EVENTS: readonly RunEventType[] = ['run.completed', 'run.failed', 'run.cancelled', 'run.incomplete'];
+export const TERMINAL_EVENTS: readonly RunEventType[] = [
+  'run.completed',
+  'run.failed',
+  'run.cancelled',
+  'run.incomplete',
+];
 
 /** The body of a webhook POST: a run ended, or (`run.requires_action`) something of its tree started waiting. */
 export interface WebhookPayload {

@@ -17,7 +17,8 @@ export function howToAnswer(item: ActionItem): string {
 }
 
 const sent = (r: ActionResponse): string => {
-  if ('approve' in r) return r.approve ? ('arguments' in r ? 'approved with the edited arguments' : 'approved') : 'rejected';
+  if ('approve' in r)
+    return r.approve ? ('arguments' in r ? 'approved with the edited arguments' : 'approved') : 'rejected';
   return 'output' in r ? 'output sent' : 'answer sent';
 };
 
@@ -37,7 +38,11 @@ export interface WaitingRunOptions {
  * decided meanwhile is reported), or, with no terminal, prints how to answer from elsewhere.
  * Answers go to `runId` (the root), which takes its sub-runs' requests too.
  */
-export function waitingRunHandler(client: AgentqClient, runId: string, o: WaitingRunOptions): (items: ActionItem[]) => Promise<void> {
+export function waitingRunHandler(
+  client: AgentqClient,
+  runId: string,
+  o: WaitingRunOptions,
+): (items: ActionItem[]) => Promise<void> {
   const seen = new Set<string>();
   let inputEnded = false;
   const { write, style } = o;
@@ -62,7 +67,9 @@ export function waitingRunHandler(client: AgentqClient, runId: string, o: Waitin
       } catch (err) {
         if (err instanceof ActionResolvedError) {
           const d = err.resolved.find((r) => r.id === item.id);
-          write(style.bad(`  ${item.id} was decided already: ${d?.decision ?? 'unknown'}${d?.at ? ` at ${d.at}` : ''}`));
+          write(
+            style.bad(`  ${item.id} was decided already: ${d?.decision ?? 'unknown'}${d?.at ? ` at ${d.at}` : ''}`),
+          );
           return 'settled';
         }
         // A 400 is about this answer (an edit that does not fit the tool's schema): ask again.

@@ -16,7 +16,9 @@ export interface VerifyWebhookOptions {
 
 const header = (h: VerifyWebhookOptions['headers'], name: string): string | undefined => {
   if (typeof (h as Headers).get === 'function') return (h as Headers).get(name) ?? undefined;
-  const v = (h as Record<string, string | string[] | undefined>)[name] ?? Object.entries(h).find(([k]) => k.toLowerCase() === name)?.[1];
+  const v =
+    (h as Record<string, string | string[] | undefined>)[name] ??
+    Object.entries(h).find(([k]) => k.toLowerCase() === name)?.[1];
   return Array.isArray(v) ? v.join(' ') : v;
 };
 
@@ -53,11 +55,13 @@ export async function verifyWebhook(opts: VerifyWebhookOptions): Promise<Webhook
   const id = header(opts.headers, 'webhook-id');
   const ts = header(opts.headers, 'webhook-timestamp');
   const sigs = header(opts.headers, 'webhook-signature');
-  if (!id || !ts || !sigs) throw new WebhookVerificationError('missing webhook-id, webhook-timestamp or webhook-signature header');
+  if (!id || !ts || !sigs)
+    throw new WebhookVerificationError('missing webhook-id, webhook-timestamp or webhook-signature header');
   if (!/^\d+$/.test(ts)) throw new WebhookVerificationError('webhook-timestamp is not unix seconds');
   const tolerance = opts.toleranceSeconds ?? 300;
   const now = Math.floor((opts.now ?? Date.now()) / 1000);
-  if (Math.abs(now - Number(ts)) > tolerance) throw new WebhookVerificationError(`webhook-timestamp is more than ${tolerance} s from now`);
+  if (Math.abs(now - Number(ts)) > tolerance)
+    throw new WebhookVerificationError(`webhook-timestamp is more than ${tolerance} s from now`);
 
   // Signed over the raw bytes, so a body that is not valid UTF-8 cannot be re-encoded into a match.
   const body = typeof opts.body === 'string' ? new TextEncoder().encode(opts.body) : opts.body;
@@ -65,7 +69,13 @@ export async function verifyWebhook(opts: VerifyWebhookOptions): Promise<Webhook
   const signed = new Uint8Array(head.length + body.length);
   signed.set(head);
   signed.set(body, head.length);
-  const key = await crypto.subtle.importKey('raw', secretKey(opts.secret) as Uint8Array<ArrayBuffer>, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+  const key = await crypto.subtle.importKey(
+    'raw',
+    secretKey(opts.secret) as Uint8Array<ArrayBuffer>,
+    { name: 'HMAC', hash: 'SHA-256' },
+    false,
+    ['sign'],
+  );
   const expected = new Uint8Array(await crypto.subtle.sign('HMAC', key, signed));
   let ok = false;
   for (const entry of sigs.split(' ')) {

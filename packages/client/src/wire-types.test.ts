@@ -45,22 +45,37 @@ type Sent<S extends z.ZodType> = Known<z.output<S>>;
 export type ActionItemReceived = Fits<Sent<typeof actionItemSchema>, ActionItem>;
 export type RunReceived = Fits<Sent<typeof runObjectSchema>, Run>;
 export type StepToolCallReceived = Fits<Sent<typeof stepToolCallSchema>, StepToolCall>;
-export type ActionRequiredReceived = Fits<Sent<(typeof runEventDataSchemas)['action.required']>, RunEventData['action.required'] & RunEventCommon>;
-export type ActionResolvedReceived = Fits<Sent<(typeof runEventDataSchemas)['action.resolved']>, RunEventData['action.resolved'] & RunEventCommon>;
+export type ActionRequiredReceived = Fits<
+  Sent<(typeof runEventDataSchemas)['action.required']>,
+  RunEventData['action.required'] & RunEventCommon
+>;
+export type ActionResolvedReceived = Fits<
+  Sent<(typeof runEventDataSchemas)['action.resolved']>,
+  RunEventData['action.resolved'] & RunEventCommon
+>;
 export type WebhookTypeReceived = Fits<z.output<typeof webhookPayloadSchema>['type'], WebhookPayload['type']>;
 // ...and the client names no field the service does not send.
 export type ActionItemFields = Fits<keyof ActionItem, keyof Sent<typeof actionItemSchema>>;
 export type RunFields = Fits<keyof Run, keyof Sent<typeof runObjectSchema>>;
 export type StepToolCallFields = Fits<keyof StepToolCall, keyof Sent<typeof stepToolCallSchema>>;
-export type ApprovalRecordFields = Fits<keyof NonNullable<StepToolCall['approval']>, keyof NonNullable<Sent<typeof stepToolCallSchema>['approval']>>;
+export type ApprovalRecordFields = Fits<
+  keyof NonNullable<StepToolCall['approval']>,
+  keyof NonNullable<Sent<typeof stepToolCallSchema>['approval']>
+>;
 export type WebhookTypePromised = Fits<WebhookPayload['type'], z.output<typeof webhookPayloadSchema>['type']>;
 export type StatusesMatch = [Fits<RunStatus, ServerRunStatus>, Fits<ServerRunStatus, RunStatus>];
 export type StopReasonsMatch = [Fits<StopReason, ServerStopReason>, Fits<ServerStopReason, StopReason>];
 export type DecisionsMatch = [Fits<ActionDecision, ActionDecisionKind>, Fits<ActionDecisionKind, ActionDecision>];
-export type InboxStatusesMatch = [Fits<InboxItem['status'], NonNullable<ListActionsParams['status']>>, Fits<NonNullable<z.output<typeof listActionsQuerySchema>['status']>, InboxItem['status']>];
+export type InboxStatusesMatch = [
+  Fits<InboxItem['status'], NonNullable<ListActionsParams['status']>>,
+  Fits<NonNullable<z.output<typeof listActionsQuerySchema>['status']>, InboxItem['status']>,
+];
 // What the client sends is what the service takes.
 export type ResponsesAccepted = Fits<ActionResponse, z.input<typeof actionResponseSchema>>;
-export type ApprovalAccepted = Fits<NonNullable<CreateRunRequest['approval']>['on_timeout'], 'reject' | 'stop' | undefined>;
+export type ApprovalAccepted = Fits<
+  NonNullable<CreateRunRequest['approval']>['on_timeout'],
+  'reject' | 'stop' | undefined
+>;
 
 describe('the client wire types against the service schemas', () => {
   it('sends every one of the five response shapes in a form the service accepts', () => {
@@ -77,7 +92,8 @@ describe('the client wire types against the service schemas', () => {
 
   it('has the service limits of a response', () => {
     expect(MAX_RESPONSE_CHARS).toBe(SERVER_MAX_RESPONSE_CHARS);
-    const reason = (n: number) => actionResponseSchema.safeParse({ id: 'act_x', approve: false, reason: 'r'.repeat(n) }).success;
+    const reason = (n: number) =>
+      actionResponseSchema.safeParse({ id: 'act_x', approve: false, reason: 'r'.repeat(n) }).success;
     expect(reason(MAX_REASON_CHARS)).toBe(true);
     expect(reason(MAX_REASON_CHARS + 1)).toBe(false);
   });

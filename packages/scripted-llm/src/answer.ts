@@ -13,7 +13,12 @@ export interface Answer {
 }
 
 /** Normalise a text or tool-call reply; `nextCallId` supplies ids the reply leaves out. */
-export function toAnswer(req: ChatRequest, reply: TextReply | ToolCallReply, id: string, nextCallId: () => string): Answer {
+export function toAnswer(
+  req: ChatRequest,
+  reply: TextReply | ToolCallReply,
+  id: string,
+  nextCallId: () => string,
+): Answer {
   const toolCalls = (reply.tool_calls ?? []).map((c) => ({
     id: c.id ?? nextCallId(),
     name: c.name,

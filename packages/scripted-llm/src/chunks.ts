@@ -20,14 +20,23 @@ export function answerChunks(a: Answer, includeUsage: boolean): object[] {
   for (const piece of splitWords(a.content ?? '')) out.push(chunk(a, { content: piece }));
   a.toolCalls.forEach((c, index) => {
     // The first delta of a call names it; later ones only append to its arguments, as the real API does.
-    out.push(chunk(a, { tool_calls: [{ index, id: c.id, type: 'function', function: { name: c.name, arguments: '' } }] }));
+    out.push(
+      chunk(a, { tool_calls: [{ index, id: c.id, type: 'function', function: { name: c.name, arguments: '' } }] }),
+    );
     for (const piece of splitArguments(c.arguments)) {
       out.push(chunk(a, { tool_calls: [{ index, function: { arguments: piece } }] }));
     }
   });
   out.push(chunk(a, {}, a.finishReason));
   if (includeUsage) {
-    out.push({ id: a.id, object: 'chat.completion.chunk', created: a.created, model: a.model, choices: [], usage: a.usage });
+    out.push({
+      id: a.id,
+      object: 'chat.completion.chunk',
+      created: a.created,
+      model: a.model,
+      choices: [],
+      usage: a.usage,
+    });
   }
   return out;
 }

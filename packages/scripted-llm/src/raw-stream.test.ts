@@ -9,7 +9,11 @@ beforeAll(async () => {
 afterAll(async () => llm?.close());
 
 const post = (stream: boolean) =>
-  fetch(`${llm.baseURL}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', messages: [], stream }) });
+  fetch(`${llm.baseURL}/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'm', messages: [], stream }),
+  });
 
 describe('a scripted raw stream', () => {
   it('sends the chunks as they are, one event each, then [DONE]', async () => {

@@ -80,7 +80,11 @@ describe('scripted LLM server', () => {
     const { client } = await start((req, { callIndex }) =>
       callIndex === 0
         ? { tool_calls: [{ name: 'lookup', arguments: { q: 'x' } }], usage: { prompt_tokens: 100 } }
-        : { content: `got ${toolResults(req).map((r) => `${r.tool_call_id}=${r.content}`).join(',')}` },
+        : {
+            content: `got ${toolResults(req)
+              .map((r) => `${r.tool_call_id}=${r.content}`)
+              .join(',')}`,
+          },
     );
     const first = await client.chat.completions.create({ model: 'm', messages });
     expect(first.object).toBe('chat.completion');

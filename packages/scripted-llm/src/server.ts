@@ -71,7 +71,11 @@ export async function startScriptedLlm(opts: {
       const after = reply.afterChunks ?? 0;
       if (stream && after > 0) {
         res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
-        const filler = fillerChunks({ id: `chatcmpl-${++completions}`, model: body.model, created: Math.floor(Date.now() / 1000) });
+        const filler = fillerChunks({
+          id: `chatcmpl-${++completions}`,
+          model: body.model,
+          created: Math.floor(Date.now() / 1000),
+        });
         for (let i = 0; i < after; i++) {
           if (!(await writeEvent(res, JSON.stringify(filler.next().value), signal))) return;
         }
@@ -80,7 +84,11 @@ export async function startScriptedLlm(opts: {
       return;
     }
     if ('rawChunks' in reply) {
-      if (!stream) return sendError(res, 400, { message: 'A scripted raw stream needs "stream": true.', code: 'raw_needs_stream' });
+      if (!stream)
+        return sendError(res, 400, {
+          message: 'A scripted raw stream needs "stream": true.',
+          code: 'raw_needs_stream',
+        });
       res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
       for (const c of reply.rawChunks) if (!(await writeEvent(res, JSON.stringify(c), signal))) return;
       if (await writeEvent(res, '[DONE]', signal)) res.end();

@@ -29,5 +29,9 @@ export function estimateUsage(
   const outChars = toolCalls.reduce((n, c) => n + c.name.length + c.arguments.length, content?.length ?? 0);
   const prompt = given.prompt_tokens ?? tokens(messages.reduce((n: number, m) => n + messageChars(m), 0));
   const completion = given.completion_tokens ?? tokens(outChars);
-  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: given.total_tokens ?? prompt + completion };
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: given.total_tokens ?? prompt + completion,
+  };
 }

@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { compileAllowlist } from './allowlist.js';
 
-const names = ['crm__search_contacts', 'crm__get_contact', 'crm__update_contact', 'everything__echo', 'everything__add', 'memory__read_graph'];
+const names = [
+  'crm__search_contacts',
+  'crm__get_contact',
+  'crm__update_contact',
+  'everything__echo',
+  'everything__add',
+  'memory__read_graph',
+];
 const allowed = (globs: string[] | undefined) => names.filter(compileAllowlist(globs));
 
 describe('compileAllowlist', () => {
@@ -14,7 +21,7 @@ describe('compileAllowlist', () => {
     expect(allowed([])).toEqual([]);
   });
 
-  it('a server glob allows that server\'s tools only', () => {
+  it("a server glob allows that server's tools only", () => {
     expect(allowed(['crm__*'])).toEqual(['crm__search_contacts', 'crm__get_contact', 'crm__update_contact']);
   });
 
@@ -26,7 +33,12 @@ describe('compileAllowlist', () => {
   });
 
   it('combines globs and exact names', () => {
-    expect(allowed(['crm__*', 'everything__echo'])).toEqual(['crm__search_contacts', 'crm__get_contact', 'crm__update_contact', 'everything__echo']);
+    expect(allowed(['crm__*', 'everything__echo'])).toEqual([
+      'crm__search_contacts',
+      'crm__get_contact',
+      'crm__update_contact',
+      'everything__echo',
+    ]);
   });
 
   it('* matches within names and ? matches exactly one character', () => {

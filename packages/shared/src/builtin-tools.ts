@@ -12,7 +12,10 @@ const promptItem = {
   properties: {
     prompt: { type: 'string', description: 'The task for the sub-agent; it sees nothing else of this conversation.' },
     instructions: { type: 'string', description: 'Optional system prompt for the sub-agent.' },
-    context_chunk: { type: 'string', description: 'Optional chunk id from context_chunks; its text is given to the sub-agent.' },
+    context_chunk: {
+      type: 'string',
+      description: 'Optional chunk id from context_chunks; its text is given to the sub-agent.',
+    },
   },
   required: ['prompt'],
   additionalProperties: false,
@@ -22,12 +25,13 @@ export const SUBAGENT_TOOLS: BuiltinTool[] = [
   {
     name: 'agent_query',
     description:
-      'Hand a self-contained subtask to a sub-agent with a fresh, isolated context (it does not see this conversation). Returns the sub-agent\'s final answer.',
+      "Hand a self-contained subtask to a sub-agent with a fresh, isolated context (it does not see this conversation). Returns the sub-agent's final answer.",
     parameters: promptItem,
   },
   {
     name: 'agent_query_batch',
-    description: 'Run several independent subtasks in parallel, one sub-agent each. Returns a JSON array of their answers, in prompt order.',
+    description:
+      'Run several independent subtasks in parallel, one sub-agent each. Returns a JSON array of their answers, in prompt order.',
     parameters: {
       type: 'object',
       properties: { prompts: { type: 'array', items: { anyOf: [{ type: 'string' }, promptItem] }, minItems: 1 } },
@@ -40,7 +44,8 @@ export const SUBAGENT_TOOLS: BuiltinTool[] = [
 export const CONTEXT_TOOLS: BuiltinTool[] = [
   {
     name: 'context_info',
-    description: 'Describe the documents of this run\'s context (kept out of the prompt): names and sizes in characters.',
+    description:
+      "Describe the documents of this run's context (kept out of the prompt): names and sizes in characters.",
     parameters: { type: 'object', properties: {}, additionalProperties: false },
   },
   {
@@ -59,7 +64,8 @@ export const CONTEXT_TOOLS: BuiltinTool[] = [
   },
   {
     name: 'context_search',
-    description: 'Search the context with a regular expression; returns matches with their offsets and surrounding text.',
+    description:
+      'Search the context with a regular expression; returns matches with their offsets and surrounding text.',
     parameters: {
       type: 'object',
       properties: { pattern: { type: 'string' }, max_hits: { type: 'integer', minimum: 1, maximum: 1000 } },
@@ -93,7 +99,13 @@ export const ASK_HUMAN_TOOL: BuiltinTool = {
     type: 'object',
     properties: {
       question: { type: 'string', minLength: 1, maxLength: 4000, description: 'The question, complete in itself.' },
-      choices: { type: 'array', items: { type: 'string', maxLength: 200 }, minItems: 2, maxItems: 20, description: 'Optional answers to choose from.' },
+      choices: {
+        type: 'array',
+        items: { type: 'string', maxLength: 200 },
+        minItems: 2,
+        maxItems: 20,
+        description: 'Optional answers to choose from.',
+      },
     },
     required: ['question'],
     additionalProperties: false,
@@ -113,5 +125,9 @@ export const SUBAGENT_TOOL_NAMES: ReadonlySet<string> = new Set(SUBAGENT_TOOLS.m
  * context, ask_human when it takes questions to the user.
  */
 export function builtinToolsFor(spec: Pick<RunSpec, 'subagents' | 'has_context' | 'human_input'>): BuiltinTool[] {
-  return [...(spec.subagents?.enabled ? SUBAGENT_TOOLS : []), ...(spec.has_context ? CONTEXT_TOOLS : []), ...(spec.human_input ? [ASK_HUMAN_TOOL] : [])];
+  return [
+    ...(spec.subagents?.enabled ? SUBAGENT_TOOLS : []),
+    ...(spec.has_context ? CONTEXT_TOOLS : []),
+    ...(spec.human_input ? [ASK_HUMAN_TOOL] : []),
+  ];
 }

@@ -19,11 +19,21 @@ function problems(fn: () => unknown): string[] {
 
 describe('parseEnv with the base schema', () => {
   it('fills the documented defaults for an empty environment', () => {
-    expect(parseEnv(baseEnvSchema, {})).toMatchObject({ REDIS_URL: 'redis://127.0.0.1:6379', QUEUE_PREFIX: 'agentq', LOG_LEVEL: 'info' });
+    expect(parseEnv(baseEnvSchema, {})).toMatchObject({
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      QUEUE_PREFIX: 'agentq',
+      LOG_LEVEL: 'info',
+    });
   });
 
   it('takes given values', () => {
-    expect(parseEnv(baseEnvSchema, { REDIS_URL: 'rediss://h.example:6380/2', QUEUE_PREFIX: 'prod-eu.1', LOG_LEVEL: 'debug' })).toMatchObject({
+    expect(
+      parseEnv(baseEnvSchema, {
+        REDIS_URL: 'rediss://h.example:6380/2',
+        QUEUE_PREFIX: 'prod-eu.1',
+        LOG_LEVEL: 'debug',
+      }),
+    ).toMatchObject({
       REDIS_URL: 'rediss://h.example:6380/2',
       QUEUE_PREFIX: 'prod-eu.1',
       LOG_LEVEL: 'debug',
@@ -77,7 +87,11 @@ describe('parseEnv with the worker schema', () => {
   });
 
   it('coerces numbers and booleans from strings', () => {
-    const cfg = parseEnv(workerEnvSchema, { AGENT_CONCURRENCY: '7', TOOL_CONCURRENCY: '300', WEBHOOK_ALLOW_PRIVATE: 'true' });
+    const cfg = parseEnv(workerEnvSchema, {
+      AGENT_CONCURRENCY: '7',
+      TOOL_CONCURRENCY: '300',
+      WEBHOOK_ALLOW_PRIVATE: 'true',
+    });
     expect(cfg).toMatchObject({ AGENT_CONCURRENCY: 7, TOOL_CONCURRENCY: 300, WEBHOOK_ALLOW_PRIVATE: true });
     expect(parseEnv(workerEnvSchema, { WEBHOOK_ALLOW_PRIVATE: 'false' }).WEBHOOK_ALLOW_PRIVATE).toBe(false);
   });
@@ -107,8 +121,20 @@ describe('parseEnv with the worker schema', () => {
   });
 
   it('lists every bad variable at once', () => {
-    const p = problems(() => parseEnv(workerEnvSchema, { REDIS_URL: 'foo', AGENT_CONCURRENCY: '0', TOOL_CONCURRENCY: 'x', OPENAI_BASE_URL: 'nope' }));
-    expect(p.map((l) => l.split(':')[0]).sort()).toEqual(['AGENT_CONCURRENCY', 'OPENAI_BASE_URL', 'REDIS_URL', 'TOOL_CONCURRENCY']);
+    const p = problems(() =>
+      parseEnv(workerEnvSchema, {
+        REDIS_URL: 'foo',
+        AGENT_CONCURRENCY: '0',
+        TOOL_CONCURRENCY: 'x',
+        OPENAI_BASE_URL: 'nope',
+      }),
+    );
+    expect(p.map((l) => l.split(':')[0]).sort()).toEqual([
+      'AGENT_CONCURRENCY',
+      'OPENAI_BASE_URL',
+      'REDIS_URL',
+      'TOOL_CONCURRENCY',
+    ]);
   });
 });
 
@@ -139,7 +165,9 @@ describe.each([
 
 describe('the tool-worker configuration of signed links', () => {
   it('takes ACTION_LINK_SECRET (for the links in its webhooks) and PUBLIC_URL, and refuses a short secret without echoing it', () => {
-    expect(loadToolWorkerConfig({ ACTION_LINK_SECRET: 's'.repeat(40), PUBLIC_URL: 'http://10.0.0.5:3000' })).toMatchObject({ ACTION_LINK_SECRET: 's'.repeat(40), PUBLIC_URL: 'http://10.0.0.5:3000' });
+    expect(
+      loadToolWorkerConfig({ ACTION_LINK_SECRET: 's'.repeat(40), PUBLIC_URL: 'http://10.0.0.5:3000' }),
+    ).toMatchObject({ ACTION_LINK_SECRET: 's'.repeat(40), PUBLIC_URL: 'http://10.0.0.5:3000' });
     const p = problems(() => loadToolWorkerConfig({ ACTION_LINK_SECRET: 'tooshort-secret' }));
     expect(p).toHaveLength(1);
     expect(p[0]).toMatch(/^ACTION_LINK_SECRET: must be at least 32 characters/);

@@ -28,7 +28,11 @@ export const baseEnvSchema = z.object({
     .default('agentq')
     .refine((v) => /^[A-Za-z0-9_.-]{1,64}$/.test(v), 'must be 1-64 of A-Z a-z 0-9 _ . - (no ":")'),
   LOG_LEVEL: z.enum(logLevels).default('info'),
-  RUN_RETENTION_SECONDS: z.coerce.number().int().min(60).default(7 * 24 * 3600),
+  RUN_RETENTION_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(60)
+    .default(7 * 24 * 3600),
   /** Independent sets of queues, each under its own hash tag (a Redis Cluster spreads them over shards). */
   CELLS: z.coerce.number().int().min(1).max(1024).default(1),
   /** Base URL of an OTLP/HTTP collector; tracing is off when unset. */
@@ -49,7 +53,10 @@ export const metricsServerEnv = {
 export const actionLinkEnv = {
   ACTION_LINK_SECRET: z
     .string()
-    .min(MIN_ACTION_LINK_SECRET_CHARS, `must be at least ${MIN_ACTION_LINK_SECRET_CHARS} characters (e.g. the output of "openssl rand -base64 32")`)
+    .min(
+      MIN_ACTION_LINK_SECRET_CHARS,
+      `must be at least ${MIN_ACTION_LINK_SECRET_CHARS} characters (e.g. the output of "openssl rand -base64 32")`,
+    )
     .optional(),
   /** Where clients reach the API, e.g. `https://agentq.example.com` (a path prefix is kept). */
   PUBLIC_URL: z
@@ -77,7 +84,11 @@ export const workerEnvSchema = baseEnvSchema.extend({
   MODEL_TIMEOUT_MS: z.coerce.number().int().min(1).default(600_000),
   /** The longest silence between two chunks of a model's stream. */
   MODEL_IDLE_TIMEOUT_MS: z.coerce.number().int().min(1).default(300_000),
-  TOOL_OUTPUT_MAX_BYTES: z.coerce.number().int().min(1024).default(100 * 1024),
+  TOOL_OUTPUT_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(100 * 1024),
   /** How long a job's lock lasts without renewal: the longest a dead worker holds a job. */
   JOB_LOCK_MS: z.coerce.number().int().min(500).default(10_000),
   /** How often workers look for jobs whose lock lapsed (a dead worker's). */
@@ -86,7 +97,12 @@ export const workerEnvSchema = baseEnvSchema.extend({
    * The longest a tool call waiting for an answer stays parked at once (a request without
    * expiry); it then wakes, finds no answer and parks again. Tests set it low.
    */
-  ACTION_PARK_MAX_MS: z.coerce.number().int().min(1000).max(365 * 24 * 3600 * 1000).default(30 * 24 * 3600 * 1000),
+  ACTION_PARK_MAX_MS: z.coerce
+    .number()
+    .int()
+    .min(1000)
+    .max(365 * 24 * 3600 * 1000)
+    .default(30 * 24 * 3600 * 1000),
   /** The cells this worker serves (e.g. `0,2`); unset: all of them. */
   WORKER_CELLS: z
     .string()
@@ -98,7 +114,12 @@ export const workerEnvSchema = baseEnvSchema.extend({
 /** A worker's WORKER_CELLS must name cells that exist (below CELLS): a superRefine for its env schema. */
 export function checkWorkerCells(env: { CELLS: number; WORKER_CELLS?: number[] }, ctx: z.RefinementCtx): void {
   const bad = env.WORKER_CELLS?.filter((c) => c >= env.CELLS);
-  if (bad?.length) ctx.addIssue({ code: 'custom', path: ['WORKER_CELLS'], message: `cells ${bad.join(', ')} do not exist: CELLS is ${env.CELLS} (cells 0 to ${env.CELLS - 1})` });
+  if (bad?.length)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['WORKER_CELLS'],
+      message: `cells ${bad.join(', ')} do not exist: CELLS is ${env.CELLS} (cells 0 to ${env.CELLS - 1})`,
+    });
 }
 
 export { boolString };

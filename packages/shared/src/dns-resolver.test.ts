@@ -11,7 +11,11 @@ import { boundedDnsResolver, boundedSystemResolver, privateNetworkResolver } fro
  * otherwise (NODATA), and does not answer names in `silent` at all, nor AAAA queries for names in
  * `silentForAaaa`.
  */
-async function startDnsServer(records: Record<string, string>, silent: Set<string>, silentForAaaa = new Set<string>()): Promise<{ server: string; queries: string[]; close: () => void }> {
+async function startDnsServer(
+  records: Record<string, string>,
+  silent: Set<string>,
+  silentForAaaa = new Set<string>(),
+): Promise<{ server: string; queries: string[]; close: () => void }> {
   const socket: Socket = createSocket('udp4');
   const queries: string[] = [];
   socket.on('message', (msg, from) => {
@@ -34,7 +38,10 @@ async function startDnsServer(records: Record<string, string>, silent: Set<strin
     header.writeUInt16BE(1, 4);
     header.writeUInt16BE(address ? 1 : 0, 6);
     const answer = address
-      ? Buffer.concat([Buffer.from([0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4]), Buffer.from(address.split('.').map(Number))])
+      ? Buffer.concat([
+          Buffer.from([0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4]),
+          Buffer.from(address.split('.').map(Number)),
+        ])
       : Buffer.alloc(0);
     socket.send(Buffer.concat([header, msg.subarray(12, questionEnd), answer]), from.port, from.address);
   });
@@ -45,7 +52,11 @@ async function startDnsServer(records: Record<string, string>, silent: Set<strin
 describe('boundedDnsResolver', () => {
   let dns: Awaited<ReturnType<typeof startDnsServer>>;
   beforeAll(async () => {
-    dns = await startDnsServer({ 'hooks.example': '93.184.216.34', 'v4only.example': '93.184.216.35' }, new Set(['never.example']), new Set(['v4only.example']));
+    dns = await startDnsServer(
+      { 'hooks.example': '93.184.216.34', 'v4only.example': '93.184.216.35' },
+      new Set(['never.example']),
+      new Set(['v4only.example']),
+    );
   });
   afterAll(() => dns.close());
 
@@ -57,7 +68,10 @@ describe('boundedDnsResolver', () => {
   it('fails a name DNS does not answer with ETIMEOUT at its deadline, and a name without an address with ENODATA', async () => {
     const resolve = boundedDnsResolver({ servers: [dns.server], timeoutMs: 400 });
     const started = performance.now();
-    await expect(resolve('never.example')).rejects.toMatchObject({ code: 'ETIMEOUT', message: expect.stringMatching(/never\.example.*did not answer within 400 ms/) });
+    await expect(resolve('never.example')).rejects.toMatchObject({
+      code: 'ETIMEOUT',
+      message: expect.stringMatching(/never\.example.*did not answer within 400 ms/),
+    });
     // It gave up at its deadline.
     expect(performance.now() - started).toBeGreaterThanOrEqual(390);
     expect(performance.now() - started).toBeLessThan(3_000);
@@ -72,7 +86,9 @@ describe('boundedDnsResolver', () => {
     expect(await resolve('hooks.example')).toEqual([{ address: '93.184.216.34', family: 4 }]);
     expect(pending).toBe(12);
     const outcomes = await Promise.allSettled(stuck);
-    expect(outcomes.every((o) => o.status === 'rejected' && (o.reason as NodeJS.ErrnoException).code === 'ETIMEOUT')).toBe(true);
+    expect(
+      outcomes.every((o) => o.status === 'rejected' && (o.reason as NodeJS.ErrnoException).code === 'ETIMEOUT'),
+    ).toBe(true);
   });
 
   it('a name whose DNS answers A and drops AAAA queries resolves to its IPv4 address without waiting out the timeout', async () => {
@@ -85,7 +101,10 @@ describe('boundedDnsResolver', () => {
   it('answers localhost without a query', async () => {
     const resolve = boundedDnsResolver({ servers: [dns.server] });
     const before = dns.queries.length;
-    expect(await resolve('localhost')).toEqual([{ address: '127.0.0.1', family: 4 }, { address: '::1', family: 6 }]);
+    expect(await resolve('localhost')).toEqual([
+      { address: '127.0.0.1', family: 4 },
+      { address: '::1', family: 6 },
+    ]);
     expect(await resolve('api.localhost.')).toHaveLength(2);
     expect(dns.queries.length).toBe(before);
   });
@@ -99,7 +118,9 @@ function heldLookup(answers: Record<string, LookupAddress[]>) {
     calls.push(host);
     const found = answers[host];
     if (found) return Promise.resolve(found);
-    return new Promise<LookupAddress[]>((_, reject) => held.push(() => reject(Object.assign(new Error('EAI_AGAIN'), { code: 'EAI_AGAIN' }))));
+    return new Promise<LookupAddress[]>((_, reject) =>
+      held.push(() => reject(Object.assign(new Error('EAI_AGAIN'), { code: 'EAI_AGAIN' }))),
+    );
   };
   return { lookup, calls, releaseOne: () => held.shift()?.() };
 }
@@ -112,11 +133,16 @@ describe('boundedSystemResolver', () => {
   });
 
   it('holds at most maxInFlight lookups at once, fails each at its deadline, and gives a freed slot to the next lookup', async () => {
-    const sys = heldLookup({ 'intranet': [{ address: '10.0.0.5', family: 4 }] });
+    const sys = heldLookup({ intranet: [{ address: '10.0.0.5', family: 4 }] });
     const resolve = boundedSystemResolver({ lookup: sys.lookup, maxInFlight: 2, timeoutMs: 300 });
     const started = performance.now();
     const stuck = await Promise.allSettled(['a.never', 'b.never', 'c.never', 'd.never'].map((h) => resolve(h)));
-    expect(stuck.map((o) => o.status === 'rejected' && (o.reason as NodeJS.ErrnoException).code)).toEqual(['ETIMEOUT', 'ETIMEOUT', 'ETIMEOUT', 'ETIMEOUT']);
+    expect(stuck.map((o) => o.status === 'rejected' && (o.reason as NodeJS.ErrnoException).code)).toEqual([
+      'ETIMEOUT',
+      'ETIMEOUT',
+      'ETIMEOUT',
+      'ETIMEOUT',
+    ]);
     expect(performance.now() - started).toBeGreaterThanOrEqual(290);
     // Only two reached the system (two threads); the other two waited for a slot until their deadline.
     expect(sys.calls).toEqual(['a.never', 'b.never']);
@@ -149,10 +175,16 @@ describe('privateNetworkResolver (WEBHOOK_ALLOW_PRIVATE)', () => {
   let dir: string;
   let hostsPath: string;
   beforeAll(async () => {
-    dns = await startDnsServer({ 'hooks.example': '10.1.2.3', 'listed.example': '93.184.216.40' }, new Set(['never.example']));
+    dns = await startDnsServer(
+      { 'hooks.example': '10.1.2.3', 'listed.example': '93.184.216.40' },
+      new Set(['never.example']),
+    );
     dir = mkdtempSync(join(tmpdir(), 'agentq-hosts-'));
     hostsPath = join(dir, 'hosts');
-    writeFileSync(hostsPath, '# a hosts file\n10.9.9.9  listed.example listed   # overrides DNS\nfe80::1 listed.example\nnot-an-address nowhere.example\n');
+    writeFileSync(
+      hostsPath,
+      '# a hosts file\n10.9.9.9  listed.example listed   # overrides DNS\nfe80::1 listed.example\nnot-an-address nowhere.example\n',
+    );
   });
   afterAll(() => {
     dns.close();
@@ -173,7 +205,10 @@ describe('privateNetworkResolver (WEBHOOK_ALLOW_PRIVATE)', () => {
   });
 
   it('asks DNS next, and the system only for a name DNS has no address for, or a short name (search domains)', async () => {
-    const sys = heldLookup({ 'intranet.corp': [{ address: '10.0.0.5', family: 4 }], intranet: [{ address: '10.0.0.6', family: 4 }] });
+    const sys = heldLookup({
+      'intranet.corp': [{ address: '10.0.0.5', family: 4 }],
+      intranet: [{ address: '10.0.0.6', family: 4 }],
+    });
     const resolve = privateNetworkResolver({ servers: [dns.server], lookup: sys.lookup, timeoutMs: 2_000, hostsPath });
     expect(await resolve('hooks.example')).toEqual([{ address: '10.1.2.3', family: 4 }]);
     expect(sys.calls).toEqual([]);

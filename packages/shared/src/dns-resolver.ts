@@ -21,7 +21,11 @@ export function boundedDnsResolver(opts: { timeoutMs?: number; servers?: string[
   const timeoutMs = opts.timeoutMs ?? DNS_LOOKUP_TIMEOUT_MS;
   return async (host: string): Promise<LookupAddress[]> => {
     const name = host.toLowerCase().replace(/\.$/, '');
-    if (name === 'localhost' || name.endsWith('.localhost')) return [{ address: '127.0.0.1', family: 4 }, { address: '::1', family: 6 }];
+    if (name === 'localhost' || name.endsWith('.localhost'))
+      return [
+        { address: '127.0.0.1', family: 4 },
+        { address: '::1', family: 6 },
+      ];
     // A channel per lookup: cancelling it at the deadline ends this lookup's queries, no other's.
     const channel = new CaresResolver({ timeout: Math.max(1, Math.floor(timeoutMs / 2)), tries: 2 });
     if (opts.servers) channel.setServers(opts.servers);
@@ -44,9 +48,12 @@ export function boundedDnsResolver(opts: { timeoutMs?: number; servers?: string[
         ...(v6.status === 'fulfilled' ? v6.value.map((address) => ({ address, family: 6 })) : []),
       ];
       if (found.length > 0) return found;
-      const err = (v4.status === 'rejected' ? v4.reason : v6.status === 'rejected' ? v6.reason : null) as NodeJS.ErrnoException | null;
+      const err = (
+        v4.status === 'rejected' ? v4.reason : v6.status === 'rejected' ? v6.reason : null
+      ) as NodeJS.ErrnoException | null;
       const code = err?.code === 'ECANCELLED' || err?.code === 'ETIMEOUT' ? 'ETIMEOUT' : (err?.code ?? 'ENOTFOUND');
-      const why = code === 'ETIMEOUT' ? `DNS did not answer within ${timeoutMs} ms` : `DNS has no address for it (${code})`;
+      const why =
+        code === 'ETIMEOUT' ? `DNS did not answer within ${timeoutMs} ms` : `DNS has no address for it (${code})`;
       throw Object.assign(new Error(`host "${host}" does not resolve: ${why}`), { code, hostname: host });
     } finally {
       clearTimeout(timer);
@@ -102,7 +109,12 @@ export function boundedSystemResolver(opts: { timeoutMs?: number; maxInFlight?: 
         settled = true;
         const queued = waiting.indexOf(start);
         if (queued >= 0) waiting.splice(queued, 1);
-        reject(Object.assign(new Error(`host "${host}" does not resolve: the system's resolver did not answer within ${timeoutMs} ms`), { code: 'ETIMEOUT', hostname: host }));
+        reject(
+          Object.assign(
+            new Error(`host "${host}" does not resolve: the system's resolver did not answer within ${timeoutMs} ms`),
+            { code: 'ETIMEOUT', hostname: host },
+          ),
+        );
       }, timeoutMs);
       if (inFlight < maxInFlight) start();
       else waiting.push(start);
@@ -140,7 +152,10 @@ export function hostsFileLookup(path = '/etc/hosts') {
     return next;
   };
   return async (host: string): Promise<LookupAddress[]> => {
-    const fresh = table && Date.now() - readAt < HOSTS_FILE_MAX_AGE_MS ? table : await (reading ??= load().finally(() => (reading = null)));
+    const fresh =
+      table && Date.now() - readAt < HOSTS_FILE_MAX_AGE_MS
+        ? table
+        : await (reading ??= load().finally(() => (reading = null)));
     return fresh.get(host.toLowerCase().replace(/\.$/, '')) ?? [];
   };
 }
@@ -154,7 +169,15 @@ export function hostsFileLookup(path = '/etc/hosts') {
  * A name whose DNS never answers times out in the DNS queries and never reaches a libuv thread.
  * At most twice `timeoutMs`.
  */
-export function privateNetworkResolver(opts: { timeoutMs?: number; servers?: string[]; maxInFlight?: number; lookup?: SystemLookup; hostsPath?: string } = {}) {
+export function privateNetworkResolver(
+  opts: {
+    timeoutMs?: number;
+    servers?: string[];
+    maxInFlight?: number;
+    lookup?: SystemLookup;
+    hostsPath?: string;
+  } = {},
+) {
   const hosts = hostsFileLookup(opts.hostsPath);
   const dns = boundedDnsResolver(opts);
   const system = boundedSystemResolver(opts);

@@ -5,14 +5,21 @@ import { compileGlob, globMatch } from './glob-match.js';
 // The regex the matcher replaced: it defines what `*` and `?` mean, and is safe to run on the
 // short strings generated here (its backtracking only hurts on long names).
 function regexOracle(glob: string): (name: string) => boolean {
-  const re = new RegExp(`^${glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`);
+  const re = new RegExp(
+    `^${glob
+      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+      .replace(/\*/g, '.*')
+      .replace(/\?/g, '.')}$`,
+  );
   return (name) => re.test(name);
 }
 
 // Few distinct characters, so that random globs and names often nearly match; line breaks,
 // a regex metacharacter and a surrogate pair (two UTF-16 units) among them.
 const char = fc.constantFrom('a', 'b', '_', '.', '\n', '\r', '\u2028', 'é', '😀');
-const glob = fc.array(fc.oneof(char, fc.constantFrom('*', '?', '**')), { maxLength: 10 }).map((parts) => parts.join(''));
+const glob = fc
+  .array(fc.oneof(char, fc.constantFrom('*', '?', '**')), { maxLength: 10 })
+  .map((parts) => parts.join(''));
 const name = fc.array(char, { maxLength: 12 }).map((parts) => parts.join(''));
 
 describe('globMatch', () => {
@@ -27,11 +34,13 @@ describe('globMatch', () => {
 
   it('agrees with it on names built from the glob (the matching cases)', () => {
     // Replace each wildcard by something it may match: these pairs should mostly match.
-    const filled = fc.tuple(glob, fc.array(fc.array(char, { maxLength: 3 }), { minLength: 20, maxLength: 20 })).map(([g, fills]) => {
-      let i = 0;
-      const n = g.replace(/\*|\?/g, (w) => (w === '?' ? (fills[i++][0] ?? 'a') : fills[i++].join('')));
-      return [g, n] as const;
-    });
+    const filled = fc
+      .tuple(glob, fc.array(fc.array(char, { maxLength: 3 }), { minLength: 20, maxLength: 20 }))
+      .map(([g, fills]) => {
+        let i = 0;
+        const n = g.replace(/\*|\?/g, (w) => (w === '?' ? (fills[i++][0] ?? 'a') : fills[i++].join('')));
+        return [g, n] as const;
+      });
     let matched = 0;
     fc.assert(
       fc.property(filled, ([g, n]) => {

@@ -45,7 +45,9 @@ export const treeTag = (runId: string) => runId.slice(-TREE_TAG_LENGTH);
  * so that a redelivered job creates no second child; it ends with the tree's tag.
  */
 export function childRunId(parentRunId: string, origin: string, timestamp: number): string {
-  const hash = BigInt(`0x${createHash('sha256').update(origin).digest('hex').slice(0, 20)}`).toString(36).padStart(12, '0');
+  const hash = BigInt(`0x${createHash('sha256').update(origin).digest('hex').slice(0, 20)}`)
+    .toString(36)
+    .padStart(12, '0');
   return `run_${time36(timestamp)}${hash.slice(-(12 - TREE_TAG_LENGTH))}${treeTag(parentRunId)}`;
 }
 

@@ -18,7 +18,14 @@ describe('createLogger', () => {
   it('writes JSON lines with service, level and an ISO time', () => {
     const { lines, logger } = capture();
     logger.info({ run_id: 'run_1', job_id: 'run_1-t0', depth: 0 }, 'hello');
-    expect(lines[0]).toMatchObject({ service: 'test', level: 30, msg: 'hello', run_id: 'run_1', job_id: 'run_1-t0', depth: 0 });
+    expect(lines[0]).toMatchObject({
+      service: 'test',
+      level: 30,
+      msg: 'hello',
+      run_id: 'run_1',
+      job_id: 'run_1-t0',
+      depth: 0,
+    });
     expect(String(lines[0].time)).toMatch(/^\d{4}-\d\d-\d\dT/);
   });
 
@@ -31,21 +38,43 @@ describe('createLogger', () => {
         webhook: { url: 'https://example.com/hook', secret: 'hook-secret' },
         spec: { model: 'gpt', webhook: { url: 'https://example.com/hook', secret: 'spec-secret' } },
         headers: { authorization: 'Bearer key-123', Authorization: 'Bearer key-456' },
-        cfg: { OPENAI_API_KEY: 'sk-provider', API_KEYS: ['key-one-long'], WEBHOOK_SECRET: 'default-secret', MODEL: 'gpt-4o' },
+        cfg: {
+          OPENAI_API_KEY: 'sk-provider',
+          API_KEYS: ['key-one-long'],
+          WEBHOOK_SECRET: 'default-secret',
+          MODEL: 'gpt-4o',
+        },
         server: { command: 'node', env: { GITHUB_TOKEN: 'ghp_x' }, headers: { Authorization: 'Bearer mcp' } },
       },
       'with secrets',
     );
     const line = lines[0] as any;
     const text = JSON.stringify(line);
-    for (const secret of ['sk-live-1', 'whsec_top', 'hook-secret', 'spec-secret', 'key-123', 'key-456', 'sk-provider', 'key-one-long', 'default-secret', 'ghp_x', 'Bearer mcp']) {
+    for (const secret of [
+      'sk-live-1',
+      'whsec_top',
+      'hook-secret',
+      'spec-secret',
+      'key-123',
+      'key-456',
+      'sk-provider',
+      'key-one-long',
+      'default-secret',
+      'ghp_x',
+      'Bearer mcp',
+    ]) {
       expect(text).not.toContain(secret);
     }
     expect(line.apiKey).toBe('[redacted]');
     expect(line.webhook).toEqual({ url: 'https://example.com/hook', secret: '[redacted]' });
     expect(line.spec.webhook.secret).toBe('[redacted]');
     expect(line.headers.authorization).toBe('[redacted]');
-    expect(line.cfg).toMatchObject({ OPENAI_API_KEY: '[redacted]', API_KEYS: '[redacted]', WEBHOOK_SECRET: '[redacted]', MODEL: 'gpt-4o' });
+    expect(line.cfg).toMatchObject({
+      OPENAI_API_KEY: '[redacted]',
+      API_KEYS: '[redacted]',
+      WEBHOOK_SECRET: '[redacted]',
+      MODEL: 'gpt-4o',
+    });
     expect(line.server).toMatchObject({ command: 'node', env: '[redacted]', headers: { Authorization: '[redacted]' } });
   });
 

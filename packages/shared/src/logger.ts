@@ -55,7 +55,12 @@ function traceFields(): Record<string, string> {
  * `span_id` inside a traced span); human-readable through pino-pretty only when stdout is a
  * terminal and no destination is given.
  */
-export function createLogger(opts: { service: string; level?: string; destination?: pino.DestinationStream; pretty?: boolean }): Logger {
+export function createLogger(opts: {
+  service: string;
+  level?: string;
+  destination?: pino.DestinationStream;
+  pretty?: boolean;
+}): Logger {
   const pretty = opts.destination === undefined && (opts.pretty ?? process.stdout.isTTY === true);
   return pino(
     {
@@ -64,7 +69,14 @@ export function createLogger(opts: { service: string; level?: string; destinatio
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
       timestamp: pino.stdTimeFunctions.isoTime,
       mixin: traceFields,
-      ...(pretty ? { transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } } } : {}),
+      ...(pretty
+        ? {
+            transport: {
+              target: 'pino-pretty',
+              options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' },
+            },
+          }
+        : {}),
     },
     opts.destination,
   );

@@ -18,7 +18,7 @@ describe('the metrics server of a worker', () => {
     expect(await res.text()).toContain('agentq_model_tokens_total{model="m",type="input",service="agent-worker"} 12');
   });
 
-  it('answers /healthz, and 404 / 405 in the API\'s error shape elsewhere', async () => {
+  it("answers /healthz, and 404 / 405 in the API's error shape elsewhere", async () => {
     expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
     const missing = await fetch(`${server.url}/v1/runs`);
     expect(missing.status).toBe(404);

@@ -18,18 +18,38 @@ export async function renderMetrics(registry: Registry): Promise<{ body: string;
 }
 
 /** Serves `registry` on `host:port` (port 0 picks a free one). Workers have no other HTTP server. */
-export async function startMetricsServer(opts: { registry: Registry; port: number; host: string; logger?: Logger }): Promise<MetricsServer> {
+export async function startMetricsServer(opts: {
+  registry: Registry;
+  port: number;
+  host: string;
+  logger?: Logger;
+}): Promise<MetricsServer> {
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
-    const reply = (status: number, type: string, body: string) => res.writeHead(status, { 'content-type': type }).end(body);
-    if (req.method !== 'GET' && req.method !== 'HEAD') return reply(405, 'application/json', JSON.stringify({ error: { code: 'method_not_allowed', message: 'only GET' } }));
+    const reply = (status: number, type: string, body: string) =>
+      res.writeHead(status, { 'content-type': type }).end(body);
+    if (req.method !== 'GET' && req.method !== 'HEAD')
+      return reply(
+        405,
+        'application/json',
+        JSON.stringify({ error: { code: 'method_not_allowed', message: 'only GET' } }),
+      );
     if (path === '/healthz') return reply(200, 'application/json', '{"status":"ok"}');
-    if (path !== '/metrics') return reply(404, 'application/json', JSON.stringify({ error: { code: 'not_found', message: 'this server has only /metrics and /healthz' } }));
+    if (path !== '/metrics')
+      return reply(
+        404,
+        'application/json',
+        JSON.stringify({ error: { code: 'not_found', message: 'this server has only /metrics and /healthz' } }),
+      );
     renderMetrics(opts.registry).then(
       ({ body, contentType }) => reply(200, contentType, body),
       (err: Error) => {
         opts.logger?.warn({ err: err.message }, 'could not collect metrics');
-        reply(503, 'application/json', JSON.stringify({ error: { code: 'service_unavailable', message: 'metrics could not be collected' } }));
+        reply(
+          503,
+          'application/json',
+          JSON.stringify({ error: { code: 'service_unavailable', message: 'metrics could not be collected' } }),
+        );
       },
     );
   });

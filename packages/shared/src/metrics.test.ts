@@ -5,7 +5,13 @@ import type { RunObject, RunSpec } from './schemas/run.js';
 
 const spec = (ancestors: string[] = []) => ({ ancestors }) as unknown as RunSpec;
 const run = (over: Partial<RunObject>) =>
-  ({ status: 'completed', stop_reason: 'stop', created_at: '2026-01-01T00:00:00.000Z', completed_at: '2026-01-01T00:00:02.500Z', ...over }) as RunObject;
+  ({
+    status: 'completed',
+    stop_reason: 'stop',
+    created_at: '2026-01-01T00:00:00.000Z',
+    completed_at: '2026-01-01T00:00:02.500Z',
+    ...over,
+  }) as RunObject;
 
 async function values(metrics: ReturnType<typeof createMetrics>, name: string) {
   const m = (await metrics.registry.getMetricsAsJSON()).find((x) => x.name === name);
@@ -17,7 +23,10 @@ describe('createMetrics', () => {
     const m = createMetrics({ service: 'tool-worker' });
     m.toolCalls.inc({ tool: 'crm__search', outcome: 'ok' });
     const text = await m.registry.metrics();
-    const names = text.split('\n').filter((l) => l && !l.startsWith('#')).map((l) => l.split(/[{ ]/)[0]);
+    const names = text
+      .split('\n')
+      .filter((l) => l && !l.startsWith('#'))
+      .map((l) => l.split(/[{ ]/)[0]);
     expect(names.length).toBeGreaterThan(10);
     for (const n of names) expect(n).toMatch(/^agentq_/);
     expect(text).toContain('agentq_tool_calls_total{tool="crm__search",outcome="ok",service="tool-worker"} 1');
@@ -52,7 +61,9 @@ describe('runMetricsObserver', () => {
       { status: 'completed', stop_reason: 'stop', kind: 'root', service: 'agent-worker' },
       { status: 'incomplete', stop_reason: 'max_depth', kind: 'subrun', service: 'agent-worker' },
     ]);
-    const sum = (await values(m, 'agentq_run_duration_seconds')).find((v) => v.metricName === 'agentq_run_duration_seconds_sum' && v.labels.status === 'completed');
+    const sum = (await values(m, 'agentq_run_duration_seconds')).find(
+      (v) => v.metricName === 'agentq_run_duration_seconds_sum' && v.labels.status === 'completed',
+    );
     expect(sum?.value).toBe(2.5);
   });
 
@@ -64,10 +75,20 @@ describe('runMetricsObserver', () => {
 
 describe('queue depth', () => {
   const fakeQueue = (name: string, counts: Record<string, number> | Error) =>
-    ({ name, getJobCounts: vi.fn(async () => (counts instanceof Error ? Promise.reject(counts) : counts)) }) as unknown as Queue;
+    ({
+      name,
+      getJobCounts: vi.fn(async () => (counts instanceof Error ? Promise.reject(counts) : counts)),
+    }) as unknown as Queue;
 
   it('reads every queue by state at scrape time', async () => {
-    const agent = fakeQueue('agent', { waiting: 3, active: 2, delayed: 1, 'waiting-children': 4, prioritized: 0, failed: 7 });
+    const agent = fakeQueue('agent', {
+      waiting: 3,
+      active: 2,
+      delayed: 1,
+      'waiting-children': 4,
+      prioritized: 0,
+      failed: 7,
+    });
     const m = createMetrics({ service: 'api', processMetrics: false, queues: [agent, fakeQueue('tool', {})] });
     const v = await values(m, 'agentq_queue_jobs');
     expect(v).toHaveLength(2 * QUEUE_STATES.length);
@@ -78,7 +99,10 @@ describe('queue depth', () => {
 
   it('shows no stale depths when Redis does not answer, and reports why', async () => {
     let fail = false;
-    const q = { name: 'agent', getJobCounts: async () => (fail ? Promise.reject(new Error('Connection is closed')) : { waiting: 5 }) } as unknown as Queue;
+    const q = {
+      name: 'agent',
+      getJobCounts: async () => (fail ? Promise.reject(new Error('Connection is closed')) : { waiting: 5 }),
+    } as unknown as Queue;
     const onQueueError = vi.fn();
     const m = createMetrics({ service: 'api', processMetrics: false, queues: [q], onQueueError });
     expect((await values(m, 'agentq_queue_jobs')).find((x) => x.labels.state === 'waiting')?.value).toBe(5);
@@ -95,6 +119,12 @@ describe('queue depth', () => {
 describe('boundedLabel', () => {
   it('keeps the first values and folds the rest into "other"', () => {
     const label = boundedLabel(2, 8);
-    expect(['gpt-4o', 'claude', 'gpt-4o', 'llama', 'a-very-long-model-name'].map(label)).toEqual(['gpt-4o', 'claude', 'gpt-4o', 'other', 'other']);
+    expect(['gpt-4o', 'claude', 'gpt-4o', 'llama', 'a-very-long-model-name'].map(label)).toEqual([
+      'gpt-4o',
+      'claude',
+      'gpt-4o',
+      'other',
+      'other',
+    ]);
   });
 });

@@ -55,23 +55,74 @@ export function createMetrics(opts: {
   const registers = [registry];
   const inFlight = opts.transcriptsInFlight;
   if (inFlight) {
-    new Gauge({ name: 'agentq_transcript_bytes_in_flight', help: 'Bytes of stored transcripts the steps in flight hold (bounded by TRANSCRIPTS_IN_FLIGHT_MB)', registers, collect() { this.set(inFlight().held); } });
-    new Gauge({ name: 'agentq_steps_waiting_for_transcript_room', help: 'Steps waiting for room to read their transcript (TRANSCRIPTS_IN_FLIGHT_MB is held by others)', registers, collect() { this.set(inFlight().waiting); } });
+    new Gauge({
+      name: 'agentq_transcript_bytes_in_flight',
+      help: 'Bytes of stored transcripts the steps in flight hold (bounded by TRANSCRIPTS_IN_FLIGHT_MB)',
+      registers,
+      collect() {
+        this.set(inFlight().held);
+      },
+    });
+    new Gauge({
+      name: 'agentq_steps_waiting_for_transcript_room',
+      help: 'Steps waiting for room to read their transcript (TRANSCRIPTS_IN_FLIGHT_MB is held by others)',
+      registers,
+      collect() {
+        this.set(inFlight().waiting);
+      },
+    });
   }
   const answers = opts.mcpAnswersInFlight;
   if (answers) {
-    new Gauge({ name: 'agentq_mcp_answer_bytes_in_flight', help: 'Bytes of MCP answers being read from HTTP servers (past MCP_ANSWERS_IN_FLIGHT_MB, reading waits)', registers, collect() { this.set(answers().held); } });
+    new Gauge({
+      name: 'agentq_mcp_answer_bytes_in_flight',
+      help: 'Bytes of MCP answers being read from HTTP servers (past MCP_ANSWERS_IN_FLIGHT_MB, reading waits)',
+      registers,
+      collect() {
+        this.set(answers().held);
+      },
+    });
   }
   const responses = opts.responsesInFlight;
   if (responses) {
-    new Gauge({ name: 'agentq_response_bytes_in_flight', help: 'Bytes of large answers and events (64 KB and over) the API holds until their clients take them (bounded by MAX_RESPONSES_IN_FLIGHT_BYTES)', registers, collect() { this.set(responses().held); } });
-    new Gauge({ name: 'agentq_event_streams_waiting_for_room', help: 'Event streams and run lists waiting for room in MAX_RESPONSES_IN_FLIGHT_BYTES (or in their key\'s half of it) to write a large event or batch of runs', registers, collect() { this.set(responses().waiting); } });
-    new Gauge({ name: 'agentq_event_streams_open', help: 'Event streams open on the API process (bounded by MAX_EVENT_STREAMS)', registers, collect() { this.set(responses().streams); } });
+    new Gauge({
+      name: 'agentq_response_bytes_in_flight',
+      help: 'Bytes of large answers and events (64 KB and over) the API holds until their clients take them (bounded by MAX_RESPONSES_IN_FLIGHT_BYTES)',
+      registers,
+      collect() {
+        this.set(responses().held);
+      },
+    });
+    new Gauge({
+      name: 'agentq_event_streams_waiting_for_room',
+      help: "Event streams and run lists waiting for room in MAX_RESPONSES_IN_FLIGHT_BYTES (or in their key's half of it) to write a large event or batch of runs",
+      registers,
+      collect() {
+        this.set(responses().waiting);
+      },
+    });
+    new Gauge({
+      name: 'agentq_event_streams_open',
+      help: 'Event streams open on the API process (bounded by MAX_EVENT_STREAMS)',
+      registers,
+      collect() {
+        this.set(responses().streams);
+      },
+    });
   }
   return {
     registry,
-    runsCreated: new Counter({ name: 'agentq_runs_created_total', help: 'Runs accepted: root runs by POST /v1/runs, sub-runs by agent_query', labelNames: ['kind'], registers }),
-    runsStarted: new Counter({ name: 'agentq_runs_started_total', help: 'Runs whose first model step began (queued → running)', registers }),
+    runsCreated: new Counter({
+      name: 'agentq_runs_created_total',
+      help: 'Runs accepted: root runs by POST /v1/runs, sub-runs by agent_query',
+      labelNames: ['kind'],
+      registers,
+    }),
+    runsStarted: new Counter({
+      name: 'agentq_runs_started_total',
+      help: 'Runs whose first model step began (queued → running)',
+      registers,
+    }),
     runsFinished: new Counter({
       name: 'agentq_runs_finished_total',
       help: 'Runs that reached a terminal status, counted once by the process that ended them',
@@ -92,7 +143,12 @@ export function createMetrics(opts: {
       buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160, 320, 600],
       registers,
     }),
-    modelTokens: new Counter({ name: 'agentq_model_tokens_total', help: 'Tokens reported by the model provider', labelNames: ['model', 'type'], registers }),
+    modelTokens: new Counter({
+      name: 'agentq_model_tokens_total',
+      help: 'Tokens reported by the model provider',
+      labelNames: ['model', 'type'],
+      registers,
+    }),
     toolCalls: new Counter({
       name: 'agentq_tool_calls_total',
       help: 'Tool calls by result: outcome ok, error (an error result the model sees) or timeout; kind the precise outcome (ok, tool_error, refused, unknown_outcome, …)',
@@ -120,7 +176,12 @@ export function createMetrics(opts: {
       buckets: [0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600],
       registers,
     }),
-    jobsStalled: new Counter({ name: 'agentq_jobs_stalled_total', help: 'Jobs whose worker stopped renewing the lock (crashed or blocked); BullMQ hands them to another worker', labelNames: ['queue'], registers }),
+    jobsStalled: new Counter({
+      name: 'agentq_jobs_stalled_total',
+      help: 'Jobs whose worker stopped renewing the lock (crashed or blocked); BullMQ hands them to another worker',
+      labelNames: ['queue'],
+      registers,
+    }),
     webhookDeliveries: new Counter({
       name: 'agentq_webhook_deliveries_total',
       help: 'Webhook delivery attempts: delivered (2xx), retrying (failed, another attempt scheduled) or failed (no more attempts)',
@@ -132,7 +193,11 @@ export function createMetrics(opts: {
 
 // One getJobCounts per queue per scrape (a few O(1) Redis reads each); values are set only
 // after every read succeeded, so a scrape during a Redis outage shows no stale depths.
-function queueDepthGauge(queues: Queue[], registers: Registry[], onError?: (err: Error) => void): Gauge<'queue' | 'state'> {
+function queueDepthGauge(
+  queues: Queue[],
+  registers: Registry[],
+  onError?: (err: Error) => void,
+): Gauge<'queue' | 'state'> {
   return new Gauge({
     name: 'agentq_queue_jobs',
     help: 'Jobs in a queue by state, read from Redis on each scrape (the same value from every process: aggregate with max)',

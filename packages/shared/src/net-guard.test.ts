@@ -1,6 +1,13 @@
 import type { LookupAddress } from 'node:dns';
 import { describe, expect, it } from 'vitest';
-import { connectLookup, isPublicAddress, NonPublicAddressError, refuseNonPublicHost, refuseNonPublicUrl, type Resolver } from './net-guard.js';
+import {
+  connectLookup,
+  isPublicAddress,
+  NonPublicAddressError,
+  refuseNonPublicHost,
+  refuseNonPublicUrl,
+  type Resolver,
+} from './net-guard.js';
 
 describe('isPublicAddress', () => {
   it.each([
@@ -71,12 +78,22 @@ describe('isPublicAddress', () => {
     expect(isPublicAddress(ip)).toBe(false);
   });
 
-  it.each(['8.8.8.8', '1.1.1.1', '93.184.215.14', '100.63.255.255', '100.128.0.1', '172.15.255.255', '172.32.0.1', '192.167.255.255', '2606:4700:4700::1111', '2001:4860:4860::8888', '2a00:1450:4001:81b::200e', '2c0f:fb50:4003::1'])(
-    'allows the public address %s',
-    (ip) => {
-      expect(isPublicAddress(ip)).toBe(true);
-    },
-  );
+  it.each([
+    '8.8.8.8',
+    '1.1.1.1',
+    '93.184.215.14',
+    '100.63.255.255',
+    '100.128.0.1',
+    '172.15.255.255',
+    '172.32.0.1',
+    '192.167.255.255',
+    '2606:4700:4700::1111',
+    '2001:4860:4860::8888',
+    '2a00:1450:4001:81b::200e',
+    '2c0f:fb50:4003::1',
+  ])('allows the public address %s', (ip) => {
+    expect(isPublicAddress(ip)).toBe(true);
+  });
 });
 
 describe('refuseNonPublicHost and refuseNonPublicUrl', () => {
@@ -99,11 +116,22 @@ describe('refuseNonPublicHost and refuseNonPublicUrl', () => {
   });
 
   it('refuses a name when any of its addresses is not public, and allows one whose addresses all are', async () => {
-    const dns = (addresses: string[]): Resolver => async () => addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
-    expect(await refuseNonPublicUrl('https://hooks.example.com/x', dns(['8.8.8.8', '2606:4700:4700::1111']))).toBeNull();
-    expect(await refuseNonPublicUrl('https://hooks.example.com/x', dns(['8.8.8.8', '::ffff:10.0.0.1']))).toContain('::ffff:10.0.0.1');
+    const dns =
+      (addresses: string[]): Resolver =>
+      async () =>
+        addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+    expect(
+      await refuseNonPublicUrl('https://hooks.example.com/x', dns(['8.8.8.8', '2606:4700:4700::1111'])),
+    ).toBeNull();
+    expect(await refuseNonPublicUrl('https://hooks.example.com/x', dns(['8.8.8.8', '::ffff:10.0.0.1']))).toContain(
+      '::ffff:10.0.0.1',
+    );
     expect(await refuseNonPublicUrl('https://hooks.example.com/x', dns([]))).toContain('does not resolve');
-    expect(await refuseNonPublicUrl('https://hooks.example.com/x', () => Promise.reject(Object.assign(new Error('no'), { code: 'ENOTFOUND' })))).toContain('ENOTFOUND');
+    expect(
+      await refuseNonPublicUrl('https://hooks.example.com/x', () =>
+        Promise.reject(Object.assign(new Error('no'), { code: 'ENOTFOUND' })),
+      ),
+    ).toContain('ENOTFOUND');
   });
 });
 
@@ -136,8 +164,13 @@ describe('connectLookup', () => {
   });
 
   it('lets private addresses through when allowed, and passes resolver errors on', async () => {
-    expect(await ask(connectLookup({ resolve: dns(['127.0.0.1']), allowPrivate: true }), {})).toMatchObject({ err: null, address: '127.0.0.1' });
-    const failing = connectLookup({ resolve: () => Promise.reject(Object.assign(new Error('getaddrinfo ENOTFOUND'), { code: 'ENOTFOUND' })) });
+    expect(await ask(connectLookup({ resolve: dns(['127.0.0.1']), allowPrivate: true }), {})).toMatchObject({
+      err: null,
+      address: '127.0.0.1',
+    });
+    const failing = connectLookup({
+      resolve: () => Promise.reject(Object.assign(new Error('getaddrinfo ENOTFOUND'), { code: 'ENOTFOUND' })),
+    });
     expect((await ask(failing, {})).err?.code).toBe('ENOTFOUND');
     expect((await ask(connectLookup({ resolve: dns(['8.8.8.8']) }), { family: 6 })).err?.code).toBe('ENOTFOUND');
   });

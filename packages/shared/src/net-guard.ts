@@ -49,7 +49,10 @@ export class NonPublicAddressError extends FatalError {
     readonly host: string,
     readonly address: string,
   ) {
-    super(`${host === address ? 'the address' : `host "${host}" resolves to`} ${address}, which is not a public address; set WEBHOOK_ALLOW_PRIVATE=true to allow it`, 'non_public_address');
+    super(
+      `${host === address ? 'the address' : `host "${host}" resolves to`} ${address}, which is not a public address; set WEBHOOK_ALLOW_PRIVATE=true to allow it`,
+      'non_public_address',
+    );
   }
 }
 
@@ -72,7 +75,8 @@ export function refuseNonPublicHost(url: string): string | null {
   const host = hostOf(url);
   if (host === null) return 'is not a valid URL';
   if (LOCALHOST.test(host)) return `names a loopback host (${host})`;
-  if (isIP(host) && !isPublicAddress(host)) return `is a non-public address (${host}); set WEBHOOK_ALLOW_PRIVATE=true to allow it`;
+  if (isIP(host) && !isPublicAddress(host))
+    return `is a non-public address (${host}); set WEBHOOK_ALLOW_PRIVATE=true to allow it`;
   return null;
 }
 
@@ -91,7 +95,9 @@ export async function refuseNonPublicUrl(url: string, resolve: Resolver = defaul
     addresses = (await resolve(host, { all: true, verbatim: true })).map((a) => a.address);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    return code === 'ETIMEOUT' ? `host "${host}" did not resolve in time (ETIMEOUT)` : `host "${host}" does not resolve (${code ?? 'DNS error'})`;
+    return code === 'ETIMEOUT'
+      ? `host "${host}" did not resolve in time (ETIMEOUT)`
+      : `host "${host}" does not resolve (${code ?? 'DNS error'})`;
   }
   if (addresses.length === 0) return `host "${host}" does not resolve`;
   const bad = addresses.find(isPrivateAddress);
@@ -110,8 +116,14 @@ export function connectLookup(opts: { resolve?: Resolver; allowPrivate?: boolean
   return (hostname, options, callback) => {
     const answer = async (): Promise<LookupAddress[]> => {
       const family = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : options.family;
-      const all = (await resolve(hostname, { all: true, verbatim: true })).filter((a) => !family || a.family === family);
-      if (all.length === 0) throw Object.assign(new Error(`host "${hostname}" has no address${family ? ` of IPv${family}` : ''}`), { code: 'ENOTFOUND', hostname });
+      const all = (await resolve(hostname, { all: true, verbatim: true })).filter(
+        (a) => !family || a.family === family,
+      );
+      if (all.length === 0)
+        throw Object.assign(new Error(`host "${hostname}" has no address${family ? ` of IPv${family}` : ''}`), {
+          code: 'ENOTFOUND',
+          hostname,
+        });
       const bad = opts.allowPrivate ? undefined : all.find((a) => !isPublicAddress(a.address));
       if (bad) throw new NonPublicAddressError(hostname, bad.address);
       return all;

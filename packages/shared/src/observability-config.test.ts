@@ -23,7 +23,9 @@ describe('METRICS_PORT and HOST (workers)', () => {
     expect(load({}).HOST).toBe('0.0.0.0');
     expect(load({ METRICS_PORT: '9464', HOST: '127.0.0.1' })).toMatchObject({ METRICS_PORT: 9464, HOST: '127.0.0.1' });
     expect(load({ METRICS_PORT: '0' }).METRICS_PORT).toBe(0);
-    expect(problems(() => load({ METRICS_PORT: 'nine' }))).toEqual([expect.stringMatching(/^METRICS_PORT: .*\(got "nine"\)$/)]);
+    expect(problems(() => load({ METRICS_PORT: 'nine' }))).toEqual([
+      expect.stringMatching(/^METRICS_PORT: .*\(got "nine"\)$/),
+    ]);
     expect(problems(() => load({ METRICS_PORT: '70000' }))).toEqual([expect.stringMatching(/^METRICS_PORT: /)]);
   });
 });
@@ -35,7 +37,11 @@ describe('OTEL_EXPORTER_OTLP_ENDPOINT (every service)', () => {
     ['tool-worker', loadToolWorkerConfig],
   ] as const)('%s: unset means tracing off; an http(s) URL turns it on', (_, load) => {
     expect(load({}).OTEL_EXPORTER_OTLP_ENDPOINT).toBeUndefined();
-    expect(load({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel-collector:4318' }).OTEL_EXPORTER_OTLP_ENDPOINT).toBe('http://otel-collector:4318');
-    expect(problems(() => load({ OTEL_EXPORTER_OTLP_ENDPOINT: 'otel-collector:4318' }))).toEqual([expect.stringMatching(/^OTEL_EXPORTER_OTLP_ENDPOINT: /)]);
+    expect(load({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel-collector:4318' }).OTEL_EXPORTER_OTLP_ENDPOINT).toBe(
+      'http://otel-collector:4318',
+    );
+    expect(problems(() => load({ OTEL_EXPORTER_OTLP_ENDPOINT: 'otel-collector:4318' }))).toEqual([
+      expect.stringMatching(/^OTEL_EXPORTER_OTLP_ENDPOINT: /),
+    ]);
   });
 });

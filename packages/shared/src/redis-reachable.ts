@@ -34,22 +34,30 @@ export function redisProblem(error: unknown, url = ''): string {
   const tlsUrl = /^rediss/.test(url);
   // Sentinel's names its last error only as text: read that text as the error.
   const sentinels = /^All sentinels are unreachable\. Last error: (.+)$/.exec(message);
-  if (sentinels && sentinels[1] !== 'Connection is closed.') return `no Sentinel answers: ${redisProblem(textError(sentinels[1]!), url)}`;
+  if (sentinels && sentinels[1] !== 'Connection is closed.')
+    return `no Sentinel answers: ${redisProblem(textError(sentinels[1]!), url)}`;
   if (/^WRONGPASS/.test(message)) return `Redis refused the user or password in REDIS_URL (${message})`;
   if (/^NOAUTH/.test(message)) return `Redis wants a password and REDIS_URL gives none (${message})`;
-  if (/^NOPERM/.test(message)) return `the user in REDIS_URL may not run what agentq needs (${message}); grant it with ACL SETUSER`;
-  if (UNTRUSTED.has(code)) return `the TLS certificate of Redis is not trusted (${message}); for a private CA, set NODE_EXTRA_CA_CERTS to its PEM file`;
-  if (code === 'CERT_HAS_EXPIRED' || code === 'CERT_NOT_YET_VALID') return `the TLS certificate of Redis is not valid now (${message})`;
-  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') return `the TLS certificate of Redis does not name the host in REDIS_URL (${message})`;
-  if (/certificate required/.test(message)) return `Redis wants a client certificate, which agentq does not send (${message}); set tls-auth-clients to no or optional`;
+  if (/^NOPERM/.test(message))
+    return `the user in REDIS_URL may not run what agentq needs (${message}); grant it with ACL SETUSER`;
+  if (UNTRUSTED.has(code))
+    return `the TLS certificate of Redis is not trusted (${message}); for a private CA, set NODE_EXTRA_CA_CERTS to its PEM file`;
+  if (code === 'CERT_HAS_EXPIRED' || code === 'CERT_NOT_YET_VALID')
+    return `the TLS certificate of Redis is not valid now (${message})`;
+  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID')
+    return `the TLS certificate of Redis does not name the host in REDIS_URL (${message})`;
+  if (/certificate required/.test(message))
+    return `Redis wants a client certificate, which agentq does not send (${message}); set tls-auth-clients to no or optional`;
   if (code === 'EPROTO' || /wrong version number|packet length too long/.test(message)) {
     return `TLS failed (${message})${tlsUrl ? ': is that port a TLS port? rediss:// speaks TLS' : ''}`;
   }
   if (code === 'ECONNREFUSED') return `nothing listens there (${message})`;
-  if (code === 'ECONNRESET') return `Redis closed the connection (${message})${tlsUrl ? '' : '; one that speaks TLS wants rediss://'}`;
+  if (code === 'ECONNRESET')
+    return `Redis closed the connection (${message})${tlsUrl ? '' : '; one that speaks TLS wants rediss://'}`;
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return `the host of REDIS_URL is not found (${message})`;
   // A Cluster's nodes report no more than that (ioredis keeps the socket's error from it).
-  if (err !== error && message === 'Connection is closed.') return `no node of the Cluster in REDIS_URL answers (${message})`;
+  if (err !== error && message === 'Connection is closed.')
+    return `no node of the Cluster in REDIS_URL answers (${message})`;
   return message;
 }
 
@@ -61,7 +69,16 @@ export function redisProblem(error: unknown, url = ''): string {
 async function sentinelError(target: Extract<RedisTarget, { kind: 'sentinel' }>): Promise<Error | undefined> {
   let first: Error | undefined;
   for (const { host, port } of target.sentinels) {
-    const c = new Redis({ host, port, password: target.sentinelPassword, tls: target.tls ? {} : undefined, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, connectTimeout: 1000 });
+    const c = new Redis({
+      host,
+      port,
+      password: target.sentinelPassword,
+      tls: target.tls ? {} : undefined,
+      lazyConnect: true,
+      retryStrategy: () => null,
+      maxRetriesPerRequest: 0,
+      connectTimeout: 1000,
+    });
     let error: Error | undefined;
     c.on('error', (err: Error) => (error ??= err));
     try {
@@ -124,7 +141,9 @@ export async function untilRedisAnswers(
   if (isCluster(client)) client.on('+node', (node: Redis) => node.on('error', seen));
   const told = new Set<string>();
   // Ends a wait (for the PING, between tries) at once when `signal` aborts.
-  const stopped = new Promise<void>((resolve) => opts.signal?.addEventListener('abort', () => resolve(), { once: true }));
+  const stopped = new Promise<void>((resolve) =>
+    opts.signal?.addEventListener('abort', () => resolve(), { once: true }),
+  );
   // One PING at a time: it waits in the client's queue until the connection is up.
   let ping: Promise<unknown> | undefined;
   try {
@@ -137,7 +156,10 @@ export async function untilRedisAnswers(
       const errored = new Promise<never>((_, reject) => (onError = () => reject(new Error('connection error'))));
       errored.catch(() => {});
       try {
-        const answered = await withTimeout(Promise.race([ping.then(() => true), errored, stopped.then(() => false)]), opts.pingTimeoutMs ?? 2000);
+        const answered = await withTimeout(
+          Promise.race([ping.then(() => true), errored, stopped.then(() => false)]),
+          opts.pingTimeoutMs ?? 2000,
+        );
         if (answered && told.size) logger.info('Redis answers now');
         return;
       } catch (err) {
@@ -146,12 +168,16 @@ export async function untilRedisAnswers(
         const cause = replied ? err : (connectionError ?? err);
         let reason = redisProblem(cause, url);
         // Sentinels that could not be reached are all ioredis says "Connection is closed." of.
-        const sentinelsClosed = target.kind === 'sentinel' && cause instanceof Error && /^All sentinels are unreachable\..*Last error: Connection is closed\.$/.test(cause.message);
+        const sentinelsClosed =
+          target.kind === 'sentinel' &&
+          cause instanceof Error &&
+          /^All sentinels are unreachable\..*Last error: Connection is closed\.$/.test(cause.message);
         if (sentinelsClosed) {
           const direct = await sentinelError(target);
           if (direct) reason = `no Sentinel answers: ${redisProblem(direct, url)}`;
         }
-        if (!replied && !connectionError && /^rediss/.test(url)) reason += ' (rediss:// speaks TLS: is that port a TLS port?)';
+        if (!replied && !connectionError && /^rediss/.test(url))
+          reason += ' (rediss:// speaks TLS: is that port a TLS port?)';
         if (!told.has(reason)) logger.warn({ reason }, `${opts.waiting ?? 'waiting for Redis'}: ${reason}`);
         told.add(reason);
       } finally {
@@ -169,7 +195,12 @@ export async function untilRedisAnswers(
 async function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`Redis does not answer within ${ms} ms`)), ms)))]);
+    return await Promise.race([
+      p,
+      new Promise<never>(
+        (_, reject) => (timer = setTimeout(() => reject(new Error(`Redis does not answer within ${ms} ms`)), ms)),
+      ),
+    ]);
   } finally {
     clearTimeout(timer);
   }

@@ -3,7 +3,11 @@ import { parseRedisUrl, redactUrl } from './redis-url.js';
 
 describe('parseRedisUrl', () => {
   it('reads one Redis, with or without TLS', () => {
-    expect(parseRedisUrl('redis://127.0.0.1:6379')).toEqual({ kind: 'single', url: 'redis://127.0.0.1:6379', tls: false });
+    expect(parseRedisUrl('redis://127.0.0.1:6379')).toEqual({
+      kind: 'single',
+      url: 'redis://127.0.0.1:6379',
+      tls: false,
+    });
     expect(parseRedisUrl('rediss://u:p@cache.example:6380/2')).toMatchObject({ kind: 'single', tls: true });
   });
 
@@ -17,7 +21,12 @@ describe('parseRedisUrl', () => {
         { host: '::1', port: 7002 },
       ],
     });
-    expect(parseRedisUrl('rediss+cluster://app:s%40cret@a:1,b:2')).toMatchObject({ kind: 'cluster', tls: true, username: 'app', password: 's@cret' });
+    expect(parseRedisUrl('rediss+cluster://app:s%40cret@a:1,b:2')).toMatchObject({
+      kind: 'cluster',
+      tls: true,
+      username: 'app',
+      password: 's@cret',
+    });
   });
 
   it('reads a Sentinel group: its sentinels, the master name, and a sentinel password if given', () => {
@@ -48,7 +57,10 @@ describe('parseRedisUrl', () => {
   });
 
   it('keeps a + in a sentinel password, as in the password itself', () => {
-    expect(parseRedisUrl('redis+sentinel://:a+b%2Bc@s1:26379/m?sentinel_password=a+b%2Bc')).toMatchObject({ password: 'a+b+c', sentinelPassword: 'a+b+c' });
+    expect(parseRedisUrl('redis+sentinel://:a+b%2Bc@s1:26379/m?sentinel_password=a+b%2Bc')).toMatchObject({
+      password: 'a+b+c',
+      sentinelPassword: 'a+b+c',
+    });
   });
 
   it.each([
@@ -75,7 +87,9 @@ describe('parseRedisUrl', () => {
 
   it('hides user, password and sentinel password when a URL is shown', () => {
     expect(redactUrl('redis+cluster://app:s3cr/t@x@a:1,b:2')).toBe('redis+cluster://***@a:1,b:2');
-    expect(redactUrl('redis+sentinel://s1:1/m?sentinel_password=sp&x=1')).toBe('redis+sentinel://s1:1/m?sentinel_password=***&x=1');
+    expect(redactUrl('redis+sentinel://s1:1/m?sentinel_password=sp&x=1')).toBe(
+      'redis+sentinel://s1:1/m?sentinel_password=***&x=1',
+    );
     expect(redactUrl('redis://127.0.0.1:6379')).toBe('redis://127.0.0.1:6379');
   });
 

@@ -8,10 +8,19 @@ export interface RedisNode {
 export type RedisTarget =
   | { kind: 'single'; url: string; tls: boolean }
   | { kind: 'cluster'; nodes: RedisNode[]; username?: string; password?: string; tls: boolean }
-  | { kind: 'sentinel'; sentinels: RedisNode[]; masterName: string; username?: string; password?: string; sentinelPassword?: string; tls: boolean };
+  | {
+      kind: 'sentinel';
+      sentinels: RedisNode[];
+      masterName: string;
+      username?: string;
+      password?: string;
+      sentinelPassword?: string;
+      tls: boolean;
+    };
 
 // scheme://[user[:password]@]host:port[,host:port…][/path][?query]
-const MULTI_HOST = /^(rediss?)\+(cluster|sentinel):\/\/(?:([^:@/]*)(?::([^@/]*))?@)?([^/?#]+)(?:\/([^?#]*))?(?:\?([^#]*))?$/;
+const MULTI_HOST =
+  /^(rediss?)\+(cluster|sentinel):\/\/(?:([^:@/]*)(?::([^@/]*))?@)?([^/?#]+)(?:\/([^?#]*))?(?:\?([^#]*))?$/;
 
 /**
  * A URL as it may be shown: whatever comes between `//` and its last `@` (user and password,
@@ -26,13 +35,16 @@ function decoded(part: string, what: string): string {
   try {
     return decodeURIComponent(part);
   } catch {
-    throw new Error(`the ${what} in the URL is not valid percent-encoding: write a % in it as %25 (and an @ / : ? # as %40 %2F %3A %3F %23)`);
+    throw new Error(
+      `the ${what} in the URL is not valid percent-encoding: write a % in it as %25 (and an @ / : ? # as %40 %2F %3A %3F %23)`,
+    );
   }
 }
 
 function nodesOf(list: string, url: string): RedisNode[] {
   // An @ past the user and password is part of a password that was not percent-encoded.
-  if (list.includes('@')) throw new Error('the password in the URL has an @ or / that is not percent-encoded: write them as %40 and %2F');
+  if (list.includes('@'))
+    throw new Error('the password in the URL has an @ or / that is not percent-encoded: write them as %40 and %2F');
   return list.split(',').map((part) => {
     const m = /^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(part.trim());
     const port = m ? Number(m[2]) : NaN;
@@ -71,18 +83,32 @@ export function parseRedisUrl(url: string): RedisTarget {
     return { kind: 'single', url, tls: url.startsWith('rediss:') };
   }
   const m = MULTI_HOST.exec(url);
-  if (!m) throw new Error('must be redis://, rediss://, redis+cluster://host:port,… or redis+sentinel://host:port,…/<master-name>');
+  if (!m)
+    throw new Error(
+      'must be redis://, rediss://, redis+cluster://host:port,… or redis+sentinel://host:port,…/<master-name>',
+    );
   const [, scheme, kind, user, pass, hosts, path, query] = m;
-  const auth = { ...(user ? { username: decoded(user, 'user') } : {}), ...(pass ? { password: decoded(pass, 'password') } : {}) };
+  const auth = {
+    ...(user ? { username: decoded(user, 'user') } : {}),
+    ...(pass ? { password: decoded(pass, 'password') } : {}),
+  };
   const tls = scheme === 'rediss';
   if (kind === 'cluster') {
     if (path) throw new Error('a cluster URL has no path (no database: a Cluster has only db 0)');
     if (query) throw new Error('a cluster URL takes no ?query (TLS is rediss+cluster://)');
     return { kind: 'cluster', nodes: nodesOf(hosts, url), tls, ...auth };
   }
-  if (!path || !/^[A-Za-z0-9._-]+$/.test(path)) throw new Error('a sentinel URL ends with /<master-name> (letters, digits, . _ -)');
+  if (!path || !/^[A-Za-z0-9._-]+$/.test(path))
+    throw new Error('a sentinel URL ends with /<master-name> (letters, digits, . _ -)');
   const unknown = (query ?? '').split('&').filter((p) => p && !p.startsWith('sentinel_password='));
   if (unknown.length) throw new Error('a sentinel URL takes only ?sentinel_password= (TLS is rediss+sentinel://)');
   const sentinelPassword = queryParam(query, 'sentinel_password');
-  return { kind: 'sentinel', sentinels: nodesOf(hosts, url), masterName: path, tls, ...auth, ...(sentinelPassword ? { sentinelPassword } : {}) };
+  return {
+    kind: 'sentinel',
+    sentinels: nodesOf(hosts, url),
+    masterName: path,
+    tls,
+    ...auth,
+    ...(sentinelPassword ? { sentinelPassword } : {}),
+  };
 }

@@ -7,7 +7,12 @@ import { isCluster, type RedisClient } from './redis.js';
  * which counts one connection's writes): on a Cluster, on the master of each of `keys`' slots.
  * Returns the fewest replicas that acknowledged, within `timeoutMs`.
  */
-export async function waitForReplicas(clients: RedisClient[], keys: string[], replicas: number, timeoutMs: number): Promise<number> {
+export async function waitForReplicas(
+  clients: RedisClient[],
+  keys: string[],
+  replicas: number,
+  timeoutMs: number,
+): Promise<number> {
   const nodes = new Set<Pick<Redis, 'call'>>();
   for (const client of clients) {
     if (!isCluster(client)) {

@@ -50,7 +50,12 @@ export function createRedis(url: string, opts: { blocking?: boolean; name?: stri
     const clusterOptions: ClusterOptions = {
       enableOfflineQueue: Boolean(blocking),
       clusterRetryStrategy: retryStrategy,
-      redisOptions: { ...behaviour, username: target.username, password: target.password, ...(target.tls ? { tls: {} } : {}) },
+      redisOptions: {
+        ...behaviour,
+        username: target.username,
+        password: target.password,
+        ...(target.tls ? { tls: {} } : {}),
+      },
     };
     client = new Cluster(target.nodes, clusterOptions);
     client.on('node error', () => {});
@@ -103,7 +108,10 @@ export async function redisWritable(client: RedisClient, timeoutMs = 1000): Prom
   const roleOf = async (n: Pick<Redis, 'call'>) => ((await n.call('ROLE')) as unknown[])[0];
   let timer: NodeJS.Timeout | undefined;
   try {
-    const roles = await Promise.race([Promise.all(nodes.map(roleOf)), new Promise<never>((_, rej) => (timer = setTimeout(() => rej(new Error('timeout')), timeoutMs)))]);
+    const roles = await Promise.race([
+      Promise.all(nodes.map(roleOf)),
+      new Promise<never>((_, rej) => (timer = setTimeout(() => rej(new Error('timeout')), timeoutMs))),
+    ]);
     return roles.length > 0 && roles.every((r) => r === 'master');
   } catch {
     return false;

@@ -1,4 +1,15 @@
-import { context, createContextKey, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
+import {
+  context,
+  createContextKey,
+  propagation,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Context,
+  type Span,
+} from '@opentelemetry/api';
 
 export type { Span, Attributes };
 
@@ -58,7 +69,12 @@ function extract(carrier: TraceCarrier | undefined): Context {
 export function startRunTrace(runId: string, model: string): TraceCarrier {
   const span = tracer().startSpan('invoke_agent', {
     kind: SpanKind.INTERNAL,
-    attributes: { [GEN_AI.operationName]: 'invoke_agent', [GEN_AI.requestModel]: model, [GEN_AI.conversationId]: runId, [AGENTQ.runId]: runId },
+    attributes: {
+      [GEN_AI.operationName]: 'invoke_agent',
+      [GEN_AI.requestModel]: model,
+      [GEN_AI.conversationId]: runId,
+      [AGENTQ.runId]: runId,
+    },
   });
   const carrier = inject(trace.setSpan(context.active(), span));
   span.end();
@@ -125,7 +141,12 @@ export async function withJobSpan<T>(
 export function startChatSpan(model: string, attributes: Attributes = {}): Span {
   return tracer().startSpan(`chat ${model}`, {
     kind: SpanKind.CLIENT,
-    attributes: { [GEN_AI.operationName]: 'chat', [GEN_AI.providerName]: 'openai', [GEN_AI.requestModel]: model, ...attributes },
+    attributes: {
+      [GEN_AI.operationName]: 'chat',
+      [GEN_AI.providerName]: 'openai',
+      [GEN_AI.requestModel]: model,
+      ...attributes,
+    },
   });
 }
 

@@ -3,7 +3,10 @@ import { createLogger } from './logger.js';
 import { SchemaValidators } from './tool-arguments.js';
 
 const validators = () => new SchemaValidators(createLogger({ service: 'test', level: 'silent' }));
-const tool = (pattern: string) => ({ name: 'srv__t', input_schema: { type: 'object', properties: { q: { type: 'string', pattern } } } });
+const tool = (pattern: string) => ({
+  name: 'srv__t',
+  input_schema: { type: 'object', properties: { q: { type: 'string', pattern } } },
+});
 
 describe("a tool's inputSchema patterns", () => {
   it('check a catastrophic pattern right', () => {
@@ -16,7 +19,13 @@ describe("a tool's inputSchema patterns", () => {
 
   it('keep one compiled pattern per pattern', () => {
     const v = validators();
-    const two = { name: 'srv__two', input_schema: { type: 'object', properties: { x: { type: 'string', pattern: '^x+$' }, y: { type: 'string', pattern: '^y+$' } } } };
+    const two = {
+      name: 'srv__two',
+      input_schema: {
+        type: 'object',
+        properties: { x: { type: 'string', pattern: '^x+$' }, y: { type: 'string', pattern: '^y+$' } },
+      },
+    };
     expect(v.check(two, { x: 'xx', y: 'yy' })).toBeUndefined();
     expect(v.check(two, { x: 'yy', y: 'xx' })).toBe('/x must match pattern "^x+$"; /y must match pattern "^y+$"');
   });

@@ -65,16 +65,29 @@ export class SchemaValidators {
   #compile(tool: ToolSchema): ValidateFunction | null {
     // The arguments are the model's (a caller can steer them): a schema's patterns run on RE2,
     // never on a backtracking engine (see re2RegExp).
-    const options = { allErrors: true, strict: false, validateFormats: false, logger: false as const, code: { regExp: re2RegExp } };
+    const options = {
+      allErrors: true,
+      strict: false,
+      validateFormats: false,
+      logger: false as const,
+      code: { regExp: re2RegExp },
+    };
     this.#ajv ??= { draft7: new Ajv(options), draft2019: new Ajv2019(options), draft2020: new Ajv2020(options) };
     const { $schema, ...schema } = tool.input_schema;
     const dialect = String($schema ?? '');
-    const ajv = dialect.includes('2020-12') ? this.#ajv.draft2020 : dialect.includes('2019-09') ? this.#ajv.draft2019 : this.#ajv.draft7;
+    const ajv = dialect.includes('2020-12')
+      ? this.#ajv.draft2020
+      : dialect.includes('2019-09')
+        ? this.#ajv.draft2019
+        : this.#ajv.draft7;
     try {
       return ajv.compile(schema);
     } catch (err) {
       // A schema we cannot compile is the server's to enforce; the call still goes through.
-      this.logger.warn({ tool: tool.name, err: err instanceof Error ? err.message : String(err) }, 'cannot compile MCP tool inputSchema; not validating');
+      this.logger.warn(
+        { tool: tool.name, err: err instanceof Error ? err.message : String(err) },
+        'cannot compile MCP tool inputSchema; not validating',
+      );
       return null;
     }
   }

@@ -41,7 +41,10 @@ export const toolOk = (text: string): ToolOutcome => ({ kind: 'ok', text });
 export const toolFailed = (kind: Exclude<ToolOutcomeKind, 'ok'>, text: string): ToolOutcome => ({ kind, text });
 
 /** A call a person rejected; `reason` is theirs. */
-export const toolRejected = (reason: string | undefined): ToolOutcome => ({ kind: 'rejected', text: reason?.trim() ? reason.trim() : 'no reason given' });
+export const toolRejected = (reason: string | undefined): ToolOutcome => ({
+  kind: 'rejected',
+  text: reason?.trim() ? reason.trim() : 'no reason given',
+});
 
 /**
  * The text the model sees for an outcome, the one place it is worded: what the tool answered

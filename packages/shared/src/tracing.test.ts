@@ -10,7 +10,10 @@ describe('tracing off (no OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
   it('registers nothing and leaves no trace context in job data', async () => {
     expect(startTracing({ service: 'test' })).toBeUndefined();
     expect(startRunTrace('run_1', 'gpt')).toEqual({});
-    const seen = await withJobSpan('agent_step', { carrier: {}, attributes: {} }, async () => ({ next: nextStepTrace(), tools: activeTrace() }));
+    const seen = await withJobSpan('agent_step', { carrier: {}, attributes: {} }, async () => ({
+      next: nextStepTrace(),
+      tools: activeTrace(),
+    }));
     expect(seen).toEqual({ next: {}, tools: {} });
   });
 
@@ -34,10 +37,14 @@ describe('tracing on', () => {
     const [, traceId, runSpanId] = run.traceparent!.split('-');
 
     // What fanOut puts in the next step's and the tool calls' job data.
-    const { next, tool } = await withJobSpan('agent_step', { carrier: run, attributes: { 'agentq.run.depth': 0 } }, async () => {
-      startChatSpan('gpt-x').end();
-      return { next: nextStepTrace(), tool: activeTrace() };
-    });
+    const { next, tool } = await withJobSpan(
+      'agent_step',
+      { carrier: run, attributes: { 'agentq.run.depth': 0 } },
+      async () => {
+        startChatSpan('gpt-x').end();
+        return { next: nextStepTrace(), tool: activeTrace() };
+      },
+    );
     expect(next).toEqual(run);
     const step = spans().find((s) => s.name === 'agent_step')!;
     expect(tool.traceparent).toBe(`00-${traceId}-${step.spanContext().spanId}-01`);
@@ -52,32 +59,44 @@ describe('tracing on', () => {
     expect(toolSpan.parentSpanContext?.spanId).toBe(step.spanContext().spanId);
   });
 
-  it('runs code in a job\'s trace context, so spans started there join the run', async () => {
+  it("runs code in a job's trace context, so spans started there join the run", async () => {
     const run = startRunTrace('run_2', 'gpt-x');
     inTrace(run, () => startChatSpan('inside').end());
-    expect(spans().find((s) => s.name === 'chat inside')!.spanContext().traceId).toBe(run.traceparent!.split('-')[1]);
+    expect(
+      spans()
+        .find((s) => s.name === 'chat inside')!
+        .spanContext().traceId,
+    ).toBe(run.traceparent!.split('-')[1]);
   });
 
   it('starts a trace at the step for a run created while tracing was off', async () => {
-    const next = await withJobSpan('agent_step', { carrier: {}, attributes: { 'agentq.run.id': 'run_3' } }, async () => nextStepTrace());
+    const next = await withJobSpan('agent_step', { carrier: {}, attributes: { 'agentq.run.id': 'run_3' } }, async () =>
+      nextStepTrace(),
+    );
     const step = spans().find((s) => s.name === 'agent_step' && s.attributes['agentq.run.id'] === 'run_3')!;
     expect(next.traceparent).toContain(step.spanContext().spanId);
   });
 
-  it('marks failures, but not BullMQ\'s waiting-for-children', async () => {
-    await expect(withJobSpan('failing', { carrier: {}, attributes: {} }, async () => Promise.reject(Object.assign(new Error('boom'), { code: 'model_unavailable' })))).rejects.toThrow('boom');
+  it("marks failures, but not BullMQ's waiting-for-children", async () => {
+    await expect(
+      withJobSpan('failing', { carrier: {}, attributes: {} }, async () =>
+        Promise.reject(Object.assign(new Error('boom'), { code: 'model_unavailable' })),
+      ),
+    ).rejects.toThrow('boom');
     const failed = spans().find((s) => s.name === 'failing')!;
     expect(failed.status).toMatchObject({ code: 2, message: 'boom' });
     expect(failed.attributes['error.type']).toBe('model_unavailable');
 
     const waiting = Object.assign(new Error('waiting'), { name: 'WaitingChildrenError' });
-    await expect(withJobSpan('waiting', { carrier: {}, attributes: {} }, async () => Promise.reject(waiting))).rejects.toBe(waiting);
+    await expect(
+      withJobSpan('waiting', { carrier: {}, attributes: {} }, async () => Promise.reject(waiting)),
+    ).rejects.toBe(waiting);
     const w = spans().find((s) => s.name === 'waiting')!;
     expect(w.status.code).toBe(0);
     expect(w.events.map((e) => e.name)).toEqual(['WaitingChildrenError']);
   });
 
-  it('drops BullMQ\'s housekeeping traces (stalled-job checks), keeps everything else', () => {
+  it("drops BullMQ's housekeeping traces (stalled-job checks), keeps everything else", () => {
     const tracer = trace.getTracer('bullmq');
     tracer.startSpan('moveStalledJobsToWait agent').end();
     tracer.startSpan('process agent').end();

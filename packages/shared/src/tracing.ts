@@ -3,7 +3,13 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
-import { BatchSpanProcessor, TracerProvider, type ReadableSpan, type Span, type SpanProcessor } from '@opentelemetry/sdk-trace';
+import {
+  BatchSpanProcessor,
+  TracerProvider,
+  type ReadableSpan,
+  type Span,
+  type SpanProcessor,
+} from '@opentelemetry/sdk-trace';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import type { Telemetry } from 'bullmq';
 import { BullMQOtel } from 'bullmq-otel';
@@ -39,7 +45,10 @@ export function otlpTracesUrl(endpoint: string): string {
  */
 export function startTracing(opts: TracingOptions): Tracing | undefined {
   const processors =
-    opts.spanProcessors ?? (opts.endpoint ? [new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url: otlpTracesUrl(opts.endpoint) }) })] : []);
+    opts.spanProcessors ??
+    (opts.endpoint
+      ? [new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url: otlpTracesUrl(opts.endpoint) }) })]
+      : []);
   if (processors.length === 0) return undefined;
   const provider = new TracerProvider({
     resource: defaultResource().merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: `agentq-${opts.service}` })),

@@ -8,7 +8,13 @@ const fakeWorker = (name: string) => Object.assign(new EventEmitter(), { name })
 
 async function series(m: ReturnType<typeof createMetrics>, name: string) {
   const metric = (await m.registry.getMetricsAsJSON()).find((x) => x.name === name);
-  return (metric?.values ?? []).map((v) => ({ ...v.labels, value: v.value, metric: (v as { metricName?: string }).metricName }) as Record<string, string | number | undefined>);
+  return (metric?.values ?? []).map(
+    (v) =>
+      ({ ...v.labels, value: v.value, metric: (v as { metricName?: string }).metricName }) as Record<
+        string,
+        string | number | undefined
+      >,
+  );
 }
 
 describe('worker metrics from BullMQ events', () => {
@@ -31,7 +37,10 @@ describe('worker metrics from BullMQ events', () => {
       ['retrying', 1],
       ['failed', 1],
     ]);
-    expect((await series(m, 'agentq_job_duration_seconds')).find((s) => s.metric === 'agentq_job_duration_seconds_sum')?.value).toBe(0.25);
+    expect(
+      (await series(m, 'agentq_job_duration_seconds')).find((s) => s.metric === 'agentq_job_duration_seconds_sum')
+        ?.value,
+    ).toBe(0.25);
     expect((await series(m, 'agentq_jobs_stalled_total'))[0]).toMatchObject({ queue: 'tool', value: 1 });
   });
 

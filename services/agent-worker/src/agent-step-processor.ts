@@ -30,7 +30,14 @@ import type { TranscriptCache } from './transcript-cache.js';
 import type { TranscriptRoom, TranscriptsInFlight } from './transcripts-in-flight.js';
 import { fanOut } from './fan-out.js';
 import { callModel } from './model-step.js';
-import { decideStep, planOfStoredStep, planStep, type CallPlan, type ModelAnswer, type StepOutcome } from './step-decision.js';
+import {
+  decideStep,
+  planOfStoredStep,
+  planStep,
+  type CallPlan,
+  type ModelAnswer,
+  type StepOutcome,
+} from './step-decision.js';
 import { offeredTools } from './tool-offer.js';
 
 /** What the agent-step processor works with; tests build it against a real Redis. */
@@ -68,7 +75,11 @@ export type StepResult = { outcome: string; [k: string]: unknown } | { skipped: 
 /** The tool messages of a finished round, in the order of the assistant's `tool_calls`. */
 export function toolMessagesInCallOrder(prev: StepRecord, results: Map<number, { output: string }>): ChatMessage[] {
   return (prev.message.tool_calls ?? []).map((tc, i) =>
-    toolMessage(tc.id, results.get(i)?.output ?? modelText(tc.function.name, toolFailed('no_result', 'the tool call failed and no result was recorded'))),
+    toolMessage(
+      tc.id,
+      results.get(i)?.output ??
+        modelText(tc.function.name, toolFailed('no_result', 'the tool call failed and no result was recorded')),
+    ),
   );
 }
 
@@ -93,7 +104,11 @@ export async function processAgentStep(data: AgentStepJob, ctx: JobContext, deps
     const mb = (n: number) => (n / 1024 / 1024).toFixed(1);
     const message = `the transcript is ${mb(size)} MB, more than one step may hold in this agent-worker (TRANSCRIPTS_IN_FLIGHT_MB=${mb(deps.inFlight!.capacity)})`;
     log.error({ transcript_bytes: size }, 'transcript too large; the run fails');
-    await deps.runs.finish(runId, { status: 'failed', stopReason: 'error', error: { code: 'transcript_too_large', message } });
+    await deps.runs.finish(runId, {
+      status: 'failed',
+      stopReason: 'error',
+      error: { code: 'transcript_too_large', message },
+    });
     return { failed: 'transcript_too_large' };
   }
   try {
@@ -135,10 +150,12 @@ async function readStepInput(
   const guess = await bound.take(Math.min(bound.capacity, (known?.size ?? told ?? 0) + ADDED_GUESS_BYTES), signal);
   // Without a start held or a size told that fits: the size first, the messages only if they
   // fit (two round trips).
-  const read = await transcript.loadStepWithin(runId, depth, guess.bytes, known, told !== undefined && told <= guess.bytes).catch((err: unknown) => {
-    guess.release();
-    throw err;
-  });
+  const read = await transcript
+    .loadStepWithin(runId, depth, guess.bytes, known, told !== undefined && told <= guess.bytes)
+    .catch((err: unknown) => {
+      guess.release();
+      throw err;
+    });
   if (!read || !('tooLarge' in read)) return holding(bound, guess, read);
   guess.release();
   // A size is stored: a transcript without one is read whatever its size.
@@ -156,7 +173,11 @@ async function readStepInput(
  * The input read, holding room for exactly its transcript as read (none if the run is gone);
  * a transcript found larger than the bound (its stored size was not known) is not kept.
  */
-function holding(bound: TranscriptsInFlight, room: TranscriptRoom, input: StepInput | null): { input: StepInput | null; room?: TranscriptRoom } | { tooLarge: { run: RunState; size: number } } {
+function holding(
+  bound: TranscriptsInFlight,
+  room: TranscriptRoom,
+  input: StepInput | null,
+): { input: StepInput | null; room?: TranscriptRoom } | { tooLarge: { run: RunState; size: number } } {
   if (!input) {
     room.release();
     return { input };
@@ -170,7 +191,14 @@ function holding(bound: TranscriptsInFlight, room: TranscriptRoom, input: StepIn
 }
 
 /** The step once its input is read (`room`: what it holds for its transcript, if bounded). */
-async function stepFrom(input: StepInput | null, data: AgentStepJob, ctx: JobContext, deps: AgentStepDeps, log: JobLogger, room?: TranscriptRoom): Promise<StepResult> {
+async function stepFrom(
+  input: StepInput | null,
+  data: AgentStepJob,
+  ctx: JobContext,
+  deps: AgentStepDeps,
+  log: JobLogger,
+  room?: TranscriptRoom,
+): Promise<StepResult> {
   const { runId, depth } = data;
   const { job, signal } = ctx;
   const cache = deps.transcripts;
@@ -190,7 +218,9 @@ async function stepFrom(input: StepInput | null, data: AgentStepJob, ctx: JobCon
   if (input.done) return { skipped: 'done before' };
   // A sub-run reads its tree in one round trip: the tokens used, and whether an ancestor has
   // ended (a cancel marks only the run it names; the tree below stops on seeing it).
-  const tree = run.spec.ancestors.length ? await deps.store.runs.ancestry(run.spec.ancestors) : { treeTokens: run.usageTotal.total_tokens, ancestorOver: false };
+  const tree = run.spec.ancestors.length
+    ? await deps.store.runs.ancestry(run.spec.ancestors)
+    : { treeTokens: run.usageTotal.total_tokens, ancestorOver: false };
   if (tree.ancestorOver) {
     cache?.delete(runId);
     await deps.runs.finish(runId, { status: 'cancelled', stopReason: 'cancelled' });
@@ -220,7 +250,8 @@ async function stepFrom(input: StepInput | null, data: AgentStepJob, ctx: JobCon
   cache?.set(runId, { createdAt: run.createdAt, messages: [...messages], size, spec: input.spec });
   // Not awaited: commands on one connection keep their order, so `run.started` still lands
   // before the step's events; if it fails, the next step (still seeing 'queued') tries again.
-  if (run.status === 'queued') void deps.runs.start(runId).catch((err: Error) => log.warn({ err: err.message }, 'could not mark the run started'));
+  if (run.status === 'queued')
+    void deps.runs.start(runId).catch((err: Error) => log.warn({ err: err.message }, 'could not mark the run started'));
 
   try {
     const result = await runStep(deps, run, depth, messages, size, input.step, tree.treeTokens, log, signal);
@@ -250,7 +281,11 @@ async function stepFrom(input: StepInput | null, data: AgentStepJob, ctx: JobCon
       if (ms <= 0) {
         const message = `${err.message}; the model endpoint has answered 429 for ${Math.round((now - since) / 1000)} s, and the step waits at most ${Math.round(maxWaitMs / 1000)} s (MODEL_RATE_LIMIT_MAX_WAIT_MS)`;
         log.error({ rate_limited_ms: now - since }, 'model rate limited for too long; the run fails');
-        await deps.runs.finish(runId, { status: 'failed', stopReason: 'error', error: { code: 'model_rate_limited', message } });
+        await deps.runs.finish(runId, {
+          status: 'failed',
+          stopReason: 'error',
+          error: { code: 'model_rate_limited', message },
+        });
         return { failed: 'model_rate_limited' };
       }
       log.warn({ retry_after_ms: ms }, 'model rate limited; the step waits');
@@ -263,7 +298,8 @@ async function stepFrom(input: StepInput | null, data: AgentStepJob, ctx: JobCon
       throw err;
     }
     const code = err instanceof AgentqError ? err.code : 'internal_error';
-    const message = err instanceof AgentqError ? err.message : `internal error in the agent worker: ${(err as Error).message}`;
+    const message =
+      err instanceof AgentqError ? err.message : `internal error in the agent worker: ${(err as Error).message}`;
     log.error({ err }, 'model step failed for good; the run fails');
     await deps.runs.finish(runId, { status: 'failed', stopReason: 'error', error: { code, message } });
     return { failed: code };
@@ -288,7 +324,13 @@ async function runStep(
   const tools = offeredTools(catalog, spec);
   const hasTools = tools.length > 0;
   // max_total_tokens holds for the whole tree: treeTokens is the root's usage_total.
-  const budget = exhaustedBudget(spec, { depth, treeTokens, createdAtMs: Date.parse(run.createdAt), deadlineAtMs: spec.deadline_at, nowMs: Date.now() });
+  const budget = exhaustedBudget(spec, {
+    depth,
+    treeTokens,
+    createdAtMs: Date.parse(run.createdAt),
+    deadlineAtMs: spec.deadline_at,
+    nowMs: Date.now(),
+  });
   const plan = planStep(spec, budget, hasTools);
   if (plan.kind === 'stop') {
     await deps.runs.finish(run.id, { status: 'incomplete', stopReason: plan.budget });
@@ -296,7 +338,13 @@ async function runStep(
   }
 
   let decision: StepOutcome;
-  if (committed) decision = decideStep(planOfStoredStep(plan, committed), { kind: 'message', message: committed.message }, spec, hasTools);
+  if (committed)
+    decision = decideStep(
+      planOfStoredStep(plan, committed),
+      { kind: 'message', message: committed.message },
+      spec,
+      hasTools,
+    );
   else {
     const made = await makeStep(deps, run, depth, messages, tools, plan, log, signal);
     if (!made) {
@@ -312,16 +360,42 @@ async function runStep(
 
   switch (decision.kind) {
     case 'tool_calls':
-      await fanOut({ jobs: deps.jobs, actions: deps.actions, catalog, parkMs: deps.actionParkMs, roundJobs: deps.roundJobs ?? true }, run, depth, decision.toolCalls, size);
+      await fanOut(
+        {
+          jobs: deps.jobs,
+          actions: deps.actions,
+          catalog,
+          parkMs: deps.actionParkMs,
+          roundJobs: deps.roundJobs ?? true,
+        },
+        run,
+        depth,
+        decision.toolCalls,
+        size,
+      );
       return { outcome: 'tool_calls', count: decision.toolCalls.length };
     case 'budget_exhausted':
-      await deps.runs.finish(run.id, { status: 'incomplete', stopReason: decision.budget, output: decision.message ?? null });
+      await deps.runs.finish(run.id, {
+        status: 'incomplete',
+        stopReason: decision.budget,
+        output: decision.message ?? null,
+      });
       return { outcome: 'budget_exhausted', budget: decision.budget };
     case 'failed':
-      await deps.runs.finish(run.id, { status: 'failed', stopReason: 'error', output: decision.output, error: decision.error });
+      await deps.runs.finish(run.id, {
+        status: 'failed',
+        stopReason: 'error',
+        output: decision.output,
+        error: decision.error,
+      });
       return { outcome: 'failed', code: decision.error.code };
     case 'final_answer':
-      await deps.runs.finish(run.id, { status: 'completed', stopReason: decision.stopReason, output: decision.output, outputParsed: decision.outputParsed });
+      await deps.runs.finish(run.id, {
+        status: 'completed',
+        stopReason: decision.stopReason,
+        output: decision.output,
+        outputParsed: decision.outputParsed,
+      });
       return { outcome: 'final_answer' };
   }
 }
@@ -345,24 +419,48 @@ async function makeStep(
   const { spec } = run;
   const hasTools = tools.length > 0;
   const startedAt = new Date().toISOString();
-  const deltas = new DeltaBuffer((text) => void deps.store.events.append(run.id, 'message.delta', { depth, text }).catch(() => {}));
+  const deltas = new DeltaBuffer(
+    (text) => void deps.store.events.append(run.id, 'message.delta', { depth, text }).catch(() => {}),
+  );
   const call = async (p: CallPlan, stepSignal?: AbortSignal) => {
     // Not awaited: commands on one connection keep their order, so this event still lands
     // before the step's deltas and its completion, without a round trip of its own.
-    void deps.store.events.append(run.id, 'step.started', { depth, model: spec.model, tools_disabled: p.toolChoice === 'none' }, { trim: false }).catch(() => {});
-    return callModel(deps.openai, { model: spec.model, messages, tools, toolChoice: p.toolChoice, responseFormat: spec.response_format, signal: stepSignal, timeoutMs: deps.modelTimeoutMs, idleTimeoutMs: deps.modelIdleTimeoutMs, maxResponseBytes: deps.modelResponseMaxBytes, onDelta: (t) => deltas.push(t) });
+    void deps.store.events
+      .append(
+        run.id,
+        'step.started',
+        { depth, model: spec.model, tools_disabled: p.toolChoice === 'none' },
+        { trim: false },
+      )
+      .catch(() => {});
+    return callModel(deps.openai, {
+      model: spec.model,
+      messages,
+      tools,
+      toolChoice: p.toolChoice,
+      responseFormat: spec.response_format,
+      signal: stepSignal,
+      timeoutMs: deps.modelTimeoutMs,
+      idleTimeoutMs: deps.modelIdleTimeoutMs,
+      maxResponseBytes: deps.modelResponseMaxBytes,
+      onDelta: (t) => deltas.push(t),
+    });
   };
 
   const deadline = runDeadline(spec, Date.parse(run.createdAt));
   // The deadline bounds every call but final_answer's last one (tools disabled on a budget), which
   // a run under that policy gets even past its deadline. A call at max_depth under `stop` is bounded.
   const lastCall = first.budget !== null && spec.on_budget_exhausted === 'final_answer';
-  const deadlineSignal = deadline !== undefined && !lastCall ? AbortSignal.timeout(Math.max(1, deadline - Date.now())) : undefined;
+  const deadlineSignal =
+    deadline !== undefined && !lastCall ? AbortSignal.timeout(Math.max(1, deadline - Date.now())) : undefined;
   let plan = first;
   let response: Awaited<ReturnType<typeof callModel>> | undefined;
   let answer: ModelAnswer;
   try {
-    response = await call(plan, deadlineSignal && signal ? AbortSignal.any([signal, deadlineSignal]) : (deadlineSignal ?? signal));
+    response = await call(
+      plan,
+      deadlineSignal && signal ? AbortSignal.any([signal, deadlineSignal]) : (deadlineSignal ?? signal),
+    );
     answer = { kind: 'message', message: response.message };
   } catch (err) {
     if (!deadlineSignal?.aborted || signal?.aborted) throw err;
@@ -394,11 +492,17 @@ async function makeStep(
     usage: record.usage,
     finish_reason: response.finishReason,
     content: record.message.content,
-    tool_calls: (record.message.tool_calls ?? []).map((t) => ({ id: t.id, name: t.function.name, arguments: t.function.arguments })),
+    tool_calls: (record.message.tool_calls ?? []).map((t) => ({
+      id: t.id,
+      name: t.function.name,
+      arguments: t.function.arguments,
+    })),
   });
   if (!stored) return null;
   if (stored === record) deps.tokens?.add(run.owner, record.usage.total_tokens);
   log.debug({ usage: stored.usage, tool_calls: stored.message.tool_calls?.length ?? 0 }, 'model step done');
   // Another delivery committed this depth first: what it stored is what the run goes on from.
-  return stored === record ? decision : decideStep(planOfStoredStep(plan, stored), { kind: 'message', message: stored.message }, spec, hasTools);
+  return stored === record
+    ? decision
+    : decideStep(planOfStoredStep(plan, stored), { kind: 'message', message: stored.message }, spec, hasTools);
 }

@@ -42,25 +42,52 @@ export interface AgentWorkerHandle {
 }
 
 /** Starts an agent-worker on the agent queue (one model step per job). */
-export async function startAgentWorker(cfg: AgentWorkerConfig, logger: Logger, opts: { tracing?: Tracing } = {}): Promise<AgentWorkerHandle> {
+export async function startAgentWorker(
+  cfg: AgentWorkerConfig,
+  logger: Logger,
+  opts: { tracing?: Tracing } = {},
+): Promise<AgentWorkerHandle> {
   await untilRedisAnswers(cfg.REDIS_URL, logger);
-  const inFlight = new TranscriptsInFlight(cfg.TRANSCRIPTS_IN_FLIGHT_MB !== undefined ? Math.floor(cfg.TRANSCRIPTS_IN_FLIGHT_MB * 1024 * 1024) : defaultTranscriptsInFlightBytes());
+  const inFlight = new TranscriptsInFlight(
+    cfg.TRANSCRIPTS_IN_FLIGHT_MB !== undefined
+      ? Math.floor(cfg.TRANSCRIPTS_IN_FLIGHT_MB * 1024 * 1024)
+      : defaultTranscriptsInFlightBytes(),
+  );
   const metrics = createMetrics({ service: 'agent-worker', transcriptsInFlight: () => inFlight.stats() });
   const telemetry = opts.tracing?.bullmq;
   const redis = new RedisConnections(cfg.REDIS_URL);
   const storeRedis = redis.connect('agentq-agent-store', { blocking: true });
-  const store = new RunStore({ redis: storeRedis, prefix: cfg.QUEUE_PREFIX, retentionSeconds: cfg.RUN_RETENTION_SECONDS });
+  const store = new RunStore({
+    redis: storeRedis,
+    prefix: cfg.QUEUE_PREFIX,
+    retentionSeconds: cfg.RUN_RETENTION_SECONDS,
+  });
   const jobsRedis = redis.connect('agentq-agent-queue', { blocking: true });
   const jobs = new JobQueues({ connection: jobsRedis, prefix: cfg.QUEUE_PREFIX, cells: cfg.CELLS, logger, telemetry });
-  const runs = new Runs({ store, jobs, admission: new Admission(storeRedis, cfg.QUEUE_PREFIX), logger, observer: runMetricsObserver(metrics) });
+  const runs = new Runs({
+    store,
+    jobs,
+    admission: new Admission(storeRedis, cfg.QUEUE_PREFIX),
+    logger,
+    observer: runMetricsObserver(metrics),
+  });
   const tokens = new TokenTally(new UsageMeter(storeRedis, cfg.QUEUE_PREFIX));
   // BullMQ retries model faults (with backoff, without holding a worker slot); the SDK must not also.
   const modelFetch =
     cfg.MODEL_HTTP_CLIENT === 'node'
-      ? modelHttpFetch({ maxResponseBytes: Math.floor(cfg.MODEL_RESPONSE_MAX_MB * 1024 * 1024), maxFreeSockets: cfg.AGENT_CONCURRENCY, proxyEnv: envProxySettings() })
+      ? modelHttpFetch({
+          maxResponseBytes: Math.floor(cfg.MODEL_RESPONSE_MAX_MB * 1024 * 1024),
+          maxFreeSockets: cfg.AGENT_CONCURRENCY,
+          proxyEnv: envProxySettings(),
+        })
       : undefined;
   const openai = observeModelCalls(
-    new OpenAI({ baseURL: cfg.OPENAI_BASE_URL, apiKey: cfg.OPENAI_API_KEY ?? 'unset', maxRetries: 0, ...(modelFetch ? { fetch: modelFetch } : {}) }),
+    new OpenAI({
+      baseURL: cfg.OPENAI_BASE_URL,
+      apiKey: cfg.OPENAI_API_KEY ?? 'unset',
+      maxRetries: 0,
+      ...(modelFetch ? { fetch: modelFetch } : {}),
+    }),
     metrics,
   );
 
@@ -93,23 +120,34 @@ export async function startAgentWorker(cfg: AgentWorkerConfig, logger: Logger, o
   await cancels.start();
   const workerRedis = redis.connect('agentq-agent-worker', { blocking: true });
   const workers = cellList(cfg.CELLS, cfg.WORKER_CELLS).map((cell) =>
-    createJobWorker('agentStep', (data, ctx) => traceAgentStep(data, ctx.job, () => processAgentStep(data, ctx, deps)), {
-      connection: workerRedis,
-      prefix: cfg.QUEUE_PREFIX,
-      cell,
-      cells: cfg.CELLS,
-      concurrency: cfg.AGENT_CONCURRENCY,
-      logger,
-      cancels,
-      telemetry,
-      backoffBaseMs: cfg.MODEL_BACKOFF_BASE_MS,
-      lock: workerLockOptions(cfg),
-      // AGENT_RATE_LIMIT caps model steps for the whole queue (a provider's quota).
-      ...(cfg.AGENT_RATE_LIMIT ? { limiter: cfg.AGENT_RATE_LIMIT } : {}),
-    }),
+    createJobWorker(
+      'agentStep',
+      (data, ctx) => traceAgentStep(data, ctx.job, () => processAgentStep(data, ctx, deps)),
+      {
+        connection: workerRedis,
+        prefix: cfg.QUEUE_PREFIX,
+        cell,
+        cells: cfg.CELLS,
+        concurrency: cfg.AGENT_CONCURRENCY,
+        logger,
+        cancels,
+        telemetry,
+        backoffBaseMs: cfg.MODEL_BACKOFF_BASE_MS,
+        lock: workerLockOptions(cfg),
+        // AGENT_RATE_LIMIT caps model steps for the whole queue (a provider's quota).
+        ...(cfg.AGENT_RATE_LIMIT ? { limiter: cfg.AGENT_RATE_LIMIT } : {}),
+      },
+    ),
   );
   // A step job that BullMQ fails for good without the step ending its run ends it (failed-steps.ts).
-  const stuck = failedSteps({ jobs, redis: jobsRedis, runs, logger, cells: cellList(cfg.CELLS, cfg.WORKER_CELLS), lookbackMs: 24 * 3600_000 });
+  const stuck = failedSteps({
+    jobs,
+    redis: jobsRedis,
+    runs,
+    logger,
+    cells: cellList(cfg.CELLS, cfg.WORKER_CELLS),
+    lookbackMs: 24 * 3600_000,
+  });
   for (const w of workers) {
     observeWorkerJobs(w, metrics);
     stuck.watch(w);
@@ -117,14 +155,32 @@ export async function startAgentWorker(cfg: AgentWorkerConfig, logger: Logger, o
   await Promise.all(workers.map((w) => w.waitUntilReady()));
   stuck.start(cfg.STALLED_INTERVAL_MS);
   const metricsServer: MetricsServer | undefined =
-    cfg.METRICS_PORT !== undefined ? await startMetricsServer({ registry: metrics.registry, port: cfg.METRICS_PORT, host: cfg.HOST, logger }) : undefined;
-  logger.info({ queues: workers.map((w) => w.name), concurrency: cfg.AGENT_CONCURRENCY, transcripts_in_flight_mb: Math.round(inFlight.capacity / 1024 / 1024) }, 'agent-worker started');
+    cfg.METRICS_PORT !== undefined
+      ? await startMetricsServer({ registry: metrics.registry, port: cfg.METRICS_PORT, host: cfg.HOST, logger })
+      : undefined;
+  logger.info(
+    {
+      queues: workers.map((w) => w.name),
+      concurrency: cfg.AGENT_CONCURRENCY,
+      transcripts_in_flight_mb: Math.round(inFlight.capacity / 1024 / 1024),
+    },
+    'agent-worker started',
+  );
 
   return {
     workers,
     metricsUrl: metricsServer?.url,
     async close() {
-      const steps = [() => Promise.all(workers.map((w) => w.close())), () => stuck.close(), async () => metricsServer?.close(), () => cancels.close(), () => tokens.close(), () => jobs.close(), () => redis.closeAll(), async () => modelFetch?.close()];
+      const steps = [
+        () => Promise.all(workers.map((w) => w.close())),
+        () => stuck.close(),
+        async () => metricsServer?.close(),
+        () => cancels.close(),
+        () => tokens.close(),
+        () => jobs.close(),
+        () => redis.closeAll(),
+        async () => modelFetch?.close(),
+      ];
       for (const s of steps) await s().catch((err: Error) => logger.warn({ err: err.message }, 'error while closing'));
     },
   };

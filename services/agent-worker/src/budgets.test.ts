@@ -12,7 +12,12 @@ const at = (over: Partial<{ depth: number; treeTokens: number; nowMs: number }> 
 
 describe('exhaustedBudget', () => {
   it('is null while every budget has room', () => {
-    expect(exhaustedBudget({ max_depth: 10, max_total_tokens: 1000, timeout_ms: 60_000 }, at({ depth: 9, treeTokens: 999, nowMs: created + 59_999 }))).toBeNull();
+    expect(
+      exhaustedBudget(
+        { max_depth: 10, max_total_tokens: 1000, timeout_ms: 60_000 },
+        at({ depth: 9, treeTokens: 999, nowMs: created + 59_999 }),
+      ),
+    ).toBeNull();
   });
 
   it('ignores the token and time budgets a run did not set', () => {
@@ -31,7 +36,7 @@ describe('exhaustedBudget', () => {
     expect(exhaustedBudget({ max_depth: 10, max_total_tokens: 500 }, at({ treeTokens: 501 }))).toBe('max_total_tokens');
   });
 
-  it('reports timeout at the deadline, counted from the run\'s creation', () => {
+  it("reports timeout at the deadline, counted from the run's creation", () => {
     expect(exhaustedBudget({ max_depth: 10, timeout_ms: 5_000 }, at({ nowMs: created + 4_999 }))).toBeNull();
     expect(exhaustedBudget({ max_depth: 10, timeout_ms: 5_000 }, at({ nowMs: created + 5_000 }))).toBe('timeout');
     expect(exhaustedBudget({ max_depth: 10, timeout_ms: 5_000 }, at({ nowMs: created + 60_000 }))).toBe('timeout');

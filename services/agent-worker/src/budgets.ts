@@ -15,7 +15,10 @@ export interface BudgetInput {
  * The budget that is used up before this step, or null. Checked in this order because a
  * passed deadline ends the run whatever else is left.
  */
-export function exhaustedBudget(spec: Pick<RunSpec, 'max_depth' | 'max_total_tokens' | 'timeout_ms'>, b: BudgetInput): BudgetName | null {
+export function exhaustedBudget(
+  spec: Pick<RunSpec, 'max_depth' | 'max_total_tokens' | 'timeout_ms'>,
+  b: BudgetInput,
+): BudgetName | null {
   const deadline = b.deadlineAtMs ?? runDeadline(spec, b.createdAtMs);
   if (deadline !== undefined && b.nowMs >= deadline) return 'timeout';
   if (spec.max_total_tokens !== undefined && b.treeTokens >= spec.max_total_tokens) return 'max_total_tokens';

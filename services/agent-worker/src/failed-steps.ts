@@ -1,4 +1,16 @@
-import { cellOf, FailedJobs, isRunId, JOB_KINDS, QUEUES, type JobQueues, type Logger, type RedisClient, type Runs, type ToolRoundJob, type ToolCallJob } from '@agentq/shared';
+import {
+  cellOf,
+  FailedJobs,
+  isRunId,
+  JOB_KINDS,
+  QUEUES,
+  type JobQueues,
+  type Logger,
+  type RedisClient,
+  type Runs,
+  type ToolRoundJob,
+  type ToolCallJob,
+} from '@agentq/shared';
 
 /**
  * Ends the runs whose step job BullMQ failed for good without the step's processor ending the
@@ -10,10 +22,20 @@ import { cellOf, FailedJobs, isRunId, JOB_KINDS, QUEUES, type JobQueues, type Lo
  * that has ended already is left as it is, and so is one the step carried on before its job was
  * failed (its round's tool job exists: a delivery that lost its lock had fanned out).
  */
-export function failedSteps(opts: { jobs: JobQueues; redis: RedisClient; runs: Runs; logger: Logger; cells: number[]; lookbackMs: number }): FailedJobs {
+export function failedSteps(opts: {
+  jobs: JobQueues;
+  redis: RedisClient;
+  runs: Runs;
+  logger: Logger;
+  cells: number[];
+  lookbackMs: number;
+}): FailedJobs {
   const carriedOn = async (runId: string, depth: number): Promise<boolean> => {
     const tools = opts.jobs.queue(QUEUES.tool, cellOf(runId, opts.jobs.cells));
-    const ids = [JOB_KINDS.toolRound.id({ runId, depth } as ToolRoundJob), JOB_KINDS.toolCall.id({ runId, depth, index: 0 } as ToolCallJob)];
+    const ids = [
+      JOB_KINDS.toolRound.id({ runId, depth } as ToolRoundJob),
+      JOB_KINDS.toolCall.id({ runId, depth, index: 0 } as ToolCallJob),
+    ];
     return (await Promise.all(ids.map((id) => tools.getJobState(id)))).some((state) => state !== 'unknown');
   };
   return new FailedJobs({
@@ -29,9 +51,13 @@ export function failedSteps(opts: { jobs: JobQueues; redis: RedisClient; runs: R
       const ended = await opts.runs.finish(runId, {
         status: 'failed',
         stopReason: 'error',
-        error: { code: 'step_failed', message: `a model step of this run failed for good and was not retried (${reason})` },
+        error: {
+          code: 'step_failed',
+          message: `a model step of this run failed for good and was not retried (${reason})`,
+        },
       });
-      if (ended) opts.logger.error({ run_id: runId, job_id: job.id, reason }, 'a step job failed for good; the run fails');
+      if (ended)
+        opts.logger.error({ run_id: runId, job_id: job.id, reason }, 'a step job failed for good; the run fails');
       return ended !== null;
     },
   });

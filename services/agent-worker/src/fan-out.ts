@@ -1,4 +1,16 @@
-import { activeTrace, nextStepTrace, requestsOf, SUBAGENT_TOOL_NAMES, type FlowNode, type JobData, type JobQueues, type RunActions, type RunState, type ToolCall, type ToolCatalogEntry } from '@agentq/shared';
+import {
+  activeTrace,
+  nextStepTrace,
+  requestsOf,
+  SUBAGENT_TOOL_NAMES,
+  type FlowNode,
+  type JobData,
+  type JobQueues,
+  type RunActions,
+  type RunState,
+  type ToolCall,
+  type ToolCatalogEntry,
+} from '@agentq/shared';
 
 /** What a fan-out needs: the queues, and (for runs that may wait) the requests and the tool catalog. */
 export interface FanOutDeps {
@@ -33,7 +45,13 @@ const mayWait = (run: RunState) => Boolean(run.spec.approval || run.spec.client_
  * first, and its job is added delayed until the request expires: it holds nothing while it
  * waits, and an answer promotes it. The round's other calls run at once.
  */
-export async function fanOut(deps: FanOutDeps, run: RunState, depth: number, toolCalls: ToolCall[], transcriptBytes?: number): Promise<void> {
+export async function fanOut(
+  deps: FanOutDeps,
+  run: RunState,
+  depth: number,
+  toolCalls: ToolCall[],
+  transcriptBytes?: number,
+): Promise<void> {
   const requests = mayWait(run) ? requestsOf(run, depth, toolCalls, deps.catalog) : [];
   const waiting = requests.filter((r) => r !== null);
   if (waiting.length) await deps.actions.require(run, waiting);
@@ -48,12 +66,22 @@ export async function fanOut(deps: FanOutDeps, run: RunState, depth: number, too
     ...(run.spec.ancestors.length ? { ancestors: run.spec.ancestors } : {}),
     ...trace,
   };
-  const call = (tc: ToolCall, index: number) => ({ index, toolCallId: tc.id, name: tc.function.name, arguments: tc.function.arguments });
-  const ownJob = (index: number) => Boolean(requests[index]) || SUBAGENT_TOOL_NAMES.has(toolCalls[index]!.function.name);
+  const call = (tc: ToolCall, index: number) => ({
+    index,
+    toolCallId: tc.id,
+    name: tc.function.name,
+    arguments: tc.function.arguments,
+  });
+  const ownJob = (index: number) =>
+    Boolean(requests[index]) || SUBAGENT_TOOL_NAMES.has(toolCalls[index]!.function.name);
   const together = deps.roundJobs ? toolCalls.map((_, index) => index).filter((index) => !ownJob(index)) : [];
   const inRound = new Set(together.length >= 2 ? together : []);
   const children: FlowNode[] = [];
-  if (inRound.size) children.push({ kind: 'toolRound', data: { ...shared, calls: together.map((index) => call(toolCalls[index]!, index)) } });
+  if (inRound.size)
+    children.push({
+      kind: 'toolRound',
+      data: { ...shared, calls: together.map((index) => call(toolCalls[index]!, index)) },
+    });
   toolCalls.forEach((tc, index) => {
     if (inRound.has(index)) return;
     const request = requests[index];
@@ -75,7 +103,8 @@ export async function fanOut(deps: FanOutDeps, run: RunState, depth: number, too
   if (lone) {
     const nextStep = { ...nextStepTrace(), ...told };
     const only = children[0]!;
-    if (only.kind === 'toolRound') await deps.jobs.enqueue('toolRound', { ...(only.data as JobData<'toolRound'>), nextStep });
+    if (only.kind === 'toolRound')
+      await deps.jobs.enqueue('toolRound', { ...(only.data as JobData<'toolRound'>), nextStep });
     else await deps.jobs.enqueue('toolCall', { ...(only.data as JobData<'toolCall'>), nextStep });
     return;
   }
@@ -88,5 +117,9 @@ export async function fanOut(deps: FanOutDeps, run: RunState, depth: number, too
     children,
   });
   // The requests were visible (and answerable) before their jobs existed.
-  if (waiting.length) await deps.actions.wakeAnsweredEarly(run, waiting.map((r) => r.id));
+  if (waiting.length)
+    await deps.actions.wakeAnsweredEarly(
+      run,
+      waiting.map((r) => r.id),
+    );
 }

@@ -33,7 +33,13 @@ async function rawServer(handler: http.RequestListener) {
 /** A streamed answer of one piece of text; its response ends `endAfterMs` after `[DONE]`. */
 const sse = (res: http.ServerResponse, content: string, endAfterMs = 0) => {
   res.writeHead(200, { 'content-type': 'text/event-stream' });
-  const chunk = (delta: object, finish: string | null) => ({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta, finish_reason: finish }] });
+  const chunk = (delta: object, finish: string | null) => ({
+    id: 'c',
+    object: 'chat.completion.chunk',
+    created: 1,
+    model: 'm',
+    choices: [{ index: 0, delta, finish_reason: finish }],
+  });
   res.write(`data: ${JSON.stringify(chunk({ role: 'assistant', content }, null))}\n\n`);
   res.write(`data: ${JSON.stringify(chunk({}, 'stop'))}\n\n`);
   res.write('data: [DONE]\n\n');
@@ -108,7 +114,10 @@ describe('the node:http model client', () => {
     });
     try {
       const target = 'http://model.invalid:9/v1';
-      const f = modelHttpFetch({ maxResponseBytes: 1 << 20, proxyEnv: { HTTP_PROXY: proxy.baseURL.replace('/v1', '') } });
+      const f = modelHttpFetch({
+        maxResponseBytes: 1 << 20,
+        proxyEnv: { HTTP_PROXY: proxy.baseURL.replace('/v1', '') },
+      });
       fetches.push(f);
       const client = new OpenAI({ baseURL: target, apiKey: 'k', maxRetries: 0, fetch: f });
       expect((await callModel(client, req())).message.content).toBe('via proxy');
@@ -171,7 +180,9 @@ describe('the node:http model client', () => {
   });
 
   it("reads an error response's text up to 1 MB: the error still names the status", async () => {
-    const body = JSON.stringify({ error: { message: `overloaded ${'z'.repeat(32 * ERROR_BODY_MAX_BYTES)}`, type: 'server_error' } });
+    const body = JSON.stringify({
+      error: { message: `overloaded ${'z'.repeat(32 * ERROR_BODY_MAX_BYTES)}`, type: 'server_error' },
+    });
     let sent = 0;
     const server = await rawServer((_req, res) => {
       res.writeHead(503, { 'content-type': 'application/json' });
@@ -216,7 +227,9 @@ describe('the node:http model client', () => {
       expect(res.headers.get('retry-after')).toBe('3, 4');
       expect(res.headers.has('content-type')).toBe(true);
       expect(res.headers.get('nope')).toBeNull();
-      expect([...res.headers.entries()].map(([k]) => k)).toEqual(expect.arrayContaining(['x-request-id', 'retry-after', 'content-type']));
+      expect([...res.headers.entries()].map(([k]) => k)).toEqual(
+        expect.arrayContaining(['x-request-id', 'retry-after', 'content-type']),
+      );
       expect(await res.json()).toMatchObject({ error: { message: 'slow down' } });
     } finally {
       await server.close();

@@ -16,8 +16,14 @@ export interface ModelHttpOptions {
 }
 
 /** The environment to read proxies from when Node's proxy support is on (NODE_USE_ENV_PROXY=1 or --use-env-proxy), as it is for fetch; else none. */
-export function envProxySettings(env: NodeJS.ProcessEnv = process.env, execArgv: string[] = process.execArgv): NodeJS.ProcessEnv | undefined {
-  const on = env.NODE_USE_ENV_PROXY === '1' || execArgv.includes('--use-env-proxy') || /(^|\s)--use-env-proxy(\s|$)/.test(env.NODE_OPTIONS ?? '');
+export function envProxySettings(
+  env: NodeJS.ProcessEnv = process.env,
+  execArgv: string[] = process.execArgv,
+): NodeJS.ProcessEnv | undefined {
+  const on =
+    env.NODE_USE_ENV_PROXY === '1' ||
+    execArgv.includes('--use-env-proxy') ||
+    /(^|\s)--use-env-proxy(\s|$)/.test(env.NODE_OPTIONS ?? '');
   return on ? env : undefined;
 }
 
@@ -71,18 +77,26 @@ export function modelHttpFetch(opts: ModelHttpOptions): FetchLike & { close(): v
     const url = input instanceof URL ? input : new URL(typeof input === 'string' ? input : input.url);
     const body = init.body;
     const plainBody = body === undefined || body === null || typeof body === 'string' || body instanceof Uint8Array;
-    if (!(url.protocol in agents) || !plainBody || (typeof input === 'object' && !(input instanceof URL))) return fetch(input, init);
+    if (!(url.protocol in agents) || !plainBody || (typeof input === 'object' && !(input instanceof URL)))
+      return fetch(input, init);
     const headers = headerRecord(init.headers);
-    if (body !== undefined && body !== null) headers['content-length'] = String(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength);
+    if (body !== undefined && body !== null)
+      headers['content-length'] = String(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength);
     const method = init.method ?? 'GET';
     const signal = init.signal ?? undefined;
     return new Promise<Response>((resolve, reject) => {
-      const req = (url.protocol === 'https:' ? https : http).request(url, { method, headers, agent: agents[url.protocol as keyof typeof agents], signal }, (res) => {
-        // A response with no content (and the errors' text) is not held to the model's bound.
-        const status = res.statusCode ?? 0;
-        const empty = method === 'HEAD' || status === 204 || status === 304;
-        resolve(responseOf(res, url.href, status >= 200 && status < 300 ? opts.maxResponseBytes : Infinity, empty, signal));
-      });
+      const req = (url.protocol === 'https:' ? https : http).request(
+        url,
+        { method, headers, agent: agents[url.protocol as keyof typeof agents], signal },
+        (res) => {
+          // A response with no content (and the errors' text) is not held to the model's bound.
+          const status = res.statusCode ?? 0;
+          const empty = method === 'HEAD' || status === 204 || status === 304;
+          resolve(
+            responseOf(res, url.href, status >= 200 && status < 300 ? opts.maxResponseBytes : Infinity, empty, signal),
+          );
+        },
+      );
       req.on('error', reject);
       req.end(body ?? undefined);
     });
@@ -107,8 +121,7 @@ function headerRecord(h: RequestInit['headers']): Record<string, string> {
       const name = k.toLowerCase();
       out[name] = name in out ? `${out[name]}, ${v}` : v;
     }
-  }
-  else for (const k of Object.keys(h)) out[k.toLowerCase()] = (h as Record<string, string>)[k];
+  } else for (const k of Object.keys(h)) out[k.toLowerCase()] = (h as Record<string, string>)[k];
   return out;
 }
 
@@ -168,7 +181,13 @@ export function tooLarge(max: number): FatalError {
 }
 
 /** A fetch-shaped view of `res`: its body read once, as bytes arriving (`body`) or whole (`text`, `json`, `arrayBuffer`, `bytes`, `blob`). */
-function responseOf(res: http.IncomingMessage, url: string, maxBytes: number, empty: boolean, signal: AbortSignal | undefined): Response {
+function responseOf(
+  res: http.IncomingMessage,
+  url: string,
+  maxBytes: number,
+  empty: boolean,
+  signal: AbortSignal | undefined,
+): Response {
   const body = new ResponseBody(res, maxBytes, signal);
   const status = res.statusCode ?? 0;
   const ok = status >= 200 && status < 300;
@@ -239,7 +258,10 @@ class ResponseBody implements AsyncIterable<Uint8Array> {
     });
     res.on('error', (err) => this.fail(err));
     res.on('close', () => {
-      if (!this.ended) this.fail(Object.assign(new Error('aborted: the connection closed before the response ended'), { code: 'ECONNRESET' }));
+      if (!this.ended)
+        this.fail(
+          Object.assign(new Error('aborted: the connection closed before the response ended'), { code: 'ECONNRESET' }),
+        );
     });
   }
 

@@ -8,7 +8,12 @@ import { callModel, classifyProviderError, type ModelRequest } from './model-ste
 
 const headers = (h: Record<string, string> = {}) => new Headers(h);
 const apiError = (status: number, message: string, h: Record<string, string> = {}, code: string | null = null) =>
-  OpenAI.APIError.generate(status, { error: { message, type: 'invalid_request_error', param: null, code } }, undefined, headers(h));
+  OpenAI.APIError.generate(
+    status,
+    { error: { message, type: 'invalid_request_error', param: null, code } },
+    undefined,
+    headers(h),
+  );
 
 function kind(err: Error) {
   expect(err).toBeInstanceOf(AgentqError);
@@ -30,7 +35,9 @@ describe('classifyProviderError', () => {
   });
 
   it('429 with an HTTP-date retry-after gives a wait that is not negative', () => {
-    const e = kind(classifyProviderError(apiError(429, 'slow down', { 'retry-after': new Date(Date.now() + 60_000).toUTCString() })));
+    const e = kind(
+      classifyProviderError(apiError(429, 'slow down', { 'retry-after': new Date(Date.now() + 60_000).toUTCString() })),
+    );
     expect(e.retryable).toBe(true);
     expect(e.retryAfterMs).toBeGreaterThan(0);
     expect(e.retryAfterMs).toBeLessThanOrEqual(60_000);
@@ -50,20 +57,36 @@ describe('classifyProviderError', () => {
 
   it("a connection error names its innermost cause: the SDK's own message says only that it failed", () => {
     const socket = Object.assign(new Error('self-signed certificate'), { code: 'DEPTH_ZERO_SELF_SIGNED_CERT' });
-    const err = kind(classifyProviderError(new OpenAI.APIConnectionError({ message: 'Connection error.', cause: new TypeError('fetch failed', { cause: socket }) })));
+    const err = kind(
+      classifyProviderError(
+        new OpenAI.APIConnectionError({
+          message: 'Connection error.',
+          cause: new TypeError('fetch failed', { cause: socket }),
+        }),
+      ),
+    );
     expect(err.code).toBe('model_unreachable');
-    expect(err.message).toBe('model endpoint unreachable: Connection error. (self-signed certificate; DEPTH_ZERO_SELF_SIGNED_CERT)');
+    expect(err.message).toBe(
+      'model endpoint unreachable: Connection error. (self-signed certificate; DEPTH_ZERO_SELF_SIGNED_CERT)',
+    );
   });
 
   it('a connection error and a timeout are retryable', () => {
-    expect(kind(classifyProviderError(new OpenAI.APIConnectionError({ message: 'Connection error.' }))).retryable).toBe(true);
+    expect(kind(classifyProviderError(new OpenAI.APIConnectionError({ message: 'Connection error.' }))).retryable).toBe(
+      true,
+    );
     expect(kind(classifyProviderError(new OpenAI.APIConnectionTimeoutError())).retryable).toBe(true);
   });
 
   it('400 for a too-long prompt is fatal context_length_exceeded', () => {
     const e = kind(
       classifyProviderError(
-        apiError(400, "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.", {}, 'context_length_exceeded'),
+        apiError(
+          400,
+          "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.",
+          {},
+          'context_length_exceeded',
+        ),
       ),
     );
     expect(e).toBeInstanceOf(FatalError);
@@ -75,7 +98,12 @@ describe('classifyProviderError', () => {
     // OpenAI's wording for newer models: the code says it, the message does not say "context".
     const e = kind(
       classifyProviderError(
-        apiError(400, 'Input tokens exceed the configured limit of 272000 tokens. Your messages resulted in 300000 tokens.', {}, 'context_length_exceeded'),
+        apiError(
+          400,
+          'Input tokens exceed the configured limit of 272000 tokens. Your messages resulted in 300000 tokens.',
+          {},
+          'context_length_exceeded',
+        ),
       ),
     );
     expect(e.retryable).toBe(false);
@@ -118,7 +146,12 @@ describe.each([
   beforeAll(async () => {
     llm = await startScriptedLlm({ handler: () => next });
     modelFetch = makeFetch();
-    client = new OpenAI({ baseURL: llm.baseURL, apiKey: 'k', maxRetries: 0, ...(modelFetch ? { fetch: modelFetch } : {}) });
+    client = new OpenAI({
+      baseURL: llm.baseURL,
+      apiKey: 'k',
+      maxRetries: 0,
+      ...(modelFetch ? { fetch: modelFetch } : {}),
+    });
   });
   afterAll(async () => {
     modelFetch?.close();
@@ -126,7 +159,14 @@ describe.each([
   });
 
   const tools: ModelRequest['tools'] = [
-    { type: 'function', function: { name: 'crm__get_contact', description: 'Get one contact', parameters: { type: 'object', properties: { id: { type: 'string' } } } } },
+    {
+      type: 'function',
+      function: {
+        name: 'crm__get_contact',
+        description: 'Get one contact',
+        parameters: { type: 'object', properties: { id: { type: 'string' } } },
+      },
+    },
   ];
   const req = (over: Partial<ModelRequest> = {}): ModelRequest => ({
     model: 'scripted',
@@ -191,7 +231,13 @@ describe.each([
   });
 
   it('turns a context-length 400 from the endpoint into fatal context_length_exceeded', async () => {
-    next = { error: { status: 400, message: "This model's maximum context length is 128000 tokens.", code: 'context_length_exceeded' } };
+    next = {
+      error: {
+        status: 400,
+        message: "This model's maximum context length is 128000 tokens.",
+        code: 'context_length_exceeded',
+      },
+    };
     const err = await callModel(client, req()).catch((e) => e);
     expect(err).toBeInstanceOf(FatalError);
     expect(err.code).toBe('context_length_exceeded');
@@ -213,7 +259,12 @@ describe.each([
   it('turns an endpoint that refuses connections into model_unreachable', async () => {
     const closed = await startScriptedLlm({ handler: () => ({ content: 'x' }) });
     await closed.close();
-    const other = new OpenAI({ baseURL: closed.baseURL, apiKey: 'k', maxRetries: 0, ...(modelFetch ? { fetch: modelFetch } : {}) });
+    const other = new OpenAI({
+      baseURL: closed.baseURL,
+      apiKey: 'k',
+      maxRetries: 0,
+      ...(modelFetch ? { fetch: modelFetch } : {}),
+    });
     const err = await callModel(other, req()).catch((e) => e);
     expect(err).toBeInstanceOf(RetryableError);
     expect(err.code).toBe('model_unreachable');
@@ -254,7 +305,10 @@ describe.each([
     const ctrl = new AbortController();
     const deltas: string[] = [];
     const reason = new Error('run cancelled');
-    const err = await callModel(client, req({ signal: ctrl.signal, onDelta: (t) => (deltas.push(t), ctrl.abort(reason)) })).catch((e) => e);
+    const err = await callModel(
+      client,
+      req({ signal: ctrl.signal, onDelta: (t) => (deltas.push(t), ctrl.abort(reason)) }),
+    ).catch((e) => e);
     expect(err).toBe(reason);
     expect(deltas.length).toBeGreaterThan(0);
     // The endpoint is still usable: an aborted call leaves nothing stuck behind it.

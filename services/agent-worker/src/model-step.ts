@@ -11,7 +11,10 @@ import { StreamedMessage } from './streamed-message.js';
 export interface ModelRequest {
   model: string;
   messages: ChatMessage[];
-  tools: Array<{ type: 'function'; function: { name: string; description: string; parameters: Record<string, unknown> } }>;
+  tools: Array<{
+    type: 'function';
+    function: { name: string; description: string; parameters: Record<string, unknown> };
+  }>;
   toolChoice: 'auto' | 'none' | 'absent';
   responseFormat?: ResponseFormat;
   signal?: AbortSignal;
@@ -60,7 +63,9 @@ export async function callModel(client: OpenAI, req: ModelRequest): Promise<Mode
     // The SDK makes the request (its errors, retries and timeout until the answer starts); the
     // stream's events are read here, in one pass a chunk (the SDK's reader took a tenth of the
     // worker's CPU).
-    const response = await client.chat.completions.create(params as any, { signal: bounds.signal, timeout: req.timeoutMs }).asResponse();
+    const response = await client.chat.completions
+      .create(params as any, { signal: bounds.signal, timeout: req.timeoutMs })
+      .asResponse();
     bounds.touch();
     const sse = new SseReader();
     const maxBytes = req.maxResponseBytes ?? Infinity;
@@ -88,7 +93,8 @@ export async function callModel(client: OpenAI, req: ModelRequest): Promise<Mode
     // A stream cut short is never an answer: an abort may end the iteration without an error.
     if (req.signal?.aborted) throw req.signal.reason;
     if (bounds.expired) throw bounds.expired;
-    if (!assembled.finishReason) throw new RetryableError('the model stream ended before its finish_reason', 'model_stream_interrupted');
+    if (!assembled.finishReason)
+      throw new RetryableError('the model stream ended before its finish_reason', 'model_stream_interrupted');
   } catch (err) {
     call?.fail(err);
     if (req.signal?.aborted) throw req.signal.reason ?? err;
@@ -121,14 +127,20 @@ function chunkOf(event: SseEvent, headers: Headers): unknown {
   try {
     data = JSON.parse(event.data) as { error?: unknown } | null;
   } catch {
-    throw new RetryableError(`the model stream sent data that is not JSON: ${JSON.stringify(event.data.slice(0, 200))}`, 'model_stream_malformed');
+    throw new RetryableError(
+      `the model stream sent data that is not JSON: ${JSON.stringify(event.data.slice(0, 200))}`,
+      'model_stream_malformed',
+    );
   }
   if (event.event !== 'error' && !data?.error) return data;
   const body = (data?.error ?? data) as { code?: unknown; status?: unknown; type?: unknown } | null;
   const status = httpStatusIn(body?.code) ?? httpStatusIn(body?.status);
   const cause = new OpenAI.APIError(status, body ?? undefined, undefined, headers);
-  if (status !== undefined || cause.code === 'context_length_exceeded' || cause.type === 'invalid_request_error') throw classifyProviderError(cause);
-  throw new RetryableError(`the model stream carried an error: ${headOf(cause.message)}`, 'model_unavailable', { cause });
+  if (status !== undefined || cause.code === 'context_length_exceeded' || cause.type === 'invalid_request_error')
+    throw classifyProviderError(cause);
+  throw new RetryableError(`the model stream carried an error: ${headOf(cause.message)}`, 'model_unavailable', {
+    cause,
+  });
 }
 
 /** An HTTP error status given as a number or a string of digits, or undefined. */
@@ -158,7 +170,8 @@ function retryAfterMs(headers: Headers | undefined): number | undefined {
 // run's error and under the patterns below, which are quadratic in it (320 KB of "maximum "
 // took 19 s): only its head is kept.
 const MAX_DETAIL_CHARS = 2_000;
-const headOf = (message: string) => (message.length > MAX_DETAIL_CHARS ? `${message.slice(0, MAX_DETAIL_CHARS)}… (${message.length} characters)` : message);
+const headOf = (message: string) =>
+  message.length > MAX_DETAIL_CHARS ? `${message.slice(0, MAX_DETAIL_CHARS)}… (${message.length} characters)` : message;
 
 /**
  * Why a connection failed, from the error's causes (the SDK says only "Connection error."; fetch
@@ -178,20 +191,42 @@ export function classifyProviderError(err: unknown): Error {
   // Already classified (a malformed or unfinished stream), whatever its message says.
   if (err instanceof AgentqError) return err;
   if (err instanceof OpenAI.APIUserAbortError) return err;
-  if (err instanceof OpenAI.APIConnectionTimeoutError) return new RetryableError(`model request timed out`, 'model_timeout', { cause: err });
-  if (err instanceof OpenAI.APIConnectionError) return new RetryableError(`model endpoint unreachable: ${err.message}${rootCause(err)}`, 'model_unreachable', { cause: err });
+  if (err instanceof OpenAI.APIConnectionTimeoutError)
+    return new RetryableError(`model request timed out`, 'model_timeout', { cause: err });
+  if (err instanceof OpenAI.APIConnectionError)
+    return new RetryableError(`model endpoint unreachable: ${err.message}${rootCause(err)}`, 'model_unreachable', {
+      cause: err,
+    });
   if (err instanceof OpenAI.APIError) {
     const status = err.status;
     const detail = headOf(err.message);
-    if (status === 429) return new RetryableError(`model rate limited (429): ${detail}`, 'model_rate_limited', { cause: err, retryAfterMs: retryAfterMs(err.headers) });
+    if (status === 429)
+      return new RetryableError(`model rate limited (429): ${detail}`, 'model_rate_limited', {
+        cause: err,
+        retryAfterMs: retryAfterMs(err.headers),
+      });
     if (status === 408 || status === 409 || (status !== undefined && status >= 500))
-      return new RetryableError(`model endpoint error (${status}): ${detail}`, 'model_unavailable', { cause: err, retryAfterMs: retryAfterMs(err.headers) });
-    if (status === 401 || status === 403) return new FatalError(`the model endpoint refused the credentials (${status}): ${detail}`, 'model_auth_failed', { cause: err });
-    if (status === 404) return new FatalError(`the model endpoint does not know this model or path (404): ${detail}`, 'model_not_found', { cause: err });
-    const code = err.code === 'context_length_exceeded' || /context|maximum.*tokens|too long|exceed.*limit/i.test(detail) ? 'context_length_exceeded' : 'model_bad_request';
+      return new RetryableError(`model endpoint error (${status}): ${detail}`, 'model_unavailable', {
+        cause: err,
+        retryAfterMs: retryAfterMs(err.headers),
+      });
+    if (status === 401 || status === 403)
+      return new FatalError(`the model endpoint refused the credentials (${status}): ${detail}`, 'model_auth_failed', {
+        cause: err,
+      });
+    if (status === 404)
+      return new FatalError(`the model endpoint does not know this model or path (404): ${detail}`, 'model_not_found', {
+        cause: err,
+      });
+    const code =
+      err.code === 'context_length_exceeded' || /context|maximum.*tokens|too long|exceed.*limit/i.test(detail)
+        ? 'context_length_exceeded'
+        : 'model_bad_request';
     return new FatalError(`the model endpoint rejected the request (${status}): ${detail}`, code, { cause: err });
   }
   if (err instanceof Error && /terminated|socket|ECONNRESET|premature|aborted/i.test(headOf(err.message)))
-    return new RetryableError(`model stream broke off: ${headOf(err.message)}`, 'model_stream_interrupted', { cause: err });
+    return new RetryableError(`model stream broke off: ${headOf(err.message)}`, 'model_stream_interrupted', {
+      cause: err,
+    });
   return err instanceof Error ? err : new Error(String(err));
 }

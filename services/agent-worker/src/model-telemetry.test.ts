@@ -41,8 +41,13 @@ async function series(name: string) {
 
 describe("observeModelCalls (callModel's calls observed)", () => {
   it("records a streamed call as a chat span (a child of the step's) and in the model metrics", async () => {
-    replies.push({ tool_calls: [{ name: 'crm__x', arguments: { a: 1 } }], usage: { prompt_tokens: 21, completion_tokens: 4 } });
-    const response = await withJobSpan('agent_step', { carrier: {}, attributes: {} }, () => callModel(client, req('model-a')));
+    replies.push({
+      tool_calls: [{ name: 'crm__x', arguments: { a: 1 } }],
+      usage: { prompt_tokens: 21, completion_tokens: 4 },
+    });
+    const response = await withJobSpan('agent_step', { carrier: {}, attributes: {} }, () =>
+      callModel(client, req('model-a')),
+    );
     expect(response.message.tool_calls?.[0].function).toEqual({ name: 'crm__x', arguments: '{"a":1}' });
     expect(response.usage).toMatchObject({ prompt_tokens: 21, completion_tokens: 4 });
 
@@ -63,7 +68,9 @@ describe("observeModelCalls (callModel's calls observed)", () => {
       ['model-a', 'input', 21],
       ['model-a', 'output', 4],
     ]);
-    const count = (await series('agentq_model_call_duration_seconds')).find((v) => v.metricName?.endsWith('_count') && v.labels.model === 'model-a');
+    const count = (await series('agentq_model_call_duration_seconds')).find(
+      (v) => v.metricName?.endsWith('_count') && v.labels.model === 'model-a',
+    );
     expect(count).toMatchObject({ labels: { outcome: 'ok' }, value: 1 });
   });
 
@@ -72,7 +79,9 @@ describe("observeModelCalls (callModel's calls observed)", () => {
     await expect(callModel(client, req('model-b'))).rejects.toThrow(/rejected the request/);
     const chat = exporter.getFinishedSpans().find((s) => s.name === 'chat model-b')!;
     expect(chat.status.code).toBe(2);
-    const count = (await series('agentq_model_call_duration_seconds')).find((v) => v.metricName?.endsWith('_count') && v.labels.model === 'model-b');
+    const count = (await series('agentq_model_call_duration_seconds')).find(
+      (v) => v.metricName?.endsWith('_count') && v.labels.model === 'model-b',
+    );
     expect(count).toMatchObject({ labels: { outcome: 'error' }, value: 1 });
   });
 
@@ -81,7 +90,9 @@ describe("observeModelCalls (callModel's calls observed)", () => {
     const ctrl = new AbortController();
     setTimeout(() => ctrl.abort(), 50);
     await expect(callModel(client, req('model-c', { signal: ctrl.signal }))).rejects.toThrow();
-    const count = (await series('agentq_model_call_duration_seconds')).find((v) => v.metricName?.endsWith('_count') && v.labels.model === 'model-c');
+    const count = (await series('agentq_model_call_duration_seconds')).find(
+      (v) => v.metricName?.endsWith('_count') && v.labels.model === 'model-c',
+    );
     expect(count).toMatchObject({ labels: { outcome: 'aborted' }, value: 1 });
   });
 });

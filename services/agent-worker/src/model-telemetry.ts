@@ -24,7 +24,8 @@ export class ModelCall {
     if (c.usage) this.usage = c.usage;
     if (c.model) this.responseModel = c.model;
     if (c.id) this.responseId = c.id;
-    for (const choice of c.choices ?? []) if (choice.finish_reason) this.finishReasons[choice.index ?? 0] = choice.finish_reason;
+    for (const choice of c.choices ?? [])
+      if (choice.finish_reason) this.finishReasons[choice.index ?? 0] = choice.finish_reason;
   }
 
   fail(err: unknown): void {
@@ -66,7 +67,16 @@ const observers = new WeakMap<OpenAI, (model: string, signal?: AbortSignal) => M
 export function observeModelCalls<C extends OpenAI>(client: C, metrics?: AgentqMetrics): C {
   const modelLabel = boundedLabel();
   const server = safeHost(client.baseURL);
-  observers.set(client, (model, signal) => new ModelCall(startChatSpan(model, server ? { 'server.address': server } : {}), modelLabel(model), metrics, signal));
+  observers.set(
+    client,
+    (model, signal) =>
+      new ModelCall(
+        startChatSpan(model, server ? { 'server.address': server } : {}),
+        modelLabel(model),
+        metrics,
+        signal,
+      ),
+  );
   return client;
 }
 

@@ -34,7 +34,9 @@ describe('SseReader', () => {
   });
 
   it('joins an event of several data lines with \\n, and skips comments, id and retry', () => {
-    expect(read(': keep-alive\nid: 7\nretry: 100\ndata: a\ndata:\ndata: b\n\n')).toEqual([{ event: undefined, data: 'a\n\nb' }]);
+    expect(read(': keep-alive\nid: 7\nretry: 100\ndata: a\ndata:\ndata: b\n\n')).toEqual([
+      { event: undefined, data: 'a\n\nb' },
+    ]);
   });
 
   it('a blank line without data is no event; an event the stream ends in without its blank line (or its line end) still is', () => {
@@ -50,7 +52,9 @@ describe('SseReader', () => {
   });
 
   it('drops a byte order mark that starts the stream', () => {
-    expect(read(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('data: first\n\n')]))).toEqual([{ event: undefined, data: 'first' }]);
+    expect(read(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('data: first\n\n')]))).toEqual([
+      { event: undefined, data: 'first' },
+    ]);
   });
 
   it('reads the same events whichever bytes the chunks end at: inside a line, between \\r and \\n, inside a UTF-8 character', () => {
@@ -63,7 +67,12 @@ describe('SseReader', () => {
     const length = Buffer.byteLength(text);
     for (let cut = 1; cut < length; cut++) expect(read(text, [cut])).toEqual(whole);
     // Every byte a chunk of its own, and an empty chunk between \r and \n.
-    expect(read(text, Array.from({ length: length - 1 }, (_, i) => i + 1))).toEqual(whole);
+    expect(
+      read(
+        text,
+        Array.from({ length: length - 1 }, (_, i) => i + 1),
+      ),
+    ).toEqual(whole);
     expect(read('data: a\r\ndata: b\r\n\r\n', [8, 8])).toEqual([{ event: undefined, data: 'a\nb' }]);
   });
 });

@@ -83,7 +83,8 @@ export class SseReader {
 
   private line(line: string, out: SseEvent[]): void {
     if (line === '') {
-      if (this.data.length > 0) out.push({ event: this.event, data: this.data.length === 1 ? this.data[0]! : this.data.join('\n') });
+      if (this.data.length > 0)
+        out.push({ event: this.event, data: this.data.length === 1 ? this.data[0]! : this.data.join('\n') });
       this.data = [];
       this.event = undefined;
       return;

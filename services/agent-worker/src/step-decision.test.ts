@@ -24,7 +24,14 @@ const text = { on_budget_exhausted: 'final_answer' as const };
 // The decision on a model message, for the spec and tools of the plan's run.
 const decideNext = (plan: CallPlan, message: AssistantMessage, spec: Parameters<typeof decideStep>[2] = text) =>
   decideStep(plan, { kind: 'message', message }, spec, plan.toolChoice !== 'absent');
-const kindOf = (d: ReturnType<typeof decideNext>) => (d.kind === 'final_answer' ? { kind: d.kind, stopReason: d.stopReason } : d.kind === 'tool_calls' ? { kind: d.kind, toolCalls: d.toolCalls } : d.kind === 'budget_exhausted' ? { kind: d.kind, budget: d.budget } : { kind: d.kind });
+const kindOf = (d: ReturnType<typeof decideNext>) =>
+  d.kind === 'final_answer'
+    ? { kind: d.kind, stopReason: d.stopReason }
+    : d.kind === 'tool_calls'
+      ? { kind: d.kind, toolCalls: d.toolCalls }
+      : d.kind === 'budget_exhausted'
+        ? { kind: d.kind, budget: d.budget }
+        : { kind: d.kind };
 
 describe('planStep', () => {
   it.each([finalAnswer, stop])('with no budget used up offers the tools ($on_budget_exhausted)', (spec) => {
@@ -36,15 +43,30 @@ describe('planStep', () => {
   });
 
   it.each(BUDGETS)('final_answer: %s makes one last call with tools disabled', (budget) => {
-    expect(planStep(finalAnswer, budget, true)).toEqual({ kind: 'call', toolChoice: 'none', budget, stopIfTools: false });
+    expect(planStep(finalAnswer, budget, true)).toEqual({
+      kind: 'call',
+      toolChoice: 'none',
+      budget,
+      stopIfTools: false,
+    });
   });
 
   it.each(BUDGETS)('final_answer: %s with no tools makes one last call without tools', (budget) => {
-    expect(planStep(finalAnswer, budget, false)).toEqual({ kind: 'call', toolChoice: 'absent', budget, stopIfTools: false });
+    expect(planStep(finalAnswer, budget, false)).toEqual({
+      kind: 'call',
+      toolChoice: 'absent',
+      budget,
+      stopIfTools: false,
+    });
   });
 
   it('stop: max_depth lets the model answer but ends the run if it still wants tools', () => {
-    expect(planStep(stop, 'max_depth', true)).toEqual({ kind: 'call', toolChoice: 'auto', budget: 'max_depth', stopIfTools: true });
+    expect(planStep(stop, 'max_depth', true)).toEqual({
+      kind: 'call',
+      toolChoice: 'auto',
+      budget: 'max_depth',
+      stopIfTools: true,
+    });
   });
 
   it.each(['max_total_tokens', 'timeout'] as const)('stop: %s ends the run without another model call', (budget) => {
@@ -55,16 +77,27 @@ describe('planStep', () => {
 
 describe('decideStep on a model message', () => {
   it('an answer without tool calls is the final answer (stop)', () => {
-    expect(kindOf(decideNext(call(planStep(finalAnswer, null, true)), answer))).toEqual({ kind: 'final_answer', stopReason: 'stop' });
-    expect(kindOf(decideNext(call(planStep(stop, null, false)), answer))).toEqual({ kind: 'final_answer', stopReason: 'stop' });
+    expect(kindOf(decideNext(call(planStep(finalAnswer, null, true)), answer))).toEqual({
+      kind: 'final_answer',
+      stopReason: 'stop',
+    });
+    expect(kindOf(decideNext(call(planStep(stop, null, false)), answer))).toEqual({
+      kind: 'final_answer',
+      stopReason: 'stop',
+    });
   });
 
   it('tool calls with tools offered start a tool round with every call, in order', () => {
-    expect(kindOf(decideNext(call(planStep(finalAnswer, null, true)), wantsTools))).toEqual({ kind: 'tool_calls', toolCalls: wantsTools.tool_calls });
+    expect(kindOf(decideNext(call(planStep(finalAnswer, null, true)), wantsTools))).toEqual({
+      kind: 'tool_calls',
+      toolCalls: wantsTools.tool_calls,
+    });
   });
 
   it('an empty tool_calls array is an answer, not a tool round', () => {
-    expect(kindOf(decideNext(call(planStep(finalAnswer, null, true)), { role: 'assistant', content: 'ok', tool_calls: [] }))).toEqual({
+    expect(
+      kindOf(decideNext(call(planStep(finalAnswer, null, true)), { role: 'assistant', content: 'ok', tool_calls: [] })),
+    ).toEqual({
       kind: 'final_answer',
       stopReason: 'stop',
     });
@@ -76,24 +109,42 @@ describe('decideStep on a model message', () => {
   });
 
   it.each(BUDGETS)('final_answer: tool calls asked for while tools are disabled (%s) are not run', (budget) => {
-    expect(kindOf(decideNext(call(planStep(finalAnswer, budget, true)), wantsTools))).toEqual({ kind: 'final_answer', stopReason: budget });
-    expect(kindOf(decideNext(call(planStep(finalAnswer, budget, false)), wantsTools))).toEqual({ kind: 'final_answer', stopReason: budget });
+    expect(kindOf(decideNext(call(planStep(finalAnswer, budget, true)), wantsTools))).toEqual({
+      kind: 'final_answer',
+      stopReason: budget,
+    });
+    expect(kindOf(decideNext(call(planStep(finalAnswer, budget, false)), wantsTools))).toEqual({
+      kind: 'final_answer',
+      stopReason: budget,
+    });
   });
 
   it('a model that asks for tools the run does not have gets no tool round', () => {
-    expect(kindOf(decideNext(call(planStep(finalAnswer, null, false)), wantsTools))).toEqual({ kind: 'final_answer', stopReason: 'stop' });
-    expect(kindOf(decideNext(call(planStep(stop, null, false)), wantsTools))).toEqual({ kind: 'final_answer', stopReason: 'stop' });
+    expect(kindOf(decideNext(call(planStep(finalAnswer, null, false)), wantsTools))).toEqual({
+      kind: 'final_answer',
+      stopReason: 'stop',
+    });
+    expect(kindOf(decideNext(call(planStep(stop, null, false)), wantsTools))).toEqual({
+      kind: 'final_answer',
+      stopReason: 'stop',
+    });
   });
 
   it('stop: at max_depth a model that still wants tools ends the run on the budget', () => {
-    expect(kindOf(decideNext(call(planStep(stop, 'max_depth', true)), wantsTools))).toEqual({ kind: 'budget_exhausted', budget: 'max_depth' });
+    expect(kindOf(decideNext(call(planStep(stop, 'max_depth', true)), wantsTools))).toEqual({
+      kind: 'budget_exhausted',
+      budget: 'max_depth',
+    });
   });
 
   it('stop: at max_depth a model that answers completes the run', () => {
-    expect(kindOf(decideNext(call(planStep(stop, 'max_depth', true)), answer))).toEqual({ kind: 'final_answer', stopReason: 'stop' });
+    expect(kindOf(decideNext(call(planStep(stop, 'max_depth', true)), answer))).toEqual({
+      kind: 'final_answer',
+      stopReason: 'stop',
+    });
   });
 
-  it('stop: at max_depth with no tools the model\'s answer completes the run', () => {
+  it("stop: at max_depth with no tools the model's answer completes the run", () => {
     const plan = call(planStep(stop, 'max_depth', false));
     expect(plan.toolChoice).toBe('absent');
     expect(decideNext(plan, answer).kind).toBe('final_answer');
@@ -121,7 +172,11 @@ describe('decideStep: what the step stores and ends with', () => {
   });
 
   it('an answer with no text gives an empty output, and a refusal is kept', () => {
-    const d = decideNext(call(planStep(finalAnswer, null, true)), { role: 'assistant', content: null, refusal: 'I cannot.' });
+    const d = decideNext(call(planStep(finalAnswer, null, true)), {
+      role: 'assistant',
+      content: null,
+      refusal: 'I cannot.',
+    });
     expect(d.kind === 'final_answer' && d.output).toEqual({ role: 'assistant', content: '', refusal: 'I cannot.' });
   });
 });
@@ -141,7 +196,10 @@ describe('decideStep when the deadline passed during the call', () => {
   });
 
   it('stop: the run ends on the timeout, with nothing to store', () => {
-    expect(decideStep(call(planStep(stop, null, true)), late, stop, true)).toEqual({ kind: 'budget_exhausted', budget: 'timeout' });
+    expect(decideStep(call(planStep(stop, null, true)), late, stop, true)).toEqual({
+      kind: 'budget_exhausted',
+      budget: 'timeout',
+    });
   });
 
   it('the final call it asks for then completes the run naming the timeout', () => {
@@ -156,7 +214,10 @@ describe('decideStep with a response_format', () => {
     ...finalAnswer,
     response_format: {
       type: 'json_schema' as const,
-      json_schema: { name: 'person', schema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } },
+      json_schema: {
+        name: 'person',
+        schema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
+      },
     },
   };
   const plan = call(planStep(finalAnswer, null, true));
@@ -183,7 +244,12 @@ describe('decideStep with a response_format', () => {
 
 describe('planOfStoredStep', () => {
   it('a stored step made as a final call keeps that plan on redelivery', () => {
-    expect(planOfStoredStep(call(planStep(finalAnswer, null, true)), { budget: 'max_depth' })).toEqual({ kind: 'call', toolChoice: 'none', budget: 'max_depth', stopIfTools: false });
+    expect(planOfStoredStep(call(planStep(finalAnswer, null, true)), { budget: 'max_depth' })).toEqual({
+      kind: 'call',
+      toolChoice: 'none',
+      budget: 'max_depth',
+      stopIfTools: false,
+    });
   });
 
   it('otherwise the plan of this attempt holds', () => {

@@ -1,4 +1,12 @@
-import { AgentqError, type AssistantMessage, type BudgetName, type RunSpec, type StepRecord, type StopReason, type ToolCall } from '@agentq/shared';
+import {
+  AgentqError,
+  type AssistantMessage,
+  type BudgetName,
+  type RunSpec,
+  type StepRecord,
+  type StopReason,
+  type ToolCall,
+} from '@agentq/shared';
 import { parseStructuredOutput } from './structured-output.js';
 
 /** How the next model call is made. */
@@ -20,10 +28,15 @@ export type StepPlan = CallPlan | { kind: 'stop'; budget: BudgetName };
  * makes one last call with tools disabled; `stop` lets the model answer at max_depth but
  * ends the run if it still wants tools, and ends it at once for tokens and time.
  */
-export function planStep(spec: Pick<RunSpec, 'on_budget_exhausted'>, budget: BudgetName | null, hasTools: boolean): StepPlan {
+export function planStep(
+  spec: Pick<RunSpec, 'on_budget_exhausted'>,
+  budget: BudgetName | null,
+  hasTools: boolean,
+): StepPlan {
   const offered = hasTools ? 'auto' : 'absent';
   if (!budget) return { kind: 'call', toolChoice: offered, budget: null, stopIfTools: false };
-  if (spec.on_budget_exhausted === 'final_answer') return { kind: 'call', toolChoice: hasTools ? 'none' : 'absent', budget, stopIfTools: false };
+  if (spec.on_budget_exhausted === 'final_answer')
+    return { kind: 'call', toolChoice: hasTools ? 'none' : 'absent', budget, stopIfTools: false };
   if (budget === 'max_depth') return { kind: 'call', toolChoice: offered, budget, stopIfTools: true };
   return { kind: 'stop', budget };
 }
@@ -33,7 +46,9 @@ export function planStep(spec: Pick<RunSpec, 'on_budget_exhausted'>, budget: Bud
  * (tools disabled on a budget) keeps that plan even if this attempt sees no budget used up.
  */
 export function planOfStoredStep(plan: CallPlan, step: Pick<StepRecord, 'budget'>): CallPlan {
-  return step.budget && !plan.budget ? { kind: 'call', toolChoice: 'none', budget: step.budget, stopIfTools: false } : plan;
+  return step.budget && !plan.budget
+    ? { kind: 'call', toolChoice: 'none', budget: step.budget, stopIfTools: false }
+    : plan;
 }
 
 type DecisionSpec = Pick<RunSpec, 'on_budget_exhausted' | 'response_format'>;
@@ -53,7 +68,13 @@ export interface RunOutput {
  * model's, without its tool calls when tools were not offered.
  */
 export type StepDecision =
-  | { kind: 'final_answer'; message: AssistantMessage; output: RunOutput; outputParsed: unknown; stopReason: StopReason }
+  | {
+      kind: 'final_answer';
+      message: AssistantMessage;
+      output: RunOutput;
+      outputParsed: unknown;
+      stopReason: StopReason;
+    }
   | { kind: 'tool_calls'; message: AssistantMessage; toolCalls: ToolCall[] }
   /** The run ends incomplete; `message` (the step that asked for tools past max_depth) is its output. */
   | { kind: 'budget_exhausted'; budget: BudgetName; message?: AssistantMessage }
@@ -71,12 +92,19 @@ export type StepOutcome = Exclude<StepDecision, { kind: 'final_call' }>;
  * that passed during the call (the run's budget policy decides between one last call and the
  * end), and checks a final answer against the run's response_format.
  */
-export function decideStep(plan: CallPlan, answer: Extract<ModelAnswer, { kind: 'message' }>, spec: DecisionSpec, hasTools: boolean): StepOutcome;
+export function decideStep(
+  plan: CallPlan,
+  answer: Extract<ModelAnswer, { kind: 'message' }>,
+  spec: DecisionSpec,
+  hasTools: boolean,
+): StepOutcome;
 export function decideStep(plan: CallPlan, answer: ModelAnswer, spec: DecisionSpec, hasTools: boolean): StepDecision;
 export function decideStep(plan: CallPlan, answer: ModelAnswer, spec: DecisionSpec, hasTools: boolean): StepDecision {
   if (answer.kind === 'deadline_passed') {
     const next = planStep(spec, 'timeout', hasTools);
-    return next.kind === 'stop' ? { kind: 'budget_exhausted', budget: next.budget } : { kind: 'final_call', plan: next };
+    return next.kind === 'stop'
+      ? { kind: 'budget_exhausted', budget: next.budget }
+      : { kind: 'final_call', plan: next };
   }
   const { tool_calls: calls = [], ...rest } = answer.message;
   // A model that asks for tools it was not offered (or that were disabled) gets no tool round.
@@ -86,10 +114,20 @@ export function decideStep(plan: CallPlan, answer: ModelAnswer, spec: DecisionSp
     if (plan.stopIfTools && plan.budget) return { kind: 'budget_exhausted', budget: plan.budget, message };
     return { kind: 'tool_calls', message, toolCalls };
   }
-  const output: RunOutput = { role: 'assistant', content: message.content ?? '', ...(message.refusal ? { refusal: message.refusal } : {}) };
+  const output: RunOutput = {
+    role: 'assistant',
+    content: message.content ?? '',
+    ...(message.refusal ? { refusal: message.refusal } : {}),
+  };
   try {
     const outputParsed = parseStructuredOutput(spec.response_format, message.content);
-    return { kind: 'final_answer', message, output, outputParsed, stopReason: plan.budget && !plan.stopIfTools ? plan.budget : 'stop' };
+    return {
+      kind: 'final_answer',
+      message,
+      output,
+      outputParsed,
+      stopReason: plan.budget && !plan.stopIfTools ? plan.budget : 'stop',
+    };
   } catch (err) {
     if (!(err instanceof AgentqError)) throw err;
     return { kind: 'failed', message, output, error: { code: err.code, message: err.message } };

@@ -11,12 +11,20 @@ export function traceAgentStep<T>(data: AgentStepJob, job: Job, fn: () => Promis
     'agent_step',
     {
       carrier: { traceparent: data.traceparent },
-      attributes: { [AGENTQ.runId]: data.runId, [AGENTQ.depth]: data.depth, [AGENTQ.jobId]: String(job.id), [AGENTQ.attempt]: job.attemptsMade + 1 },
+      attributes: {
+        [AGENTQ.runId]: data.runId,
+        [AGENTQ.depth]: data.depth,
+        [AGENTQ.jobId]: String(job.id),
+        [AGENTQ.attempt]: job.attemptsMade + 1,
+      },
     },
     async (span) => {
       const result = await fn();
       const r = result as { outcome?: string; skipped?: string; failed?: string } | undefined;
-      span.setAttribute(AGENTQ.outcome, r?.outcome ?? (r?.skipped ? `skipped: ${r.skipped}` : r?.failed ? `failed: ${r.failed}` : 'unknown'));
+      span.setAttribute(
+        AGENTQ.outcome,
+        r?.outcome ?? (r?.skipped ? `skipped: ${r.skipped}` : r?.failed ? `failed: ${r.failed}` : 'unknown'),
+      );
       return result;
     },
   );

@@ -22,7 +22,10 @@ export class StreamBounds {
       this.onCallerAbort = () => this.ctrl.abort(caller.reason);
       caller.addEventListener('abort', this.onCallerAbort, { once: true });
     }
-    this.total = setTimeout(() => this.expire(`the model step took longer than ${o.totalMs} ms (MODEL_TIMEOUT_MS)`), o.totalMs);
+    this.total = setTimeout(
+      () => this.expire(`the model step took longer than ${o.totalMs} ms (MODEL_TIMEOUT_MS)`),
+      o.totalMs,
+    );
   }
 
   /** Aborts when the caller's signal does or a bound runs out. */
@@ -33,7 +36,11 @@ export class StreamBounds {
   /** A chunk arrived (or the stream began): the idle bound starts again (one timer, restarted). */
   touch(): void {
     if (this.idle) this.idle.refresh();
-    else this.idle = setTimeout(() => this.expire(`the model stream sent nothing for ${this.o.idleMs} ms (MODEL_IDLE_TIMEOUT_MS)`), this.o.idleMs);
+    else
+      this.idle = setTimeout(
+        () => this.expire(`the model stream sent nothing for ${this.o.idleMs} ms (MODEL_IDLE_TIMEOUT_MS)`),
+        this.o.idleMs,
+      );
   }
 
   dispose(): void {

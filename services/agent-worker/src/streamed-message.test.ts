@@ -9,8 +9,18 @@ import { MAX_TOOL_CALLS } from './streamed-message.js';
 
 // Streams a provider might send, spoken over HTTP by the scripted server and read by the SDK
 // and callModel as any provider's would be.
-const chunk = (delta: object, finish: string | null = null) => ({ id: 'c', object: 'chat.completion.chunk', created: 0, model: 'm', choices: [{ index: 0, delta, finish_reason: finish }] });
-const toolDelta = (index: unknown, extra: object = {}) => ({ tool_calls: [{ index, id: 'call_x', type: 'function', function: { name: 'crm__count_calls', arguments: '{}' }, ...extra }] });
+const chunk = (delta: object, finish: string | null = null) => ({
+  id: 'c',
+  object: 'chat.completion.chunk',
+  created: 0,
+  model: 'm',
+  choices: [{ index: 0, delta, finish_reason: finish }],
+});
+const toolDelta = (index: unknown, extra: object = {}) => ({
+  tool_calls: [
+    { index, id: 'call_x', type: 'function', function: { name: 'crm__count_calls', arguments: '{}' }, ...extra },
+  ],
+});
 const stream = (...chunks: object[]): Reply => ({ rawChunks: [chunk({ role: 'assistant', content: '' }), ...chunks] });
 
 // What a polluted prototype would show on every array and object of this process.
@@ -30,7 +40,14 @@ afterAll(async () => {
   for (const k of ['id', 'name', 'arguments']) delete (Array.prototype as any)[k];
 });
 
-const req: ModelRequest = { model: 'scripted', messages: [{ role: 'user', content: 'hi' }], tools: [], toolChoice: 'auto', timeoutMs: 10_000, idleTimeoutMs: 10_000 };
+const req: ModelRequest = {
+  model: 'scripted',
+  messages: [{ role: 'user', content: 'hi' }],
+  tools: [],
+  toolChoice: 'auto',
+  timeoutMs: 10_000,
+  idleTimeoutMs: 10_000,
+};
 // The response, or the error it was refused with (tests look at either).
 const call = (reply: Reply): Promise<ModelResponse & Error> => {
   next = reply;
@@ -53,13 +70,24 @@ describe('a streamed tool call whose index is not a small integer', () => {
     const err = await call(stream(chunk(toolDelta(index)), chunk({}, 'tool_calls')));
     expect(polluted()).toEqual([]);
     expect(err).toBeInstanceOf(RetryableError);
-    expect(err).toMatchObject({ code: 'model_stream_malformed', message: expect.stringContaining("a tool call's index is") });
+    expect(err).toMatchObject({
+      code: 'model_stream_malformed',
+      message: expect.stringContaining("a tool call's index is"),
+    });
   });
 
   it('refuses fields of the wrong type the same way', async () => {
-    expect(await call(stream(chunk(toolDelta(0, { function: { name: { evil: true }, arguments: '{}' } })), chunk({}, 'tool_calls')))).toMatchObject({ code: 'model_stream_malformed' });
-    expect(await call(stream(chunk({ content: 42 }), chunk({}, 'stop')))).toMatchObject({ code: 'model_stream_malformed' });
-    expect(await call(stream(chunk({ tool_calls: { 0: {} } }), chunk({}, 'tool_calls')))).toMatchObject({ code: 'model_stream_malformed' });
+    expect(
+      await call(
+        stream(chunk(toolDelta(0, { function: { name: { evil: true }, arguments: '{}' } })), chunk({}, 'tool_calls')),
+      ),
+    ).toMatchObject({ code: 'model_stream_malformed' });
+    expect(await call(stream(chunk({ content: 42 }), chunk({}, 'stop')))).toMatchObject({
+      code: 'model_stream_malformed',
+    });
+    expect(await call(stream(chunk({ tool_calls: { 0: {} } }), chunk({}, 'tool_calls')))).toMatchObject({
+      code: 'model_stream_malformed',
+    });
   });
 });
 
@@ -69,8 +97,15 @@ describe('a well-formed stream', () => {
       stream(
         chunk({ tool_calls: [{ index: 1, id: 'b', function: { name: 'crm__get_contact', arguments: '{"id":' } }] }),
         chunk({ tool_calls: [{ index: 0, id: 'a', function: { name: 'crm__count_calls', arguments: '' } }] }),
-        chunk({ tool_calls: [{ index: 1, function: { arguments: '"c1"}' } }, { index: 0, function: { arguments: '{}' } }] }),
-        chunk({ tool_calls: [{ index: MAX_TOOL_CALLS - 1, id: 'z', function: { name: 'crm__last', arguments: '{}' } }] }),
+        chunk({
+          tool_calls: [
+            { index: 1, function: { arguments: '"c1"}' } },
+            { index: 0, function: { arguments: '{}' } },
+          ],
+        }),
+        chunk({
+          tool_calls: [{ index: MAX_TOOL_CALLS - 1, id: 'z', function: { name: 'crm__last', arguments: '{}' } }],
+        }),
         chunk({}, 'tool_calls'),
       ),
     );
@@ -82,8 +117,18 @@ describe('a well-formed stream', () => {
   });
 
   it('takes usage only when its counts are counts; otherwise it is estimated', async () => {
-    const withUsage = (usage: object) => ({ rawChunks: [chunk({ content: 'hello' }), chunk({}, 'stop'), { id: 'c', object: 'chat.completion.chunk', created: 0, model: 'm', choices: [], usage }] });
-    expect((await call(withUsage({ prompt_tokens: 7, completion_tokens: 2, total_tokens: 9 }))).usage).toEqual({ prompt_tokens: 7, completion_tokens: 2, total_tokens: 9 });
+    const withUsage = (usage: object) => ({
+      rawChunks: [
+        chunk({ content: 'hello' }),
+        chunk({}, 'stop'),
+        { id: 'c', object: 'chat.completion.chunk', created: 0, model: 'm', choices: [], usage },
+      ],
+    });
+    expect((await call(withUsage({ prompt_tokens: 7, completion_tokens: 2, total_tokens: 9 }))).usage).toEqual({
+      prompt_tokens: 7,
+      completion_tokens: 2,
+      total_tokens: 9,
+    });
     const estimated = (await call(withUsage({ prompt_tokens: '7', completion_tokens: -2, total_tokens: 1e300 }))).usage;
     expect(estimated.prompt_tokens).toBeGreaterThan(0);
     expect(estimated.total_tokens).toBe(estimated.prompt_tokens + estimated.completion_tokens);
@@ -112,38 +157,61 @@ async function callRaw(body: string): Promise<ModelResponse & Error> {
 describe('the event stream itself', () => {
   it('is read with CRLF line ends and comments between its events', async () => {
     const data = (c: object) => `data: ${JSON.stringify(c)}\r\n\r\n`;
-    const res = await callRaw(`: processing\r\n\r\n${data(chunk({ role: 'assistant', content: '' }))}${data(chunk({ content: 'héllo ' }))}: still here\r\n\r\n${data(chunk({ content: '✓' }))}${data(chunk({}, 'stop'))}data: [DONE]\r\n\r\n`);
+    const res = await callRaw(
+      `: processing\r\n\r\n${data(chunk({ role: 'assistant', content: '' }))}${data(chunk({ content: 'héllo ' }))}: still here\r\n\r\n${data(chunk({ content: '✓' }))}${data(chunk({}, 'stop'))}data: [DONE]\r\n\r\n`,
+    );
     expect(res.message.content).toBe('héllo ✓');
     expect(res.finishReason).toBe('stop');
   });
 
   it('an error in its data (after the 200) is a provider fault, retried like a 5xx, with its message', async () => {
-    const err = await call({ rawChunks: [chunk({ role: 'assistant', content: '' }), { error: { message: 'the model is overloaded mid-answer', type: 'server_error' } }] });
+    const err = await call({
+      rawChunks: [
+        chunk({ role: 'assistant', content: '' }),
+        { error: { message: 'the model is overloaded mid-answer', type: 'server_error' } },
+      ],
+    });
     expect(err).toBeInstanceOf(RetryableError);
-    expect(err).toMatchObject({ code: 'model_unavailable', message: expect.stringContaining('the model is overloaded mid-answer') });
+    expect(err).toMatchObject({
+      code: 'model_unavailable',
+      message: expect.stringContaining('the model is overloaded mid-answer'),
+    });
   });
 
   it("an error in its data that says it is the request's (a 4xx status, invalid_request_error) fails the run as that answer would", async () => {
     const refused = await call({ rawChunks: [{ error: { message: 'prompt too long for this model', code: 400 } }] });
     expect(refused).toBeInstanceOf(FatalError);
     expect(refused).toMatchObject({ code: 'context_length_exceeded' });
-    const invalid = await call({ rawChunks: [{ error: { message: 'tools[0] is invalid', type: 'invalid_request_error' } }] });
-    expect(invalid).toMatchObject({ code: 'model_bad_request', message: expect.stringContaining('tools[0] is invalid') });
+    const invalid = await call({
+      rawChunks: [{ error: { message: 'tools[0] is invalid', type: 'invalid_request_error' } }],
+    });
+    expect(invalid).toMatchObject({
+      code: 'model_bad_request',
+      message: expect.stringContaining('tools[0] is invalid'),
+    });
   });
 
   it('an `event: error` is an error whatever its data, and an answer the stream ends in without a blank line or [DONE] is whole', async () => {
     const data = (c: object) => `data: ${JSON.stringify(c)}\n\n`;
-    expect(await callRaw(`${data(chunk({ role: 'assistant', content: '' }))}event: error\ndata: {"message":"stream reset by the upstream"}\n\n`)).toMatchObject({
+    expect(
+      await callRaw(
+        `${data(chunk({ role: 'assistant', content: '' }))}event: error\ndata: {"message":"stream reset by the upstream"}\n\n`,
+      ),
+    ).toMatchObject({
       code: 'model_unavailable',
       message: expect.stringContaining('stream reset by the upstream'),
     });
-    const res = await callRaw(`${data(chunk({ role: 'assistant', content: 'hi' }))}data: ${JSON.stringify(chunk({}, 'stop'))}\n`);
+    const res = await callRaw(
+      `${data(chunk({ role: 'assistant', content: 'hi' }))}data: ${JSON.stringify(chunk({}, 'stop'))}\n`,
+    );
     expect(res.message.content).toBe('hi');
     expect(res.finishReason).toBe('stop');
   });
 
   it('data that is not JSON is a malformed stream, retried like the others', async () => {
-    const err = await callRaw(`data: ${JSON.stringify(chunk({ role: 'assistant', content: '' }))}\n\ndata: {not json\n\n`);
+    const err = await callRaw(
+      `data: ${JSON.stringify(chunk({ role: 'assistant', content: '' }))}\n\ndata: {not json\n\n`,
+    );
     expect(err).toBeInstanceOf(RetryableError);
     expect(err).toMatchObject({ code: 'model_stream_malformed', message: expect.stringContaining('{not json') });
   });

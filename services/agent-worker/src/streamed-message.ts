@@ -30,7 +30,9 @@ export class StreamedMessage {
   add(chunk: unknown): string | undefined {
     const c = chunk as { usage?: unknown; choices?: unknown } | null;
     if (c?.usage) this.usage = usageOf(c.usage) ?? this.usage;
-    const choice = Array.isArray(c?.choices) ? (c.choices[0] as { delta?: unknown; finish_reason?: unknown } | undefined) : undefined;
+    const choice = Array.isArray(c?.choices)
+      ? (c.choices[0] as { delta?: unknown; finish_reason?: unknown } | undefined)
+      : undefined;
     if (!choice) return undefined;
     const d = (choice.delta ?? {}) as { content?: unknown; refusal?: unknown; tool_calls?: unknown };
     const text = optionalString(d.content, 'delta.content');
@@ -52,13 +54,20 @@ export class StreamedMessage {
       .sort(([a], [b]) => a - b)
       .map(([, c]) => c)
       .filter((c) => c.name)
-      .map((c, i) => ({ id: c.id || `call_${i}`, type: 'function' as const, function: { name: c.name, arguments: c.arguments } }));
+      .map((c, i) => ({
+        id: c.id || `call_${i}`,
+        type: 'function' as const,
+        function: { name: c.name, arguments: c.arguments },
+      }));
   }
 
   /** The assistant message assembled so far. */
   message(): AssistantMessage {
     const toolCalls = this.toolCalls();
-    const message: AssistantMessage = { role: 'assistant', content: this.content === '' && toolCalls.length ? null : this.content };
+    const message: AssistantMessage = {
+      role: 'assistant',
+      content: this.content === '' && toolCalls.length ? null : this.content,
+    };
     if (toolCalls.length) message.tool_calls = toolCalls;
     if (this.refusal) message.refusal = this.refusal;
     return message;
@@ -81,7 +90,8 @@ export class StreamedMessage {
   }
 }
 
-const malformed = (why: string) => new RetryableError(`the model stream is malformed: ${why}`, 'model_stream_malformed');
+const malformed = (why: string) =>
+  new RetryableError(`the model stream is malformed: ${why}`, 'model_stream_malformed');
 
 function optionalString(value: unknown, field: string): string | undefined {
   if (value === undefined || value === null) return undefined;
@@ -103,5 +113,9 @@ function usageOf(u: unknown): StreamUsage | null {
   const prompt = count(r.prompt_tokens);
   const completion = count(r.completion_tokens);
   if (prompt === undefined || completion === undefined) return null;
-  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: count(r.total_tokens) ?? prompt + completion };
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: count(r.total_tokens) ?? prompt + completion,
+  };
 }

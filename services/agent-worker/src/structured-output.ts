@@ -18,7 +18,10 @@ export function parseStructuredOutput(format: ResponseFormat | undefined, conten
   try {
     parsed = JSON.parse(content ?? '');
   } catch (err) {
-    throw new FatalError(`the model's final answer is not valid JSON (${(err as Error).message}); response_format asked for ${format.type}`, 'invalid_structured_output');
+    throw new FatalError(
+      `the model's final answer is not valid JSON (${(err as Error).message}); response_format asked for ${format.type}`,
+      'invalid_structured_output',
+    );
   }
   if (format.type === 'json_schema' && format.json_schema.schema) {
     const schema = format.json_schema.schema;
@@ -27,13 +30,19 @@ export function parseStructuredOutput(format: ResponseFormat | undefined, conten
       try {
         validate = ajv.compile(schema);
       } catch (err) {
-        throw new FatalError(`response_format.json_schema.schema is not a usable JSON Schema: ${(err as Error).message}`, 'invalid_response_format');
+        throw new FatalError(
+          `response_format.json_schema.schema is not a usable JSON Schema: ${(err as Error).message}`,
+          'invalid_response_format',
+        );
       }
       compiled.set(schema, validate);
     }
     if (!validate(parsed)) {
       const why = (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message}`).join('; ');
-      throw new FatalError(`the model's final answer does not match the json_schema "${format.json_schema.name}": ${why}`, 'invalid_structured_output');
+      throw new FatalError(
+        `the model's final answer does not match the json_schema "${format.json_schema.name}": ${why}`,
+        'invalid_structured_output',
+      );
     }
   }
   return parsed;

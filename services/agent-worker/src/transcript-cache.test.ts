@@ -2,7 +2,11 @@ import { describe, expect, it } from 'vitest';
 import type { ChatMessage } from '@agentq/shared';
 import { TranscriptCache } from './transcript-cache.js';
 
-const prefixOf = (size: number) => ({ createdAt: '2026-01-01T00:00:00.000Z', messages: [{ role: 'user', content: 'x'.repeat(size) }] as ChatMessage[], size });
+const prefixOf = (size: number) => ({
+  createdAt: '2026-01-01T00:00:00.000Z',
+  messages: [{ role: 'user', content: 'x'.repeat(size) }] as ChatMessage[],
+  size,
+});
 
 describe('the transcript cache', () => {
   it('holds transcripts up to its size, dropping the least recently used first', () => {
@@ -40,7 +44,17 @@ describe('the transcript cache', () => {
 
   it('counts a held spec with its transcript', () => {
     const cache = new TranscriptCache(100);
-    const spec = { value: { model: 'm', max_depth: 3, on_budget_exhausted: 'final_answer' as const, metadata: {}, ancestors: [], nesting: 0 }, bytes: 30 };
+    const spec = {
+      value: {
+        model: 'm',
+        max_depth: 3,
+        on_budget_exhausted: 'final_answer' as const,
+        metadata: {},
+        ancestors: [],
+        nesting: 0,
+      },
+      bytes: 30,
+    };
     cache.set('a', { ...prefixOf(40), spec });
     expect(cache.stats()).toEqual({ runs: 1, size: 70 });
     // 70 + 40 is past 100: the least recently used goes, with its spec.

@@ -1,4 +1,13 @@
-import { BUILTIN_TOOLS, decisionOf, parseArguments, type ActionDecision, type ActionRecord, type ActionResponse, type RunStore, type SchemaValidators } from '@agentq/shared';
+import {
+  BUILTIN_TOOLS,
+  decisionOf,
+  parseArguments,
+  type ActionDecision,
+  type ActionRecord,
+  type ActionResponse,
+  type RunStore,
+  type SchemaValidators,
+} from '@agentq/shared';
 import { HttpError } from './http-error.js';
 
 /** What checking an answer needs: the tool catalog (input schemas) and the schema validators. */
@@ -17,9 +26,16 @@ const ANSWER_FIELD = { approval: 'approve', client_tool: 'output', input: 'answe
  * else a 400 naming the field. `prefix` is where the response sits in the body (`responses.0`;
  * empty when the body is the response).
  */
-export async function checkedDecision(deps: AnswerCheckDeps, record: ActionRecord, response: ActionResponse, by: string, prefix = ''): Promise<ActionDecision> {
+export async function checkedDecision(
+  deps: AnswerCheckDeps,
+  record: ActionRecord,
+  response: ActionResponse,
+  by: string,
+  prefix = '',
+): Promise<ActionDecision> {
   const field = (name: string) => (prefix ? `${prefix}.${name}` : name);
-  const refuse = (at: string, message: string) => new HttpError(400, 'validation_error', `${at}: ${message}`, [{ field: at, message }]);
+  const refuse = (at: string, message: string) =>
+    new HttpError(400, 'validation_error', `${at}: ${message}`, [{ field: at, message }]);
   const decision = decisionOf(record, response, by);
   if (typeof decision === 'string') throw refuse(prefix || ANSWER_FIELD[record.type], decision);
   if (decision.arguments !== undefined) {
@@ -27,7 +43,9 @@ export async function checkedDecision(deps: AnswerCheckDeps, record: ActionRecor
     const args = parseArguments(decision.arguments);
     if (typeof args === 'string') throw refuse(at, args);
     const tool = record.name;
-    const schema = BUILTIN_TOOLS.find((t) => t.name === tool)?.parameters ?? (await deps.store.catalog.get()).find((t) => t.name === tool)?.input_schema;
+    const schema =
+      BUILTIN_TOOLS.find((t) => t.name === tool)?.parameters ??
+      (await deps.store.catalog.get()).find((t) => t.name === tool)?.input_schema;
     const problem = schema ? deps.validators.check({ name: tool, input_schema: schema }, args) : undefined;
     if (problem) throw refuse(at, `do not fit the input schema of ${tool}: ${problem}`);
   }

@@ -19,7 +19,9 @@ const record = (over: Partial<ActionRecord>): ActionRecord => ({
 
 describe('the page of a signed link', () => {
   it('escapes the five characters that can end a text or an attribute', () => {
-    expect(escapeHtml(`<a href="x" title='y'>&</a>`)).toBe('&#60;a href=&#34;x&#34; title=&#39;y&#39;&#62;&#38;&#60;/a&#62;');
+    expect(escapeHtml(`<a href="x" title='y'>&</a>`)).toBe(
+      '&#60;a href=&#34;x&#34; title=&#39;y&#39;&#62;&#38;&#60;/a&#62;',
+    );
   });
 
   it('pretty-prints JSON arguments, and shows anything else (not JSON, nested too deep) as it came', () => {
@@ -52,7 +54,9 @@ describe('the page of a signed link', () => {
     expect(approval).toContain('name="arguments"');
     expect(actionPage(record({ type: 'client_tool' }))).toContain('name="output"');
     const question = actionPage(record({ type: 'input', question: 'Which?', choices: ['A', 'B'] }));
-    expect(question).toContain('<button type="submit" name="answer" value="A">A</button><button type="submit" name="answer" value="B">B</button>');
+    expect(question).toContain(
+      '<button type="submit" name="answer" value="A">A</button><button type="submit" name="answer" value="B">B</button>',
+    );
     expect(actionPage(record({ type: 'input', question: 'Why?', choices: null }))).not.toContain('<h2>Choose</h2>');
   });
 

@@ -58,7 +58,8 @@ ${body}
 // A form without `action` posts to the page's own URL, token included, wherever the API is mounted.
 // A newline after <pre> and <textarea> is dropped by the parser: the one added keeps the text's own.
 const pre = (text: string) => `<pre>\n${escapeHtml(text)}</pre>`;
-const textarea = (name: string, attrs: string, text = '') => `<textarea id="${name}" name="${name}" ${attrs}>\n${escapeHtml(text)}</textarea>`;
+const textarea = (name: string, attrs: string, text = '') =>
+  `<textarea id="${name}" name="${name}" ${attrs}>\n${escapeHtml(text)}</textarea>`;
 
 function when(record: ActionRecord): string {
   const expiry = record.expires_at ? `answer before ${escapeHtml(record.expires_at)}` : 'no expiry';
@@ -115,13 +116,20 @@ const DONE: Record<ActionDecision['decision'], string> = {
 
 /** The page after a form's answer was stored. */
 export function recordedPage(decision: ActionDecision): string {
-  return page('Recorded', `<h1>Recorded</h1><p>${escapeHtml(DONE[decision.decision])}</p><p class="meta">You can close this page.</p>`);
+  return page(
+    'Recorded',
+    `<h1>Recorded</h1><p>${escapeHtml(DONE[decision.decision])}</p><p class="meta">You can close this page.</p>`,
+  );
 }
 
 /** A refusal as a page, for a person who followed a link (the message is ours, escaped all the same). */
 export function errorPage(status: number, message: string): string {
   const refusedAnswer = status === 400 || status === 413 || status === 415;
-  const title = refusedAnswer ? 'This answer was not taken' : status === 410 ? 'This link no longer works' : 'This link is not valid';
+  const title = refusedAnswer
+    ? 'This answer was not taken'
+    : status === 410
+      ? 'This link no longer works'
+      : 'This link is not valid';
   // A refused answer can be given again: an empty href is this very link, which GET shows.
   const back = refusedAnswer ? '<p><a href="">Back to the request</a></p>' : '';
   return page(title, `<h1>${escapeHtml(title)}</h1><p>${escapeHtml(message)}</p>${back}`);

@@ -58,9 +58,18 @@ export async function createApiContext(cfg: ApiConfig, logger: Logger, opts: Api
   // Logs why Redis cannot be reached, until it answers or the API closes.
   const stopWaiting = new AbortController();
   if (!(await waitForReady(requests)) || !(await waitForReady(queueConnection))) {
-    void untilRedisAnswers(cfg.REDIS_URL, logger, { waiting: 'Redis is not reachable yet; answering 503 until it is', signal: stopWaiting.signal }).catch(() => {});
+    void untilRedisAnswers(cfg.REDIS_URL, logger, {
+      waiting: 'Redis is not reachable yet; answering 503 until it is',
+      signal: stopWaiting.signal,
+    }).catch(() => {});
   }
-  const jobs = new JobQueues({ connection: queueConnection, prefix: cfg.QUEUE_PREFIX, cells: cfg.CELLS, logger, telemetry: opts.tracing?.bullmq });
+  const jobs = new JobQueues({
+    connection: queueConnection,
+    prefix: cfg.QUEUE_PREFIX,
+    cells: cfg.CELLS,
+    logger,
+    telemetry: opts.tracing?.bullmq,
+  });
   const queues = jobs.all();
   const responses = new ResponseBudget(cfg.MAX_RESPONSES_IN_FLIGHT_BYTES);
   const streams = new StreamSlots({ total: cfg.MAX_EVENT_STREAMS, perKey: cfg.MAX_EVENT_STREAMS_PER_KEY });
@@ -70,10 +79,16 @@ export async function createApiContext(cfg: ApiConfig, logger: Logger, opts: Api
     onQueueError: (err) => logger.warn({ err: err.message }, 'could not read queue depths for /metrics'),
     responsesInFlight: () => ({ held: responses.bytesInFlight, waiting: responses.waiting, streams: streams.size }),
   });
-  const store = new RunStore({ redis: requests, prefix: cfg.QUEUE_PREFIX, retentionSeconds: cfg.RUN_RETENTION_SECONDS });
+  const store = new RunStore({
+    redis: requests,
+    prefix: cfg.QUEUE_PREFIX,
+    retentionSeconds: cfg.RUN_RETENTION_SECONDS,
+  });
   const tenants = opts.tenants ?? loadTenants(cfg.TENANTS_CONFIG);
   const admission = new Admission(requests, cfg.QUEUE_PREFIX);
-  await admission.publish(tenants).catch((err: Error) => logger.warn({ err: err.message }, 'could not publish the keys\' limits yet; the sweep will'));
+  await admission
+    .publish(tenants)
+    .catch((err: Error) => logger.warn({ err: err.message }, "could not publish the keys' limits yet; the sweep will"));
   const failpoint = cfg.AGENTQ_FAILPOINT;
   const failAt = failpoint ? (point: string) => point === failpoint && process.kill(process.pid, 'SIGKILL') : undefined;
   const runs = new Runs({
@@ -83,7 +98,11 @@ export async function createApiContext(cfg: ApiConfig, logger: Logger, opts: Api
     logger,
     observer: runMetricsObserver(metrics),
     publisher: requests,
-    durability: { replicas: cfg.REDIS_WAIT_REPLICAS, timeoutMs: cfg.REDIS_WAIT_TIMEOUT_MS, connections: [requests, queueConnection] },
+    durability: {
+      replicas: cfg.REDIS_WAIT_REPLICAS,
+      timeoutMs: cfg.REDIS_WAIT_TIMEOUT_MS,
+      connections: [requests, queueConnection],
+    },
     ...(failAt ? { failpoint: failAt } : {}),
   });
   const actions = new RunActions({ store, jobs, runs, logger, ...(failAt ? { failpoint: failAt } : {}) });
@@ -101,7 +120,9 @@ export async function createApiContext(cfg: ApiConfig, logger: Logger, opts: Api
   // One blocking connection follows the event streams of every SSE client of this process.
   const hub = new EventHub(redis.connect('agentq-api-events', { blocking: true }), requests, logger);
   hub.start();
-  const actionLinks = cfg.ACTION_LINK_SECRET ? new ActionLinks({ secret: cfg.ACTION_LINK_SECRET, publicUrl: cfg.PUBLIC_URL }) : undefined;
+  const actionLinks = cfg.ACTION_LINK_SECRET
+    ? new ActionLinks({ secret: cfg.ACTION_LINK_SECRET, publicUrl: cfg.PUBLIC_URL })
+    : undefined;
   const deps: AppDeps = {
     store,
     runs,
@@ -123,7 +144,12 @@ export async function createApiContext(cfg: ApiConfig, logger: Logger, opts: Api
     apiKeys: cfg.API_KEYS,
     adminKeys: cfg.ADMIN_API_KEYS,
     defaultModel: cfg.MODEL,
-    limits: { maxBodyBytes: cfg.MAX_BODY_BYTES, maxInputBytes: cfg.MAX_INPUT_BYTES, maxContextBytes: cfg.MAX_CONTEXT_BYTES, maxBodiesInFlightBytes: cfg.MAX_BODIES_IN_FLIGHT_BYTES },
+    limits: {
+      maxBodyBytes: cfg.MAX_BODY_BYTES,
+      maxInputBytes: cfg.MAX_INPUT_BYTES,
+      maxContextBytes: cfg.MAX_CONTEXT_BYTES,
+      maxBodiesInFlightBytes: cfg.MAX_BODIES_IN_FLIGHT_BYTES,
+    },
     responses,
     streams,
     keepAliveMs: Math.min(15_000, Math.floor(cfg.CLIENT_IDLE_TIMEOUT_MS / 3)),

@@ -1,6 +1,20 @@
 import { Hono } from 'hono';
 import type { Queue } from 'bullmq';
-import type { ActionItemView, ActionLinks, Admission, AgentqMetrics, Logger, RedisClient, Resolver, RunActions, Runs, RunStore, SchemaValidators, TenantTable, UsageMeter } from '@agentq/shared';
+import type {
+  ActionItemView,
+  ActionLinks,
+  Admission,
+  AgentqMetrics,
+  Logger,
+  RedisClient,
+  Resolver,
+  RunActions,
+  Runs,
+  RunStore,
+  SchemaValidators,
+  TenantTable,
+  UsageMeter,
+} from '@agentq/shared';
 import { adminAuth, bearerAuth } from './auth.js';
 import { bodyBudget, drainBody, limitBody } from './body-budget.js';
 import { dashboard, DASHBOARD_PATH } from './dashboard.js';
@@ -70,14 +84,31 @@ export function createApp(deps: AppDeps) {
   if (deps.metrics) app.route('/', metricsRoutes(deps.metrics.registry));
   app.route('/', docsRoutes());
 
-  const budget = bodyBudget({ maxInFlightBytes: deps.limits.maxBodiesInFlightBytes, maxBodyBytes: deps.limits.maxBodyBytes });
+  const budget = bodyBudget({
+    maxInFlightBytes: deps.limits.maxBodiesInFlightBytes,
+    maxBodyBytes: deps.limits.maxBodyBytes,
+  });
   // A signed link is its own key: its two routes are mounted before the key check and the per-key
   // rate limit of /v1/*, which therefore never run for them (a handler that answers ends the
   // chain); they bound their bodies themselves. Any other method on that path still meets the key check.
-  app.route('/', actionLinkRoutes({ store: deps.store, actions: deps.actions, validators: deps.validators, links: deps.actionLinks, budget, maxBodyBytes: deps.limits.maxBodyBytes }));
+  app.route(
+    '/',
+    actionLinkRoutes({
+      store: deps.store,
+      actions: deps.actions,
+      validators: deps.validators,
+      links: deps.actionLinks,
+      budget,
+      maxBodyBytes: deps.limits.maxBodyBytes,
+    }),
+  );
 
   const auth = bearerAuth(deps.apiKeys);
-  const admin = adminAuth(deps.apiKeys, deps.adminKeys ?? [], (owner) => deps.tenants.byOwner.get(owner)?.admin === true);
+  const admin = adminAuth(
+    deps.apiKeys,
+    deps.adminKeys ?? [],
+    (owner) => deps.tenants.byOwner.get(owner)?.admin === true,
+  );
   app.use('/v1/*', auth);
   app.use('/v1/*', requestLimit(deps));
   app.use(`${DASHBOARD_PATH}/*`, admin);
@@ -88,14 +119,38 @@ export function createApp(deps: AppDeps) {
     limitBody(deps.limits.maxBodyBytes, async (c) => {
       // Let a client that is still sending finish, so that it reads the 413.
       await drainBody(c, 2 * deps.limits.maxBodyBytes);
-      throw new HttpError(413, 'payload_too_large', `the request body is larger than ${deps.limits.maxBodyBytes} bytes`);
+      throw new HttpError(
+        413,
+        'payload_too_large',
+        `the request body is larger than ${deps.limits.maxBodyBytes} bytes`,
+      );
     }),
   );
 
   // One budget for every large answer this process sends, an SSE stream's large events included.
-  app.route('/v1/runs', eventsRoutes({ store: deps.store, hub: deps.hub, responses: deps.responses, streams: deps.streams, keepAliveMs: deps.keepAliveMs, logger: deps.logger, ownRun: (owner, id) => ownRun(deps.store, owner, id) }));
+  app.route(
+    '/v1/runs',
+    eventsRoutes({
+      store: deps.store,
+      hub: deps.hub,
+      responses: deps.responses,
+      streams: deps.streams,
+      keepAliveMs: deps.keepAliveMs,
+      logger: deps.logger,
+      ownRun: (owner, id) => ownRun(deps.store, owner, id),
+    }),
+  );
   app.route('/v1/runs', runsRoutes(deps));
-  app.route('/v1', actionsRoutes({ responses: deps.responses, store: deps.store, actions: deps.actions, validators: deps.validators, decorate: deps.decorateAction }));
+  app.route(
+    '/v1',
+    actionsRoutes({
+      responses: deps.responses,
+      store: deps.store,
+      actions: deps.actions,
+      validators: deps.validators,
+      decorate: deps.decorateAction,
+    }),
+  );
   app.route('/v1/tools', toolsRoutes({ store: deps.store }));
   app.route('/v1/usage', usageRoutes(deps));
   app.route(DASHBOARD_PATH, dashboard(deps.queues));

@@ -19,7 +19,12 @@ function matchKey(hashes: Buffer[], header: string): string | null {
   return ok ? m[1] : null;
 }
 
-const unauthorized = (header: string) => new HttpError(401, 'unauthorized', header ? 'the API key is not valid' : 'missing "Authorization: Bearer <key>" header');
+const unauthorized = (header: string) =>
+  new HttpError(
+    401,
+    'unauthorized',
+    header ? 'the API key is not valid' : 'missing "Authorization: Bearer <key>" header',
+  );
 
 /**
  * Bearer auth over `API_KEYS`: constant-time comparison (of hashes, so lengths leak nothing);
@@ -46,7 +51,11 @@ export function bearerAuth(keys: string[]): MiddlewareHandler<{ Variables: { own
  * its owner). Any other API key gets a 403 (a tenant's key is not an operator's), a missing or
  * unknown key a 401 as on `/v1`. With neither list set the service is open, the dashboard too.
  */
-export function adminAuth(apiKeys: string[], adminKeys: string[], isAdmin: (owner: string) => boolean = () => false): MiddlewareHandler<{ Variables: { owner: string } }> {
+export function adminAuth(
+  apiKeys: string[],
+  adminKeys: string[],
+  isAdmin: (owner: string) => boolean = () => false,
+): MiddlewareHandler<{ Variables: { owner: string } }> {
   if (apiKeys.length === 0 && adminKeys.length === 0) return bearerAuth([]);
   const admins = adminKeys.map(digest);
   const tenants = apiKeys.map(digest);
@@ -60,7 +69,7 @@ export function adminAuth(apiKeys: string[], adminKeys: string[], isAdmin: (owne
       throw new HttpError(
         403,
         'forbidden',
-        "the dashboard shows every tenant's jobs, so API keys do not open it: use a key of ADMIN_API_KEYS (set it on the server), or mark the key \"admin\": true in TENANTS_CONFIG",
+        'the dashboard shows every tenant\'s jobs, so API keys do not open it: use a key of ADMIN_API_KEYS (set it on the server), or mark the key "admin": true in TENANTS_CONFIG',
       );
     }
     c.set('owner', ownerOf(key));

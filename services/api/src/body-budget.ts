@@ -51,10 +51,16 @@ export function bodyBudget(opts: { maxInFlightBytes: number; maxBodyBytes: numbe
     // The server's name of the caller; signed links share one.
     const key = (c.get('owner') as string | undefined) ?? '';
     if (inFlight > 0 && inFlight + size > opts.maxInFlightBytes) {
-      throw await busy(c, `this API process is reading ${inFlight} bytes of other requests (MAX_BODIES_IN_FLIGHT_BYTES); retry shortly`);
+      throw await busy(
+        c,
+        `this API process is reading ${inFlight} bytes of other requests (MAX_BODIES_IN_FLIGHT_BYTES); retry shortly`,
+      );
     }
     if (!shares.allows(key, size)) {
-      throw await busy(c, `this API process is reading ${shares.of(key)} bytes of this key's other requests (at most ${shares.maxPerKey}: half of MAX_BODIES_IN_FLIGHT_BYTES, or MAX_BODY_BYTES); retry shortly`);
+      throw await busy(
+        c,
+        `this API process is reading ${shares.of(key)} bytes of this key's other requests (at most ${shares.maxPerKey}: half of MAX_BODIES_IN_FLIGHT_BYTES, or MAX_BODY_BYTES); retry shortly`,
+      );
     }
     inFlight += size;
     const release = shares.take(key, size);
@@ -81,7 +87,8 @@ export function limitBody(maxBytes: number, tooLarge: (c: Context) => Promise<Re
     const declared = c.req.header('content-length');
     const chunked = c.req.header('transfer-encoding') !== undefined;
     // Node's parser refuses a malformed length; anything else that is not digits is counted.
-    if (declared !== undefined && !chunked && /^\d+$/.test(declared)) return Number(declared) > maxBytes ? tooLarge(c) : next();
+    if (declared !== undefined && !chunked && /^\d+$/.test(declared))
+      return Number(declared) > maxBytes ? tooLarge(c) : next();
     if (declared === undefined && !chunked && (c.req.method === 'GET' || c.req.method === 'HEAD')) return next();
     return counted(c, next);
   };

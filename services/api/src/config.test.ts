@@ -33,7 +33,10 @@ describe('loadApiConfig', () => {
   });
 
   it('splits API_KEYS on commas and trims them', () => {
-    expect(loadApiConfig({ API_KEYS: 'key-aaaaaaaa, key-bbbbbbbb ,' }).API_KEYS).toEqual(['key-aaaaaaaa', 'key-bbbbbbbb']);
+    expect(loadApiConfig({ API_KEYS: 'key-aaaaaaaa, key-bbbbbbbb ,' }).API_KEYS).toEqual([
+      'key-aaaaaaaa',
+      'key-bbbbbbbb',
+    ]);
   });
 
   it('treats empty strings as unset', () => {
@@ -46,7 +49,9 @@ describe('loadApiConfig', () => {
   });
 
   it('takes PORT, HOST and the size limits from the environment', () => {
-    expect(loadApiConfig({ PORT: '8080', HOST: '127.0.0.1', MAX_BODY_BYTES: '65536', MAX_INPUT_BYTES: '16384' })).toMatchObject({
+    expect(
+      loadApiConfig({ PORT: '8080', HOST: '127.0.0.1', MAX_BODY_BYTES: '65536', MAX_INPUT_BYTES: '16384' }),
+    ).toMatchObject({
       PORT: 8080,
       HOST: '127.0.0.1',
       MAX_BODY_BYTES: 65536,
@@ -102,6 +107,8 @@ describe('loadApiConfig', () => {
 
   it('refuses a short ACTION_LINK_SECRET, naming it without echoing it', () => {
     const p = problems({ ACTION_LINK_SECRET: 'short-but-secret-value' });
-    expect(p).toEqual(['ACTION_LINK_SECRET: must be at least 32 characters (e.g. the output of "openssl rand -base64 32") (value hidden)']);
+    expect(p).toEqual([
+      'ACTION_LINK_SECRET: must be at least 32 characters (e.g. the output of "openssl rand -base64 32") (value hidden)',
+    ]);
   });
 });

@@ -1,12 +1,27 @@
 import { z } from 'zod';
-import { actionLinkEnv, baseEnvSchema, boolString, ConfigError, configProblems, parseEnv, type TenantTable } from '@agentq/shared';
+import {
+  actionLinkEnv,
+  baseEnvSchema,
+  boolString,
+  ConfigError,
+  configProblems,
+  parseEnv,
+  type TenantTable,
+} from '@agentq/shared';
 import { loadTenants } from './tenants-config.js';
 
 /** A comma-separated list of bearer keys. */
 const keyList = z
   .string()
   .optional()
-  .transform((v) => (v ? v.split(',').map((k) => k.trim()).filter(Boolean) : []))
+  .transform((v) =>
+    v
+      ? v
+          .split(',')
+          .map((k) => k.trim())
+          .filter(Boolean)
+      : [],
+  )
   .refine((keys) => keys.every((k) => k.length >= 8), 'every key must be at least 8 characters');
 
 export const apiEnvSchema = baseEnvSchema.extend({
@@ -20,14 +35,34 @@ export const apiEnvSchema = baseEnvSchema.extend({
   WEBHOOK_SECRET: z.string().min(1).optional(),
   WEBHOOK_ALLOW_PRIVATE: boolString.default(false),
   /** The whole request body. */
-  MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(34 * 1024 * 1024),
+  MAX_BODY_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(34 * 1024 * 1024),
   /** `input`, `messages` and `instructions` together. */
-  MAX_INPUT_BYTES: z.coerce.number().int().min(1024).default(1024 * 1024),
-  MAX_CONTEXT_BYTES: z.coerce.number().int().min(1024).default(32 * 1024 * 1024),
+  MAX_INPUT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(1024 * 1024),
+  MAX_CONTEXT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(32 * 1024 * 1024),
   /** Request bodies one API process holds at once; past it a request gets 503 with Retry-After. */
-  MAX_BODIES_IN_FLIGHT_BYTES: z.coerce.number().int().min(1024).default(48 * 1024 * 1024),
+  MAX_BODIES_IN_FLIGHT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(48 * 1024 * 1024),
   /** Large answers (a run, its transcript, steps, sub-runs, an event stream's events; 64 KB and over) one API process holds until sent; past it 503 with Retry-After (an event stream waits). */
-  MAX_RESPONSES_IN_FLIGHT_BYTES: z.coerce.number().int().min(1024).default(64 * 1024 * 1024),
+  MAX_RESPONSES_IN_FLIGHT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(64 * 1024 * 1024),
   /**
    * How long a connection may make no progress (its client sends nothing and takes none of what
    * it is sent) before the API closes it: what bounds how long a client that stops reading holds
@@ -63,7 +98,10 @@ export type ApiConfig = ReturnType<typeof loadApiConfig>;
  * The environment and the TENANTS_CONFIG it names, checked together so that one start reports
  * every bad setting; throws one ConfigError.
  */
-export function loadApiSetup(env: Record<string, string | undefined> = process.env): { cfg: ApiConfig; tenants: TenantTable } {
+export function loadApiSetup(env: Record<string, string | undefined> = process.env): {
+  cfg: ApiConfig;
+  tenants: TenantTable;
+} {
   const { collect, problems } = configProblems();
   const cfg = collect(() => loadApiConfig(env));
   const tenants = collect(() => loadTenants(cfg ? cfg.TENANTS_CONFIG : env.TENANTS_CONFIG || undefined));

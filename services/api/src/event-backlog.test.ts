@@ -2,7 +2,11 @@ import { describe, expect, it } from 'vitest';
 import type { StoredEvent } from '@agentq/shared';
 import { EventBacklog } from './event-backlog.js';
 
-const event = (i: number): StoredEvent => ({ id: `1700000000000-${i}`, type: 'message.delta', data: JSON.stringify({ run_id: 'r', at: '', depth: 0, text: `t${i}` }) });
+const event = (i: number): StoredEvent => ({
+  id: `1700000000000-${i}`,
+  type: 'message.delta',
+  data: JSON.stringify({ run_id: 'r', at: '', depth: 0, text: `t${i}` }),
+});
 const events = (from: number, n: number) => Array.from({ length: n }, (_, i) => event(from + i));
 
 describe('EventBacklog', () => {
@@ -15,9 +19,13 @@ describe('EventBacklog', () => {
     expect(b.catchUp()).toBe(false);
   });
 
-  it('holds at most `maxBytes` of events\' data: past it, it is behind', () => {
+  it("holds at most `maxBytes` of events' data: past it, it is behind", () => {
     const b = new EventBacklog(1_000, 10_000);
-    const big = (i: number): StoredEvent => ({ id: `1700000000000-${i}`, type: 'step.completed', data: 'x'.repeat(4_000) });
+    const big = (i: number): StoredEvent => ({
+      id: `1700000000000-${i}`,
+      type: 'step.completed',
+      data: 'x'.repeat(4_000),
+    });
     b.push([big(0), big(1)]);
     expect(b.size).toBe(2);
     expect(b.take()).toHaveLength(2);
@@ -31,7 +39,11 @@ describe('EventBacklog', () => {
 
   it('holds one event alone whatever its size, but not a second beside it', () => {
     const b = new EventBacklog(1_000, 10_000);
-    const huge = (i: number): StoredEvent => ({ id: `1700000000000-${i}`, type: 'step.completed', data: 'x'.repeat(50_000) });
+    const huge = (i: number): StoredEvent => ({
+      id: `1700000000000-${i}`,
+      type: 'step.completed',
+      data: 'x'.repeat(50_000),
+    });
     b.push([huge(0)]);
     expect(b.size).toBe(1);
     expect(b.behind).toBe(false);

@@ -99,7 +99,9 @@ export class EventHub {
         if (this.clientId === null) this.clientId = Number(await this.reader.client('ID'));
         const keys = [...this.positions.keys()];
         const ids = keys.map((k) => this.positions.get(k)!);
-        const res = (await this.reader.xread('COUNT', 500, 'BLOCK', 15_000, 'STREAMS', ...keys, ...ids)) as [string, [string, string[]][]][] | null;
+        const res = (await this.reader.xread('COUNT', 500, 'BLOCK', 15_000, 'STREAMS', ...keys, ...ids)) as
+          | [string, [string, string[]][]][]
+          | null;
         for (const [key, entries] of res ?? []) {
           if (!entries.length || !this.positions.has(key)) continue;
           this.positions.set(key, entries[entries.length - 1][0]);
@@ -153,7 +155,10 @@ export class EventHub {
     const set = this.subscribers.get(key);
     this.subscribers.delete(key);
     this.positions.delete(key);
-    this.logger.warn({ stream: key, err: reason, subscribers: set?.size ?? 0 }, 'Redis refused to read an event stream; its subscribers are ended, the others go on');
+    this.logger.warn(
+      { stream: key, err: reason, subscribers: set?.size ?? 0 },
+      'Redis refused to read an event stream; its subscribers are ended, the others go on',
+    );
     for (const s of set ?? []) s.onFailed?.(reason);
   }
 

@@ -14,7 +14,8 @@ const encoder = new TextEncoder();
 const frames = new WeakMap<StoredEvent, Uint8Array>();
 function frameOf(e: StoredEvent): Uint8Array {
   let frame = frames.get(e);
-  if (!frame) frames.set(e, (frame = encoder.encode(`${e.type ? `event: ${e.type}\n` : ''}data: ${e.data}\nid: ${e.id}\n\n`)));
+  if (!frame)
+    frames.set(e, (frame = encoder.encode(`${e.type ? `event: ${e.type}\n` : ''}data: ${e.data}\nid: ${e.id}\n\n`)));
   return frame;
 }
 
@@ -52,7 +53,9 @@ export class EventWriter {
       await this.sink.write(frame);
       return !this.sink.aborted;
     }
-    const release = held ? () => {} : await this.keptAlive(this.responses.waitForShared(frame, frame.byteLength, this.gone, this.key));
+    const release = held
+      ? () => {}
+      : await this.keptAlive(this.responses.waitForShared(frame, frame.byteLength, this.gone, this.key));
     if (!release) return false;
     try {
       await this.sink.writeOut(frame);

@@ -23,7 +23,9 @@ export function errorBody(code: string, message: string, details?: unknown) {
 
 // ioredis raises these when Redis is down and the command could not be sent or answered.
 function isRedisUnavailable(err: Error): boolean {
-  return /enableOfflineQueue|Connection is closed|ECONNREFUSED|MaxRetriesPerRequest|Stream isn't writeable|ETIMEDOUT|connect ENETUNREACH/i.test(err.message);
+  return /enableOfflineQueue|Connection is closed|ECONNREFUSED|MaxRetriesPerRequest|Stream isn't writeable|ETIMEDOUT|connect ENETUNREACH/i.test(
+    err.message,
+  );
 }
 
 // Redis refuses writes past maxmemory; inside a transaction the refusal comes as EXECABORT.
@@ -37,17 +39,28 @@ export function onError(logger: Logger) {
   return (err: Error, c: Context) => {
     // A 413 leaves the rest of the body unread: close the connection so a client does not
     // reuse a socket the server is about to drop.
-    if (err instanceof HttpError) return c.json(errorBody(err.code, err.message, err.details), err.status, { ...err.headers, ...(err.status === 413 ? { connection: 'close' } : {}) });
+    if (err instanceof HttpError)
+      return c.json(errorBody(err.code, err.message, err.details), err.status, {
+        ...err.headers,
+        ...(err.status === 413 ? { connection: 'close' } : {}),
+      });
     if (err instanceof InvalidRequestError) return c.json(errorBody(err.code, err.message, err.details), 400);
     if (err instanceof ReplicationError) return c.json(errorBody(err.code, err.message), 503, { 'retry-after': '1' });
-    if (err instanceof RateLimitedError) return c.json(errorBody(err.code, err.message), 429, { 'retry-after': String(Math.max(1, Math.ceil(err.retryAfterMs / 1000))) });
+    if (err instanceof RateLimitedError)
+      return c.json(errorBody(err.code, err.message), 429, {
+        'retry-after': String(Math.max(1, Math.ceil(err.retryAfterMs / 1000))),
+      });
     if (isRedisOutOfMemory(err)) {
       logger.error({ err: err.message }, 'redis is out of memory');
-      return c.json(errorBody('service_unavailable', 'the run store (Redis) is out of memory; retry later'), 503, { 'retry-after': '5' });
+      return c.json(errorBody('service_unavailable', 'the run store (Redis) is out of memory; retry later'), 503, {
+        'retry-after': '5',
+      });
     }
     if (isRedisUnavailable(err)) {
       logger.warn({ err: err.message }, 'redis unavailable');
-      return c.json(errorBody('service_unavailable', 'the run store (Redis) is unreachable; retry shortly'), 503, { 'retry-after': '1' });
+      return c.json(errorBody('service_unavailable', 'the run store (Redis) is unreachable; retry shortly'), 503, {
+        'retry-after': '1',
+      });
     }
     logger.error({ err }, 'unhandled error');
     return c.json(errorBody('internal_error', 'an internal error occurred; it has been logged'), 500);

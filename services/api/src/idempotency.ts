@@ -22,8 +22,18 @@ const DELETE_IF_SAME = `if redis.call('GET', KEYS[1]) == ARGV[1] then return red
  * another body a 409. Keys are remembered 24 h. A replay whose reserved run never appeared can
  * take the claim over (`takeOver`): the request that made it died before writing its run.
  */
-export async function claimIdempotencyKey(redis: RedisClient, keyName: (owner: string, key: string) => string, owner: string, key: string, body: unknown, runId: string): Promise<IdempotencyClaim> {
-  if (key.length === 0 || key.length > 255) throw new HttpError(400, 'validation_error', 'Idempotency-Key must be 1-255 characters', [{ field: 'Idempotency-Key', message: '1-255 characters' }]);
+export async function claimIdempotencyKey(
+  redis: RedisClient,
+  keyName: (owner: string, key: string) => string,
+  owner: string,
+  key: string,
+  body: unknown,
+  runId: string,
+): Promise<IdempotencyClaim> {
+  if (key.length === 0 || key.length > 255)
+    throw new HttpError(400, 'validation_error', 'Idempotency-Key must be 1-255 characters', [
+      { field: 'Idempotency-Key', message: '1-255 characters' },
+    ]);
   const k = keyName(owner, createHash('sha256').update(key).digest('hex'));
   const bodyHash = createHash('sha256').update(JSON.stringify(body)).digest('hex');
   const value = `${bodyHash}:${runId}:${Date.now()}`;
@@ -33,7 +43,11 @@ export async function claimIdempotencyKey(redis: RedisClient, keyName: (owner: s
   if (!existing) return claimIdempotencyKey(redis, keyName, owner, key, body, runId);
   const [hash, prior, at] = existing.split(':');
   if (hash !== bodyHash) {
-    throw new HttpError(409, 'idempotency_key_reused', 'this Idempotency-Key was used with a different request body; use a new key for a new request');
+    throw new HttpError(
+      409,
+      'idempotency_key_reused',
+      'this Idempotency-Key was used with a different request body; use a new key for a new request',
+    );
   }
   return {
     kind: 'replay',

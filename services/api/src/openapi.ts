@@ -35,16 +35,41 @@ const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
  */
 function componentSchemas(): Record<string, Json> {
   const requests = z.registry<Meta>();
-  requests.add(createRunBodySchema, { id: 'CreateRunRequest', description: 'The body of POST /v1/runs: give "input" or "messages".' });
+  requests.add(createRunBodySchema, {
+    id: 'CreateRunRequest',
+    description: 'The body of POST /v1/runs: give "input" or "messages".',
+  });
   requests.add(chatMessageSchema, { id: 'ChatMessageInput', description: 'An OpenAI chat message, as sent.' });
-  requests.add(linkAnswerSchema, { id: 'LinkAnswer', description: 'One answer sent to a signed link: as a response of ActionResponses, its request named by the link ("id" optional, and then that request\'s).' });
-  requests.add(respondBodySchema, { id: 'ActionResponses', description: 'Answers to requests of a run tree: approve (maybe with edited arguments) or reject an approval, a client tool\'s output, an answer to a question.' });
+  requests.add(linkAnswerSchema, {
+    id: 'LinkAnswer',
+    description:
+      'One answer sent to a signed link: as a response of ActionResponses, its request named by the link ("id" optional, and then that request\'s).',
+  });
+  requests.add(respondBodySchema, {
+    id: 'ActionResponses',
+    description:
+      "Answers to requests of a run tree: approve (maybe with edited arguments) or reject an approval, a client tool's output, an answer to a question.",
+  });
 
   const responses = z.registry<Meta>();
-  responses.add(apiErrorSchema, { id: 'Error', description: 'Every error response: a snake_case code, a message that says how to fix it, and optional details (for a 400, one entry per bad field).' });
-  responses.add(actionItemSchema, { id: 'ActionItem', description: 'A request for an answer: an approval of a tool call, a client tool\'s call, or a question.' });
-  const actionState = actionItemSchema.extend({ status: z.enum(['pending', 'resolved']), decision: z.string().optional(), resolved_at: z.string().optional() });
-  responses.add(actionState, { id: 'ActionState', description: 'A request with where it stands: pending, or resolved with its decision and when.' });
+  responses.add(apiErrorSchema, {
+    id: 'Error',
+    description:
+      'Every error response: a snake_case code, a message that says how to fix it, and optional details (for a 400, one entry per bad field).',
+  });
+  responses.add(actionItemSchema, {
+    id: 'ActionItem',
+    description: "A request for an answer: an approval of a tool call, a client tool's call, or a question.",
+  });
+  const actionState = actionItemSchema.extend({
+    status: z.enum(['pending', 'resolved']),
+    decision: z.string().optional(),
+    resolved_at: z.string().optional(),
+  });
+  responses.add(actionState, {
+    id: 'ActionState',
+    description: 'A request with where it stands: pending, or resolved with its decision and when.',
+  });
   responses.add(
     z.looseObject({
       data: z.array(actionState),
@@ -53,23 +78,49 @@ function componentSchemas(): Record<string, Json> {
     { id: 'ActionList', description: 'A page of requests, newest first; pass "next" as "after" for the next page.' },
   );
   responses.add(runObjectSchema, { id: 'Run', description: 'A run: one agent loop, from its request to its answer.' });
-  responses.add(runListSchema, { id: 'RunList', description: 'A page of runs, newest first; pass "next" as "after" for the next page.' });
+  responses.add(runListSchema, {
+    id: 'RunList',
+    description: 'A page of runs, newest first; pass "next" as "after" for the next page.',
+  });
   responses.add(chatMessageSchema, { id: 'ChatMessage', description: 'An OpenAI chat message of a transcript.' });
-  responses.add(runMessagesSchema, { id: 'RunMessages', description: 'The whole transcript in OpenAI chat format, in order.' });
+  responses.add(runMessagesSchema, {
+    id: 'RunMessages',
+    description: 'The whole transcript in OpenAI chat format, in order.',
+  });
   responses.add(runStepsSchema, { id: 'RunSteps', description: 'The model steps of a run, each with its tool calls.' });
-  responses.add(runChildrenSchema, { id: 'RunChildren', description: 'The sub-agent runs a run started, oldest first.' });
-  responses.add(webhookDeliveriesSchema, { id: 'WebhookDeliveries', description: 'Every attempt to deliver the run’s webhook.' });
-  responses.add(keyUsageSchema, { id: 'Usage', description: "Where a key stands against its limits." });
-  responses.add(toolListSchema, { id: 'ToolList', description: 'The MCP tools the tool-workers offer, named <server>__<tool>.' });
+  responses.add(runChildrenSchema, {
+    id: 'RunChildren',
+    description: 'The sub-agent runs a run started, oldest first.',
+  });
+  responses.add(webhookDeliveriesSchema, {
+    id: 'WebhookDeliveries',
+    description: 'Every attempt to deliver the run’s webhook.',
+  });
+  responses.add(keyUsageSchema, { id: 'Usage', description: 'Where a key stands against its limits.' });
+  responses.add(toolListSchema, {
+    id: 'ToolList',
+    description: 'The MCP tools the tool-workers offer, named <server>__<tool>.',
+  });
   responses.add(healthSchema, { id: 'Health' });
   responses.add(readySchema, { id: 'Ready' });
-  responses.add(runEventSchema, { id: 'RunEvent', description: `One server-sent event (id, event, parsed JSON data). Event types: ${RUN_EVENT_TYPES.join(', ')}.` });
-  responses.add(webhookPayloadSchema, { id: 'WebhookPayload', description: 'The body POSTed to a run’s webhook when it reaches a terminal status.' });
+  responses.add(runEventSchema, {
+    id: 'RunEvent',
+    description: `One server-sent event (id, event, parsed JSON data). Event types: ${RUN_EVENT_TYPES.join(', ')}.`,
+  });
+  responses.add(webhookPayloadSchema, {
+    id: 'WebhookPayload',
+    description: 'The body POSTed to a run’s webhook when it reaches a terminal status.',
+  });
 
   const uri = (id: string) => `#/components/schemas/${id}`;
   const out: Record<string, Json> = {};
-  for (const [registry, io] of [[requests, 'input'], [responses, 'output']] as const) {
-    const { schemas } = z.toJSONSchema(registry, { io, uri, target: 'draft-2020-12' }) as { schemas: Record<string, Json> };
+  for (const [registry, io] of [
+    [requests, 'input'],
+    [responses, 'output'],
+  ] as const) {
+    const { schemas } = z.toJSONSchema(registry, { io, uri, target: 'draft-2020-12' }) as {
+      schemas: Record<string, Json>;
+    };
     for (const [id, s] of Object.entries(schemas)) {
       // A component lives inside the document: no $schema (the document's dialect) and no
       // fragment-only $id (invalid in 2020-12).
@@ -80,28 +131,50 @@ function componentSchemas(): Record<string, Json> {
   return out;
 }
 
-const errorResponse = (description: string) => ({ description, content: { 'application/json': { schema: ref('Error') } } });
+const errorResponse = (description: string) => ({
+  description,
+  content: { 'application/json': { schema: ref('Error') } },
+});
 
 const ERRORS = {
   400: errorResponse('Bad JSON or failed validation; `details` names each bad field.'),
   401: errorResponse('No or an unknown API key (only when API_KEYS is set).'),
-  403: errorResponse('The dashboard refuses API keys (it shows every tenant\'s jobs): only ADMIN_API_KEYS, and API keys TENANTS_CONFIG marks admin, open it.'),
+  403: errorResponse(
+    "The dashboard refuses API keys (it shows every tenant's jobs): only ADMIN_API_KEYS, and API keys TENANTS_CONFIG marks admin, open it.",
+  ),
   404: errorResponse('No such run, or a run of another API key.'),
-  409: errorResponse('The Idempotency-Key was used before with a different body, or its first request is still being processed; for an answer: the request was decided before (`action_resolved`).'),
+  409: errorResponse(
+    'The Idempotency-Key was used before with a different body, or its first request is still being processed; for an answer: the request was decided before (`action_resolved`).',
+  ),
   413: errorResponse('The body, or one of its fields, is larger than the limit; the message names the field.'),
   415: errorResponse('The body is not sent as application/json.'),
   429: {
-    ...errorResponse("Over one of the key's limits (requests_per_minute; for a new run also max_queued_runs or max_tokens_per_day): `rate_limited`."),
-    headers: { 'Retry-After': { description: 'Seconds until the request may succeed.', schema: { type: 'integer', minimum: 1 } } },
+    ...errorResponse(
+      "Over one of the key's limits (requests_per_minute; for a new run also max_queued_runs or max_tokens_per_day): `rate_limited`.",
+    ),
+    headers: {
+      'Retry-After': { description: 'Seconds until the request may succeed.', schema: { type: 'integer', minimum: 1 } },
+    },
   },
   503: errorResponse('Redis is unreachable; retry shortly (see Retry-After).'),
 } as const;
 type ErrorStatus = keyof typeof ERRORS;
-const errors = (...codes: ErrorStatus[]) => Object.fromEntries(codes.map((c) => [String(c), { $ref: `#/components/responses/E${c}` }]));
+const errors = (...codes: ErrorStatus[]) =>
+  Object.fromEntries(codes.map((c) => [String(c), { $ref: `#/components/responses/E${c}` }]));
 
-const json = (description: string, schema: Json, headers?: Json) => ({ description, ...(headers ? { headers } : {}), content: { 'application/json': { schema } } });
+const json = (description: string, schema: Json, headers?: Json) => ({
+  description,
+  ...(headers ? { headers } : {}),
+  content: { 'application/json': { schema } },
+});
 
-const runIdParam = { name: 'id', in: 'path', required: true, description: 'A run id (`run_…`).', schema: { type: 'string', pattern: '^run_[0-9a-z]{21}$' } };
+const runIdParam = {
+  name: 'id',
+  in: 'path',
+  required: true,
+  description: 'A run id (`run_…`).',
+  schema: { type: 'string', pattern: '^run_[0-9a-z]{21}$' },
+};
 
 /** The query parameters of a list (`GET /v1/runs`, `GET /v1/actions`), from the same zod schema as the route's. */
 function listQueryParams(schema: z.ZodType = listRunsQuerySchema, what = 'runs'): Json[] {
@@ -111,7 +184,13 @@ function listQueryParams(schema: z.ZodType = listRunsQuerySchema, what = 'runs')
     limit: 'Page size.',
     after: 'The "next" of the previous page.',
   };
-  return Object.entries(s.properties).map(([name, schema]) => ({ name, in: 'query', required: false, description: doc[name], schema }));
+  return Object.entries(s.properties).map(([name, schema]) => ({
+    name,
+    in: 'query',
+    required: false,
+    description: doc[name],
+    schema,
+  }));
 }
 
 const runGet = (operationId: string, summary: string, description: string, schema: string, ok: string) => ({
@@ -126,15 +205,34 @@ const runGet = (operationId: string, summary: string, description: string, schem
 });
 
 /** An error of a signed link: a page for a browser (a GET, a form), the error shape for JSON. */
-const linkError = (description: string) => ({ description, content: { 'application/json': { schema: ref('Error') }, 'text/html': { schema: { type: 'string' } } } });
+const linkError = (description: string) => ({
+  description,
+  content: { 'application/json': { schema: ref('Error') }, 'text/html': { schema: { type: 'string' } } },
+});
 const linkParams = [
-  { name: 'id', in: 'path', required: true, description: 'A request id (`act_…`).', schema: { type: 'string', pattern: '^act_[0-9a-z]{21}_\\d+_\\d+$' } },
-  { name: 'token', in: 'query', required: true, description: 'The token of the link (`<expiry ms or n>.<signature>`), as `respond_url` gives it.', schema: { type: 'string' } },
+  {
+    name: 'id',
+    in: 'path',
+    required: true,
+    description: 'A request id (`act_…`).',
+    schema: { type: 'string', pattern: '^act_[0-9a-z]{21}_\\d+_\\d+$' },
+  },
+  {
+    name: 'token',
+    in: 'query',
+    required: true,
+    description: 'The token of the link (`<expiry ms or n>.<signature>`), as `respond_url` gives it.',
+    schema: { type: 'string' },
+  },
 ];
 const linkErrors = {
-  403: linkError('The token does not open this request (tampered, truncated, another request\'s): one answer for all, revealing nothing.'),
+  403: linkError(
+    "The token does not open this request (tampered, truncated, another request's): one answer for all, revealing nothing.",
+  ),
   404: linkError('Answering by link is off (ACTION_LINK_SECRET is not set).'),
-  410: linkError('The request no longer waits: answered (the link was used), expired, cancelled or gone (`action_resolved` with the decision, or `link_gone`).'),
+  410: linkError(
+    'The request no longer waits: answered (the link was used), expired, cancelled or gone (`action_resolved` with the decision, or `link_gone`).',
+  ),
 };
 
 /** Builds the OpenAPI 3.1 document of the HTTP API. */
@@ -156,7 +254,7 @@ export function buildOpenApiDocument(): Json {
       { name: 'runs', description: 'Create, follow, list and cancel runs.' },
       { name: 'actions', description: 'Answer what runs wait for: approvals, client tools, questions.' },
       { name: 'tools', description: 'The tools a run can use.' },
-      { name: 'usage', description: "Where a key stands against its limits (TENANTS_CONFIG)." },
+      { name: 'usage', description: 'Where a key stands against its limits (TENANTS_CONFIG).' },
       { name: 'service', description: 'Health, readiness, metrics, this document and the dashboard.' },
     ],
     security: [{ bearerAuth: [] }],
@@ -166,14 +264,25 @@ export function buildOpenApiDocument(): Json {
           tags: ['runs'],
           operationId: 'createRun',
           summary: 'Start a run',
-          description: 'Queues a run and returns it at once. With an Idempotency-Key, the same key and body return the same run (200), a different body a 409.',
+          description:
+            'Queues a run and returns it at once. With an Idempotency-Key, the same key and body return the same run (200), a different body a 409.',
           parameters: [
-            { name: 'Idempotency-Key', in: 'header', required: false, description: 'Makes retries of this request safe.', schema: { type: 'string', minLength: 1 } },
+            {
+              name: 'Idempotency-Key',
+              in: 'header',
+              required: false,
+              description: 'Makes retries of this request safe.',
+              schema: { type: 'string', minLength: 1 },
+            },
           ],
           requestBody: { required: true, content: { 'application/json': { schema: ref('CreateRunRequest') } } },
           responses: {
-            202: json('The run, queued.', ref('Run'), { Location: { description: 'The run’s URL.', schema: { type: 'string' } } }),
-            200: json('The run this Idempotency-Key created before.', ref('Run'), { Location: { description: 'The run’s URL.', schema: { type: 'string' } } }),
+            202: json('The run, queued.', ref('Run'), {
+              Location: { description: 'The run’s URL.', schema: { type: 'string' } },
+            }),
+            200: json('The run this Idempotency-Key created before.', ref('Run'), {
+              Location: { description: 'The run’s URL.', schema: { type: 'string' } },
+            }),
             ...errors(400, 401, 429, 409, 413, 415, 503),
           },
         },
@@ -187,10 +296,34 @@ export function buildOpenApiDocument(): Json {
         },
       },
       '/v1/runs/{id}': runGet('getRun', 'Get a run', 'The run object: status, output, usage.', 'Run', 'The run.'),
-      '/v1/runs/{id}/messages': runGet('getRunMessages', 'Get the transcript', 'System, user, assistant (with tool_calls) and tool messages, in order.', 'RunMessages', 'The transcript.'),
-      '/v1/runs/{id}/steps': runGet('getRunSteps', 'Get the steps', 'Each model step with its usage and its tool calls (status, output, attempts, duration).', 'RunSteps', 'The steps.'),
-      '/v1/runs/{id}/children': runGet('getRunChildren', 'Get the sub-runs', 'The runs its agent_query / agent_query_batch calls started.', 'RunChildren', 'The sub-runs.'),
-      '/v1/runs/{id}/webhook-deliveries': runGet('getRunWebhookDeliveries', 'Get the webhook deliveries', 'Every attempt to deliver the run’s webhook, with status code or error.', 'WebhookDeliveries', 'The delivery attempts.'),
+      '/v1/runs/{id}/messages': runGet(
+        'getRunMessages',
+        'Get the transcript',
+        'System, user, assistant (with tool_calls) and tool messages, in order.',
+        'RunMessages',
+        'The transcript.',
+      ),
+      '/v1/runs/{id}/steps': runGet(
+        'getRunSteps',
+        'Get the steps',
+        'Each model step with its usage and its tool calls (status, output, attempts, duration).',
+        'RunSteps',
+        'The steps.',
+      ),
+      '/v1/runs/{id}/children': runGet(
+        'getRunChildren',
+        'Get the sub-runs',
+        'The runs its agent_query / agent_query_batch calls started.',
+        'RunChildren',
+        'The sub-runs.',
+      ),
+      '/v1/runs/{id}/webhook-deliveries': runGet(
+        'getRunWebhookDeliveries',
+        'Get the webhook deliveries',
+        'Every attempt to deliver the run’s webhook, with status code or error.',
+        'WebhookDeliveries',
+        'The delivery attempts.',
+      ),
       '/v1/runs/{id}/events': {
         get: {
           tags: ['runs'],
@@ -202,8 +335,21 @@ export function buildOpenApiDocument(): Json {
             'Each event, parsed, is a RunEvent. An API process holds at most MAX_EVENT_STREAMS_PER_KEY open streams of one key (past it 429 rate_limited) and MAX_EVENT_STREAMS in all (503 server_busy).',
           parameters: [
             runIdParam,
-            { name: 'Last-Event-ID', in: 'header', required: false, description: 'Resume after this event id: `<ms>-<seq>`, each part below 2^64, not after the run\'s last event (else 400 naming the header).', schema: { type: 'string', pattern: '^\\d{1,20}-\\d{1,20}$' } },
-            { name: 'last_event_id', in: 'query', required: false, description: 'The same, for clients that cannot set headers (the header wins).', schema: { type: 'string', pattern: '^\\d{1,20}-\\d{1,20}$' } },
+            {
+              name: 'Last-Event-ID',
+              in: 'header',
+              required: false,
+              description:
+                "Resume after this event id: `<ms>-<seq>`, each part below 2^64, not after the run's last event (else 400 naming the header).",
+              schema: { type: 'string', pattern: '^\\d{1,20}-\\d{1,20}$' },
+            },
+            {
+              name: 'last_event_id',
+              in: 'query',
+              required: false,
+              description: 'The same, for clients that cannot set headers (the header wins).',
+              schema: { type: 'string', pattern: '^\\d{1,20}-\\d{1,20}$' },
+            },
           ],
           responses: {
             200: {
@@ -219,9 +365,13 @@ export function buildOpenApiDocument(): Json {
           tags: ['runs'],
           operationId: 'cancelRun',
           summary: 'Cancel a run',
-          description: 'Idempotent. No model step or tool call of the run or its sub-runs starts after it; queued work is removed. A finished run is returned unchanged.',
+          description:
+            'Idempotent. No model step or tool call of the run or its sub-runs starts after it; queued work is removed. A finished run is returned unchanged.',
           parameters: [runIdParam],
-          responses: { 202: json('The run, cancelled (or as it finished).', ref('Run')), ...errors(401, 429, 404, 503) },
+          responses: {
+            202: json('The run, cancelled (or as it finished).', ref('Run')),
+            ...errors(401, 429, 404, 503),
+          },
         },
       },
       '/v1/runs/{id}/actions': {
@@ -230,11 +380,14 @@ export function buildOpenApiDocument(): Json {
           operationId: 'respondToActions',
           summary: 'Answer what a run waits for',
           description:
-            'Answers requests of the run or of its sub-runs (`required_action.items`); partial answers are fine. Every response is checked first: an unknown request (or another key\'s) is a 404, ' +
-            'a response of the wrong kind or edited arguments that do not fit the tool\'s input schema a 400, and nothing is stored. A request is decided once: a second answer gets 409 `action_resolved`.',
+            "Answers requests of the run or of its sub-runs (`required_action.items`); partial answers are fine. Every response is checked first: an unknown request (or another key's) is a 404, " +
+            "a response of the wrong kind or edited arguments that do not fit the tool's input schema a 400, and nothing is stored. A request is decided once: a second answer gets 409 `action_resolved`.",
           parameters: [runIdParam],
           requestBody: { required: true, content: { 'application/json': { schema: ref('ActionResponses') } } },
-          responses: { 200: json('The run, as it is after the answers.', ref('Run')), ...errors(400, 401, 429, 404, 409, 413, 415, 503) },
+          responses: {
+            200: json('The run, as it is after the answers.', ref('Run')),
+            ...errors(400, 401, 429, 404, 409, 413, 415, 503),
+          },
         },
       },
       '/v1/actions': {
@@ -251,7 +404,7 @@ export function buildOpenApiDocument(): Json {
         get: {
           tags: ['actions'],
           operationId: 'showActionLink',
-          summary: 'A signed link\'s page',
+          summary: "A signed link's page",
           description:
             'With ACTION_LINK_SECRET set, every pending request carries a `respond_url`: this path with a `token` that opens that one request, until it is answered or expires. ' +
             'No API key: the token is the key, and it opens nothing else. The page (HTML, no script, no external resources) shows the tool call or the question with its choices, and forms that answer it.',
@@ -274,13 +427,33 @@ export function buildOpenApiDocument(): Json {
           requestBody: {
             required: true,
             content: {
-              'application/x-www-form-urlencoded': { schema: { type: 'object', properties: { approve: { type: 'string', enum: ['true', 'false'] }, reason: { type: 'string' }, arguments: { type: 'string' }, output: { type: 'string' }, answer: { type: 'string' } }, additionalProperties: false } },
+              'application/x-www-form-urlencoded': {
+                schema: {
+                  type: 'object',
+                  properties: {
+                    approve: { type: 'string', enum: ['true', 'false'] },
+                    reason: { type: 'string' },
+                    arguments: { type: 'string' },
+                    output: { type: 'string' },
+                    answer: { type: 'string' },
+                  },
+                  additionalProperties: false,
+                },
+              },
               'application/json': { schema: ref('LinkAnswer') },
             },
           },
           responses: {
-            200: { description: 'Recorded: the request as it now stands (JSON), or a page saying so (form).', content: { 'application/json': { schema: ref('ActionState') }, 'text/html': { schema: { type: 'string' } } } },
-            400: linkError('The answer does not fit the request (wrong kind, edited arguments that fail the tool\'s input schema, an unknown field); `details` names the field.'),
+            200: {
+              description: 'Recorded: the request as it now stands (JSON), or a page saying so (form).',
+              content: {
+                'application/json': { schema: ref('ActionState') },
+                'text/html': { schema: { type: 'string' } },
+              },
+            },
+            400: linkError(
+              "The answer does not fit the request (wrong kind, edited arguments that fail the tool's input schema, an unknown field); `details` names the field.",
+            ),
             413: linkError('The body is larger than 2 MiB (or MAX_BODY_BYTES).'),
             415: errorResponse('The body is neither a form (application/x-www-form-urlencoded) nor JSON.'),
             ...linkErrors,
@@ -292,7 +465,8 @@ export function buildOpenApiDocument(): Json {
           tags: ['tools'],
           operationId: 'listTools',
           summary: 'List tools',
-          description: 'The MCP tools published by the tool-workers (built-in tools are offered per run and not listed).',
+          description:
+            'The MCP tools published by the tool-workers (built-in tools are offered per run and not listed).',
           responses: { 200: json('The tools.', ref('ToolList')), ...errors(401, 429, 503) },
         },
       },
@@ -301,12 +475,19 @@ export function buildOpenApiDocument(): Json {
           tags: ['usage'],
           operationId: 'getUsage',
           summary: 'Where this key stands',
-          description: "The key's runs running and waiting in its line, its tokens today (UTC), and its limits (TENANTS_CONFIG).",
+          description:
+            "The key's runs running and waiting in its line, its tokens today (UTC), and its limits (TENANTS_CONFIG).",
           responses: { 200: json('The usage.', ref('Usage')), ...errors(401, 429, 503) },
         },
       },
       '/healthz': {
-        get: { tags: ['service'], operationId: 'health', summary: 'Liveness', security: [], responses: { 200: json('The process is up.', ref('Health')) } },
+        get: {
+          tags: ['service'],
+          operationId: 'health',
+          summary: 'Liveness',
+          security: [],
+          responses: { 200: json('The process is up.', ref('Health')) },
+        },
       },
       '/readyz': {
         get: {
@@ -318,13 +499,35 @@ export function buildOpenApiDocument(): Json {
         },
       },
       '/metrics': {
-        get: { tags: ['service'], operationId: 'metrics', summary: 'Prometheus metrics', security: [], responses: { 200: { description: 'Prometheus text format.', content: { 'text/plain': { schema: { type: 'string' } } } } } },
+        get: {
+          tags: ['service'],
+          operationId: 'metrics',
+          summary: 'Prometheus metrics',
+          security: [],
+          responses: {
+            200: { description: 'Prometheus text format.', content: { 'text/plain': { schema: { type: 'string' } } } },
+          },
+        },
       },
       '/openapi.json': {
-        get: { tags: ['service'], operationId: 'openapi', summary: 'This document', security: [], responses: { 200: json('OpenAPI 3.1.', { type: 'object' }) } },
+        get: {
+          tags: ['service'],
+          operationId: 'openapi',
+          summary: 'This document',
+          security: [],
+          responses: { 200: json('OpenAPI 3.1.', { type: 'object' }) },
+        },
       },
       '/docs': {
-        get: { tags: ['service'], operationId: 'docs', summary: 'API reference (HTML)', security: [], responses: { 200: { description: 'This document as a page.', content: { 'text/html': { schema: { type: 'string' } } } } } },
+        get: {
+          tags: ['service'],
+          operationId: 'docs',
+          summary: 'API reference (HTML)',
+          security: [],
+          responses: {
+            200: { description: 'This document as a page.', content: { 'text/html': { schema: { type: 'string' } } } },
+          },
+        },
       },
       '/admin/queues': {
         get: {
@@ -332,8 +535,11 @@ export function buildOpenApiDocument(): Json {
           operationId: 'dashboard',
           summary: 'Bull Board dashboard',
           description:
-            'The queues (agent, tool, webhook) and their jobs; job names carry the run id, step and tool. It shows every tenant\'s jobs: with API_KEYS set, only the ADMIN_API_KEYS and the API keys TENANTS_CONFIG marks admin open it.',
-          responses: { 200: { description: 'The dashboard.', content: { 'text/html': { schema: { type: 'string' } } } }, ...errors(401, 403) },
+            "The queues (agent, tool, webhook) and their jobs; job names carry the run id, step and tool. It shows every tenant's jobs: with API_KEYS set, only the ADMIN_API_KEYS and the API keys TENANTS_CONFIG marks admin open it.",
+          responses: {
+            200: { description: 'The dashboard.', content: { 'text/html': { schema: { type: 'string' } } } },
+            ...errors(401, 403),
+          },
         },
       },
     },
@@ -346,17 +552,41 @@ export function buildOpenApiDocument(): Json {
             '(a `whsec_` secret is base64 after the prefix). Any 2xx is success; otherwise retried with exponential backoff; 410 stops the retries.',
           security: [],
           parameters: [
-            { name: 'webhook-id', in: 'header', required: true, description: 'Stable across retries: deduplicate on it.', schema: { type: 'string' } },
-            { name: 'webhook-timestamp', in: 'header', required: true, description: 'Unix seconds of this attempt.', schema: { type: 'string', pattern: '^\\d+$' } },
-            { name: 'webhook-signature', in: 'header', required: true, description: 'Space-separated `v1,<signature>` entries.', schema: { type: 'string' } },
+            {
+              name: 'webhook-id',
+              in: 'header',
+              required: true,
+              description: 'Stable across retries: deduplicate on it.',
+              schema: { type: 'string' },
+            },
+            {
+              name: 'webhook-timestamp',
+              in: 'header',
+              required: true,
+              description: 'Unix seconds of this attempt.',
+              schema: { type: 'string', pattern: '^\\d+$' },
+            },
+            {
+              name: 'webhook-signature',
+              in: 'header',
+              required: true,
+              description: 'Space-separated `v1,<signature>` entries.',
+              schema: { type: 'string' },
+            },
           ],
           requestBody: { required: true, content: { 'application/json': { schema: ref('WebhookPayload') } } },
-          responses: { '2XX': { description: 'Delivered.' }, 410: { description: 'Stop retrying.' }, default: { description: 'Retried later.' } },
+          responses: {
+            '2XX': { description: 'Delivered.' },
+            410: { description: 'Stop retrying.' },
+            default: { description: 'Retried later.' },
+          },
         },
       },
     },
     components: {
-      securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'One of the API_KEYS of the server.' } },
+      securitySchemes: {
+        bearerAuth: { type: 'http', scheme: 'bearer', description: 'One of the API_KEYS of the server.' },
+      },
       responses: Object.fromEntries(Object.entries(ERRORS).map(([c, r]) => [`E${c}`, r])),
       schemas: componentSchemas(),
     },

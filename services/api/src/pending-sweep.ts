@@ -10,7 +10,13 @@ import type { Logger, Runs } from '@agentq/shared';
 export function startPendingSweep(
   runs: Runs,
   logger: Logger,
-  opts: { intervalMs: number; graceMs: number; answered?: (graceMs: number) => Promise<number>; reconcile?: () => Promise<void>; reconcileEvery?: number },
+  opts: {
+    intervalMs: number;
+    graceMs: number;
+    answered?: (graceMs: number) => Promise<number>;
+    reconcile?: () => Promise<void>;
+    reconcileEvery?: number;
+  },
 ): () => Promise<void> {
   let running: Promise<void> | null = null;
   let count = 0;

@@ -4,7 +4,9 @@ import { HttpError } from './http-error.js';
 
 /** A 429 in the contract's shape; `retryAfterMs` becomes the Retry-After header (whole seconds). */
 export function rateLimited(message: string, retryAfterMs: number): HttpError {
-  return new HttpError(429, 'rate_limited', message, undefined, { 'retry-after': String(Math.max(1, Math.ceil(retryAfterMs / 1000))) });
+  return new HttpError(429, 'rate_limited', message, undefined, {
+    'retry-after': String(Math.max(1, Math.ceil(retryAfterMs / 1000))),
+  });
 }
 
 /** How long a process holds its requests' count before it adds them to the key's count in Redis. */
@@ -30,7 +32,10 @@ interface MinuteCount {
  * may pass it by what reaches the others before each learns the count (COUNT_FLUSH_MS and a
  * round trip). Keys are authenticated owners, so the map holds one entry per configured key.
  */
-export function requestLimit(deps: { usage: UsageMeter; tenants: TenantTable }): MiddlewareHandler<{ Variables: { owner: string } }> {
+export function requestLimit(deps: {
+  usage: UsageMeter;
+  tenants: TenantTable;
+}): MiddlewareHandler<{ Variables: { owner: string } }> {
   const counts = new Map<string, MinuteCount>();
   let timer: NodeJS.Timeout | undefined;
   const flush = () => {
@@ -65,7 +70,10 @@ export function requestLimit(deps: { usage: UsageMeter; tenants: TenantTable }):
       counts.set(owner, cur);
     }
     if (cur.counted + cur.sending + cur.unsent >= limit) {
-      throw rateLimited(`this key made more than ${limit} requests this minute (requests_per_minute); retry after the minute`, (minute + 1) * 60_000 - now);
+      throw rateLimited(
+        `this key made more than ${limit} requests this minute (requests_per_minute); retry after the minute`,
+        (minute + 1) * 60_000 - now,
+      );
     }
     cur.unsent++;
     timer ??= setTimeout(flush, COUNT_FLUSH_MS).unref();

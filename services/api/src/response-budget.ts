@@ -106,15 +106,27 @@ export class ResponseBudget {
     // links share one.
     const key = (c.get('owner') as string | undefined) ?? '';
     if (!this.withinShare(key, bytes) || this.keyWaits(key)) {
-      throw new HttpError(503, 'server_busy', `this API process is sending ${this.shares.of(key)} bytes of this key's other answers (at most half of MAX_RESPONSES_IN_FLIGHT_BYTES a key); retry shortly`, undefined, {
-        'retry-after': '1',
-      });
+      throw new HttpError(
+        503,
+        'server_busy',
+        `this API process is sending ${this.shares.of(key)} bytes of this key's other answers (at most half of MAX_RESPONSES_IN_FLIGHT_BYTES a key); retry shortly`,
+        undefined,
+        {
+          'retry-after': '1',
+        },
+      );
     }
     // Streams waiting for room go first: an answer that fits now would otherwise pass them forever.
     if (this.inFlight > 0 && (this.queuedForRoom() || this.inFlight + bytes > this.maxBytes)) {
-      throw new HttpError(503, 'server_busy', `this API process is sending ${this.inFlight} bytes of other answers (MAX_RESPONSES_IN_FLIGHT_BYTES); retry shortly`, undefined, {
-        'retry-after': '1',
-      });
+      throw new HttpError(
+        503,
+        'server_busy',
+        `this API process is sending ${this.inFlight} bytes of other answers (MAX_RESPONSES_IN_FLIGHT_BYTES); retry shortly`,
+        undefined,
+        {
+          'retry-after': '1',
+        },
+      );
     }
     return this.take(bytes, key);
   }
@@ -128,7 +140,8 @@ export class ResponseBudget {
   async waitFor(bytes: number, signal: AbortSignal, key?: string): Promise<(() => void) | null> {
     if (bytes < UNCOUNTED_BELOW_BYTES) return () => {};
     if (signal.aborted) return null;
-    if (!this.queuedForRoom() && !this.keyWaits(key) && this.fits(bytes) && this.withinShare(key, bytes)) return this.take(bytes, key);
+    if (!this.queuedForRoom() && !this.keyWaits(key) && this.fits(bytes) && this.withinShare(key, bytes))
+      return this.take(bytes, key);
     return new Promise((resolve) => {
       const waiter: Waiter = {
         bytes,

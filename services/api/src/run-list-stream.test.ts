@@ -32,13 +32,31 @@ describe('streamRunList', () => {
         );
       },
     } as unknown as ResponseBudget;
-    const app = new Hono().get('/', (c) => streamRunList(c, pages(log), { budget, keepAliveMs: 50, onError: (err) => expect.fail(err.message) }));
+    const app = new Hono().get('/', (c) =>
+      streamRunList(c, pages(log), { budget, keepAliveMs: 50, onError: (err) => expect.fail(err.message) }),
+    );
     const text = await (await app.request('/')).text();
     // Each batch waited for twice its stored size (the runs as read and their JSON) before it was
     // read, and held it until written; a line break every 50 ms meanwhile. The batch that came
     // out larger gave its room back and waited again for twice its JSON.
     const grownJson = Buffer.byteLength(`,${JSON.stringify(grown)}`);
-    expect(log).toEqual(['wait 140000', 'room', 'read 1', 'released', 'wait 180000', 'room', 'read 2', 'released', 'wait 40', 'room', 'read 3', 'released', `wait ${2 * grownJson}`, 'room', 'released']);
+    expect(log).toEqual([
+      'wait 140000',
+      'room',
+      'read 1',
+      'released',
+      'wait 180000',
+      'room',
+      'read 2',
+      'released',
+      'wait 40',
+      'room',
+      'read 3',
+      'released',
+      `wait ${2 * grownJson}`,
+      'room',
+      'released',
+    ]);
     expect(text.split('\n').length - 1).toBeGreaterThanOrEqual(6);
     expect(JSON.parse(text)).toEqual({ data: [run('run_a'), run('run_b'), run('run_c'), grown], next: 'run_d' });
   });

@@ -54,7 +54,12 @@ export async function streamRunList(
           // part of the budget and wait for the rest.
           if (chunk.byteLength > bytes) {
             release();
-            release = await keptAlive(o.budget.waitFor(2 * chunk.byteLength, gone.signal, key), sink, o.keepAliveMs, '\n');
+            release = await keptAlive(
+              o.budget.waitFor(2 * chunk.byteLength, gone.signal, key),
+              sink,
+              o.keepAliveMs,
+              '\n',
+            );
             if (!release) return;
           }
           await sink.writeOut(chunk);
@@ -72,7 +77,11 @@ export async function streamRunList(
   const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
   if (!outgoing) {
     c.header('content-type', JSON_HEADERS['content-type']);
-    return stream(c, (s) => write(new HonoSink(s)), async (err) => o.onError(err));
+    return stream(
+      c,
+      (s) => write(new HonoSink(s)),
+      async (err) => o.onError(err),
+    );
   }
   const sink = new NodeSink(outgoing, JSON_HEADERS);
   write(sink).then(

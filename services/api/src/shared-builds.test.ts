@@ -22,7 +22,11 @@ describe('SharedBuilds.fresh (a run still going)', () => {
     const first = shared.fresh('steps', 'run_a', build);
     expect(started).toHaveLength(1);
     write(); // made before the next three ask: they must see it
-    const during = [shared.fresh('steps', 'run_a', build), shared.fresh('steps', 'run_a', build), shared.fresh('steps', 'run_a', build)];
+    const during = [
+      shared.fresh('steps', 'run_a', build),
+      shared.fresh('steps', 'run_a', build),
+      shared.fresh('steps', 'run_a', build),
+    ];
     await tick();
     expect(started).toHaveLength(1);
     started[0].end();

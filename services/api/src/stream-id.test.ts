@@ -2,12 +2,19 @@ import { describe, expect, it } from 'vitest';
 import { compareIds, isStreamId, parseStreamId } from './stream-id.js';
 
 describe('stream ids', () => {
-  it.each(['0', '0-0', '1700000000000-0', '1700000000000-42', '18446744073709551615-18446744073709551615', '00001-0001'])('takes %s', (id) => {
+  it.each([
+    '0',
+    '0-0',
+    '1700000000000-0',
+    '1700000000000-42',
+    '18446744073709551615-18446744073709551615',
+    '00001-0001',
+  ])('takes %s', (id) => {
     expect(isStreamId(id)).toBe(true);
   });
 
   it.each([
-    ['a seq past 64 bits (the issue\'s id)', '1-99999999999999999999999'],
+    ["a seq past 64 bits (the issue's id)", '1-99999999999999999999999'],
     ['a seq of 2^64', '1-18446744073709551616'],
     ['a time of 2^64', '18446744073709551616-0'],
     ['a time past 64 bits', '99999999999999999999999-1'],
@@ -19,7 +26,7 @@ describe('stream ids', () => {
     ['spaces', ' 1-0'],
     ['a fraction', '1.5-0'],
     ['hex', '0x10-0'],
-    ['Redis\'s own specials', '$'],
+    ["Redis's own specials", '$'],
     ['a range marker', '(1-0'],
     ['garbage', 'garbage'],
     ['empty', ''],
@@ -45,7 +52,10 @@ describe('stream ids', () => {
   });
 
   it('agrees with comparing the numbers, over many random ids', () => {
-    const part = () => (Math.random() < 0.3 ? String(Math.floor(Math.random() * 12)) : String(BigInt(Math.floor(Math.random() * 2 ** 53)) * BigInt(1 + Math.floor(Math.random() * 2000))));
+    const part = () =>
+      Math.random() < 0.3
+        ? String(Math.floor(Math.random() * 12))
+        : String(BigInt(Math.floor(Math.random() * 2 ** 53)) * BigInt(1 + Math.floor(Math.random() * 2000)));
     const pad = (p: string) => (Math.random() < 0.1 ? `00${p}` : p);
     for (let i = 0; i < 5000; i++) {
       const [am, as, bm, bs] = [part(), part(), Math.random() < 0.3 ? null : part(), part()];

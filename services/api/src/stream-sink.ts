@@ -16,7 +16,11 @@ export interface StreamSink {
 }
 
 /** The headers of an event stream (hono's streamSSE sends the same). */
-export const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' };
+export const SSE_HEADERS = {
+  'content-type': 'text/event-stream',
+  'cache-control': 'no-cache',
+  connection: 'keep-alive',
+};
 
 /**
  * Writes straight to the Node response: a chunk goes to the socket with no stream in between,

@@ -18,10 +18,19 @@ export class StreamSlots {
   take(owner: string): () => void {
     const mine = this.byOwner.get(owner) ?? 0;
     if (mine >= this.limits.perKey) {
-      throw rateLimited(`this key has ${mine} event streams open on this API process (MAX_EVENT_STREAMS_PER_KEY); close one, or retry once one has ended`, 1000);
+      throw rateLimited(
+        `this key has ${mine} event streams open on this API process (MAX_EVENT_STREAMS_PER_KEY); close one, or retry once one has ended`,
+        1000,
+      );
     }
     if (this.open >= this.limits.total) {
-      throw new HttpError(503, 'server_busy', `this API process has ${this.open} event streams open (MAX_EVENT_STREAMS); retry shortly`, undefined, { 'retry-after': '1' });
+      throw new HttpError(
+        503,
+        'server_busy',
+        `this API process has ${this.open} event streams open (MAX_EVENT_STREAMS); retry shortly`,
+        undefined,
+        { 'retry-after': '1' },
+      );
     }
     this.open++;
     this.byOwner.set(owner, mine + 1);

@@ -12,7 +12,9 @@ export function loadTenants(path: string | undefined): TenantTable {
   }
   const parsed = tenantsConfigSchema.safeParse(raw);
   if (!parsed.success) {
-    throw new ConfigError(parsed.error.issues.map((i) => `TENANTS_CONFIG: ${i.path.map(String).join('.') || '(file)'}: ${i.message}`));
+    throw new ConfigError(
+      parsed.error.issues.map((i) => `TENANTS_CONFIG: ${i.path.map(String).join('.') || '(file)'}: ${i.message}`),
+    );
   }
   return tenantTable(parsed.data);
 }

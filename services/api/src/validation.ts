@@ -16,7 +16,10 @@ export function parseOr400<S extends z.ZodType>(schema: S, value: unknown, what:
     .flatMap((i) => {
       const at = i.path.map(String).join('.');
       // zod reports unknown keys on the object that holds them: name each key as its own field.
-      if (i.code === 'unrecognized_keys') return i.keys.slice(0, MAX_DETAILS).map((k) => ({ field: name(at ? `${at}.${k}` : k), message: 'unknown field' }));
+      if (i.code === 'unrecognized_keys')
+        return i.keys
+          .slice(0, MAX_DETAILS)
+          .map((k) => ({ field: name(at ? `${at}.${k}` : k), message: 'unknown field' }));
       return [{ field: name(at || '(body)'), message: i.message }];
     })
     .slice(0, MAX_DETAILS);
@@ -28,14 +31,22 @@ export function parseOr400<S extends z.ZodType>(schema: S, value: unknown, what:
 }
 
 /** Reads a JSON body, or throws a 400 that says what is wrong with it. */
-export async function readJson(req: { text(): Promise<string>; header(name: string): string | undefined }): Promise<unknown> {
+export async function readJson(req: {
+  text(): Promise<string>;
+  header(name: string): string | undefined;
+}): Promise<unknown> {
   const type = req.header('content-type') ?? '';
   if (type && !/^application\/([\w.+-]*\+)?json\b/i.test(type)) {
-    throw new HttpError(415 as never, 'unsupported_media_type', `send the body as JSON with "Content-Type: application/json" (got "${type.slice(0, 100)}")`);
+    throw new HttpError(
+      415 as never,
+      'unsupported_media_type',
+      `send the body as JSON with "Content-Type: application/json" (got "${type.slice(0, 100)}")`,
+    );
   }
   const text = await req.text();
   if (!text.trim()) throw new HttpError(400, 'invalid_json', 'the request body is empty; send a JSON object');
-  if (nestedDeeperThan(text, MAX_JSON_DEPTH)) throw new HttpError(400, 'invalid_json', `the request body nests deeper than ${MAX_JSON_DEPTH} levels`);
+  if (nestedDeeperThan(text, MAX_JSON_DEPTH))
+    throw new HttpError(400, 'invalid_json', `the request body nests deeper than ${MAX_JSON_DEPTH} levels`);
   try {
     return JSON.parse(text);
   } catch (err) {
@@ -56,7 +67,8 @@ export function nestedDeeperThan(text: string, max: number): boolean {
   for (let i = 0; i < text.length; i++) {
     const ch = text.charCodeAt(i);
     if (inString) {
-      if (ch === 92) i++; // a backslash escapes the next character
+      if (ch === 92)
+        i++; // a backslash escapes the next character
       else if (ch === 34) inString = false;
     } else if (ch === 34) inString = true;
     else if (ch === 91 || ch === 123) {

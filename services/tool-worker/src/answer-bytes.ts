@@ -44,7 +44,12 @@ export class AnswerBytesInFlight {
           this.peak = Math.max(this.peak, this.held);
         }
         const until = Date.now() + this.maxWaitMs;
-        while (!closed && this.held > this.capacity && this.holders.keys().next().value !== reader && Date.now() < until) {
+        while (
+          !closed &&
+          this.held > this.capacity &&
+          this.holders.keys().next().value !== reader &&
+          Date.now() < until
+        ) {
           await new Promise<void>((resolve) => {
             const timer = setTimeout(() => {
               this.waiters = this.waiters.filter((w) => w !== woken);

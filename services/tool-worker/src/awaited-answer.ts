@@ -43,7 +43,12 @@ const EXPIRED: Record<ActionType, string> = {
  * the longest at once), the job parks itself again (throws DelayedError); an answer stored
  * between the read and the park found the job active, so it is read again after parking.
  */
-export async function awaitedAnswer(actionId: string, runId: string, ctx: JobContext, deps: AwaitedAnswerDeps): Promise<AnswerOutcome> {
+export async function awaitedAnswer(
+  actionId: string,
+  runId: string,
+  ctx: JobContext,
+  deps: AwaitedAnswerDeps,
+): Promise<AnswerOutcome> {
   const [stored, run] = await Promise.all([deps.store.actions.get(actionId), deps.store.runs.getState(runId)]);
   if (!stored || !run) return { kind: 'skip', why: 'missing' };
   if (isTerminal(run.status)) return { kind: 'skip', why: run.status };
@@ -57,7 +62,11 @@ export async function awaitedAnswer(actionId: string, runId: string, ctx: JobCon
   }
   switch (decision.decision) {
     case 'approved':
-      return { kind: 'run', arguments: decision.arguments ?? stored.record.arguments, edited: decision.arguments !== undefined };
+      return {
+        kind: 'run',
+        arguments: decision.arguments ?? stored.record.arguments,
+        edited: decision.arguments !== undefined,
+      };
     case 'rejected':
       return { kind: 'result', outcome: toolRejected(decision.reason) };
     case 'answered':

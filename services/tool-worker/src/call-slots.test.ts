@@ -12,7 +12,13 @@ describe('CallSlots', () => {
     const slots = new CallSlots(2);
     const gates = [deferred(), deferred(), deferred(), deferred()];
     const started: number[] = [];
-    const runs = gates.map((g, i) => slots.run(async () => { started.push(i); await g.promise; return i; }));
+    const runs = gates.map((g, i) =>
+      slots.run(async () => {
+        started.push(i);
+        await g.promise;
+        return i;
+      }),
+    );
     await new Promise((r) => setImmediate(r));
     expect(started).toEqual([0, 1]);
     expect(slots.busy).toBe(2);
@@ -30,7 +36,11 @@ describe('CallSlots', () => {
 
   it('frees the slot of a call that throws', async () => {
     const slots = new CallSlots(1);
-    await expect(slots.run(async () => { throw new Error('boom'); })).rejects.toThrow('boom');
+    await expect(
+      slots.run(async () => {
+        throw new Error('boom');
+      }),
+    ).rejects.toThrow('boom');
     expect(slots.busy).toBe(0);
     expect(await slots.run(async () => 'next')).toBe('next');
   });

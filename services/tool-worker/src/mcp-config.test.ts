@@ -39,8 +39,17 @@ describe('parseMcpConfig', () => {
       },
       SRC,
     );
-    expect(config.mcpServers.memory).toEqual({ command: 'node', args: ['server.js'], env: { MEMORY_FILE_PATH: '/tmp/m' }, cwd: '/tmp' });
-    expect(config.mcpServers['crm-1']).toEqual({ url: 'https://crm.example/mcp', headers: { authorization: 'Bearer x' }, timeout_ms: 5000 });
+    expect(config.mcpServers.memory).toEqual({
+      command: 'node',
+      args: ['server.js'],
+      env: { MEMORY_FILE_PATH: '/tmp/m' },
+      cwd: '/tmp',
+    });
+    expect(config.mcpServers['crm-1']).toEqual({
+      url: 'https://crm.example/mcp',
+      headers: { authorization: 'Bearer x' },
+      timeout_ms: 5000,
+    });
     expect(isHttpServer(config.mcpServers['crm-1'])).toBe(true);
     expect(isHttpServer(config.mcpServers.memory)).toBe(false);
     expect(config.mcpServers.off).toEqual({ command: 'nope', disabled: true });
@@ -52,8 +61,12 @@ describe('parseMcpConfig', () => {
   });
 
   it('names the path of a bad url', () => {
-    expect(problems({ mcpServers: { crm: { url: 'not a url' } } })).toEqual([`${SRC}: mcpServers.crm.url: Invalid URL`]);
-    expect(problems({ mcpServers: { crm: { url: 'ftp://host/x' } } })).toEqual([`${SRC}: mcpServers.crm.url: Invalid URL`]);
+    expect(problems({ mcpServers: { crm: { url: 'not a url' } } })).toEqual([
+      `${SRC}: mcpServers.crm.url: Invalid URL`,
+    ]);
+    expect(problems({ mcpServers: { crm: { url: 'ftp://host/x' } } })).toEqual([
+      `${SRC}: mcpServers.crm.url: Invalid URL`,
+    ]);
   });
 
   it('reports one line per problem', () => {
@@ -77,8 +90,12 @@ describe('parseMcpConfig', () => {
     expect(problems({ mcpServers: { a: { url: 'http://h/mcp', args: ['x'] } } })).toEqual([
       `${SRC}: mcpServers.a.args: only for command (stdio) servers`,
     ]);
-    expect(problems({ mcpServers: { a: { command: 'x', headers: { a: 'b' } } } })).toEqual([`${SRC}: mcpServers.a.headers: only for url servers`]);
-    expect(problems({ mcpServers: { a: { type: 'sse', url: 'http://h/sse' } } })[0]).toMatch(/mcpServers\.a\.type: the SSE transport is not supported/);
+    expect(problems({ mcpServers: { a: { command: 'x', headers: { a: 'b' } } } })).toEqual([
+      `${SRC}: mcpServers.a.headers: only for url servers`,
+    ]);
+    expect(problems({ mcpServers: { a: { type: 'sse', url: 'http://h/sse' } } })[0]).toMatch(
+      /mcpServers\.a\.type: the SSE transport is not supported/,
+    );
   });
 
   it('rejects server names that cannot prefix tool names', () => {
@@ -128,6 +145,8 @@ describe('loadMcpConfig', () => {
   it('prefixes schema problems with MCP_CONFIG and the path', async () => {
     const path = join(dir, 'schema.json');
     await writeFile(path, JSON.stringify({ mcpServers: { crm: { url: 'x' } } }));
-    expect(catchError(() => loadMcpConfig(path))).toMatchObject({ problems: [`MCP_CONFIG ${path}: mcpServers.crm.url: Invalid URL`] });
+    expect(catchError(() => loadMcpConfig(path))).toMatchObject({
+      problems: [`MCP_CONFIG ${path}: mcpServers.crm.url: Invalid URL`],
+    });
   });
 });

@@ -25,7 +25,8 @@ const rawServerSchema = z.object({
 const serverSchema = rawServerSchema
   .superRefine((s, ctx) => {
     const problem = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
-    if (s.type === 'sse') problem('type', 'the SSE transport is not supported; use Streamable HTTP (a url) or stdio (a command)');
+    if (s.type === 'sse')
+      problem('type', 'the SSE transport is not supported; use Streamable HTTP (a url) or stdio (a command)');
     if (s.command !== undefined && s.url !== undefined) {
       problem('url', 'give either command (stdio) or url (Streamable HTTP), not both');
       return;
@@ -38,13 +39,17 @@ const serverSchema = rawServerSchema
       if (s.headers !== undefined) problem('headers', 'only for url servers');
       if (s.type !== undefined && s.type !== 'stdio') problem('type', `"${s.type}" does not match a command server`);
     } else {
-      for (const key of ['args', 'env', 'cwd'] as const) if (s[key] !== undefined) problem(key, 'only for command (stdio) servers');
+      for (const key of ['args', 'env', 'cwd'] as const)
+        if (s[key] !== undefined) problem(key, 'only for command (stdio) servers');
       if (s.type === 'stdio') problem('type', '"stdio" does not match a url server');
     }
   })
   .transform((s): McpServerConfig => {
     // `type` has done its job (checked above); the result keeps only what the file said.
-    const common = { ...(s.timeout_ms !== undefined && { timeout_ms: s.timeout_ms }), ...(s.disabled !== undefined && { disabled: s.disabled }) };
+    const common = {
+      ...(s.timeout_ms !== undefined && { timeout_ms: s.timeout_ms }),
+      ...(s.disabled !== undefined && { disabled: s.disabled }),
+    };
     if (s.url !== undefined) return { url: s.url, ...(s.headers && { headers: s.headers }), ...common };
     return {
       command: s.command as string,
@@ -58,15 +63,21 @@ const serverSchema = rawServerSchema
 /** Zod schema of an `mcp.json` file (`{"mcpServers": {...}}`), parsing into {@link McpConfig}. */
 export const mcpConfigSchema = z.object(
   {
-    mcpServers: z.record(z.string(), serverSchema, { error: 'must be an object of named servers' }).superRefine((servers, ctx) => {
-      for (const name of Object.keys(servers)) {
-        if (!MCP_SERVER_NAME_PATTERN.test(name)) {
-          ctx.addIssue({ code: 'custom', path: [name], message: 'server name must match ^[A-Za-z0-9_-]+$' });
-        } else if (name.includes('__')) {
-          ctx.addIssue({ code: 'custom', path: [name], message: 'server name must not contain "__" (tool names are <server>__<tool>)' });
+    mcpServers: z
+      .record(z.string(), serverSchema, { error: 'must be an object of named servers' })
+      .superRefine((servers, ctx) => {
+        for (const name of Object.keys(servers)) {
+          if (!MCP_SERVER_NAME_PATTERN.test(name)) {
+            ctx.addIssue({ code: 'custom', path: [name], message: 'server name must match ^[A-Za-z0-9_-]+$' });
+          } else if (name.includes('__')) {
+            ctx.addIssue({
+              code: 'custom',
+              path: [name],
+              message: 'server name must not contain "__" (tool names are <server>__<tool>)',
+            });
+          }
         }
-      }
-    }),
+      }),
   },
   { error: 'must be a JSON object with a "mcpServers" object' },
 );

@@ -9,7 +9,9 @@ export type Fault = 'tool' | 'not_delivered' | 'lost';
 /** What agentq wrote in place of a server's answer (see standInAnswer), if this error is that. */
 function standIn(err: McpError): { agentq: StandIn; text: string } | undefined {
   const data = err.data as { agentq?: unknown; text?: unknown } | undefined;
-  return data && typeof data.agentq === 'string' && typeof data.text === 'string' ? { agentq: data.agentq as StandIn, text: data.text } : undefined;
+  return data && typeof data.agentq === 'string' && typeof data.text === 'string'
+    ? { agentq: data.agentq as StandIn, text: data.text }
+    : undefined;
 }
 
 export function classifyFault(err: unknown): Fault {
@@ -24,7 +26,8 @@ export function classifyFault(err: unknown): Fault {
   if (err instanceof StreamableHTTPError) return err.code === 404 ? 'not_delivered' : 'lost';
   if (err instanceof Error && err.message === 'Not connected') return 'not_delivered';
   const code = errnoCode(err);
-  if (code && ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE'].includes(code)) return 'not_delivered';
+  if (code && ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE'].includes(code))
+    return 'not_delivered';
   return 'lost';
 }
 
@@ -41,9 +44,13 @@ export function errnoCode(err: unknown): string | undefined {
  * safe (see maySendAgain): the tool processor retries it as a job.
  */
 export function unavailable(server: string, name: string, err: unknown): RetryableError {
-  return new RetryableError(`MCP server ${server} is unavailable for ${name}: ${errorText(err)}`, 'tool_server_unavailable', {
-    cause: err,
-  });
+  return new RetryableError(
+    `MCP server ${server} is unavailable for ${name}: ${errorText(err)}`,
+    'tool_server_unavailable',
+    {
+      cause: err,
+    },
+  );
 }
 
 export function errorText(err: unknown): string {

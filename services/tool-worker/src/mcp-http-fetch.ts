@@ -17,7 +17,9 @@ function requestIds(body: unknown): RequestId[] {
     return [];
   }
   return (Array.isArray(parsed) ? parsed : [parsed]).flatMap((m) =>
-    m && typeof m === 'object' && 'method' in m && 'id' in m && (typeof m.id === 'string' || typeof m.id === 'number') ? [m.id] : [],
+    m && typeof m === 'object' && 'method' in m && 'id' in m && (typeof m.id === 'string' || typeof m.id === 'number')
+      ? [m.id]
+      : [],
   );
 }
 
@@ -30,7 +32,9 @@ function answeredIds(data: string): RequestId[] {
     return [];
   }
   return (Array.isArray(parsed) ? parsed : [parsed]).flatMap((m) =>
-    m && typeof m === 'object' && !('method' in m) && ('result' in m || 'error' in m) && 'id' in m ? [m.id as RequestId] : [],
+    m && typeof m === 'object' && !('method' in m) && ('result' in m || 'error' in m) && 'id' in m
+      ? [m.id as RequestId]
+      : [],
   );
 }
 
@@ -47,7 +51,11 @@ const sseEvent = (message: JSONRPCMessage) => `event: message\ndata: ${JSON.stri
  * - given `inFlight`, what every answer being read holds counts against the tool-worker's bound
  *   (MCP_ANSWERS_IN_FLIGHT_MB), and reading waits past it (see AnswerBytesInFlight).
  */
-export function boundedFetch(maxMessageBytes: number, inner: typeof fetch = fetch, inFlight?: AnswerBytesInFlight): typeof fetch {
+export function boundedFetch(
+  maxMessageBytes: number,
+  inner: typeof fetch = fetch,
+  inFlight?: AnswerBytesInFlight,
+): typeof fetch {
   return async (input, init) => {
     const res = await inner(input, init);
     if (!res.ok || !res.body) return res;
@@ -56,14 +64,20 @@ export function boundedFetch(maxMessageBytes: number, inner: typeof fetch = fetc
     let body: Body;
     // Every SSE stream is bounded, also the standalone one of server notifications (no requests).
     if (type === 'text/event-stream') body = boundedSse(res.body, ids, maxMessageBytes, inFlight?.reader());
-    else if (type === 'application/json' && ids.length > 0) body = await boundedJson(res.body, ids, maxMessageBytes, inFlight?.reader());
+    else if (type === 'application/json' && ids.length > 0)
+      body = await boundedJson(res.body, ids, maxMessageBytes, inFlight?.reader());
     else return res;
     return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
   };
 }
 
 /** Reads a JSON answer up to the limit; past it, an error answer to each request instead. */
-async function boundedJson(body: ReadableStream<Uint8Array>, ids: RequestId[], maxBytes: number, held?: AnswerReader): Promise<Body> {
+async function boundedJson(
+  body: ReadableStream<Uint8Array>,
+  ids: RequestId[],
+  maxBytes: number,
+  held?: AnswerReader,
+): Promise<Body> {
   const reader = body.getReader();
   const chunks: Uint8Array[] = [];
   let bytes = 0;
@@ -100,7 +114,12 @@ interface SseEvent {
 }
 
 /** Passes an SSE stream through event by event, bounding each event's data (see boundedFetch). */
-function boundedSse(source: ReadableStream<Uint8Array>, ids: RequestId[], maxBytes: number, held?: AnswerReader): ReadableStream<Uint8Array> {
+function boundedSse(
+  source: ReadableStream<Uint8Array>,
+  ids: RequestId[],
+  maxBytes: number,
+  held?: AnswerReader,
+): ReadableStream<Uint8Array> {
   const reader = source.getReader();
   const lines = new LineReader(maxBytes);
   const pending = new Set<RequestId>(ids);
@@ -187,7 +206,8 @@ function boundedSse(source: ReadableStream<Uint8Array>, ids: RequestId[], maxByt
           finished = true;
           lost();
         } else {
-          for (const line of lines.push(Buffer.from(r.value.buffer, r.value.byteOffset, r.value.byteLength))) take(line);
+          for (const line of lines.push(Buffer.from(r.value.buffer, r.value.byteOffset, r.value.byteLength)))
+            take(line);
           // Held until its event is handed on; past the bound, wait before reading more.
           if (out.length === 0) await held?.charge(r.value.byteLength);
         }

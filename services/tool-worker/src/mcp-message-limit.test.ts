@@ -28,7 +28,9 @@ describe('LineReader', () => {
   it('holds no more than the limit of a line that never ends', () => {
     const reader = new LineReader(1_000);
     for (let i = 0; i < 100; i++) expect(reader.push(Buffer.alloc(100_000, 'y'))).toEqual([]);
-    expect(feed(reader, '\n')).toEqual([{ oversized: { bytes: 10_000_000, head: 'y'.repeat(64 * 1024), tail: 'y'.repeat(512) } }]);
+    expect(feed(reader, '\n')).toEqual([
+      { oversized: { bytes: 10_000_000, head: 'y'.repeat(64 * 1024), tail: 'y'.repeat(512) } },
+    ]);
   });
 });
 
@@ -36,15 +38,30 @@ describe('envelopeOf', () => {
   const of = (json: string) => envelopeOf({ head: json.slice(0, 60), tail: json.slice(-40) });
 
   it('finds the id written last (the TypeScript SDK) or first (other servers)', () => {
-    expect(of(`{"result":{"content":[{"type":"text","text":"${'z'.repeat(100)}"}]},"jsonrpc":"2.0","id":12}`)).toEqual({ id: 12, response: true });
-    expect(of(`{"jsonrpc":"2.0","id":"req-1","result":{"content":"${'z'.repeat(100)}"}}`)).toEqual({ id: 'req-1', response: true });
-    expect(of(`{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"${'z'.repeat(100)}"}}`)).toEqual({ id: 3, response: true });
+    expect(of(`{"result":{"content":[{"type":"text","text":"${'z'.repeat(100)}"}]},"jsonrpc":"2.0","id":12}`)).toEqual({
+      id: 12,
+      response: true,
+    });
+    expect(of(`{"jsonrpc":"2.0","id":"req-1","result":{"content":"${'z'.repeat(100)}"}}`)).toEqual({
+      id: 'req-1',
+      response: true,
+    });
+    expect(of(`{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"${'z'.repeat(100)}"}}`)).toEqual({
+      id: 3,
+      response: true,
+    });
   });
 
   it('takes neither a nested id nor one inside a string, and tells requests from answers', () => {
     // "id" here is a key of the result, not of the message; the message's own id is cut off.
-    expect(of(`{"result":{"id":99,"text":"a \\"id\\":5} ${'z'.repeat(100)}"},"jsonrpc":"2.0","id":4`)).toEqual({ response: true });
-    expect(of(`{"method":"sampling/createMessage","params":{"x":"${'z'.repeat(100)}"},"jsonrpc":"2.0","id":8}`)).toEqual({ id: 8, response: false });
-    expect(of(`{"method":"notifications/message","params":{"data":"${'z'.repeat(100)}"},"jsonrpc":"2.0"}`)).toEqual({ response: false });
+    expect(of(`{"result":{"id":99,"text":"a \\"id\\":5} ${'z'.repeat(100)}"},"jsonrpc":"2.0","id":4`)).toEqual({
+      response: true,
+    });
+    expect(
+      of(`{"method":"sampling/createMessage","params":{"x":"${'z'.repeat(100)}"},"jsonrpc":"2.0","id":8}`),
+    ).toEqual({ id: 8, response: false });
+    expect(of(`{"method":"notifications/message","params":{"data":"${'z'.repeat(100)}"},"jsonrpc":"2.0"}`)).toEqual({
+      response: false,
+    });
   });
 });

@@ -52,7 +52,10 @@ export class LineReader {
     if (piece.length === 0) return;
     this.#size += piece.length;
     if (this.#head) {
-      this.#tail = piece.length >= TAIL_BYTES ? Buffer.from(piece.subarray(-TAIL_BYTES)) : Buffer.concat([this.#tail, piece]).subarray(-TAIL_BYTES);
+      this.#tail =
+        piece.length >= TAIL_BYTES
+          ? Buffer.from(piece.subarray(-TAIL_BYTES))
+          : Buffer.concat([this.#tail, piece]).subarray(-TAIL_BYTES);
       return;
     }
     this.#chunks.push(piece);

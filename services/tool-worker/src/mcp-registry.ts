@@ -1,7 +1,13 @@
 import { RetryableError, toolFailed, type ToolOutcome } from '@agentq/shared';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ErrorCode, McpError, ToolListChangedNotificationSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ErrorCode,
+  McpError,
+  ToolListChangedNotificationSchema,
+  type CallToolResult,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
 import { isHttpServer, type McpConfig, type McpServerConfig } from './mcp-config.js';
 import { classifyFault, errorText, unavailable, withTimeout, type Fault } from './mcp-faults.js';
@@ -162,9 +168,14 @@ export class McpRegistry {
    * to send again (see maySendAgain) and whose server cannot be reached throws RetryableError
    * (code `tool_server_unavailable`) after at most two resends.
    */
-  async call(name: string, rawArguments: string | Record<string, unknown>, opts: ToolCallOptions): Promise<ToolOutcome> {
+  async call(
+    name: string,
+    rawArguments: string | Record<string, unknown>,
+    opts: ToolCallOptions,
+  ): Promise<ToolOutcome> {
     opts.signal?.throwIfAborted();
-    if (this.#closed) throw new RetryableError(`MCP registry is closed; cannot call ${name}`, 'tool_server_unavailable');
+    if (this.#closed)
+      throw new RetryableError(`MCP registry is closed; cannot call ${name}`, 'tool_server_unavailable');
     let entry = this.#tools.get(name);
     if (!entry) {
       const state = this.#serverOf(name);
@@ -178,7 +189,13 @@ export class McpRegistry {
     if (typeof args === 'string') return toolFailed('invalid_arguments', args);
     const invalid = this.#validators.check(entry.descriptor, args);
     if (invalid) return toolFailed('invalid_arguments', `invalid arguments: ${invalid}`);
-    return this.#invoke(entry.state, entry.descriptor, args, budgetOf(entry.state.config.timeout_ms ?? opts.timeoutMs, opts), MAX_SENDS);
+    return this.#invoke(
+      entry.state,
+      entry.descriptor,
+      args,
+      budgetOf(entry.state.config.timeout_ms ?? opts.timeoutMs, opts),
+      MAX_SENDS,
+    );
   }
 
   /** Closes every client and stops every stdio server; never throws. */
@@ -200,7 +217,13 @@ export class McpRegistry {
     );
   }
 
-  async #invoke(state: ServerState, descriptor: ToolDescriptor, args: Record<string, unknown>, budget: CallBudget, sendsLeft: number): Promise<ToolOutcome> {
+  async #invoke(
+    state: ServerState,
+    descriptor: ToolDescriptor,
+    args: Record<string, unknown>,
+    budget: CallBudget,
+    sendsLeft: number,
+  ): Promise<ToolOutcome> {
     const client = await this.#connectForCall(state, descriptor.name);
     budget.signal?.throwIfAborted();
     // A per-call controller, so the SDK's listener never outlives the call on a long-lived caller signal.
@@ -218,16 +241,26 @@ export class McpRegistry {
       // The SDK wraps an abort reason in an McpError; the caller wants its own reason back.
       if (budget.signal?.aborted) throw budget.signal.reason;
       if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) {
-        return toolFailed('timeout', budget.byRunDeadline ? "abandoned at the run's deadline (timeout_ms)" : `timed out after ${budget.timeoutMs} ms`);
+        return toolFailed(
+          'timeout',
+          budget.byRunDeadline
+            ? "abandoned at the run's deadline (timeout_ms)"
+            : `timed out after ${budget.timeoutMs} ms`,
+        );
       }
       const fault = classifyFault(err);
       if (fault === 'tool') return toolFailed('server_error', errorText(err));
-      state.log.warn({ err: errorText(err), tool: descriptor.tool, fault }, 'MCP server connection failed during a call');
+      state.log.warn(
+        { err: errorText(err), tool: descriptor.tool, fault },
+        'MCP server connection failed during a call',
+      );
       // The request may have reached the server and the tool may have run: never again.
-      if (!maySendAgain(fault, descriptor)) return unknownOutcome(`the connection to its server broke before it answered (${errorText(err)})`);
+      if (!maySendAgain(fault, descriptor))
+        return unknownOutcome(`the connection to its server broke before it answered (${errorText(err)})`);
       // Safe to send again: here while sends are left, else by the job's retry, which is why this throws.
       const connected = await this.#recover(state, client, fault);
-      if (connected && sendsLeft > 1 && budget.deadline > Date.now()) return this.#invoke(state, descriptor, args, budget, sendsLeft - 1);
+      if (connected && sendsLeft > 1 && budget.deadline > Date.now())
+        return this.#invoke(state, descriptor, args, budget, sendsLeft - 1);
       throw unavailable(state.name, descriptor.name, err);
     } finally {
       budget.signal?.removeEventListener('abort', forwardAbort);
@@ -300,7 +333,11 @@ export class McpRegistry {
       if (this.#closed) throw err;
       state.failures += 1;
       state.log.error(
-        { err: errorText(err), attempt: state.failures, stderr: state.stderrTail.length ? state.stderrTail : undefined },
+        {
+          err: errorText(err),
+          attempt: state.failures,
+          stderr: state.stderrTail.length ? state.stderrTail : undefined,
+        },
         'MCP server failed to connect',
       );
       this.#scheduleReconnect(state);
@@ -311,9 +348,18 @@ export class McpRegistry {
   #createTransport(state: ServerState): BoundedStdioTransport | StreamableHTTPClientTransport {
     const c = state.config;
     if (isHttpServer(c)) {
-      return new StreamableHTTPClientTransport(new URL(c.url), { requestInit: { headers: c.headers }, fetch: boundedFetch(this.#maxMessageBytes, fetch, this.#answersInFlight) });
+      return new StreamableHTTPClientTransport(new URL(c.url), {
+        requestInit: { headers: c.headers },
+        fetch: boundedFetch(this.#maxMessageBytes, fetch, this.#answersInFlight),
+      });
     }
-    const transport = new BoundedStdioTransport({ command: c.command, args: c.args, env: c.env, cwd: c.cwd, maxMessageBytes: this.#maxMessageBytes });
+    const transport = new BoundedStdioTransport({
+      command: c.command,
+      args: c.args,
+      env: c.env,
+      cwd: c.cwd,
+      maxMessageBytes: this.#maxMessageBytes,
+    });
     state.stderrTail = [];
     pipeStderr(transport.stderr, state);
     return transport;
@@ -325,13 +371,19 @@ export class McpRegistry {
     state.client = undefined;
     state.transport = undefined;
     if (this.#closed) return;
-    state.log.warn({ stderr: state.stderrTail.length ? state.stderrTail : undefined }, 'MCP server connection closed; restarting');
+    state.log.warn(
+      { stderr: state.stderrTail.length ? state.stderrTail : undefined },
+      'MCP server connection closed; restarting',
+    );
     this.#scheduleReconnect(state);
   }
 
   #scheduleReconnect(state: ServerState): void {
     if (this.#closed || state.retryTimer) return;
-    const delay = Math.min(this.#restartBackoffMs * 2 ** Math.max(0, state.failures - 1), Math.max(MAX_BACKOFF_MS, this.#restartBackoffMs));
+    const delay = Math.min(
+      this.#restartBackoffMs * 2 ** Math.max(0, state.failures - 1),
+      Math.max(MAX_BACKOFF_MS, this.#restartBackoffMs),
+    );
     state.retryTimer = setTimeout(() => {
       state.retryTimer = undefined;
       this.#ensureConnected(state).catch(() => {

@@ -48,7 +48,12 @@ export class BoundedStdioTransport implements Transport {
     if (this.#child) throw new Error('BoundedStdioTransport already started');
     const p = this.#params;
     return new Promise((resolve, reject) => {
-      const child = spawn(p.command, p.args ?? [], { env: { ...getDefaultEnvironment(), ...p.env }, cwd: p.cwd, stdio: ['pipe', 'pipe', 'pipe'], shell: false });
+      const child = spawn(p.command, p.args ?? [], {
+        env: { ...getDefaultEnvironment(), ...p.env },
+        cwd: p.cwd,
+        stdio: ['pipe', 'pipe', 'pipe'],
+        shell: false,
+      });
       this.#child = child;
       child.on('error', (err) => {
         reject(err);
@@ -96,7 +101,8 @@ export class BoundedStdioTransport implements Transport {
       if (child.exitCode !== null || child.signalCode !== null) resolve();
       else child.once('close', () => resolve());
     });
-    const within = (ms: number) => Promise.race([closed.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms).unref())]);
+    const within = (ms: number) =>
+      Promise.race([closed.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms).unref())]);
     child.stdin?.end();
     if (await within(CLOSE_GRACE_MS)) return;
     child.kill('SIGTERM');

@@ -33,7 +33,6 @@ export function describeTool(server: string, tool: Tool): ToolDescriptor {
   return descriptor;
 }
 
-
 /** Every tool of a server, page by page. */
 export async function listAllTools(client: Client, timeoutMs: number): Promise<Tool[]> {
   const tools: Tool[] = [];

@@ -1,5 +1,14 @@
 import type { Job, Worker } from 'bullmq';
-import { FailedJobs, QUEUES, type JobQueues, type Logger, type RedisClient, type RunStore, type ToolCallJob, type ToolRoundJob } from '@agentq/shared';
+import {
+  FailedJobs,
+  QUEUES,
+  type JobQueues,
+  type Logger,
+  type RedisClient,
+  type RunStore,
+  type ToolCallJob,
+  type ToolRoundJob,
+} from '@agentq/shared';
 
 /** The data of a job that may add its run's next step (see fan-out.ts). */
 type RoundJobData = Pick<ToolCallJob | ToolRoundJob, 'runId' | 'depth' | 'nextStep'>;
@@ -47,7 +56,12 @@ export class NextSteps {
       pageSize?: number;
     },
   ) {
-    this.failed = new FailedJobs({ ...opts, queue: QUEUES.tool, what: 'a round job', handle: (job) => this.addAfterFailure(job) });
+    this.failed = new FailedJobs({
+      ...opts,
+      queue: QUEUES.tool,
+      what: 'a round job',
+      handle: (job) => this.addAfterFailure(job),
+    });
   }
 
   /** Adds the next step of the job's run, if the job is one that adds it. */
@@ -90,7 +104,10 @@ export class NextSteps {
     // A run that has ended, or whose round the next step has appended, needs nothing.
     if (!(await this.opts.store.transcript.needsStepAfter(data.runId, data.depth))) return false;
     await this.add(data);
-    this.opts.logger.info({ run_id: data.runId, depth: data.depth, job_id: job.id }, 'a round job failed for good; added the next step');
+    this.opts.logger.info(
+      { run_id: data.runId, depth: data.depth, job_id: job.id },
+      'a round job failed for good; added the next step',
+    );
     return true;
   }
 

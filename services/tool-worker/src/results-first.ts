@@ -7,7 +7,10 @@ import type { JobContext, ToolCalls } from '@agentq/shared';
  * connection right after the handler, without waiting for the results' reply: sent first, they
  * run first.
  */
-export function resultsFirst<D, R>(toolCalls: Pick<ToolCalls, 'flushCompletions'>, handler: (data: D, ctx: JobContext) => Promise<R>): (data: D, ctx: JobContext) => Promise<R> {
+export function resultsFirst<D, R>(
+  toolCalls: Pick<ToolCalls, 'flushCompletions'>,
+  handler: (data: D, ctx: JobContext) => Promise<R>,
+): (data: D, ctx: JobContext) => Promise<R> {
   return async (data, ctx) => {
     try {
       return await handler(data, ctx);

@@ -3,7 +3,17 @@ import { RunSpecCache } from './run-spec-cache.js';
 
 const held = (bytes: number, model = 'm') => ({
   createdAt: '2026-01-01T00:00:00.000Z',
-  spec: { value: { model, max_depth: 3, on_budget_exhausted: 'final_answer' as const, metadata: {}, ancestors: [], nesting: 0 }, bytes },
+  spec: {
+    value: {
+      model,
+      max_depth: 3,
+      on_budget_exhausted: 'final_answer' as const,
+      metadata: {},
+      ancestors: [],
+      nesting: 0,
+    },
+    bytes,
+  },
 });
 
 describe('the run spec cache', () => {

@@ -37,7 +37,11 @@ export interface ToolRunner {
    * Runs an MCP tool within `timeoutMs` (unless its server sets its own) and never past
    * `deadline`; throws a retryable error only when sending the call again is safe.
    */
-  call(name: string, rawArguments: string, opts: { timeoutMs: number; deadline?: number; signal?: AbortSignal }): Promise<ToolOutcome>;
+  call(
+    name: string,
+    rawArguments: string,
+    opts: { timeoutMs: number; deadline?: number; signal?: AbortSignal },
+  ): Promise<ToolOutcome>;
 }
 
 export interface ToolCallDeps {
@@ -80,7 +84,11 @@ export interface ToolCallJobResult {
  * idempotent) is retried when its server is unreachable, and after the last attempt it too
  * becomes an error result, so the next step is always released.
  */
-export async function processToolCall(data: ToolCallJob, ctx: JobContext, deps: ToolCallDeps): Promise<ToolCallJobResult> {
+export async function processToolCall(
+  data: ToolCallJob,
+  ctx: JobContext,
+  deps: ToolCallDeps,
+): Promise<ToolCallJobResult> {
   const { job, signal } = ctx;
   const { runId, depth, index, name } = data;
   const log = lazyChild(deps.logger, { run_id: runId, job_id: job.id, depth, tool: name });
@@ -91,7 +99,12 @@ export async function processToolCall(data: ToolCallJob, ctx: JobContext, deps: 
   let decided: ToolOutcome | undefined;
   let edited = false;
   if (data.actionId) {
-    const answer = await awaitedAnswer(data.actionId, runId, ctx, { store: deps.store, runs: deps.runs, actions: deps.actions, parkMs: deps.actionParkMs });
+    const answer = await awaitedAnswer(data.actionId, runId, ctx, {
+      store: deps.store,
+      runs: deps.runs,
+      actions: deps.actions,
+      parkMs: deps.actionParkMs,
+    });
     if (answer.kind === 'skip') return { index, skipped: answer.why };
     if (answer.kind === 'result') decided = answer.outcome;
     else ({ arguments: args, edited } = answer);
@@ -106,7 +119,11 @@ export async function processToolCall(data: ToolCallJob, ctx: JobContext, deps: 
   // One round trip: a finished result is never executed again (at-least-once delivery,
   // at-most-once result); a run that has ended, or whose ancestor has, runs nothing; else the
   // attempt is marked running.
-  const begun = await deps.store.toolCalls.begin(runId, depth, index, attempt, { ancestors: data.ancestors, event: startEvent, held: deps.specs?.get(runId) });
+  const begun = await deps.store.toolCalls.begin(runId, depth, index, attempt, {
+    ancestors: data.ancestors,
+    event: startEvent,
+    held: deps.specs?.get(runId),
+  });
   if (begun.kind === 'done') return { index, skipped: 'done before' };
   if (begun.kind === 'ended') {
     deps.specs?.delete(runId);
@@ -137,12 +154,20 @@ export async function processToolCall(data: ToolCallJob, ctx: JobContext, deps: 
     if (typeof parsed === 'string') outcome = toolFailed('invalid_arguments', parsed);
     else if (name.startsWith('context_')) {
       // A search gets the time any tool call gets, and no more than the run has left.
-      const timeoutMs = Math.max(1, Math.min(deps.toolTimeoutMs, deadline !== undefined ? deadline - Date.now() : Infinity));
-      outcome = await runContextTool(name, parsed, runId, deps.store.contexts, { threads: deps.searchThreads, timeoutMs });
-    }
-    else ({ outcome, subrunIds } = await runAgentQuery(ctx, data, parsed, run, deps));
+      const timeoutMs = Math.max(
+        1,
+        Math.min(deps.toolTimeoutMs, deadline !== undefined ? deadline - Date.now() : Infinity),
+      );
+      outcome = await runContextTool(name, parsed, runId, deps.store.contexts, {
+        threads: deps.searchThreads,
+        timeoutMs,
+      });
+    } else ({ outcome, subrunIds } = await runAgentQuery(ctx, data, parsed, run, deps));
   } else if (!compileAllowlist(run.spec.tools)(name)) {
-    outcome = toolFailed('refused', `this tool is not allowed for this run (allowed: ${run.spec.tools?.join(', ') ?? 'all'})`);
+    outcome = toolFailed(
+      'refused',
+      `this tool is not allowed for this run (allowed: ${run.spec.tools?.join(', ') ?? 'all'})`,
+    );
   } else if (interrupted && !maySendAgain('lost', tool)) {
     // A previous attempt started this call and never reported back (a crash): it may have had its effect.
     outcome = unknownOutcome('a worker stopped while this call was running');
@@ -172,7 +197,11 @@ export async function processToolCall(data: ToolCallJob, ctx: JobContext, deps: 
   }
 
   // The model asked with other arguments: it is told what the call ran with.
-  if (edited && (outcome.kind === 'ok' || outcome.kind === 'tool_error')) outcome = { ...outcome, text: `(The user edited the arguments before the call ran; it ran with ${args}.)\n${outcome.text}` };
+  if (edited && (outcome.kind === 'ok' || outcome.kind === 'tool_error'))
+    outcome = {
+      ...outcome,
+      text: `(The user edited the arguments before the call ran; it ran with ${args}.)\n${outcome.text}`,
+    };
   const isError = outcome.kind !== 'ok';
   const rec: ToolResultRecord = {
     id: data.toolCallId,
@@ -192,13 +221,32 @@ export async function processToolCall(data: ToolCallJob, ctx: JobContext, deps: 
   // sends the results it holds, tool-worker.ts) runs after the result is stored, and the next
   // step, which that completion may release, finds it. Not waiting for the reply takes a round
   // trip off every tool round's critical path; results that arrive together are stored together.
-  const event = { depth, index, tool_call_id: data.toolCallId, name, is_error: rec.is_error, duration_ms: rec.duration_ms, outcome: outcome.kind, ...eventOutput(rec.output) };
-  const stored = deps.store.toolCalls.complete(runId, depth, index, rec, event, data.count ? { run, count: data.count } : undefined);
+  const event = {
+    depth,
+    index,
+    tool_call_id: data.toolCallId,
+    name,
+    is_error: rec.is_error,
+    duration_ms: rec.duration_ms,
+    outcome: outcome.kind,
+    ...eventOutput(rec.output),
+  };
+  const stored = deps.store.toolCalls.complete(
+    runId,
+    depth,
+    index,
+    rec,
+    event,
+    data.count ? { run, count: data.count } : undefined,
+  );
   // On a Cluster a result not stored fails the job's attempt instead of letting it complete
   // (its run's shard may be failing over while the job's is fine): the retry finds the call
   // begun and redoes it, or reports it unknown_outcome if it may not run twice.
   if (deps.awaitResultWrite) await stored;
-  else stored.catch((err: Error) => log.error({ err: err.message }, 'could not store the tool result; the next step records the call as failed'));
+  else
+    stored.catch((err: Error) =>
+      log.error({ err: err.message }, 'could not store the tool result; the next step records the call as failed'),
+    );
   log.debug({ outcome: rec.outcome, duration_ms: rec.duration_ms }, 'tool call done');
   return { index, record: rec };
 }

@@ -34,7 +34,9 @@ describe('renderToolResult', () => {
   });
 
   it('keeps the text of an embedded text resource', () => {
-    expect(renderToolResult({ content: [{ type: 'resource', resource: { uri: 'mem://a', text: 'hello' } }] }).text).toBe('[resource mem://a]\nhello');
+    expect(
+      renderToolResult({ content: [{ type: 'resource', resource: { uri: 'mem://a', text: 'hello' } }] }).text,
+    ).toBe('[resource mem://a]\nhello');
   });
 
   it('uses structuredContent as JSON when there is no text', () => {
@@ -42,7 +44,7 @@ describe('renderToolResult', () => {
     expect(renderToolResult({ content: [{ type: 'text', text: '3' }], structuredContent: { sum: 3 } }).text).toBe('3');
   });
 
-  it('makes an error result a tool_error whose text the model sees in the tool\'s own words', () => {
+  it("makes an error result a tool_error whose text the model sees in the tool's own words", () => {
     const outcome = renderToolResult({ content: [{ type: 'text', text: 'no contact c9' }], isError: true });
     expect(outcome).toEqual({ kind: 'tool_error', text: 'no contact c9' });
     expect(modelText('crm__get_contact', outcome)).toBe('no contact c9');
@@ -51,8 +53,12 @@ describe('renderToolResult', () => {
 
 describe('modelText', () => {
   it("words agentq's own errors like the seeds, and passes answers through", () => {
-    expect(modelText('crm__x', toolFailed('timeout', 'timed out after 5 ms'))).toBe('Error executing crm__x: timed out after 5 ms');
-    expect(modelText('crm__x', toolFailed('unknown_outcome', 'the outcome is unknown'))).toBe('Error executing crm__x: the outcome is unknown');
+    expect(modelText('crm__x', toolFailed('timeout', 'timed out after 5 ms'))).toBe(
+      'Error executing crm__x: timed out after 5 ms',
+    );
+    expect(modelText('crm__x', toolFailed('unknown_outcome', 'the outcome is unknown'))).toBe(
+      'Error executing crm__x: the outcome is unknown',
+    );
     expect(modelText('crm__x', { kind: 'ok', text: '[]' })).toBe('[]');
   });
 });

@@ -7,13 +7,27 @@ const round = {
   depth: 2,
   count: 3,
   ancestors: ['run_root'],
-  calls: [0, 1, 2].map((index) => ({ index, toolCallId: `call_${index}`, name: `t${index}`, arguments: `{"i":${index}}` })),
+  calls: [0, 1, 2].map((index) => ({
+    index,
+    toolCallId: `call_${index}`,
+    name: `t${index}`,
+    arguments: `{"i":${index}}`,
+  })),
 };
 const ctx = {} as JobContext;
 
 describe('processToolRound', () => {
   it('gives each call the data a job of its own would carry', () => {
-    expect(callOfRound(round, round.calls[1]!)).toEqual({ runId: 'run_x', depth: 2, count: 3, ancestors: ['run_root'], index: 1, toolCallId: 'call_1', name: 't1', arguments: '{"i":1}' });
+    expect(callOfRound(round, round.calls[1]!)).toEqual({
+      runId: 'run_x',
+      depth: 2,
+      count: 3,
+      ancestors: ['run_root'],
+      index: 1,
+      toolCallId: 'call_1',
+      name: 't1',
+      arguments: '{"i":1}',
+    });
   });
 
   it('fails with the first error only once every call has settled, so the retry finds the others stored', async () => {

@@ -3,18 +3,34 @@ import { describe, expect, it } from 'vitest';
 import { createMetrics, type ToolCallJob, type ToolOutcomeKind, type ToolResultRecord } from '@agentq/shared';
 import { metricOutcome, traceToolCall } from './tool-telemetry.js';
 
-const rec = (outcome: ToolOutcomeKind, output: string, duration_ms = 120) => ({ outcome, is_error: outcome !== 'ok', output, duration_ms }) as ToolResultRecord;
+const rec = (outcome: ToolOutcomeKind, output: string, duration_ms = 120) =>
+  ({ outcome, is_error: outcome !== 'ok', output, duration_ms }) as ToolResultRecord;
 
 describe('metricOutcome', () => {
   it('keeps the documented coarse label: ok, timeout, and error for every other failure', () => {
     expect(metricOutcome('ok')).toBe('ok');
     expect(metricOutcome('timeout')).toBe('timeout');
-    for (const kind of ['tool_error', 'server_error', 'refused', 'unknown_outcome', 'unavailable', 'invalid_arguments'] as const) expect(metricOutcome(kind)).toBe('error');
+    for (const kind of [
+      'tool_error',
+      'server_error',
+      'refused',
+      'unknown_outcome',
+      'unavailable',
+      'invalid_arguments',
+    ] as const)
+      expect(metricOutcome(kind)).toBe('error');
   });
 });
 
 describe('traceToolCall', () => {
-  const data: ToolCallJob = { runId: 'run_1', depth: 0, index: 0, toolCallId: 'call_1', name: 'crm__x', arguments: '{}' };
+  const data: ToolCallJob = {
+    runId: 'run_1',
+    depth: 0,
+    index: 0,
+    toolCallId: 'call_1',
+    name: 'crm__x',
+    arguments: '{}',
+  };
   const job = { id: 'run_1-t0-c0', attemptsMade: 0 } as unknown as Job;
 
   async function count(metrics: ReturnType<typeof createMetrics>) {
@@ -26,7 +42,10 @@ describe('traceToolCall', () => {
     const metrics = createMetrics({ service: 'tool-worker', processMetrics: false });
     const deps = { metrics, isKnownTool: () => true };
     // The text says nothing of a timeout: the kind alone decides.
-    const returned = await traceToolCall(data, job, deps, async () => ({ index: 0, record: rec('timeout', 'Error executing crm__x: gave up') }));
+    const returned = await traceToolCall(data, job, deps, async () => ({
+      index: 0,
+      record: rec('timeout', 'Error executing crm__x: gave up'),
+    }));
     expect(await count(metrics)).toEqual([['crm__x', 'timeout', 'timeout', 1]]);
     // The record is for telemetry only: BullMQ does not keep the output a second time.
     expect(returned).toEqual({ index: 0 });
@@ -42,7 +61,10 @@ describe('traceToolCall', () => {
   it('counts a tool the model invented as "unknown"', async () => {
     const metrics = createMetrics({ service: 'tool-worker', processMetrics: false });
     const deps = { metrics, isKnownTool: () => false };
-    await traceToolCall(data, job, deps, async () => ({ index: 0, record: rec('refused', 'Error executing crm__x: unknown tool') }));
+    await traceToolCall(data, job, deps, async () => ({
+      index: 0,
+      record: rec('refused', 'Error executing crm__x: unknown tool'),
+    }));
     expect(await count(metrics)).toEqual([['unknown', 'error', 'refused', 1]]);
   });
 });

@@ -1,5 +1,13 @@
 import type { Job } from 'bullmq';
-import { AGENTQ, GEN_AI, SpanStatusCode, withJobSpan, type AgentqMetrics, type ToolCallJob, type ToolOutcomeKind } from '@agentq/shared';
+import {
+  AGENTQ,
+  GEN_AI,
+  SpanStatusCode,
+  withJobSpan,
+  type AgentqMetrics,
+  type ToolCallJob,
+  type ToolOutcomeKind,
+} from '@agentq/shared';
 import type { ToolCallJobResult } from './tool-call-processor.js';
 
 /** The coarse `outcome` label of the tool metrics (kept as documented): ok, timeout, or any other error. */
@@ -19,7 +27,12 @@ export interface ToolTelemetryDeps {
  * (the processor hands that record over; it is not kept in the job's return value).
  * Attempts that stored nothing (skipped, waiting for sub-runs, retried) count nothing.
  */
-export function traceToolCall(data: ToolCallJob, job: Job, deps: ToolTelemetryDeps, fn: () => Promise<ToolCallJobResult>): Promise<Omit<ToolCallJobResult, 'record'>> {
+export function traceToolCall(
+  data: ToolCallJob,
+  job: Job,
+  deps: ToolTelemetryDeps,
+  fn: () => Promise<ToolCallJobResult>,
+): Promise<Omit<ToolCallJobResult, 'record'>> {
   const name = data.name;
   return withJobSpan(
     `execute_tool ${name}`,

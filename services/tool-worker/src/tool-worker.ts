@@ -53,7 +53,13 @@ export interface ToolWorkerHandle {
 }
 
 function catalogOf(tools: ToolDescriptor[]): ToolCatalogEntry[] {
-  return tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.input_schema, server: t.server, ...(t.annotations ? { annotations: t.annotations } : {}) }));
+  return tools.map((t) => ({
+    name: t.name,
+    description: t.description,
+    input_schema: t.input_schema,
+    server: t.server,
+    ...(t.annotations ? { annotations: t.annotations } : {}),
+  }));
 }
 
 /**
@@ -64,16 +70,27 @@ function catalogOf(tools: ToolDescriptor[]): ToolCatalogEntry[] {
 export async function startToolWorker(
   cfg: ToolWorkerConfig,
   logger: Logger,
-  opts: { mcpConfig: McpConfig; tracing?: Tracing; /** How webhook hosts are resolved (a test's DNS); default bounded DNS queries (boundedDnsResolver), with WEBHOOK_ALLOW_PRIVATE the hosts file, DNS and a bounded system lookup (privateNetworkResolver). */ resolve?: Resolver },
+  opts: {
+    mcpConfig: McpConfig;
+    tracing?: Tracing /** How webhook hosts are resolved (a test's DNS); default bounded DNS queries (boundedDnsResolver), with WEBHOOK_ALLOW_PRIVATE the hosts file, DNS and a bounded system lookup (privateNetworkResolver). */;
+    resolve?: Resolver;
+  },
 ): Promise<ToolWorkerHandle> {
   await untilRedisAnswers(cfg.REDIS_URL, logger);
   const answersInFlight = new AnswerBytesInFlight(
-    cfg.MCP_ANSWERS_IN_FLIGHT_MB !== undefined ? Math.floor(cfg.MCP_ANSWERS_IN_FLIGHT_MB * 1024 * 1024) : defaultAnswerBytesInFlight(),
+    cfg.MCP_ANSWERS_IN_FLIGHT_MB !== undefined
+      ? Math.floor(cfg.MCP_ANSWERS_IN_FLIGHT_MB * 1024 * 1024)
+      : defaultAnswerBytesInFlight(),
     cfg.MCP_MESSAGE_MAX_BYTES,
   );
   const metrics = createMetrics({ service: 'tool-worker', mcpAnswersInFlight: () => answersInFlight.stats() });
   const telemetry = opts.tracing?.bullmq;
-  const registry = new McpRegistry({ config: opts.mcpConfig, logger, maxMessageBytes: cfg.MCP_MESSAGE_MAX_BYTES, answersInFlight });
+  const registry = new McpRegistry({
+    config: opts.mcpConfig,
+    logger,
+    maxMessageBytes: cfg.MCP_MESSAGE_MAX_BYTES,
+    answersInFlight,
+  });
   await registry.start();
 
   const redis = new RedisConnections(cfg.REDIS_URL);
@@ -81,9 +98,15 @@ export async function startToolWorker(
   // blocking fetch on a copy of it): a tool result is stored before its job completes, with no
   // round trip in between, since Redis runs one connection's commands in the order they were sent.
   const workerRedis = redis.connect('agentq-tool-worker', { blocking: true });
-  const store = new RunStore({ redis: workerRedis, prefix: cfg.QUEUE_PREFIX, retentionSeconds: cfg.RUN_RETENTION_SECONDS });
+  const store = new RunStore({
+    redis: workerRedis,
+    prefix: cfg.QUEUE_PREFIX,
+    retentionSeconds: cfg.RUN_RETENTION_SECONDS,
+  });
   const publish = async () => {
-    await store.catalog.set(catalogOf(registry.tools())).catch((err: Error) => logger.warn({ err: err.message }, 'could not publish the tool catalog'));
+    await store.catalog
+      .set(catalogOf(registry.tools()))
+      .catch((err: Error) => logger.warn({ err: err.message }, 'could not publish the tool catalog'));
   };
   await publish();
   // Results are stored by a Redis function, once loaded (see RedisFunction): loaded now, the
@@ -94,10 +117,26 @@ export async function startToolWorker(
   const republish = setInterval(() => void publish(), 30_000);
   republish.unref();
 
-  const jobs = new JobQueues({ connection: redis.connect('agentq-tool-queues', { blocking: true }), prefix: cfg.QUEUE_PREFIX, cells: cfg.CELLS, logger, telemetry });
+  const jobs = new JobQueues({
+    connection: redis.connect('agentq-tool-queues', { blocking: true }),
+    prefix: cfg.QUEUE_PREFIX,
+    cells: cfg.CELLS,
+    logger,
+    telemetry,
+  });
   // The publisher tells every worker to abort the in-flight work of a tree ended here (endTree).
-  const runs = new Runs({ store, jobs, admission: new Admission(workerRedis, cfg.QUEUE_PREFIX), logger, observer: runMetricsObserver(metrics), publisher: workerRedis });
-  const searchThreads = new SearchThreads({ size: cfg.CONTEXT_SEARCH_THREADS, timeoutMs: cfg.CONTEXT_SEARCH_TIMEOUT_MS });
+  const runs = new Runs({
+    store,
+    jobs,
+    admission: new Admission(workerRedis, cfg.QUEUE_PREFIX),
+    logger,
+    observer: runMetricsObserver(metrics),
+    publisher: workerRedis,
+  });
+  const searchThreads = new SearchThreads({
+    size: cfg.CONTEXT_SEARCH_THREADS,
+    timeoutMs: cfg.CONTEXT_SEARCH_TIMEOUT_MS,
+  });
   const deps: ToolCallDeps = {
     store,
     awaitResultWrite: isCluster(workerRedis),
@@ -113,21 +152,40 @@ export async function startToolWorker(
   };
   const cancels = new CancelListener(redis.connect('agentq-tool-cancel', { blocking: true }), cfg.QUEUE_PREFIX);
   await cancels.start();
-  const toolTelemetry = { metrics, isKnownTool: (name: string) => BUILTIN_TOOL_NAMES.has(name) || registry.tools().some((t) => t.name === name) };
+  const toolTelemetry = {
+    metrics,
+    isKnownTool: (name: string) => BUILTIN_TOOL_NAMES.has(name) || registry.tools().some((t) => t.name === name),
+  };
   const cells = cellList(cfg.CELLS, cfg.WORKER_CELLS);
   // TOOL_CONCURRENCY bounds calls, not only jobs (a tool-round job runs several): per cell
   // served, as each cell's worker runs that many jobs.
   const slots = new CallSlots(cfg.TOOL_CONCURRENCY * cells.length);
-  const runCall = (data: ToolCallJob, ctx: JobContext) => slots.run(() => traceToolCall(data, ctx.job, toolTelemetry, () => processToolCall(data, ctx, deps)));
+  const runCall = (data: ToolCallJob, ctx: JobContext) =>
+    slots.run(() => traceToolCall(data, ctx.job, toolTelemetry, () => processToolCall(data, ctx, deps)));
   // A round that is one job adds the run's next step itself (fan-out.ts), on the connection its
   // results are written on, so the step is added after them; a tool-worker also sweeps such jobs
   // that failed for good.
-  const nextStepJobs = new JobQueues({ connection: workerRedis, prefix: cfg.QUEUE_PREFIX, cells: cfg.CELLS, logger, telemetry });
-  const nextSteps = new NextSteps({ jobs: nextStepJobs, redis: workerRedis, store, logger, cells, lookbackMs: 24 * 3600_000 });
+  const nextStepJobs = new JobQueues({
+    connection: workerRedis,
+    prefix: cfg.QUEUE_PREFIX,
+    cells: cfg.CELLS,
+    logger,
+    telemetry,
+  });
+  const nextSteps = new NextSteps({
+    jobs: nextStepJobs,
+    redis: workerRedis,
+    store,
+    logger,
+    cells,
+    lookbackMs: 24 * 3600_000,
+  });
   // Each job's handler sends the results it holds as it ends, before BullMQ completes the job.
   const handlers = {
     toolCall: nextSteps.wrap(resultsFirst(store.toolCalls, runCall)),
-    toolRound: nextSteps.wrap(resultsFirst(store.toolCalls, (data: ToolRoundJob, ctx: JobContext) => processToolRound(data, ctx, runCall))),
+    toolRound: nextSteps.wrap(
+      resultsFirst(store.toolCalls, (data: ToolRoundJob, ctx: JobContext) => processToolRound(data, ctx, runCall)),
+    ),
   };
   const workers = cells.map((cell) =>
     createQueueWorker(handlers, {
@@ -147,7 +205,9 @@ export async function startToolWorker(
     nextSteps.watch(w);
   }
   // `run.requires_action` payloads carry each item's signed link, made as the API makes it.
-  const links = cfg.ACTION_LINK_SECRET ? new ActionLinks({ secret: cfg.ACTION_LINK_SECRET, publicUrl: cfg.PUBLIC_URL }) : undefined;
+  const links = cfg.ACTION_LINK_SECRET
+    ? new ActionLinks({ secret: cfg.ACTION_LINK_SECRET, publicUrl: cfg.PUBLIC_URL })
+    : undefined;
   const webhookOptions = {
     store,
     logger,
@@ -177,8 +237,13 @@ export async function startToolWorker(
   await Promise.all([...workers, ...webhooks].map((w) => w.waitUntilReady()));
   nextSteps.start(cfg.STALLED_INTERVAL_MS);
   const metricsServer: MetricsServer | undefined =
-    cfg.METRICS_PORT !== undefined ? await startMetricsServer({ registry: metrics.registry, port: cfg.METRICS_PORT, host: cfg.HOST, logger }) : undefined;
-  logger.info({ queues: workers.map((w) => w.name), tools: registry.tools().length, concurrency: cfg.TOOL_CONCURRENCY }, 'tool-worker started');
+    cfg.METRICS_PORT !== undefined
+      ? await startMetricsServer({ registry: metrics.registry, port: cfg.METRICS_PORT, host: cfg.HOST, logger })
+      : undefined;
+  logger.info(
+    { queues: workers.map((w) => w.name), tools: registry.tools().length, concurrency: cfg.TOOL_CONCURRENCY },
+    'tool-worker started',
+  );
 
   return {
     workers,

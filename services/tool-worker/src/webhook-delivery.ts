@@ -33,21 +33,38 @@ export interface WebhookDeliveryOptions {
  * POSTs once to `url`, connecting through `lookup` (so to the address it checked), following no
  * redirect; resolves with the status without reading the body.
  */
-function post(url: URL, o: { headers: Record<string, string>; body: string; lookup: LookupFunction; signal: AbortSignal }): Promise<number> {
+function post(
+  url: URL,
+  o: { headers: Record<string, string>; body: string; lookup: LookupFunction; signal: AbortSignal },
+): Promise<number> {
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
     // A fresh connection per attempt (no pool): a socket another lookup opened is never reused.
-    const req = send(url, { method: 'POST', headers: { ...o.headers, 'content-length': String(Buffer.byteLength(o.body)) }, lookup: o.lookup, agent: false, signal: o.signal }, (res) => {
-      resolve(res.statusCode ?? 0);
-      res.destroy();
-    });
+    const req = send(
+      url,
+      {
+        method: 'POST',
+        headers: { ...o.headers, 'content-length': String(Buffer.byteLength(o.body)) },
+        lookup: o.lookup,
+        agent: false,
+        signal: o.signal,
+      },
+      (res) => {
+        resolve(res.statusCode ?? 0);
+        res.destroy();
+      },
+    );
     req.on('error', reject);
     req.end(o.body);
   });
 }
 
 /** Delivers one webhook attempt; throws to retry, FatalError to stop. */
-export async function deliverWebhook(data: WebhookJob, ctx: JobContext, o: WebhookDeliveryOptions): Promise<{ status: number }> {
+export async function deliverWebhook(
+  data: WebhookJob,
+  ctx: JobContext,
+  o: WebhookDeliveryOptions,
+): Promise<{ status: number }> {
   const { runId, webhookId, type } = data;
   const { job } = ctx;
   const state = await o.store.runs.getState(runId);
@@ -61,7 +78,17 @@ export async function deliverWebhook(data: WebhookJob, ctx: JobContext, o: Webho
   const started = Date.now();
   const record = async (status: number | null, error: string | null) => {
     // One attempt as listed at `GET /v1/runs/:id/webhook-deliveries`.
-    const a: WebhookDelivery = { webhook_id: webhookId, type, attempt, url, at: new Date(started).toISOString(), status_code: status, error, duration_ms: Date.now() - started, success: status !== null && status >= 200 && status < 300 };
+    const a: WebhookDelivery = {
+      webhook_id: webhookId,
+      type,
+      attempt,
+      url,
+      at: new Date(started).toISOString(),
+      status_code: status,
+      error,
+      duration_ms: Date.now() - started,
+      success: status !== null && status >= 200 && status < 300,
+    };
     await o.store.webhooks.record(runId, a);
   };
 
@@ -101,7 +128,9 @@ export async function deliverWebhook(data: WebhookJob, ctx: JobContext, o: Webho
       throw new FatalError(`webhook URL refused: ${err.message}`, 'webhook_refused');
     }
     const e = err as NodeJS.ErrnoException;
-    const msg = signal.aborted ? `timed out after ${o.timeoutMs} ms` : `${e.message}${e.code && !e.message.includes(e.code) ? ` (${e.code})` : ''}`;
+    const msg = signal.aborted
+      ? `timed out after ${o.timeoutMs} ms`
+      : `${e.message}${e.code && !e.message.includes(e.code) ? ` (${e.code})` : ''}`;
     await record(null, msg);
     throw new Error(`webhook delivery failed: ${msg}`);
   }

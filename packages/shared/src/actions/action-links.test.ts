@@ -50,14 +50,25 @@ describe('ActionLinks', () => {
   it('refuses a truncated, extended, altered or malformed token', () => {
     const token = links.token(ID, LATER);
     const flipped = token.slice(0, -1) + (token.endsWith('A') ? 'B' : 'A');
-    for (const bad of [token.slice(0, -1), token + 'A', flipped, token.replace('.', ''), `0${token}`, '', 'n.', '.'.repeat(44), token.toUpperCase()]) {
+    for (const bad of [
+      token.slice(0, -1),
+      token + 'A',
+      flipped,
+      token.replace('.', ''),
+      `0${token}`,
+      '',
+      'n.',
+      '.'.repeat(44),
+      token.toUpperCase(),
+    ]) {
       expect(links.check(ID, bad, NOW), bad).toBe('invalid');
     }
     for (const bad of [undefined, null, 42, [token]]) expect(links.check(ID, bad, NOW)).toBe('invalid');
   });
 
   it('refuses anything that is not an action id, whatever the token', () => {
-    for (const id of ['run_0123456789abcdefghijk', `${ID}/x`, '', 'act_x']) expect(links.check(id, links.token(id, LATER), NOW)).toBe('invalid');
+    for (const id of ['run_0123456789abcdefghijk', `${ID}/x`, '', 'act_x'])
+      expect(links.check(id, links.token(id, LATER), NOW)).toBe('invalid');
   });
 
   it('builds a path without PUBLIC_URL and an absolute URL with it', () => {
@@ -65,9 +76,18 @@ describe('ActionLinks', () => {
     expect(links.url(ID, LATER)).toBe(`/v1/actions/${ID}/respond?token=${token}`);
     const abs = new ActionLinks({ secret: SECRET, publicUrl: 'https://agentq.example.com/base/' });
     expect(abs.url(ID, LATER)).toBe(`https://agentq.example.com/base/v1/actions/${ID}/respond?token=${token}`);
-    expect(abs.decorate({ id: ID, type: 'approval', run_id: 'run_0123456789abcdefghijk', tool_call_id: 'c', name: 't', arguments: '{}', created_at: NOW_ISO, expires_at: LATER }).respond_url).toBe(
-      abs.url(ID, LATER),
-    );
+    expect(
+      abs.decorate({
+        id: ID,
+        type: 'approval',
+        run_id: 'run_0123456789abcdefghijk',
+        tool_call_id: 'c',
+        name: 't',
+        arguments: '{}',
+        created_at: NOW_ISO,
+        expires_at: LATER,
+      }).respond_url,
+    ).toBe(abs.url(ID, LATER));
   });
 
   it('refuses a short secret', () => {

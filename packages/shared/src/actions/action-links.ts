@@ -42,7 +42,8 @@ export class ActionLinks {
   readonly #base: string;
 
   constructor(opts: ActionLinkOptions) {
-    if (opts.secret.length < MIN_ACTION_LINK_SECRET_CHARS) throw new Error(`an action link secret must be at least ${MIN_ACTION_LINK_SECRET_CHARS} characters`);
+    if (opts.secret.length < MIN_ACTION_LINK_SECRET_CHARS)
+      throw new Error(`an action link secret must be at least ${MIN_ACTION_LINK_SECRET_CHARS} characters`);
     this.#secret = Buffer.from(opts.secret, 'utf8');
     this.#base = opts.publicUrl ? opts.publicUrl.replace(/\/+$/, '') : '';
   }
@@ -60,7 +61,10 @@ export class ActionLinks {
   }
 
   /** The item with its `respond_url` (for `required_action.items`, the inbox, webhooks). */
-  readonly decorate = (item: ActionItemView): ActionItemView => ({ ...item, respond_url: this.url(item.id, item.expires_at) });
+  readonly decorate = (item: ActionItemView): ActionItemView => ({
+    ...item,
+    respond_url: this.url(item.id, item.expires_at),
+  });
 
   /**
    * Whether `token` opens request `id` at `now`. Anything not a well-formed token signed for this
@@ -71,7 +75,8 @@ export class ActionLinks {
     const m = TOKEN.exec(token);
     if (!m) return 'invalid';
     const [, expiry, signature] = m;
-    if (!timingSafeEqual(Buffer.from(signature, 'latin1'), Buffer.from(this.#sign(id, expiry), 'latin1'))) return 'invalid';
+    if (!timingSafeEqual(Buffer.from(signature, 'latin1'), Buffer.from(this.#sign(id, expiry), 'latin1')))
+      return 'invalid';
     if (expiry !== NO_EXPIRY && Number(expiry) <= now) return 'expired';
     return 'valid';
   }

@@ -46,7 +46,8 @@ export function questionOf(args: string): { question: string; choices: string[] 
   const { question, choices } = v as { question?: unknown; choices?: unknown };
   if (typeof question !== 'string' || !question.trim() || question.length > 4000) return null;
   if (choices === undefined || choices === null) return { question, choices: null };
-  if (!Array.isArray(choices) || choices.length > 20 || !choices.every((c) => typeof c === 'string' && c.length <= 200)) return null;
+  if (!Array.isArray(choices) || choices.length > 20 || !choices.every((c) => typeof c === 'string' && c.length <= 200))
+    return null;
   return { question, choices: choices as string[] };
 }
 
@@ -54,7 +55,13 @@ export function questionOf(args: string): { question: string; choices: string[] 
  * The requests a round's calls make (calls that need nothing get none), each expiring at the
  * earlier of the policy's `timeout_ms` and the run's deadline.
  */
-export function requestsOf(run: GatedRun, depth: number, calls: ToolCall[], catalog: ToolCatalogEntry[], now = Date.now()): Array<ActionRecord | null> {
+export function requestsOf(
+  run: GatedRun,
+  depth: number,
+  calls: ToolCall[],
+  catalog: ToolCatalogEntry[],
+  now = Date.now(),
+): Array<ActionRecord | null> {
   const deadline = runDeadline(run.spec, Date.parse(run.createdAt));
   const timeout = run.spec.approval?.timeout_ms;
   const expiresMs = Math.min(timeout !== undefined ? now + timeout : Infinity, deadline ?? Infinity);

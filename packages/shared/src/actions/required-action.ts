@@ -6,7 +6,11 @@ import { actionView } from './action-record.js';
  * The run with `required_action` (every request of it and its sub-runs that waits) while its
  * status is `requires_action`; `decorate` adds to each item (a signed link).
  */
-export async function withRequiredAction(store: RunStore, run: RunObject, decorate: (item: ActionItemView) => ActionItemView = (i) => i): Promise<RunObject> {
+export async function withRequiredAction(
+  store: RunStore,
+  run: RunObject,
+  decorate: (item: ActionItemView) => ActionItemView = (i) => i,
+): Promise<RunObject> {
   if (run.status !== 'requires_action') return run;
   const items = (await store.actions.pending(run.id)).map((r) => decorate(actionView(r)));
   return { ...run, required_action: { items } };

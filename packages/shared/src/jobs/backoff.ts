@@ -5,7 +5,8 @@
  */
 export function providerBackoff(attemptsMade: number, err: unknown, baseMs = 1000, random = Math.random): number {
   const retryAfter = (err as { retryAfterMs?: number } | undefined)?.retryAfterMs;
-  if (typeof retryAfter === 'number' && Number.isFinite(retryAfter) && retryAfter >= 0) return Math.min(Math.max(retryAfter, 100), 600_000);
+  if (typeof retryAfter === 'number' && Number.isFinite(retryAfter) && retryAfter >= 0)
+    return Math.min(Math.max(retryAfter, 100), 600_000);
   const exp = baseMs * 2 ** Math.max(0, attemptsMade - 1);
   return Math.min(Math.round(exp * (0.5 + random())), 600_000);
 }

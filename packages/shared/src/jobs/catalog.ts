@@ -50,11 +50,18 @@ export const toolCallJobSchema = z.object({
    * the job adds the run's next step itself once its calls are stored (or once it fails for
    * good), joining the trace given here.
    */
-  nextStep: z.object({ traceparent: traceparent.optional(), transcriptBytes: z.number().int().min(0).optional() }).optional(),
+  nextStep: z
+    .object({ traceparent: traceparent.optional(), transcriptBytes: z.number().int().min(0).optional() })
+    .optional(),
 });
 
 /** A call of a round that a tool-round job runs: what a tool-call job carries of it. */
-const roundCallSchema = z.object({ index: z.number().int().min(0), toolCallId: z.string(), name: z.string(), arguments: z.string() });
+const roundCallSchema = z.object({
+  index: z.number().int().min(0),
+  toolCallId: z.string(),
+  name: z.string(),
+  arguments: z.string(),
+});
 
 /**
  * Several calls of one round in one job (see fan-out.ts): the calls that run at once and need
@@ -76,7 +83,12 @@ const keep = { removeOnComplete: { age: 3600, count: 10_000 }, removeOnFail: { a
 // it in waiting-children forever (bullmq #3362): ignoreDependencyOnFailure. The same for a job of
 // one call and a job of a round's calls. (A job that adds the next step itself has no parent:
 // when it fails for good, the tool-worker adds the step; see next-steps.ts.)
-const toolJobOptions: JobsOptions = { attempts: 4, backoff: { type: 'exponential', delay: 500, jitter: 0.5 }, ignoreDependencyOnFailure: true, ...keep };
+const toolJobOptions: JobsOptions = {
+  attempts: 4,
+  backoff: { type: 'exponential', delay: 500, jitter: 0.5 },
+  ignoreDependencyOnFailure: true,
+  ...keep,
+};
 
 /** What defines a kind of job: where it goes, what it carries, how it is named and retried. */
 interface JobKindDef<S extends z.ZodType> {

@@ -57,7 +57,14 @@ export class FailedJobs {
     worker.on('failed', (job) => {
       // finishedOn is set only when the job was moved to failed, not when it will be retried.
       if (!job?.finishedOn) return;
-      this.opts.handle(job).catch((err: Error) => this.opts.logger.warn({ job_id: job.id, err: err.message }, `${this.opts.what} failed for good and could not be handled; the sweep will`));
+      this.opts
+        .handle(job)
+        .catch((err: Error) =>
+          this.opts.logger.warn(
+            { job_id: job.id, err: err.message },
+            `${this.opts.what} failed for good and could not be handled; the sweep will`,
+          ),
+        );
     });
   }
 
@@ -66,7 +73,9 @@ export class FailedJobs {
     const tick = () => {
       this.running = this.sweep()
         .then(() => undefined)
-        .catch((err: Error) => this.opts.logger.warn({ err: err.message }, `sweep of failed ${this.opts.queue} jobs failed; will try again`))
+        .catch((err: Error) =>
+          this.opts.logger.warn({ err: err.message }, `sweep of failed ${this.opts.queue} jobs failed; will try again`),
+        )
         .finally(() => {
           if (this.timer) this.timer = setTimeout(tick, intervalMs).unref();
         });
@@ -92,7 +101,15 @@ export class FailedJobs {
       // (retried, removed); if one did, that score is read again from its first job.
       for (let min = this.since, skip = 0, last: string | undefined; ; ) {
         const from = last === undefined ? skip : skip - 1;
-        const read = await this.opts.redis.zrangebyscore(key, min, '+inf', 'WITHSCORES', 'LIMIT', from, pageSize + (from < skip ? 1 : 0));
+        const read = await this.opts.redis.zrangebyscore(
+          key,
+          min,
+          '+inf',
+          'WITHSCORES',
+          'LIMIT',
+          from,
+          pageSize + (from < skip ? 1 : 0),
+        );
         if (last !== undefined && read[0] !== last) {
           [skip, last] = [0, undefined];
           continue;
@@ -107,7 +124,10 @@ export class FailedJobs {
             this.swept.set(id, Number(page[i + 1]));
           } catch (err) {
             unfinished = true;
-            this.opts.logger.warn({ job_id: id, err: (err as Error).message }, `${this.opts.what} failed for good and could not be handled; will try again`);
+            this.opts.logger.warn(
+              { job_id: id, err: (err as Error).message },
+              `${this.opts.what} failed for good and could not be handled; will try again`,
+            );
           }
         }
         if (page.length < 2 * pageSize) break;

@@ -2,7 +2,16 @@ import { FlowProducer, Job, Queue, type FlowJob, type Telemetry } from 'bullmq';
 import type { RedisClient } from '../redis.js';
 import type { Logger } from 'pino';
 import { quietConnectionErrors } from '../redis.js';
-import { JOB_KINDS, QUEUES, jobId, type JobData, type JobKind, type QueueName, type ToolCallJob, type ToolCallRef } from './catalog.js';
+import {
+  JOB_KINDS,
+  QUEUES,
+  jobId,
+  type JobData,
+  type JobKind,
+  type QueueName,
+  type ToolCallJob,
+  type ToolCallRef,
+} from './catalog.js';
 import { cellList, cellOf, cellPrefix, cellQueueName } from './cells.js';
 
 /** The job a new job reports to (BullMQ's `parent`): it waits for this one to end. */
@@ -32,7 +41,15 @@ export class JobQueues {
   private readonly flows = new Map<number, FlowProducer>();
   readonly cells: number;
 
-  constructor(private readonly opts: { connection: RedisClient; prefix: string; logger: Logger; cells?: number; telemetry?: Telemetry }) {
+  constructor(
+    private readonly opts: {
+      connection: RedisClient;
+      prefix: string;
+      logger: Logger;
+      cells?: number;
+      telemetry?: Telemetry;
+    },
+  ) {
     this.cells = opts.cells ?? 1;
   }
 
@@ -42,7 +59,15 @@ export class JobQueues {
     let q = this.queues.get(key);
     if (!q) {
       const qName = cellQueueName(name, cell, this.cells);
-      q = quietConnectionErrors(new Queue(qName, { connection: this.opts.connection, prefix: cellPrefix(this.opts.prefix, cell), telemetry: this.opts.telemetry }), this.opts.logger, `${qName} queue`);
+      q = quietConnectionErrors(
+        new Queue(qName, {
+          connection: this.opts.connection,
+          prefix: cellPrefix(this.opts.prefix, cell),
+          telemetry: this.opts.telemetry,
+        }),
+        this.opts.logger,
+        `${qName} queue`,
+      );
       this.queues.set(key, q);
     }
     return q;
@@ -68,7 +93,15 @@ export class JobQueues {
     const cell = this.cellOf(root.data);
     let flow = this.flows.get(cell);
     if (!flow) {
-      flow = quietConnectionErrors(new FlowProducer({ connection: this.opts.connection, prefix: cellPrefix(this.opts.prefix, cell), telemetry: this.opts.telemetry }), this.opts.logger, 'flow producer');
+      flow = quietConnectionErrors(
+        new FlowProducer({
+          connection: this.opts.connection,
+          prefix: cellPrefix(this.opts.prefix, cell),
+          telemetry: this.opts.telemetry,
+        }),
+        this.opts.logger,
+        'flow producer',
+      );
       this.flows.set(cell, flow);
     }
     await flow.add(this.node(root, cell));
@@ -85,7 +118,13 @@ export class JobQueues {
    */
   async promoteToolCall(ref: ToolCallRef): Promise<boolean> {
     // Promoting needs only the job's id (the script checks its state): no read of the job first.
-    const job = new Job(this.queue(QUEUES.tool, this.cellOf(ref)), JOB_KINDS.toolCall.name(ref as ToolCallJob), {}, {}, jobId('toolCall', ref as ToolCallJob));
+    const job = new Job(
+      this.queue(QUEUES.tool, this.cellOf(ref)),
+      JOB_KINDS.toolCall.name(ref as ToolCallJob),
+      {},
+      {},
+      jobId('toolCall', ref as ToolCallJob),
+    );
     try {
       await job.promote();
       return true;
@@ -104,7 +143,12 @@ export class JobQueues {
       queueName: cellQueueName(def.queue, cell, this.cells),
       data,
       // A child whose parent is released without it (it failed for good) must not hold it.
-      opts: { ...def.options, jobId: def.id(data), ...(n.parent ? { parent: n.parent, ignoreDependencyOnFailure: true } : {}), ...(n.delay ? { delay: n.delay } : {}) },
+      opts: {
+        ...def.options,
+        jobId: def.id(data),
+        ...(n.parent ? { parent: n.parent, ignoreDependencyOnFailure: true } : {}),
+        ...(n.delay ? { delay: n.delay } : {}),
+      },
       ...(n.children ? { children: n.children.map((c) => this.node(c, cell)) } : {}),
     };
   }

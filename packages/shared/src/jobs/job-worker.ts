@@ -85,7 +85,13 @@ export function createQueueWorker(handlers: JobHandlers, o: JobWorkerOptions): W
     // Worded only for data that fits no kind, after the first kind's schema.
     return { kind: undefined, error: firstKindError ? z.prettifyError(firstKindError) : 'no kind' };
   };
-  const backoff = kinds.map((k) => (JOB_KINDS[k] as { backoff?: (attemptsMade: number, err: Error | undefined, baseMs: number) => number }).backoff).find(Boolean);
+  const backoff = kinds
+    .map(
+      (k) =>
+        (JOB_KINDS[k] as { backoff?: (attemptsMade: number, err: Error | undefined, baseMs: number) => number })
+          .backoff,
+    )
+    .find(Boolean);
   const baseMs = o.backoffBaseMs ?? 1000;
   const cell = o.cell ?? 0;
   const worker = new Worker(
@@ -110,14 +116,26 @@ export function createQueueWorker(handlers: JobHandlers, o: JobWorkerOptions): W
       telemetry: o.telemetry,
       ...o.lock,
       ...(o.limiter ? { limiter: o.limiter } : {}),
-      ...(backoff ? { settings: { backoffStrategy: (attemptsMade: number, _type?: string, err?: Error) => backoff(attemptsMade, err, baseMs) } } : {}),
+      ...(backoff
+        ? {
+            settings: {
+              backoffStrategy: (attemptsMade: number, _type?: string, err?: Error) =>
+                backoff(attemptsMade, err, baseMs),
+            },
+          }
+        : {}),
     },
   );
   worker.on('error', workerErrorLog(o.logger, label));
   worker.on('failed', (job, err) => {
     const parsed = job ? parse(job) : undefined;
-    const fields = parsed?.kind ? (JOB_KINDS[parsed.kind].logFields as (d: unknown) => Record<string, unknown>)(parsed.data) : {};
-    o.logger.warn({ job_id: job?.id, ...fields, attempt: job?.attemptsMade, err: err.message }, `${parsed?.kind ?? label} job attempt failed`);
+    const fields = parsed?.kind
+      ? (JOB_KINDS[parsed.kind].logFields as (d: unknown) => Record<string, unknown>)(parsed.data)
+      : {};
+    o.logger.warn(
+      { job_id: job?.id, ...fields, attempt: job?.attemptsMade, err: err.message },
+      `${parsed?.kind ?? label} job attempt failed`,
+    );
   });
   return worker;
 }

@@ -10,7 +10,11 @@ const REMEMBERED = 100;
  * worker fails again at every reconnect (one to three lines a second a process before), and the
  * first line already says why (see redisProblem).
  */
-export function workerErrorLog(logger: Logger, label: string, opts: { everyMs?: number; now?: () => number } = {}): (err: Error) => void {
+export function workerErrorLog(
+  logger: Logger,
+  label: string,
+  opts: { everyMs?: number; now?: () => number } = {},
+): (err: Error) => void {
   const everyMs = opts.everyMs ?? 30_000;
   const now = opts.now ?? Date.now;
   const said = new Map<string, { at: number; since: number }>();

@@ -146,7 +146,12 @@ export class Admission {
     redis.defineCommand('agentqAdmission', { lua: ADMISSION, numberOfKeys: 9 });
   }
 
-  private run(op: 'arrive' | 'child' | 'release' | 'suspend' | 'resume' | 'admit', owner: string, runId: string, maxQueued = 0): Promise<string[]> {
+  private run(
+    op: 'arrive' | 'child' | 'release' | 'suspend' | 'resume' | 'admit',
+    owner: string,
+    runId: string,
+    maxQueued = 0,
+  ): Promise<string[]> {
     const g = this.g;
     return this.redis.agentqAdmission(
       g.backlog,
@@ -173,7 +178,11 @@ export class Admission {
    * A queued root run joins its key's line, if the line holds fewer than `maxQueued` runs;
    * returns the runs admitted now (to enqueue), or `full`.
    */
-  async arrive(owner: string, runId: string, maxQueued = Number.MAX_SAFE_INTEGER): Promise<{ full: boolean; admitted: string[] }> {
+  async arrive(
+    owner: string,
+    runId: string,
+    maxQueued = Number.MAX_SAFE_INTEGER,
+  ): Promise<{ full: boolean; admitted: string[] }> {
     const out = await this.run('arrive', owner, runId, maxQueued);
     return out[0] === '!full' ? { full: true, admitted: [] } : { full: false, admitted: out };
   }
@@ -218,7 +227,11 @@ export class Admission {
   async publish(table: TenantTable): Promise<void> {
     const slim = (o: string) => {
       const l = limitsOf(table, o);
-      return JSON.stringify({ max_active_runs: l.max_active_runs, weight: l.weight, max_runs_per_tree: l.max_runs_per_tree });
+      return JSON.stringify({
+        max_active_runs: l.max_active_runs,
+        weight: l.weight,
+        max_runs_per_tree: l.max_runs_per_tree,
+      });
     };
     const tx = this.redis.multi().del(this.g.limits).hset(this.g.limits, '*', slim(''));
     for (const owner of table.byOwner.keys()) tx.hset(this.g.limits, owner, slim(owner));
@@ -235,7 +248,12 @@ export class Admission {
 
   /** A key's runs running, waiting in its line, and waiting for an answer. */
   async standing(owner: string): Promise<{ active: number; queued: number; waiting: number }> {
-    const res = ((await this.redis.pipeline().scard(this.g.activeOf + owner).zcard(this.g.laneOf + owner).scard(this.g.waitingOf + owner).exec()) ?? []) as Array<[unknown, number]>;
+    const res = ((await this.redis
+      .pipeline()
+      .scard(this.g.activeOf + owner)
+      .zcard(this.g.laneOf + owner)
+      .scard(this.g.waitingOf + owner)
+      .exec()) ?? []) as Array<[unknown, number]>;
     const [active, queued, waiting] = res.map(([, n]) => Number(n ?? 0));
     return { active, queued, waiting };
   }
@@ -249,6 +267,11 @@ export class Admission {
     const pipe = this.redis.pipeline();
     for (const o of owners) pipe.smembers(this.g.activeOf + o).smembers(this.g.waitingOf + o);
     const res = (await pipe.exec()) ?? [];
-    return new Map(owners.map((o, i) => [o, { active: (res[2 * i]?.[1] as string[]) ?? [], waiting: (res[2 * i + 1]?.[1] as string[]) ?? [] }]));
+    return new Map(
+      owners.map((o, i) => [
+        o,
+        { active: (res[2 * i]?.[1] as string[]) ?? [], waiting: (res[2 * i + 1]?.[1] as string[]) ?? [] },
+      ]),
+    );
   }
 }

@@ -27,7 +27,11 @@ export interface RunActionsDeps {
 }
 
 /** A run as the scripts of its requests need it. */
-export const actionRun = (run: Pick<RunState, 'id' | 'owner' | 'spec'>): ActionRun => ({ id: run.id, owner: run.owner, ancestors: run.spec.ancestors });
+export const actionRun = (run: Pick<RunState, 'id' | 'owner' | 'spec'>): ActionRun => ({
+  id: run.id,
+  owner: run.owner,
+  ancestors: run.spec.ancestors,
+});
 
 /**
  * Runs that wait for people: the one owner of a request's life. A round's requests are stored
@@ -54,7 +58,11 @@ export class RunActions {
       await this.deps.runs.suspended(run.owner, waiting);
     }
     if (run.spec.webhook || run.spec.root_webhook) {
-      await this.deps.jobs.enqueue('webhook', { runId: run.rootRunId, webhookId: runWebhookId(run.id, records[0].depth), type: 'run.requires_action' });
+      await this.deps.jobs.enqueue('webhook', {
+        runId: run.rootRunId,
+        webhookId: runWebhookId(run.id, records[0].depth),
+        type: 'run.requires_action',
+      });
     }
   }
 
@@ -102,7 +110,10 @@ export class RunActions {
   /** Wakes the jobs of requests answered more than `graceMs` ago whose process died before waking them. */
   async sweepAnswered(graceMs: number): Promise<number> {
     const ids = await this.deps.store.actions.answeredBefore(Date.now() - graceMs);
-    for (const id of ids) await this.wake(id).catch((err: Error) => this.deps.logger.warn({ action_id: id, err: err.message }, 'could not wake an answered request\'s job'));
+    for (const id of ids)
+      await this.wake(id).catch((err: Error) =>
+        this.deps.logger.warn({ action_id: id, err: err.message }, "could not wake an answered request's job"),
+      );
     return ids.length;
   }
 

@@ -16,9 +16,10 @@ export interface RunPlan {
 export function buildRun(body: CreateRunBody, defaultModel: string | undefined, now = Date.now()): RunPlan {
   const model = body.model ?? defaultModel;
   if (!model) {
-    throw new InvalidRequestError('model: no model given and the service has no default (set "model" in the request or MODEL on the server)', [
-      { field: 'model', message: 'required when MODEL is not set' },
-    ]);
+    throw new InvalidRequestError(
+      'model: no model given and the service has no default (set "model" in the request or MODEL on the server)',
+      [{ field: 'model', message: 'required when MODEL is not set' }],
+    );
   }
   const messages: ChatMessage[] = [];
   if (body.instructions) messages.push({ role: 'system', content: body.instructions });
@@ -43,11 +44,19 @@ export function buildRun(body: CreateRunBody, defaultModel: string | undefined, 
     ancestors: [],
     nesting: 0,
   };
-  const context = body.context === undefined ? undefined : typeof body.context === 'string' ? [{ name: 'context', text: body.context }] : body.context;
+  const context =
+    body.context === undefined
+      ? undefined
+      : typeof body.context === 'string'
+        ? [{ name: 'context', text: body.context }]
+        : body.context;
   if (context) {
     const names = new Set<string>();
     for (const d of context) {
-      if (names.has(d.name)) throw new InvalidRequestError(`context: two documents are named "${d.name}"; names must be unique`, [{ field: 'context', message: 'duplicate document name' }]);
+      if (names.has(d.name))
+        throw new InvalidRequestError(`context: two documents are named "${d.name}"; names must be unique`, [
+          { field: 'context', message: 'duplicate document name' },
+        ]);
       names.add(d.name);
     }
   }

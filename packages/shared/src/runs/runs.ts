@@ -66,7 +66,15 @@ export class Runs {
    * run's first step is enqueued. A run that cannot be written, lined up or (if admitted)
    * enqueued is removed again: not enqueued or lined up means not accepted.
    */
-  async create(id: string, owner: string, plan: RunPlan, limits: { maxQueued?: number; /** Other keys written for this run (an Idempotency-Key's claim) that REDIS_WAIT_REPLICAS waits for too. */ replicatedWith?: string[] } = {}): Promise<RunObject> {
+  async create(
+    id: string,
+    owner: string,
+    plan: RunPlan,
+    limits: {
+      maxQueued?: number /** Other keys written for this run (an Idempotency-Key's claim) that REDIS_WAIT_REPLICAS waits for too. */;
+      replicatedWith?: string[];
+    } = {},
+  ): Promise<RunObject> {
     const { store, admission } = this.deps;
     const trace = startRunTrace(id, plan.spec.model);
     let created: RunObject;
@@ -81,7 +89,11 @@ export class Runs {
       const first: AgentStepJob = { runId: id, depth: 0, ...trace, transcriptBytes: sized.transcriptBytes };
       this.deps.failpoint?.('run_written');
       const arrival = await admission.arrive(owner, id, limits.maxQueued);
-      if (arrival.full) throw new RateLimitedError(`this key has ${limits.maxQueued} runs waiting to start (max_queued_runs); retry when some have started`, 5_000);
+      if (arrival.full)
+        throw new RateLimitedError(
+          `this key has ${limits.maxQueued} runs waiting to start (max_queued_runs); retry when some have started`,
+          5_000,
+        );
       admitted = arrival.admitted;
       if (admitted.includes(id)) await inTrace(first, () => this.deps.jobs.enqueue('agentStep', first));
     } catch (err) {
@@ -108,10 +120,17 @@ export class Runs {
     const d = this.deps.durability;
     if (!d || d.replicas <= 0) return;
     const g = this.deps.store.global;
-    const keys = [this.deps.store.keys(runId).run, g.pendingRuns, `${cellPrefix(this.deps.store.prefix, cellOf(runId, this.deps.jobs.cells))}:agent`, ...alsoKeys];
+    const keys = [
+      this.deps.store.keys(runId).run,
+      g.pendingRuns,
+      `${cellPrefix(this.deps.store.prefix, cellOf(runId, this.deps.jobs.cells))}:agent`,
+      ...alsoKeys,
+    ];
     const acked = await waitForReplicas(d.connections, keys, d.replicas, d.timeoutMs);
     if (acked < d.replicas) {
-      throw new ReplicationError(`only ${acked} of ${d.replicas} replicas confirmed the run ${runId} within ${d.timeoutMs} ms (REDIS_WAIT_REPLICAS); it may still run: retry with the same Idempotency-Key to get it`);
+      throw new ReplicationError(
+        `only ${acked} of ${d.replicas} replicas confirmed the run ${runId} within ${d.timeoutMs} ms (REDIS_WAIT_REPLICAS); it may still run: retry with the same Idempotency-Key to get it`,
+      );
     }
   }
 
@@ -126,7 +145,10 @@ export class Runs {
           await this.deps.jobs.enqueue('agentStep', { runId, depth: 0 });
           await this.deps.store.runs.settle(runId);
         } catch (err) {
-          this.deps.logger.warn({ run_id: runId, err: (err as Error).message }, 'could not enqueue an admitted run; the sweep will');
+          this.deps.logger.warn(
+            { run_id: runId, err: (err as Error).message },
+            'could not enqueue an admitted run; the sweep will',
+          );
         }
       }),
     );
@@ -177,7 +199,8 @@ export class Runs {
       for (const [i, st] of states.entries()) {
         const id = i < active.length ? active[i] : waiting[i - active.length];
         if (!st || isTerminal(st.status)) await this.enqueueAdmitted(await admission.release(owner, id));
-        else if (i < active.length && st.status === 'requires_action') await this.enqueueAdmitted(await admission.suspend(owner, [id]));
+        else if (i < active.length && st.status === 'requires_action')
+          await this.enqueueAdmitted(await admission.suspend(owner, [id]));
         else if (i >= active.length && st.status !== 'requires_action') await admission.resume(owner, [id]);
         else continue;
         moved++;
@@ -204,21 +227,42 @@ export class Runs {
    * job makes no second child), counts it active for its key, and enqueues its first step as a
    * child of the tool job that waits for it.
    */
-  async createChild(parent: RunState, child: { id: string; messages: ChatMessage[]; index: number }, origin: ChildOrigin): Promise<void> {
+  async createChild(
+    parent: RunState,
+    child: { id: string; messages: ChatMessage[]; index: number },
+    origin: ChildOrigin,
+  ): Promise<void> {
     const { store } = this.deps;
     const spec = childSpec(parent, origin.job);
     // Written only if it does not exist (atomically: two deliveries of the job at once write it once).
-    const written = await store.runs.createSized({ id: child.id, owner: parent.owner, spec, messages: child.messages, parentRunId: parent.id, rootRunId: parent.rootRunId });
+    const written = await store.runs.createSized({
+      id: child.id,
+      owner: parent.owner,
+      spec,
+      messages: child.messages,
+      parentRunId: parent.id,
+      rootRunId: parent.rootRunId,
+    });
     const transcriptBytes = written.created ? written.transcriptBytes : undefined;
     if (written.created) this.deps.observer?.runCreated?.(spec);
     // Listed under its parent whether it was written now or by a delivery that died before
     // listing it (a sub-run /children would never show otherwise); announced once, when listed.
     if (await store.runs.addChild(parent.id, child.id)) {
-      await store.events.append(parent.id, 'subrun.started', { run_id: child.id, depth: origin.depth, tool_call_id: origin.toolCallId, index: child.index });
+      await store.events.append(parent.id, 'subrun.started', {
+        run_id: child.id,
+        depth: origin.depth,
+        tool_call_id: origin.toolCallId,
+        index: child.index,
+      });
     }
     await this.deps.admission.child(parent.owner, child.id);
     // The sub-run's trace hangs under the tool call's span.
-    const first: AgentStepJob = { runId: child.id, depth: 0, ...startRunTrace(child.id, spec.model), ...(transcriptBytes !== undefined ? { transcriptBytes } : {}) };
+    const first: AgentStepJob = {
+      runId: child.id,
+      depth: 0,
+      ...startRunTrace(child.id, spec.model),
+      ...(transcriptBytes !== undefined ? { transcriptBytes } : {}),
+    };
     await this.deps.jobs.enqueue('agentStep', first, { parent: origin.job });
     void store.runs.settle(child.id).catch(() => {});
   }
@@ -252,7 +296,10 @@ export class Runs {
     const ended = await this.deps.store.runs.finish(runId, input);
     if (!ended) return null;
     await this.afterEnd(ended);
-    this.deps.logger.info({ run_id: runId, depth: ended.run.depth, status: ended.run.status, stop_reason: ended.run.stop_reason }, 'run finished');
+    this.deps.logger.info(
+      { run_id: runId, depth: ended.run.depth, status: ended.run.status, stop_reason: ended.run.stop_reason },
+      'run finished',
+    );
     return ended.run;
   }
 
@@ -264,7 +311,12 @@ export class Runs {
         await this.deps.store.actions
           .cancelPending({ id: run.id, owner, ancestors: spec.ancestors })
           .then(({ resumed }) => this.resumed(owner, resumed))
-          .catch((err: Error) => this.deps.logger.warn({ run_id: run.id, err: err.message }, 'could not cancel the requests of an ended run'));
+          .catch((err: Error) =>
+            this.deps.logger.warn(
+              { run_id: run.id, err: err.message },
+              'could not cancel the requests of an ended run',
+            ),
+          );
       }
       if (spec.webhook) await this.enqueueEndWebhook(run.id, run.status);
     } finally {
@@ -314,7 +366,8 @@ export class Runs {
       await Promise.all(batch.map((ended) => this.afterEnd(ended)));
       await this.stopQueued(batch.map(({ run }) => ({ id: run.id, depth: run.depth })));
     }
-    if (descendants.length) this.deps.logger.info({ run_id: runId, descendants: descendants.length }, 'cancelled a run tree');
+    if (descendants.length)
+      this.deps.logger.info({ run_id: runId, descendants: descendants.length }, 'cancelled a run tree');
     return ended;
   }
 
@@ -327,6 +380,10 @@ export class Runs {
       await pipe.exec();
     }
     // A job that is running cannot be removed; its worker aborts it on the cancel message.
-    await Promise.all(runs.flatMap((r) => [r.depth, r.depth + 1].map((depth) => jobs.remove('agentStep', { runId: r.id, depth }).catch(() => {}))));
+    await Promise.all(
+      runs.flatMap((r) =>
+        [r.depth, r.depth + 1].map((depth) => jobs.remove('agentStep', { runId: r.id, depth }).catch(() => {})),
+      ),
+    );
   }
 }

@@ -17,20 +17,31 @@ const answerFields = {
 };
 
 /** A response says one thing, and `arguments` and `reason` go only with the approval they qualify. */
-function checkOneAnswer(r: { approve?: boolean; arguments?: string; reason?: string; output?: string; answer?: string }, ctx: z.RefinementCtx): void {
+function checkOneAnswer(
+  r: { approve?: boolean; arguments?: string; reason?: string; output?: string; answer?: string },
+  ctx: z.RefinementCtx,
+): void {
   const given = (['approve', 'output', 'answer'] as const).filter((k) => r[k] !== undefined);
   if (given.length !== 1) {
-    ctx.addIssue({ code: 'custom', path: given.length ? [given[1]] : ['approve'], message: 'give exactly one of "approve" (an approval), "output" (a client tool) or "answer" (a question)' });
+    ctx.addIssue({
+      code: 'custom',
+      path: given.length ? [given[1]] : ['approve'],
+      message: 'give exactly one of "approve" (an approval), "output" (a client tool) or "answer" (a question)',
+    });
   }
-  if (r.arguments !== undefined && r.approve !== true) ctx.addIssue({ code: 'custom', path: ['arguments'], message: 'edited arguments go with "approve": true' });
-  if (r.reason !== undefined && r.approve !== false) ctx.addIssue({ code: 'custom', path: ['reason'], message: 'a reason goes with "approve": false' });
+  if (r.arguments !== undefined && r.approve !== true)
+    ctx.addIssue({ code: 'custom', path: ['arguments'], message: 'edited arguments go with "approve": true' });
+  if (r.reason !== undefined && r.approve !== false)
+    ctx.addIssue({ code: 'custom', path: ['reason'], message: 'a reason goes with "approve": false' });
 }
 
 /**
  * One response to a request for an answer: `approve` (true, maybe with edited `arguments`; or
  * false with a `reason`) for an approval, `output` for a client tool, `answer` for a question.
  */
-export const actionResponseSchema = z.strictObject({ id: z.string().max(64), ...answerFields }).superRefine(checkOneAnswer);
+export const actionResponseSchema = z
+  .strictObject({ id: z.string().max(64), ...answerFields })
+  .superRefine(checkOneAnswer);
 export type ActionResponse = z.infer<typeof actionResponseSchema>;
 
 /** The body of `POST /v1/runs/:id/actions`. */
@@ -53,5 +64,7 @@ export const listActionsQuerySchema = z.strictObject({
  * The JSON body of `POST /v1/actions/:id/respond` (a signed link): one response, its request
  * named by the link (an `id`, if given, must be that one).
  */
-export const linkAnswerSchema = z.strictObject({ id: z.string().max(64).optional(), ...answerFields }).superRefine(checkOneAnswer);
+export const linkAnswerSchema = z
+  .strictObject({ id: z.string().max(64).optional(), ...answerFields })
+  .superRefine(checkOneAnswer);
 export type LinkAnswer = z.infer<typeof linkAnswerSchema>;

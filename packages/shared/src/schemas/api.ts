@@ -76,7 +76,10 @@ export const runListSchema = z.looseObject({ data: z.array(runObjectSchema), nex
 export const listRunsQuerySchema = z.strictObject({
   status: z.enum(RUN_STATUSES).optional(),
   limit: z.coerce.number().int().min(1).max(100).default(20),
-  after: z.string().regex(/^run_[0-9a-z]{21}$/, 'a run id (the "next" of the previous page)').optional(),
+  after: z
+    .string()
+    .regex(/^run_[0-9a-z]{21}$/, 'a run id (the "next" of the previous page)')
+    .optional(),
 });
 
 /** `GET /v1/runs/:id/messages`: the transcript in OpenAI chat format. */
@@ -115,7 +118,11 @@ export const runStepSchema = z.looseObject({
   depth: z.number().int().min(0),
   status: z.literal('completed'),
   model: z.string(),
-  usage: z.looseObject({ prompt_tokens: z.number().int(), completion_tokens: z.number().int(), total_tokens: z.number().int() }),
+  usage: z.looseObject({
+    prompt_tokens: z.number().int(),
+    completion_tokens: z.number().int(),
+    total_tokens: z.number().int(),
+  }),
   started_at: timestamp,
   completed_at: timestamp,
   tool_calls: z.array(stepToolCallSchema),
@@ -172,7 +179,11 @@ export const healthSchema = z.looseObject({ status: z.literal('ok') });
 /** `GET /readyz` when Redis answers. */
 export const readySchema = z.looseObject({ status: z.literal('ready') });
 
-const usageTokens = z.looseObject({ prompt_tokens: z.number().int(), completion_tokens: z.number().int(), total_tokens: z.number().int() });
+const usageTokens = z.looseObject({
+  prompt_tokens: z.number().int(),
+  completion_tokens: z.number().int(),
+  total_tokens: z.number().int(),
+});
 
 // Every event's data says which run it is about (`run_id`; a sub-run's for `subrun.*`) and when it happened (`at`).
 const eventData = <S extends z.ZodRawShape>(shape: S) => z.looseObject({ run_id: runId, at: timestamp, ...shape });
@@ -190,7 +201,13 @@ export const runEventDataSchemas = {
     content: z.string().nullable(),
     tool_calls: z.array(z.looseObject({ id: z.string(), name: z.string(), arguments: z.string() })),
   }),
-  'tool.started': eventData({ depth: z.number().int(), index: z.number().int(), tool_call_id: z.string(), name: z.string(), attempt: z.number().int() }),
+  'tool.started': eventData({
+    depth: z.number().int(),
+    index: z.number().int(),
+    tool_call_id: z.string(),
+    name: z.string(),
+    attempt: z.number().int(),
+  }),
   'tool.completed': eventData({
     depth: z.number().int(),
     index: z.number().int(),
@@ -209,7 +226,10 @@ export const runEventDataSchemas = {
   /** Requests for an answer a round made (on the waiting run's stream and its root's). */
   'action.required': eventData({ items: z.array(actionItemSchema) }),
   /** A request was decided (answered, expired or cancelled). */
-  'action.resolved': eventData({ id: z.string(), decision: z.enum(['approved', 'rejected', 'answered', 'expired', 'cancelled']) }),
+  'action.resolved': eventData({
+    id: z.string(),
+    decision: z.enum(['approved', 'rejected', 'answered', 'expired', 'cancelled']),
+  }),
   'run.completed': eventData({ run: runObjectSchema }),
   'run.failed': eventData({ run: runObjectSchema }),
   'run.cancelled': eventData({ run: runObjectSchema }),
@@ -249,7 +269,11 @@ export const webhookPayloadSchema = z.looseObject({
 // Compile-time checks that what the service builds fits the schemas it publishes (the
 // schemas' index signatures, from looseObject, are left out of the comparison).
 /** `T` without the index signatures that looseObject adds: the fields a schema names. */
-export type Known<T> = T extends readonly (infer U)[] ? Known<U>[] : T extends object ? { [K in keyof T as string extends K ? never : K]: Known<T[K]> } : T;
+export type Known<T> = T extends readonly (infer U)[]
+  ? Known<U>[]
+  : T extends object
+    ? { [K in keyof T as string extends K ? never : K]: Known<T[K]> }
+    : T;
 type Fits<A extends B, B> = A;
 export type RunObjectFitsSchema = Fits<Known<RunObject>, Known<z.input<typeof runObjectSchema>>>;
 export type ToolFitsSchema = Fits<Known<ToolCatalogEntry>, Known<z.input<typeof toolInfoSchema>>>;

@@ -18,7 +18,12 @@ export const RUN_EVENT_TYPES = [
 ] as const;
 export type RunEventType = (typeof RUN_EVENT_TYPES)[number];
 
-export const TERMINAL_EVENT_TYPES: ReadonlySet<string> = new Set(['run.completed', 'run.failed', 'run.cancelled', 'run.incomplete']);
+export const TERMINAL_EVENT_TYPES: ReadonlySet<string> = new Set([
+  'run.completed',
+  'run.failed',
+  'run.cancelled',
+  'run.incomplete',
+]);
 
 /** One event as stored in the run's Redis Stream and sent over SSE. */
 export interface RunEvent {

@@ -4,13 +4,29 @@ import type { Usage } from './usage.js';
 import { BUILTIN_TOOL_NAMES } from '../builtin-tools.js';
 
 /** `requires_action`: something of the run or of its sub-runs waits for an answer (see actions/). */
-export const RUN_STATUSES = ['queued', 'running', 'requires_action', 'completed', 'failed', 'cancelled', 'incomplete'] as const;
+export const RUN_STATUSES = [
+  'queued',
+  'running',
+  'requires_action',
+  'completed',
+  'failed',
+  'cancelled',
+  'incomplete',
+] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
 export const TERMINAL_STATUSES: ReadonlySet<RunStatus> = new Set(['completed', 'failed', 'cancelled', 'incomplete']);
 export const isTerminal = (s: RunStatus) => TERMINAL_STATUSES.has(s);
 
 /** `approval_timeout`: a request for an answer expired under `on_timeout: "stop"`. */
-export const STOP_REASONS = ['stop', 'max_depth', 'max_total_tokens', 'timeout', 'approval_timeout', 'cancelled', 'error'] as const;
+export const STOP_REASONS = [
+  'stop',
+  'max_depth',
+  'max_total_tokens',
+  'timeout',
+  'approval_timeout',
+  'cancelled',
+  'error',
+] as const;
 export type StopReason = (typeof STOP_REASONS)[number];
 export type BudgetName = 'max_depth' | 'max_total_tokens' | 'timeout';
 
@@ -76,7 +92,9 @@ const approvalSchema = z
     timeout_ms: z.number().int().min(1).max(MAX_ACTION_TIMEOUT_MS).optional(),
     on_timeout: z.enum(['reject', 'stop']).default('reject'),
   })
-  .refine((a) => a.destructive || (a.tools?.length ?? 0) > 0, { message: 'name the tools that need approval ("tools") or set "destructive": true' });
+  .refine((a) => a.destructive || (a.tools?.length ?? 0) > 0, {
+    message: 'name the tools that need approval ("tools") or set "destructive": true',
+  });
 export type ApprovalPolicy = z.infer<typeof approvalSchema>;
 
 /**
@@ -101,7 +119,10 @@ const clientToolsSchema = z
   .array(clientToolSchema)
   .min(1)
   .max(MAX_CLIENT_TOOLS)
-  .refine((tools) => new Set(tools.map((t) => t.function.name)).size === tools.length, 'two client tools have the same name');
+  .refine(
+    (tools) => new Set(tools.map((t) => t.function.name)).size === tools.length,
+    'two client tools have the same name',
+  );
 
 const contextDocSchema = z.object({ name: z.string().min(1).max(256), text: z.string() });
 
@@ -115,7 +136,12 @@ export const createRunBodySchema = z
     tools: toolsSchema.optional(),
     max_depth: z.number().int().min(1).max(100).default(10),
     max_total_tokens: z.number().int().min(1).optional(),
-    timeout_ms: z.number().int().min(1).max(7 * 24 * 3600 * 1000).optional(),
+    timeout_ms: z
+      .number()
+      .int()
+      .min(1)
+      .max(7 * 24 * 3600 * 1000)
+      .optional(),
     on_budget_exhausted: z.enum(['final_answer', 'stop']).default('final_answer'),
     subagents: z
       .strictObject({
@@ -124,10 +150,20 @@ export const createRunBodySchema = z
         max_batch: z.number().int().min(1).max(100).default(10),
       })
       .optional(),
-    response_format: responseFormatSchema.refine((f) => jsonBytes(f) <= RESPONSE_FORMAT_MAX_BYTES, `must be at most ${RESPONSE_FORMAT_MAX_BYTES} bytes as JSON`).optional(),
+    response_format: responseFormatSchema
+      .refine(
+        (f) => jsonBytes(f) <= RESPONSE_FORMAT_MAX_BYTES,
+        `must be at most ${RESPONSE_FORMAT_MAX_BYTES} bytes as JSON`,
+      )
+      .optional(),
     context: z.union([z.string(), z.array(contextDocSchema).min(1).max(1000)]).optional(),
     approval: approvalSchema.optional(),
-    client_tools: clientToolsSchema.refine((t) => jsonBytes(t) <= CLIENT_TOOLS_MAX_BYTES, `must be at most ${CLIENT_TOOLS_MAX_BYTES} bytes as JSON, all together`).optional(),
+    client_tools: clientToolsSchema
+      .refine(
+        (t) => jsonBytes(t) <= CLIENT_TOOLS_MAX_BYTES,
+        `must be at most ${CLIENT_TOOLS_MAX_BYTES} bytes as JSON, all together`,
+      )
+      .optional(),
     human_input: z.boolean().default(false),
     webhook: z.strictObject({ url: z.url({ protocol: /^https?$/ }), secret: z.string().min(1).optional() }).optional(),
     metadata: z
@@ -137,7 +173,11 @@ export const createRunBodySchema = z
   })
   .superRefine((body, ctx) => {
     if (body.input === undefined && body.messages === undefined) {
-      ctx.addIssue({ code: 'custom', path: ['input'], message: 'give either "input" (a string) or "messages" (OpenAI chat messages)' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['input'],
+        message: 'give either "input" (a string) or "messages" (OpenAI chat messages)',
+      });
     }
     if (body.input !== undefined && body.messages !== undefined) {
       ctx.addIssue({ code: 'custom', path: ['messages'], message: 'give "input" or "messages", not both' });
@@ -181,7 +221,10 @@ export interface RunSpec {
  * When a run must end (ms since epoch), or undefined: the absolute deadline set at creation
  * (sub-runs inherit their root's), else `created + timeout_ms` for a spec without one.
  */
-export function runDeadline(spec: Pick<RunSpec, 'deadline_at' | 'timeout_ms'>, createdAtMs: number): number | undefined {
+export function runDeadline(
+  spec: Pick<RunSpec, 'deadline_at' | 'timeout_ms'>,
+  createdAtMs: number,
+): number | undefined {
   return spec.deadline_at ?? (spec.timeout_ms !== undefined ? createdAtMs + spec.timeout_ms : undefined);
 }
 

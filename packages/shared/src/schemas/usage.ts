@@ -10,5 +10,10 @@ export const usageSchema = z.object({
 });
 export type Usage = z.infer<typeof usageSchema>;
 
-export const USAGE_FIELDS = ['prompt_tokens', 'completion_tokens', 'total_tokens', 'model_calls', 'tool_calls'] as const;
-
+export const USAGE_FIELDS = [
+  'prompt_tokens',
+  'completion_tokens',
+  'total_tokens',
+  'model_calls',
+  'tool_calls',
+] as const;

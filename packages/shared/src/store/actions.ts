@@ -163,7 +163,14 @@ export class ActionStore {
   private treeKeys(run: ActionRun): string[] {
     const k = runKeys(this.prefix, run.id);
     const root = run.ancestors[0] ?? run.id;
-    return [k.run, k.actions, k.pendingActions, k.events, runKeys(this.prefix, root).events, ...run.ancestors.flatMap((a) => [runKeys(this.prefix, a).run, runKeys(this.prefix, a).pendingActions])];
+    return [
+      k.run,
+      k.actions,
+      k.pendingActions,
+      k.events,
+      runKeys(this.prefix, root).events,
+      ...run.ancestors.flatMap((a) => [runKeys(this.prefix, a).run, runKeys(this.prefix, a).pendingActions]),
+    ];
   }
 
   /** The run (index 0) or its ancestor (index i: the i-th) a script names by its place. */
@@ -189,7 +196,17 @@ export class ActionStore {
     pipe.zremrangebyscore(g.actionInbox(run.owner), '-inf', Date.now() - 2 * this.retentionSeconds * 1000);
     await execOrThrow(pipe);
     const keys = this.treeKeys(run);
-    const items = records.map((r) => ({ id: r.id, type: r.type, run_id: r.run_id, tool_call_id: r.tool_call_id, name: r.name, arguments: r.arguments, ...(r.type === 'input' ? { question: r.question, choices: r.choices ?? null } : {}), created_at: r.created_at, expires_at: r.expires_at }));
+    const items = records.map((r) => ({
+      id: r.id,
+      type: r.type,
+      run_id: r.run_id,
+      tool_call_id: r.tool_call_id,
+      name: r.name,
+      arguments: r.arguments,
+      ...(r.type === 'input' ? { question: r.question, choices: r.choices ?? null } : {}),
+      created_at: r.created_at,
+      expires_at: r.expires_at,
+    }));
     const [made, ...flipped] = await this.redis.agentqRequireActions(
       keys.length,
       ...keys,
@@ -235,7 +252,16 @@ export class ActionStore {
     const keys = this.treeKeys(run);
     const at = new Date().toISOString();
     const decision: ActionDecision = { decision: 'cancelled', by: 'agentq', at };
-    const [ids, resumed] = await this.redis.agentqCancelActions(keys.length, ...keys, EVENTS_MAXLEN, JSON.stringify(decision), at, run.ancestors.length, run.ancestors.length ? '0' : '1', run.id);
+    const [ids, resumed] = await this.redis.agentqCancelActions(
+      keys.length,
+      ...keys,
+      EVENTS_MAXLEN,
+      JSON.stringify(decision),
+      at,
+      run.ancestors.length,
+      run.ancestors.length ? '0' : '1',
+      run.id,
+    );
     if (ids.length) await this.redis.zrem(globalKeys(this.prefix).actionInboxPending(run.owner), ...ids);
     return { cancelled: ids, resumed: resumed.map((i) => ActionStore.runAt(run, i)) };
   }
@@ -283,7 +309,8 @@ export class ActionStore {
     const ids = await this.redis.zrange(runKeys(this.prefix, runId).pendingActions, '0', '-1');
     if (!ids.length) return [];
     const pipe = this.redis.pipeline();
-    for (const id of ids) pipe.hmget(runKeys(this.prefix, parseActionId(id)?.runId ?? runId).actions, id, decisionField(id));
+    for (const id of ids)
+      pipe.hmget(runKeys(this.prefix, parseActionId(id)?.runId ?? runId).actions, id, decisionField(id));
     const rows = (await pipe.exec()) ?? [];
     const out: ActionRecord[] = [];
     for (const [err, row] of rows) {
@@ -298,7 +325,10 @@ export class ActionStore {
    * `limit` per page after the request `after`; returns the page and the `next` cursor. Entries
    * whose request is gone (its run expired) are dropped from the inbox as they are met.
    */
-  async inbox(owner: string, opts: { status?: 'pending' | 'resolved'; limit: number; after?: string }): Promise<{ data: StoredAction[]; next: string | null }> {
+  async inbox(
+    owner: string,
+    opts: { status?: 'pending' | 'resolved'; limit: number; after?: string },
+  ): Promise<{ data: StoredAction[]; next: string | null }> {
     const g = globalKeys(this.prefix);
     const key = opts.status === 'pending' ? g.actionInboxPending(owner) : g.actionInbox(owner);
     let start = 0;

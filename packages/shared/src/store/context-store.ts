@@ -28,10 +28,14 @@ export class ContextStore {
   }
 
   async put(runId: string, docs: ContextDoc[]): Promise<void> {
-    const meta: ContextMeta = { documents: docs.map((d) => ({ name: d.name, chars: d.text.length })), block: BLOCK_CHARS };
+    const meta: ContextMeta = {
+      documents: docs.map((d) => ({ name: d.name, chars: d.text.length })),
+      block: BLOCK_CHARS,
+    };
     const fields: string[] = ['meta', JSON.stringify(meta)];
     docs.forEach((d, i) => {
-      for (let b = 0, off = 0; off < d.text.length || b === 0; b++, off += BLOCK_CHARS) fields.push(`${i}:${b}`, d.text.slice(off, off + BLOCK_CHARS));
+      for (let b = 0, off = 0; off < d.text.length || b === 0; b++, off += BLOCK_CHARS)
+        fields.push(`${i}:${b}`, d.text.slice(off, off + BLOCK_CHARS));
     });
     await this.redis.hset(this.key(runId), ...fields);
   }
@@ -73,9 +77,16 @@ export interface Chunk {
  * `maxChars` long, consecutive chunks overlap by exactly `overlapChars`, and together they
  * cover the document with no gap.
  */
-export function chunkDocument(docIndex: number, name: string, chars: number, maxChars: number, overlapChars = 0): Chunk[] {
+export function chunkDocument(
+  docIndex: number,
+  name: string,
+  chars: number,
+  maxChars: number,
+  overlapChars = 0,
+): Chunk[] {
   if (!Number.isInteger(maxChars) || maxChars < 1) throw new RangeError('max_chars must be a positive integer');
-  if (!Number.isInteger(overlapChars) || overlapChars < 0 || overlapChars >= maxChars) throw new RangeError('overlap_chars must be an integer from 0 to max_chars - 1');
+  if (!Number.isInteger(overlapChars) || overlapChars < 0 || overlapChars >= maxChars)
+    throw new RangeError('overlap_chars must be an integer from 0 to max_chars - 1');
   const step = maxChars - overlapChars;
   const chunks: Chunk[] = [];
   for (let offset = 0; ; offset += step) {

@@ -11,14 +11,21 @@ import { runKeys } from './keys.js';
  * The `data:` of an event of type `T` as its writer gives it: what its published schema
  * describes, but the `run_id` and `at` that every event carries (eventJson adds them).
  */
-export type RunEventData<T extends RunEventType> = Omit<Known<z.input<(typeof runEventDataSchemas)[T]>>, 'at' | 'run_id'> & { run_id?: string };
+export type RunEventData<T extends RunEventType> = Omit<
+  Known<z.input<(typeof runEventDataSchemas)[T]>>,
+  'at' | 'run_id'
+> & { run_id?: string };
 
 /**
  * An event's data as stored (the scripts that append events take it as JSON): with `run_id`, the
  * run it is about (a `subrun.*` event names its sub-run), and `at`, when it happened.
  */
-export const eventJson = <T extends RunEventType>(_type: T, runId: string, data: RunEventData<T>, at = new Date().toISOString()): string =>
-  JSON.stringify({ run_id: runId, ...data, at });
+export const eventJson = <T extends RunEventType>(
+  _type: T,
+  runId: string,
+  data: RunEventData<T>,
+  at = new Date().toISOString(),
+): string => JSON.stringify({ run_id: runId, ...data, at });
 
 // Up to ARGV[2] events after ARGV[1] ('-' or '(<id>'), stopping before the first that would take
 // the page past ARGV[3] bytes (an entry's size: its fields' names and values). Returns the page,
@@ -89,10 +96,17 @@ export class RunEventLog {
    * Appends an event to the run's stream, trimming it to EVENTS_MAXLEN; returns its id. `trim:
    * false` for an event that comes once a step (the step's commit trims the stream).
    */
-  async append<T extends RunEventType>(runId: string, type: T, data: RunEventData<T>, { trim = true } = {}): Promise<string> {
+  async append<T extends RunEventType>(
+    runId: string,
+    type: T,
+    data: RunEventData<T>,
+    { trim = true } = {},
+  ): Promise<string> {
     const json = eventJson(type, runId, data);
     const key = this.key(runId);
-    return (await (trim ? this.redis.xadd(key, 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'type', type, 'data', json) : this.redis.xadd(key, '*', 'type', type, 'data', json))) as string;
+    return (await (trim
+      ? this.redis.xadd(key, 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'type', type, 'data', json)
+      : this.redis.xadd(key, '*', 'type', type, 'data', json))) as string;
   }
 
   /** The id of the run's latest event, or null when its stream is empty or gone. */
@@ -116,8 +130,16 @@ export class RunEventLog {
    */
   async readPage(runId: string, afterId: string, count: number, maxBytes: number): Promise<EventPage> {
     const start = afterId === '0' ? '-' : `(${afterId}`;
-    const [rows, nextId, nextBytes] = await this.redis.agentqReadEventPage(this.key(runId), start, String(count), String(maxBytes));
-    return { events: rows.map(([id, f]) => storedEventFrom(id, f)), next: nextId ? { id: nextId, bytes: Number(nextBytes) } : null };
+    const [rows, nextId, nextBytes] = await this.redis.agentqReadEventPage(
+      this.key(runId),
+      start,
+      String(count),
+      String(maxBytes),
+    );
+    return {
+      events: rows.map(([id, f]) => storedEventFrom(id, f)),
+      next: nextId ? { id: nextId, bytes: Number(nextBytes) } : null,
+    };
   }
 
   /** The event `id` of the run's stream, or null when it is not there (trimmed, or the stream is gone). */

@@ -26,7 +26,10 @@ export interface HeldSpec {
 }
 
 /** A spec as read from a run's hash, with its stored size. */
-export const heldSpecFrom = (json: string): HeldSpec => ({ value: JSON.parse(json) as RunSpec, bytes: Buffer.byteLength(json) });
+export const heldSpecFrom = (json: string): HeldSpec => ({
+  value: JSON.parse(json) as RunSpec,
+  bytes: Buffer.byteLength(json),
+});
 
 export function parseJson<T>(s: string | undefined | null, fallback: T): T {
   if (s === undefined || s === null || s === '') return fallback;

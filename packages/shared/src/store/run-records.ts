@@ -204,9 +204,33 @@ export class RunRecords {
       await this.redis.zadd(pendingSet, createdMs, run.id);
       const listed = this.redis.multi().zadd(index, 0, run.id);
       if (trimBelow) listed.zremrangebylex(index, '-', trimBelow);
-      [, created] = await Promise.all([execOrThrow(listed), this.redis.agentqCreateRunRecord(k.run, k.messages, k.events, queued, hashArgs.length, ...hashArgs, ...messages)]);
+      [, created] = await Promise.all([
+        execOrThrow(listed),
+        this.redis.agentqCreateRunRecord(
+          k.run,
+          k.messages,
+          k.events,
+          queued,
+          hashArgs.length,
+          ...hashArgs,
+          ...messages,
+        ),
+      ]);
     } else {
-      created = await this.redis.agentqCreateRun(pendingSet, index, k.run, k.messages, k.events, run.id, createdMs, trimBelow, queued, hashArgs.length, ...hashArgs, ...messages);
+      created = await this.redis.agentqCreateRun(
+        pendingSet,
+        index,
+        k.run,
+        k.messages,
+        k.events,
+        run.id,
+        createdMs,
+        trimBelow,
+        queued,
+        hashArgs.length,
+        ...hashArgs,
+        ...messages,
+      );
     }
     return { run: runObjectFrom(run.id, fields), transcriptBytes, created: created === 1 };
   }
@@ -258,7 +282,10 @@ export class RunRecords {
       this.redis.hget(this.keys(ancestors[0]).run, `${F.usageTotalPrefix}total_tokens`),
       ...ancestors.map((a) => this.redis.hget(this.keys(a).run, F.status)),
     ]);
-    return { treeTokens: Number(tokens ?? 0), ancestorOver: statuses.some((st) => st === null || isTerminal(st as RunStatus)) };
+    return {
+      treeTokens: Number(tokens ?? 0),
+      ancestorOver: statuses.some((st) => st === null || isTerminal(st as RunStatus)),
+    };
   }
 
   /**
@@ -267,7 +294,10 @@ export class RunRecords {
    * previous page. Each batch comes sized before it is read (ListedBatch): the caller can make
    * room for it first. Call a batch's `read()` before asking for the next batch.
    */
-  async *list(owner: string, opts: { limit: number; after?: string; status?: RunStatus }): AsyncGenerator<ListedBatch, string | null> {
+  async *list(
+    owner: string,
+    opts: { limit: number; after?: string; status?: RunStatus },
+  ): AsyncGenerator<ListedBatch, string | null> {
     const index = this.index(owner);
     let cursor = opts.after ? `(${opts.after}` : '+';
     let found = 0;
@@ -290,7 +320,9 @@ export class RunRecords {
           wasRead = true;
           // Each run is its own tree's (a Cluster may hold them on different nodes): read apart,
           // sent back to back.
-          const rows = await Promise.all(batch.map((id, j) => (wanted(j) ? this.redis.hgetall(this.keys(id).run) : null)));
+          const rows = await Promise.all(
+            batch.map((id, j) => (wanted(j) ? this.redis.hgetall(this.keys(id).run) : null)),
+          );
           const out: RunObject[] = [];
           const expired: string[] = [];
           for (let j = 0; j < batch.length && found < opts.limit; j++) {
@@ -336,7 +368,10 @@ export class RunRecords {
           this.redis.hlen(key),
           ...LARGE_FIELDS.map((field) => this.redis.hstrlen(key, field)),
         ]);
-        return { status, bytes: (fields as number) * SMALL_FIELD_BYTES + (lengths as number[]).reduce((a, b) => a + b, 0) };
+        return {
+          status,
+          bytes: (fields as number) * SMALL_FIELD_BYTES + (lengths as number[]).reduce((a, b) => a + b, 0),
+        };
       }),
     );
   }
@@ -412,7 +447,16 @@ export class RunRecords {
     };
     const run = runObjectFrom(runId, { ...h, ...fields, [F.startedAt]: h[F.startedAt] || completedAt });
     const toolCallKeys = Array.from({ length: depth + 1 }, (_, d) => k.toolCalls(d));
-    const others = [k.messages, k.steps, k.children, k.context, k.webhookDeliveries, k.actions, k.pendingActions, ...toolCallKeys];
+    const others = [
+      k.messages,
+      k.steps,
+      k.children,
+      k.context,
+      k.webhookDeliveries,
+      k.actions,
+      k.pendingActions,
+      ...toolCallKeys,
+    ];
     const type = `run.${input.status}` as const;
     const done = await this.redis.agentqFinishRun(
       2 + others.length,

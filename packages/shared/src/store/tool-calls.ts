@@ -181,7 +181,10 @@ return out
 
 declare module 'ioredis' {
   interface RedisCommander<Context extends ClientContext = { type: 'default' }> {
-    agentqBeginToolCalls(numKeys: number, ...keysAndArgs: Array<string | number>): Result<Array<string | null | Array<string | null>>, Context>;
+    agentqBeginToolCalls(
+      numKeys: number,
+      ...keysAndArgs: Array<string | number>
+    ): Result<Array<string | null | Array<string | null>>, Context>;
   }
 }
 
@@ -270,7 +273,13 @@ export class ToolCalls {
    * begins are gathered until the promise callbacks queued now have run, then sent as one
    * script that begins each as if alone.
    */
-  async begin(runId: string, depth: number, index: number, attempts: number, opts: { ancestors?: string[]; event?: RunEventData<'tool.started'>; held?: HeldRunSpec } = {}): Promise<ToolCallStart> {
+  async begin(
+    runId: string,
+    depth: number,
+    index: number,
+    attempts: number,
+    opts: { ancestors?: string[]; event?: RunEventData<'tool.started'>; held?: HeldRunSpec } = {},
+  ): Promise<ToolCallStart> {
     const ancestors = opts.ancestors ?? [];
     const key = [this.keys(runId).toolCalls(depth), ...ancestors].join('\n');
     return new Promise((resolve, reject) => {
@@ -303,7 +312,11 @@ export class ToolCalls {
         k.events,
         ...ancestors.map((a) => this.keys(a).run),
         calls.length,
-        ...calls.flatMap((c) => [T.result(c.index), JSON.stringify({ attempts: c.attempts, started_at: startedAt } satisfies ToolCallRunning), c.event ? eventJson('tool.started', runId, c.event) : '']),
+        ...calls.flatMap((c) => [
+          T.result(c.index),
+          JSON.stringify({ attempts: c.attempts, started_at: startedAt } satisfies ToolCallRunning),
+          c.event ? eventJson('tool.started', runId, c.event) : '',
+        ]),
         ...fields,
       );
       const state = r[0];
@@ -320,7 +333,8 @@ export class ToolCalls {
         try {
           const [outcome, value] = r[1 + fields.length + i] as Array<string | null>;
           if (outcome === 'done') c.resolve({ kind: 'done', result: JSON.parse(value!) });
-          else if (outcome === 'begun' && state === 'begun' && run && spec) c.resolve({ kind: 'begun', run, spec, interrupted: value ? JSON.parse(value) : null });
+          else if (outcome === 'begun' && state === 'begun' && run && spec)
+            c.resolve({ kind: 'begun', run, spec, interrupted: value ? JSON.parse(value) : null });
           else c.resolve({ kind: 'ended', run, ...(state === 'ancestor_over' ? { ancestorOver: true } : {}) });
         } catch (err) {
           c.reject(err);
@@ -379,7 +393,11 @@ export class ToolCalls {
     event: RunEventData<'tool.completed'>,
     round?: { run: RunState; count: number },
   ): Promise<ToolResultRecord> {
-    const key = [this.keys(runId).toolCalls(depth), round ? `${round.count}` : '', ...(round?.run.spec.ancestors ?? [])].join('\n');
+    const key = [
+      this.keys(runId).toolCalls(depth),
+      round ? `${round.count}` : '',
+      ...(round?.run.spec.ancestors ?? []),
+    ].join('\n');
     return new Promise((resolve, reject) => {
       let group = this.completing.get(key);
       if (!group) {
@@ -405,14 +423,21 @@ export class ToolCalls {
   private async completeTogether({ runId, depth, round, calls }: CompleteGroup): Promise<void> {
     try {
       const k = this.keys(runId);
-      const keys = round ? [k.toolCalls(depth), k.events, k.run, k.messages, ...round.run.spec.ancestors.map((a) => this.keys(a).run)] : [k.toolCalls(depth), k.events];
+      const keys = round
+        ? [k.toolCalls(depth), k.events, k.run, k.messages, ...round.run.spec.ancestors.map((a) => this.keys(a).run)]
+        : [k.toolCalls(depth), k.events];
       const args: [number, ...Array<string | number>] = [
         keys.length,
         ...keys,
         calls.length,
         depth,
         round?.count ?? 0,
-        ...calls.flatMap((c) => [T.result(c.index), JSON.stringify(c.rec), eventJson('tool.completed', runId, c.event), round ? JSON.stringify(toolMessage(c.rec.id, c.rec.output)) : '']),
+        ...calls.flatMap((c) => [
+          T.result(c.index),
+          JSON.stringify(c.rec),
+          eventJson('tool.completed', runId, c.event),
+          round ? JSON.stringify(toolMessage(c.rec.id, c.rec.output)) : '',
+        ]),
       ];
       const fn = this.completeFunction;
       const sent = fn.usable() ? this.redis.fcall(fn.name, ...args) : this.redis.eval(fn.body, ...args);

@@ -213,7 +213,13 @@ export class Transcript {
    * (`expectFits`: it was told its size, and took room for it) reads it whole in one round trip,
    * as with a known start: should it be larger after all, it comes back as its head, unparsed.
    */
-  async loadStepWithin(runId: string, depth: number, maxBytes: number, known?: TranscriptPrefix, expectFits = false): Promise<StepInput | { tooLarge: true; head: StepHead } | null> {
+  async loadStepWithin(
+    runId: string,
+    depth: number,
+    maxBytes: number,
+    known?: TranscriptPrefix,
+    expectFits = false,
+  ): Promise<StepInput | { tooLarge: true; head: StepHead } | null> {
     const k = this.keys(runId);
     if (!known && !expectFits && maxBytes !== Infinity) {
       const head = await this.loadHead(runId, depth);
@@ -224,12 +230,16 @@ export class Transcript {
       return raw.length === head.length ? this.inputFrom(head, raw) : null;
     }
     const from = known?.messages.length ?? 0;
-    const [replies, tail] = await Promise.all([this.headReads(runId, depth, known?.spec), this.redis.lrange(k.messages, from, -1)]);
+    const [replies, tail] = await Promise.all([
+      this.headReads(runId, depth, known?.spec),
+      this.redis.lrange(k.messages, from, -1),
+    ]);
     const head = this.headFrom(runId, depth, replies, known?.spec);
     if (!head) return null;
     // A held start that is not this transcript's (the run was created again under its id, or
     // the lengths do not add up): read it whole.
-    if (known && (known.createdAt !== head.run.createdAt || head.length !== from + tail.length)) return this.loadStepWithin(runId, depth, maxBytes);
+    if (known && (known.createdAt !== head.run.createdAt || head.length !== from + tail.length))
+      return this.loadStepWithin(runId, depth, maxBytes);
     if (head.size !== null && head.size > maxBytes) return { tooLarge: true, head };
     return this.inputFrom(head, tail, known);
   }
@@ -246,9 +256,19 @@ export class Transcript {
    * STEP_RUN_FIELDS, the markers of the previous round, of this one and of this step, and the
    * spec unless `held`.
    */
-  private async headReads(runId: string, depth: number, held?: HeldSpec): Promise<[Array<string | null>, string | null, number]> {
+  private async headReads(
+    runId: string,
+    depth: number,
+    held?: HeldSpec,
+  ): Promise<[Array<string | null>, string | null, number]> {
     const k = this.keys(runId);
-    const fields = [...STEP_RUN_FIELDS, `${F.roundMarkerPrefix}${depth - 1}`, `${F.roundMarkerPrefix}${depth}`, `${F.stepMarkerPrefix}${depth}`, ...(held ? [] : [F.spec])];
+    const fields = [
+      ...STEP_RUN_FIELDS,
+      `${F.roundMarkerPrefix}${depth - 1}`,
+      `${F.roundMarkerPrefix}${depth}`,
+      `${F.stepMarkerPrefix}${depth}`,
+      ...(held ? [] : [F.spec]),
+    ];
     const [values, length] = await Promise.all([this.redis.hmget(k.run, ...fields), this.redis.llen(k.messages)]);
     // The step stored at this depth, read only when its marker (written with it) says there is
     // one: a job that came again, which then takes a second round trip, and no other step a read.
@@ -261,7 +281,12 @@ export class Transcript {
    * creation time must be checked against the holder's before the head is used: a run created
    * again under its id has another spec.
    */
-  private headFrom(runId: string, depth: number, [values, cur, length]: [Array<string | null>, string | null, number], held?: HeldSpec): StepHead | null {
+  private headFrom(
+    runId: string,
+    depth: number,
+    [values, cur, length]: [Array<string | null>, string | null, number],
+    held?: HeldSpec,
+  ): StepHead | null {
     const h: RunHash = {};
     STEP_RUN_FIELDS.forEach((f, i) => {
       const v = values[i];
@@ -305,7 +330,10 @@ export class Transcript {
   }
 
   /** The step at `depth` and the tool results stored under its calls (by call index). */
-  async loadRound(runId: string, depth: number): Promise<{ step: StepRecord | null; results: Map<number, ToolResultRecord> }> {
+  async loadRound(
+    runId: string,
+    depth: number,
+  ): Promise<{ step: StepRecord | null; results: Map<number, ToolResultRecord> }> {
     const k = this.keys(runId);
     const res = (await this.redis.pipeline().hget(k.steps, String(depth)).hgetall(k.toolCalls(depth)).exec()) ?? [];
     for (const [err] of res) if (err) throw err;
@@ -351,7 +379,14 @@ export class Transcript {
   async appendRound(run: RunState, depth: number, messages: ChatMessage[]): Promise<boolean> {
     const k = this.keys(run.id);
     const ancestors = this.ancestorKeys(run);
-    const r = await this.redis.agentqAppendRound(2 + ancestors.length, k.run, k.messages, ...ancestors, depth, ...messages.map((m) => JSON.stringify(m)));
+    const r = await this.redis.agentqAppendRound(
+      2 + ancestors.length,
+      k.run,
+      k.messages,
+      ...ancestors,
+      depth,
+      ...messages.map((m) => JSON.stringify(m)),
+    );
     return r === 1;
   }
 }

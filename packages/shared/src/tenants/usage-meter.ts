@@ -21,7 +21,11 @@ export class UsageMeter {
   async countTokens(owner: string, tokens: number, now = Date.now()): Promise<void> {
     if (tokens <= 0) return;
     const key = this.g.usage(owner, utcDay(now));
-    await this.redis.pipeline().hincrby(key, 'tokens', tokens).pexpire(key, 3 * DAY_MS).exec();
+    await this.redis
+      .pipeline()
+      .hincrby(key, 'tokens', tokens)
+      .pexpire(key, 3 * DAY_MS)
+      .exec();
   }
 
   async tokensToday(owner: string, now = Date.now()): Promise<number> {

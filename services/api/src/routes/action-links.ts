@@ -1,5 +1,15 @@
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
-import { actionView, linkAnswerSchema, type ActionDecision, type ActionLinks, type ActionRecord, type RunActions, type RunStore, type SchemaValidators, type StoredAction } from '@agentq/shared';
+import {
+  actionView,
+  linkAnswerSchema,
+  type ActionDecision,
+  type ActionLinks,
+  type ActionRecord,
+  type RunActions,
+  type RunStore,
+  type SchemaValidators,
+  type StoredAction,
+} from '@agentq/shared';
 import { checkedDecision } from '../action-answer.js';
 import { ACTION_PAGE_CSP, actionPage, errorPage, recordedPage } from '../action-page.js';
 import { drainBody, limitBody } from '../body-budget.js';
@@ -75,14 +85,20 @@ export function actionLinkRoutes(deps: ActionLinkRouteDeps) {
     const flavor: Flavor = FORM_TYPE.test(type) ? 'html' : 'json';
     return answering(c, flavor, async () => {
       if (!FORM_TYPE.test(type) && !JSON_TYPE.test(type)) {
-        throw new HttpError(415 as never, 'unsupported_media_type', `send the answer as a form (application/x-www-form-urlencoded) or as JSON (application/json); got "${type.slice(0, 100)}"`);
+        throw new HttpError(
+          415 as never,
+          'unsupported_media_type',
+          `send the answer as a form (application/x-www-form-urlencoded) or as JSON (application/json); got "${type.slice(0, 100)}"`,
+        );
       }
       const stored = await open(c);
       const { record } = stored;
       const raw = flavor === 'html' ? formAnswer(await c.req.text(), record) : await readJson(c.req);
       const answer = parseOr400(linkAnswerSchema, raw, 'answer');
       if (answer.id !== undefined && answer.id !== record.id) {
-        throw new HttpError(400, 'validation_error', `id: this link answers ${record.id} only`, [{ field: 'id', message: `this link answers ${record.id} only` }]);
+        throw new HttpError(400, 'validation_error', `id: this link answers ${record.id} only`, [
+          { field: 'id', message: `this link answers ${record.id} only` },
+        ]);
       }
       const waiting = await deps.store.runs.getState(record.run_id);
       if (!waiting) throw gone('the run of this request is gone');
@@ -91,22 +107,30 @@ export function actionLinkRoutes(deps: ActionLinkRouteDeps) {
       if (result.kind === 'resolved') throw decided(result.decision);
       if (result.kind !== 'ok') throw gone('this request no longer waits: its run has ended');
       if (flavor === 'html') return c.html(recordedPage(decision));
-      return c.json({ ...actionView(record), status: 'resolved' as const, decision: decision.decision, resolved_at: decision.at });
+      return c.json({
+        ...actionView(record),
+        status: 'resolved' as const,
+        decision: decision.decision,
+        resolved_at: decision.at,
+      });
     });
   });
 
   /** The request a link opens, while it waits; else 404 (links off), 403 or 410. */
   async function open(c: Context): Promise<StoredAction> {
-    if (!deps.links) throw new HttpError(404, 'not_found', 'answering by link is off on this server (ACTION_LINK_SECRET is not set)');
+    if (!deps.links)
+      throw new HttpError(404, 'not_found', 'answering by link is off on this server (ACTION_LINK_SECRET is not set)');
     const id = c.req.param('id') ?? '';
     const check = deps.links.check(id, c.req.query('token'));
-    if (check === 'invalid') throw new HttpError(403, 'forbidden', 'this link is not valid: its token does not open this request');
+    if (check === 'invalid')
+      throw new HttpError(403, 'forbidden', 'this link is not valid: its token does not open this request');
     if (check === 'expired') throw gone('this link has expired: the request it answers expired');
     const stored = await deps.store.actions.get(id);
     if (!stored) throw gone('the request of this link is gone (its run ended and was removed)');
     if (stored.decision) throw decided(stored.decision);
     const { expires_at } = stored.record;
-    if (expires_at && Date.parse(expires_at) <= Date.now()) throw gone('this link has expired: the request it answers expired');
+    if (expires_at && Date.parse(expires_at) <= Date.now())
+      throw gone('this link has expired: the request it answers expired');
     return stored;
   }
 
@@ -114,7 +138,10 @@ export function actionLinkRoutes(deps: ActionLinkRouteDeps) {
 }
 
 const gone = (message: string) => new HttpError(410, 'link_gone', message);
-const decided = (d: ActionDecision) => new HttpError(410, 'action_resolved', `this request was already decided: ${d.decision} at ${d.at}`, [{ decision: d.decision, at: d.at }]);
+const decided = (d: ActionDecision) =>
+  new HttpError(410, 'action_resolved', `this request was already decided: ${d.decision} at ${d.at}`, [
+    { decision: d.decision, at: d.at },
+  ]);
 
 /**
  * Runs a link's handler, rendering a refusal as the caller reads it: a page for a browser (a GET,
@@ -175,4 +202,5 @@ function sameJson(a: string, b: string): boolean {
   }
 }
 
-const fieldError = (field: string, message: string) => new HttpError(400, 'validation_error', `${field}: ${message}`, [{ field, message }]);
+const fieldError = (field: string, message: string) =>
+  new HttpError(400, 'validation_error', `${field}: ${message}`, [{ field, message }]);

@@ -53,8 +53,15 @@ export function actionsRoutes(deps: ActionsRouteDeps) {
       const stored = await deps.store.actions.get(r.id);
       const waiting = stored ? await deps.store.runs.getState(stored.record.run_id) : null;
       // A request of another key, or of a run outside this run's tree, is not revealed.
-      if (!stored || !waiting || waiting.owner !== owner || (waiting.id !== run.id && !waiting.spec.ancestors.includes(run.id))) {
-        throw new HttpError(404, 'not_found', `${field}.id: no request "${r.id.slice(0, 64)}" waits on run ${run.id}`, [{ field: `${field}.id`, message: 'no such request on this run' }]);
+      if (
+        !stored ||
+        !waiting ||
+        waiting.owner !== owner ||
+        (waiting.id !== run.id && !waiting.spec.ancestors.includes(run.id))
+      ) {
+        throw new HttpError(404, 'not_found', `${field}.id: no request "${r.id.slice(0, 64)}" waits on run ${run.id}`, [
+          { field: `${field}.id`, message: 'no such request on this run' },
+        ]);
       }
       if (stored.decision) throw resolvedError([{ id: r.id, decision: stored.decision }]);
       // Past its expires_at the request is expired, whether or not its job has woken to say so.

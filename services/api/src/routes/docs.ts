@@ -26,11 +26,17 @@ function operationHtml(doc: Json, path: string, method: string, op: Json): strin
   const open = Array.isArray(op.security) && op.security.length === 0;
   const params = (op.parameters ?? []) as Json[];
   const rows = params
-    .map((p) => `<tr><td><code>${esc(p.name)}</code></td><td>${esc(p.in)}</td><td>${p.required ? 'yes' : ''}</td><td>${prose(p.description)}</td><td><code>${esc(JSON.stringify(p.schema))}</code></td></tr>`)
+    .map(
+      (p) =>
+        `<tr><td><code>${esc(p.name)}</code></td><td>${esc(p.in)}</td><td>${p.required ? 'yes' : ''}</td><td>${prose(p.description)}</td><td><code>${esc(JSON.stringify(p.schema))}</code></td></tr>`,
+    )
     .join('');
   const body = op.requestBody?.content
     ? Object.entries(op.requestBody.content as Json)
-        .map(([type, media]) => `<h4>Request body <code>${esc(type)}</code></h4>${refName(media.schema) ? `<p><a href="#schema-${refName(media.schema)}">${esc(refName(media.schema))}</a></p>` : schemaBlock(media.schema)}`)
+        .map(
+          ([type, media]) =>
+            `<h4>Request body <code>${esc(type)}</code></h4>${refName(media.schema) ? `<p><a href="#schema-${refName(media.schema)}">${esc(refName(media.schema))}</a></p>` : schemaBlock(media.schema)}`,
+        )
         .join('')
     : '';
   const responses = Object.entries(op.responses ?? {})
@@ -58,15 +64,37 @@ ${body}
 export function renderDocsPage(doc: Json): string {
   const ops: { tag: string; html: string; path: string; method: string; summary: string }[] = [];
   for (const [path, item] of Object.entries(doc.paths as Json)) {
-    for (const m of METHODS) if (item[m]) ops.push({ tag: item[m].tags?.[0] ?? 'other', html: operationHtml(doc, path, m, item[m]), path, method: m, summary: item[m].summary });
+    for (const m of METHODS)
+      if (item[m])
+        ops.push({
+          tag: item[m].tags?.[0] ?? 'other',
+          html: operationHtml(doc, path, m, item[m]),
+          path,
+          method: m,
+          summary: item[m].summary,
+        });
   }
   const tags = (doc.tags as Json[]).map((t) => t.name as string);
-  const byTag = tags.map((t) => `<h2 id="tag-${anchor(t)}">${esc(t)}</h2><p>${prose((doc.tags as Json[]).find((x) => x.name === t)?.description)}</p>${ops.filter((o) => o.tag === t).map((o) => o.html).join('\n')}`);
-  const hooks = Object.entries((doc.webhooks ?? {}) as Json).map(([name, item]) => operationHtml(doc, name, 'post', item.post));
-  const schemas = Object.entries(doc.components.schemas as Json).map(
-    ([id, s]) => `<section class="schema" id="schema-${id}"><h3>${esc(id)}</h3>${s.description ? `<p>${prose(s.description)}</p>` : ''}${schemaBlock(s)}</section>`,
+  const byTag = tags.map(
+    (t) =>
+      `<h2 id="tag-${anchor(t)}">${esc(t)}</h2><p>${prose((doc.tags as Json[]).find((x) => x.name === t)?.description)}</p>${ops
+        .filter((o) => o.tag === t)
+        .map((o) => o.html)
+        .join('\n')}`,
   );
-  const toc = ops.map((o) => `<li><a href="#${anchor(`${o.method}-${o.path}`)}"><span class="method ${o.method}">${o.method.toUpperCase()}</span> ${esc(o.path)}</a></li>`).join('');
+  const hooks = Object.entries((doc.webhooks ?? {}) as Json).map(([name, item]) =>
+    operationHtml(doc, name, 'post', item.post),
+  );
+  const schemas = Object.entries(doc.components.schemas as Json).map(
+    ([id, s]) =>
+      `<section class="schema" id="schema-${id}"><h3>${esc(id)}</h3>${s.description ? `<p>${prose(s.description)}</p>` : ''}${schemaBlock(s)}</section>`,
+  );
+  const toc = ops
+    .map(
+      (o) =>
+        `<li><a href="#${anchor(`${o.method}-${o.path}`)}"><span class="method ${o.method}">${o.method.toUpperCase()}</span> ${esc(o.path)}</a></li>`,
+    )
+    .join('');
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${esc(doc.info.title)} API reference</title>

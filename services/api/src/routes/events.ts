@@ -81,7 +81,8 @@ export function eventsRoutes(deps: {
 
     // On Node, straight to the response; else (`app.request()`) through hono's stream.
     const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
-    if (!outgoing) return streamSSE(c, (stream) => follow(new HonoSink(stream), id, from, c.get('owner')).finally(slot));
+    if (!outgoing)
+      return streamSSE(c, (stream) => follow(new HonoSink(stream), id, from, c.get('owner')).finally(slot));
     let sink: NodeSink;
     try {
       sink = new NodeSink(outgoing);
@@ -90,7 +91,12 @@ export function eventsRoutes(deps: {
       throw err;
     }
     void follow(sink, id, from, c.get('owner'))
-      .catch((err: unknown) => deps.logger.warn({ run_id: id, err: err instanceof Error ? err.message : String(err) }, 'event stream ended by an error'))
+      .catch((err: unknown) =>
+        deps.logger.warn(
+          { run_id: id, err: err instanceof Error ? err.message : String(err) },
+          'event stream ended by an error',
+        ),
+      )
       .finally(() => {
         slot();
         sink.end();

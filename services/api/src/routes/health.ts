@@ -8,7 +8,14 @@ export function healthRoutes(deps: { redis: RedisClient }) {
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   app.get('/readyz', async (c) => {
     if (await redisWritable(deps.redis)) return c.json({ status: 'ready' });
-    return c.json(errorBody('service_unavailable', 'Redis is not reachable, or not every master takes writes (a shard down, a failover)'), 503, { 'retry-after': '1' });
+    return c.json(
+      errorBody(
+        'service_unavailable',
+        'Redis is not reachable, or not every master takes writes (a shard down, a failover)',
+      ),
+      503,
+      { 'retry-after': '1' },
+    );
   });
   return app;
 }

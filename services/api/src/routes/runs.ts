@@ -103,7 +103,10 @@ export function runsRoutes(deps: RunsRouteDeps) {
     }
     let created: RunObject;
     try {
-      created = await deps.runs.create(id, owner, plan, { maxQueued: limitsOf(deps.tenants, owner).max_queued_runs, replicatedWith: claimKeys });
+      created = await deps.runs.create(id, owner, plan, {
+        maxQueued: limitsOf(deps.tenants, owner).max_queued_runs,
+        replicatedWith: claimKeys,
+      });
     } catch (err) {
       // A run its replicas did not confirm in time was made all the same: the key stays
       // claimed, so that a retry gets that run instead of making a second one.
@@ -138,7 +141,11 @@ export function runsRoutes(deps: RunsRouteDeps) {
       }
       await new Promise((r) => setTimeout(r, 50));
     }
-    throw new HttpError(409, 'idempotency_key_in_use', 'a request with this Idempotency-Key is still being processed or failed; retry shortly');
+    throw new HttpError(
+      409,
+      'idempotency_key_in_use',
+      'a request with this Idempotency-Key is still being processed or failed; retry shortly',
+    );
   }
 
   // max_tokens_per_day: a new run is refused (429) once the key's day is used up (max_queued_runs
@@ -149,19 +156,26 @@ export function runsRoutes(deps: RunsRouteDeps) {
     const tokens = await deps.usage.tokensToday(owner);
     if (tokens >= limits.max_tokens_per_day) {
       const tomorrow = new Date(new Date().toISOString().slice(0, 10)).getTime() + 24 * 3600 * 1000;
-      throw rateLimited(`this key used ${tokens} tokens today (max_tokens_per_day ${limits.max_tokens_per_day}); retry after midnight UTC`, tomorrow - Date.now());
+      throw rateLimited(
+        `this key used ${tokens} tokens today (max_tokens_per_day ${limits.max_tokens_per_day}); retry after midnight UTC`,
+        tomorrow - Date.now(),
+      );
     }
   }
 
   async function checkWebhook(webhook: { url: string; secret?: string }) {
     if (!webhook.secret && !deps.webhookSecret) {
-      throw new HttpError(400, 'validation_error', 'webhook.secret: give a signing secret, or set WEBHOOK_SECRET on the server', [
-        { field: 'webhook.secret', message: 'required when WEBHOOK_SECRET is not set' },
-      ]);
+      throw new HttpError(
+        400,
+        'validation_error',
+        'webhook.secret: give a signing secret, or set WEBHOOK_SECRET on the server',
+        [{ field: 'webhook.secret', message: 'required when WEBHOOK_SECRET is not set' }],
+      );
     }
     if (deps.webhookAllowPrivate) return;
     const why = await refuseNonPublicUrl(webhook.url, deps.webhookResolve);
-    if (why) throw new HttpError(400, 'validation_error', `webhook.url ${why}`, [{ field: 'webhook.url', message: why }]);
+    if (why)
+      throw new HttpError(400, 'validation_error', `webhook.url ${why}`, [{ field: 'webhook.url', message: why }]);
   }
 
   // The run answered, as GET /:id answers it (its output may be a model's whole answer), is held
@@ -185,7 +199,9 @@ export function runsRoutes(deps: RunsRouteDeps) {
   });
 
   // A run's output may be as large as a model's answer: held like the answers that grow with it.
-  app.get('/:id', async (c) => deps.responses.json(c, JSON.stringify(await shown(await own(c.get('owner'), c.req.param('id'))))));
+  app.get('/:id', async (c) =>
+    deps.responses.json(c, JSON.stringify(await shown(await own(c.get('owner'), c.req.param('id'))))),
+  );
 
   app.get('/:id/messages', async (c) => {
     const run = await own(c.get('owner'), c.req.param('id'));
@@ -201,7 +217,10 @@ export function runsRoutes(deps: RunsRouteDeps) {
 
   app.get('/:id/steps', async (c) => {
     const run = await own(c.get('owner'), c.req.param('id'));
-    return deps.responses.json(c, await largeAnswer('steps', run, async () => ({ data: await deps.store.steps.list(run.id) })));
+    return deps.responses.json(
+      c,
+      await largeAnswer('steps', run, async () => ({ data: await deps.store.steps.list(run.id) })),
+    );
   });
 
   app.get('/:id/webhook-deliveries', async (c) => {
@@ -211,7 +230,10 @@ export function runsRoutes(deps: RunsRouteDeps) {
 
   app.get('/:id/children', async (c) => {
     const run = await own(c.get('owner'), c.req.param('id'));
-    return deps.responses.json(c, await largeAnswer('children', run, async () => ({ data: await deps.store.runs.children(run.id) })));
+    return deps.responses.json(
+      c,
+      await largeAnswer('children', run, async () => ({ data: await deps.store.runs.children(run.id) })),
+    );
   });
 
   return app;

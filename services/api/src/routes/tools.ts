@@ -6,7 +6,14 @@ export function toolsRoutes(deps: { store: RunStore }) {
   const app = new Hono();
   app.get('/', async (c) => {
     const tools = await deps.store.catalog.get();
-    return c.json({ data: tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.input_schema, server: t.server })) });
+    return c.json({
+      data: tools.map((t) => ({
+        name: t.name,
+        description: t.description,
+        input_schema: t.input_schema,
+        server: t.server,
+      })),
+    });
   });
   return app;
 }

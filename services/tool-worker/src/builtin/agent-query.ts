@@ -1,8 +1,25 @@
 import { WaitingChildrenError } from 'bullmq';
 import { z } from 'zod';
-import { childRunId, parseChunkId, toolFailed, toolOk, type ChatMessage, type ContextStore, type JobContext, type Runs, type RunState, type RunStore, type ToolCallJob, type ToolOutcome } from '@agentq/shared';
+import {
+  childRunId,
+  parseChunkId,
+  toolFailed,
+  toolOk,
+  type ChatMessage,
+  type ContextStore,
+  type JobContext,
+  type Runs,
+  type RunState,
+  type RunStore,
+  type ToolCallJob,
+  type ToolOutcome,
+} from '@agentq/shared';
 
-const item = z.strictObject({ prompt: z.string().min(1), instructions: z.string().optional(), context_chunk: z.string().optional() });
+const item = z.strictObject({
+  prompt: z.string().min(1),
+  instructions: z.string().optional(),
+  context_chunk: z.string().optional(),
+});
 const queryArgs = item;
 const batchArgs = z.strictObject({ prompts: z.array(z.union([z.string().min(1), item])).min(1) });
 type Item = z.infer<typeof item>;
@@ -25,7 +42,13 @@ export interface AgentQueryResult {
  * ends the job runs again and collects their answers, in prompt order. While children run,
  * it throws WaitingChildrenError, which BullMQ takes as "park this job".
  */
-export async function runAgentQuery(ctx: JobContext, data: ToolCallJob, args: unknown, run: RunState, deps: AgentQueryDeps): Promise<AgentQueryResult> {
+export async function runAgentQuery(
+  ctx: JobContext,
+  data: ToolCallJob,
+  args: unknown,
+  run: RunState,
+  deps: AgentQueryDeps,
+): Promise<AgentQueryResult> {
   const { job, token } = ctx;
   const tool = data.name;
   const sub = run.spec.subagents;
@@ -33,17 +56,30 @@ export async function runAgentQuery(ctx: JobContext, data: ToolCallJob, args: un
   let items: Item[];
   if (tool === 'agent_query') {
     const a = queryArgs.safeParse(args);
-    if (!a.success) return { outcome: toolFailed('invalid_arguments', `invalid arguments: ${z.prettifyError(a.error)}`) };
+    if (!a.success)
+      return { outcome: toolFailed('invalid_arguments', `invalid arguments: ${z.prettifyError(a.error)}`) };
     items = [a.data];
   } else {
     const a = batchArgs.safeParse(args);
-    if (!a.success) return { outcome: toolFailed('invalid_arguments', `invalid arguments: ${z.prettifyError(a.error)}`) };
+    if (!a.success)
+      return { outcome: toolFailed('invalid_arguments', `invalid arguments: ${z.prettifyError(a.error)}`) };
     items = a.data.prompts.map((p) => (typeof p === 'string' ? { prompt: p } : p));
   }
   if (run.spec.nesting + 1 > sub.max_nesting) {
-    return { outcome: toolFailed('refused', `sub-agents may nest at most ${sub.max_nesting} levels deep, and this run is at level ${run.spec.nesting}; answer this part yourself`) };
+    return {
+      outcome: toolFailed(
+        'refused',
+        `sub-agents may nest at most ${sub.max_nesting} levels deep, and this run is at level ${run.spec.nesting}; answer this part yourself`,
+      ),
+    };
   }
-  if (items.length > sub.max_batch) return { outcome: toolFailed('refused', `a batch may hold at most ${sub.max_batch} prompts (got ${items.length}); split it into smaller batches`) };
+  if (items.length > sub.max_batch)
+    return {
+      outcome: toolFailed(
+        'refused',
+        `a batch may hold at most ${sub.max_batch} prompts (got ${items.length}); split it into smaller batches`,
+      ),
+    };
 
   let ids = data.subrunIds;
   if (!ids) {
@@ -57,8 +93,13 @@ export async function runAgentQuery(ctx: JobContext, data: ToolCallJob, args: un
     }
     // Fixed by the tool job (a redelivery makes no second child) and ending with the tree's tag.
     ids = items.map((_, k) => childRunId(run.id, `${job.id}:${k}`, job.timestamp));
-    const origin = { job: { id: job.id!, queue: job.queueQualifiedName }, depth: data.depth, toolCallId: data.toolCallId };
-    for (let k = 0; k < ids.length; k++) await deps.runs.createChild(run, { id: ids[k], messages: inputs[k], index: k }, origin);
+    const origin = {
+      job: { id: job.id!, queue: job.queueQualifiedName },
+      depth: data.depth,
+      toolCallId: data.toolCallId,
+    };
+    for (let k = 0; k < ids.length; k++)
+      await deps.runs.createChild(run, { id: ids[k], messages: inputs[k], index: k }, origin);
     const resumed: ToolCallJob = { ...data, subrunIds: ids };
     await job.updateData(resumed);
     if (token && (await job.moveToWaitingChildren(token))) throw new WaitingChildrenError();
@@ -66,14 +107,29 @@ export async function runAgentQuery(ctx: JobContext, data: ToolCallJob, args: un
 
   const children = await Promise.all(ids.map((id) => deps.store.runs.get(id)));
   const answers = children.map((c, k) => {
-    if (c?.status === 'completed') return { ok: true, text: typeof c.output?.content === 'string' ? c.output.content : JSON.stringify(c.output?.content ?? '') };
-    const why = c ? `${c.status}${c.error ? `: ${c.error.message}` : c.stop_reason ? ` (${c.stop_reason})` : ''}` : 'missing';
+    if (c?.status === 'completed')
+      return {
+        ok: true,
+        text: typeof c.output?.content === 'string' ? c.output.content : JSON.stringify(c.output?.content ?? ''),
+      };
+    const why = c
+      ? `${c.status}${c.error ? `: ${c.error.message}` : c.stop_reason ? ` (${c.stop_reason})` : ''}`
+      : 'missing';
     return { ok: false, text: `Error: sub-agent run ${ids![k]} ended ${why}` };
   });
   for (const [k, c] of children.entries()) {
-    await deps.store.events.append(run.id, 'subrun.completed', { run_id: ids[k], status: c?.status ?? 'missing', tool_call_id: data.toolCallId, index: k });
+    await deps.store.events.append(run.id, 'subrun.completed', {
+      run_id: ids[k],
+      status: c?.status ?? 'missing',
+      tool_call_id: data.toolCallId,
+      index: k,
+    });
   }
-  if (tool === 'agent_query') return { subrunIds: ids, outcome: answers[0].ok ? toolOk(answers[0].text) : toolFailed('subrun_failed', answers[0].text) };
+  if (tool === 'agent_query')
+    return {
+      subrunIds: ids,
+      outcome: answers[0].ok ? toolOk(answers[0].text) : toolFailed('subrun_failed', answers[0].text),
+    };
   // A batch answers in prompt order, a failed child's error text in its place; it is an error
   // result only when no child completed.
   const texts = JSON.stringify(answers.map((a) => a.text));

@@ -3,7 +3,10 @@ import { z } from 'zod';
 import { toRe2Syntax } from './re2-syntax.js';
 import type { SearchThreads } from './search-threads.js';
 
-const searchArgs = z.strictObject({ pattern: z.string().min(1).max(1000), max_hits: z.number().int().min(1).max(1000).default(20) });
+const searchArgs = z.strictObject({
+  pattern: z.string().min(1).max(1000),
+  max_hits: z.number().int().min(1).max(1000).default(20),
+});
 
 /**
  * `context_search {"pattern", "max_hits"?}` → `{"hits": [{"name", "offset", "text"}]}`: the

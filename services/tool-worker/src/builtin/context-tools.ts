@@ -1,4 +1,12 @@
-import { chunkDocument, toolFailed, toolOk, type Chunk, type ContextMeta, type ContextStore, type ToolOutcome } from '@agentq/shared';
+import {
+  chunkDocument,
+  toolFailed,
+  toolOk,
+  type Chunk,
+  type ContextMeta,
+  type ContextStore,
+  type ToolOutcome,
+} from '@agentq/shared';
 import { z } from 'zod';
 import { runContextSearch } from './context-search.js';
 import type { SearchThreads } from './search-threads.js';
@@ -6,8 +14,16 @@ import type { SearchThreads } from './search-threads.js';
 const MAX_CHUNKS = 10_000;
 const MAX_READ = 100_000;
 
-const readArgs = z.strictObject({ name: z.string().optional(), offset: z.number().int().min(0), length: z.number().int().min(1).max(MAX_READ) });
-const chunkArgs = z.strictObject({ max_chars: z.number().int().min(1), overlap_chars: z.number().int().min(0).default(0), name: z.string().optional() });
+const readArgs = z.strictObject({
+  name: z.string().optional(),
+  offset: z.number().int().min(0),
+  length: z.number().int().min(1).max(MAX_READ),
+});
+const chunkArgs = z.strictObject({
+  max_chars: z.number().int().min(1),
+  overlap_chars: z.number().int().min(0).default(0),
+  name: z.string().optional(),
+});
 
 const ok = (value: unknown): ToolOutcome => toolOk(typeof value === 'string' ? value : JSON.stringify(value));
 const invalid = (why: string): ToolOutcome => toolFailed('invalid_arguments', why);
@@ -25,7 +41,13 @@ export interface ContextSearchOptions {
 }
 
 /** Runs one of the context tools over the run's stored context. */
-export async function runContextTool(tool: string, args: unknown, runId: string, contexts: ContextStore, search: ContextSearchOptions): Promise<ToolOutcome> {
+export async function runContextTool(
+  tool: string,
+  args: unknown,
+  runId: string,
+  contexts: ContextStore,
+  search: ContextSearchOptions,
+): Promise<ToolOutcome> {
   const meta = await contexts.meta(runId);
   if (!meta) return refused('this run has no context');
   const names = () => meta.documents.map((d) => d.name).join(', ');
@@ -50,8 +72,11 @@ export async function runContextTool(tool: string, args: unknown, runId: string,
       const chunks: Chunk[] = [];
       for (const i of which) {
         const d = meta.documents[i];
-        const count = Math.ceil(Math.max(0, d.chars - a.data.overlap_chars) / (a.data.max_chars - a.data.overlap_chars));
-        if (chunks.length + count > MAX_CHUNKS) return refused(`that makes more than ${MAX_CHUNKS} chunks; use a larger max_chars`);
+        const count = Math.ceil(
+          Math.max(0, d.chars - a.data.overlap_chars) / (a.data.max_chars - a.data.overlap_chars),
+        );
+        if (chunks.length + count > MAX_CHUNKS)
+          return refused(`that makes more than ${MAX_CHUNKS} chunks; use a larger max_chars`);
         chunks.push(...chunkDocument(i, d.name, d.chars, a.data.max_chars, a.data.overlap_chars));
       }
       return ok({ chunks });

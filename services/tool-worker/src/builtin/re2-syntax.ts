@@ -25,7 +25,10 @@ export function toRe2Syntax(pattern: string): string {
     }
     let code = parseInt(m[1] ?? m[2], 16);
     i += m[0].length;
-    const low = m[2] !== undefined && code >= 0xd800 && code <= 0xdbff ? /^\\u(d[c-f][0-9a-f]{2})/i.exec(pattern.slice(i + 1, i + 7)) : null;
+    const low =
+      m[2] !== undefined && code >= 0xd800 && code <= 0xdbff
+        ? /^\\u(d[c-f][0-9a-f]{2})/i.exec(pattern.slice(i + 1, i + 7))
+        : null;
     if (low) {
       code = 0x10000 + ((code - 0xd800) << 10) + (parseInt(low[1], 16) - 0xdc00);
       i += low[0].length;

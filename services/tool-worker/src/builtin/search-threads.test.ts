@@ -26,8 +26,16 @@ const slowText = `${'abcdefghi'.repeat(11)}Q`.repeat(10_000);
 describe('context_search threads', () => {
   it('finish the catastrophic pattern over a megabyte at once (it stalls a backtracking engine for ever)', async () => {
     const text = `${'a'.repeat(1_000_000)}b`;
-    const r = await pool().search(job('(a+)+b', [['a.txt', 'a'.repeat(1_000_000)], ['b.txt', text]]));
-    expect(r).toEqual({ kind: 'hits', hits: [{ name: 'b.txt', offset: 0, text: text.slice(0, HIT_MATCH_CHARS + HIT_CONTEXT_CHARS) }] });
+    const r = await pool().search(
+      job('(a+)+b', [
+        ['a.txt', 'a'.repeat(1_000_000)],
+        ['b.txt', text],
+      ]),
+    );
+    expect(r).toEqual({
+      kind: 'hits',
+      hits: [{ name: 'b.txt', offset: 0, text: text.slice(0, HIT_MATCH_CHARS + HIT_CONTEXT_CHARS) }],
+    });
   });
 
   it('give character offsets into the document, as JavaScript strings count them', async () => {
@@ -40,7 +48,9 @@ describe('context_search threads', () => {
     expect(r.kind).toBe('hits');
     if (r.kind !== 'hits') return;
     // The same offsets as JavaScript's own regex finds them (u: a dot takes a whole code point).
-    const expected = docs.flatMap(([name, text]) => [...text.matchAll(/w.rld/gu)].map((m) => ({ name, offset: m.index })));
+    const expected = docs.flatMap(([name, text]) =>
+      [...text.matchAll(/w.rld/gu)].map((m) => ({ name, offset: m.index })),
+    );
     expect(r.hits.map((h) => ({ name: h.name, offset: h.offset }))).toEqual(expected);
     expect(expected.length).toBe(8);
     for (const h of r.hits) {
@@ -59,7 +69,15 @@ describe('context_search threads', () => {
       ['two', 'x x x'],
     ];
     const r = await pool().search(job('x', docs, 4));
-    expect(r).toMatchObject({ kind: 'hits', hits: [{ name: 'one', offset: 0 }, { name: 'one', offset: 2 }, { name: 'one', offset: 4 }, { name: 'two', offset: 0 }] });
+    expect(r).toMatchObject({
+      kind: 'hits',
+      hits: [
+        { name: 'one', offset: 0 },
+        { name: 'one', offset: 2 },
+        { name: 'one', offset: 4 },
+        { name: 'two', offset: 0 },
+      ],
+    });
     const empty = await pool().search(job('y*', [['e', 'ab']], 10));
     // Empty matches step forward as JavaScript's do: one at each position.
     expect(empty).toMatchObject({ kind: 'hits', hits: [{ offset: 0 }, { offset: 1 }, { offset: 2 }] });
@@ -68,20 +86,42 @@ describe('context_search threads', () => {
   it('cut a long match in a hit to its first characters, keeping the context around', async () => {
     const text = `before ${'m'.repeat(5_000)} after`;
     const r = await pool().search(job('m+', [['long', text]]));
-    expect(r).toEqual({ kind: 'hits', hits: [{ name: 'long', offset: 7, text: `before ${'m'.repeat(HIT_MATCH_CHARS)}`.padEnd(7 + HIT_MATCH_CHARS + HIT_CONTEXT_CHARS, 'm') }] });
+    expect(r).toEqual({
+      kind: 'hits',
+      hits: [
+        {
+          name: 'long',
+          offset: 7,
+          text: `before ${'m'.repeat(HIT_MATCH_CHARS)}`.padEnd(7 + HIT_MATCH_CHARS + HIT_CONTEXT_CHARS, 'm'),
+        },
+      ],
+    });
   });
 
   it('refuse what RE2 cannot run in linear time, naming it; lookbehind is fine', async () => {
     const p = pool();
-    expect(await p.search(job('(a)\\1', [['d', 'aa']]))).toEqual({ kind: 'invalid', message: expect.stringContaining('\\1') });
-    expect(await p.search(job('a(?=b)', [['d', 'ab']]))).toEqual({ kind: 'invalid', message: expect.stringContaining('(?=') });
-    expect(await p.search(job('(', [['d', 'ab']]))).toEqual({ kind: 'invalid', message: expect.stringContaining('missing closing )') });
+    expect(await p.search(job('(a)\\1', [['d', 'aa']]))).toEqual({
+      kind: 'invalid',
+      message: expect.stringContaining('\\1'),
+    });
+    expect(await p.search(job('a(?=b)', [['d', 'ab']]))).toEqual({
+      kind: 'invalid',
+      message: expect.stringContaining('(?='),
+    });
+    expect(await p.search(job('(', [['d', 'ab']]))).toEqual({
+      kind: 'invalid',
+      message: expect.stringContaining('missing closing )'),
+    });
     expect(await p.search(job('(?<=a)b', [['d', 'ab cb']]))).toMatchObject({ kind: 'hits', hits: [{ offset: 1 }] });
   });
 
   it('stop a search at its deadline, and the next search gets a fresh thread', async () => {
     const p = pool(1);
-    expect(await p.search(job(slowPattern, [['slow', slowText]], 10, 200))).toEqual({ kind: 'timeout', started: true, timeoutMs: 200 });
+    expect(await p.search(job(slowPattern, [['slow', slowText]], 10, 200))).toEqual({
+      kind: 'timeout',
+      started: true,
+      timeoutMs: 200,
+    });
     expect(await p.search(job('c', [['d', 'abc']]))).toMatchObject({ kind: 'hits', hits: [{ offset: 2 }] });
   });
 
@@ -93,6 +133,9 @@ describe('context_search threads', () => {
     expect(await slow).toEqual({ kind: 'timeout', started: true, timeoutMs: 1_500 });
     // Queued behind a finished search, a search runs.
     const [a, b] = await Promise.all([p.search(job('a', [['d', 'abc']])), p.search(job('b', [['d', 'abc']]))]);
-    expect([a, b]).toMatchObject([{ kind: 'hits', hits: [{ offset: 0 }] }, { kind: 'hits', hits: [{ offset: 1 }] }]);
+    expect([a, b]).toMatchObject([
+      { kind: 'hits', hits: [{ offset: 0 }] },
+      { kind: 'hits', hits: [{ offset: 1 }] },
+    ]);
   });
 });

@@ -3,7 +3,10 @@ import type { SearchThreadReply, SearchThreadRequest } from './search-thread.js'
 
 // Built, this file is search-threads.js beside search-thread.js; under the tests it runs as
 // TypeScript, and so does the thread (Node strips its types).
-const THREAD_SCRIPT = new URL(import.meta.url.endsWith('.ts') ? './search-thread.ts' : './search-thread.js', import.meta.url);
+const THREAD_SCRIPT = new URL(
+  import.meta.url.endsWith('.ts') ? './search-thread.ts' : './search-thread.js',
+  import.meta.url,
+);
 
 /** Characters of context on each side of a match in a hit's text. */
 export const HIT_CONTEXT_CHARS = 80;
@@ -69,7 +72,14 @@ export class SearchThreads {
       const hits: SearchHit[] = [];
       for (let doc = 0; doc < job.documents && hits.length < job.maxHits; doc++) {
         const { name, text } = await job.read(doc);
-        const request: SearchThreadRequest = { pattern: job.pattern, name, text, maxHits: job.maxHits - hits.length, around: HIT_CONTEXT_CHARS, maxMatchChars: HIT_MATCH_CHARS };
+        const request: SearchThreadRequest = {
+          pattern: job.pattern,
+          name,
+          text,
+          maxHits: job.maxHits - hits.length,
+          around: HIT_CONTEXT_CHARS,
+          maxMatchChars: HIT_MATCH_CHARS,
+        };
         let reply: SearchThreadReply | 'timeout';
         try {
           reply = await ask(thread, request, deadline - Date.now());
