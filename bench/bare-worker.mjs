@@ -16,19 +16,19 @@ import { FlowProducer, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 
 const ROOT = join(import.meta.dirname, '..');
-const { QUEUES, JOB_KINDS, workerLockOptions, workerEnvSchema } = await import(
+const { QUEUES, JOB_KINDS, toolCallJobId, workerLockOptions, workerEnvSchema } = await import(
   pathToFileURL(join(ROOT, 'packages/shared/dist/index.js')).href
 );
 // The same ids, names and options as agentq's job catalog.
 const jobIds = {
   agentTurn: (runId, depth) => JOB_KINDS.agentStep.id({ runId, depth }),
-  toolCall: (runId, depth, index) => JOB_KINDS.toolCall.id({ runId, depth, index }),
+  toolCall: (runId, depth, index) => toolCallJobId({ runId, depth, index }),
 };
 const jobNames = {
   agentTurn: (runId, depth) => JOB_KINDS.agentStep.name({ runId, depth }),
-  toolCall: (runId, depth, name) => JOB_KINDS.toolCall.name({ runId, depth, name }),
+  toolCall: (runId, depth, name) => `${runId} · step ${depth} · ${name}`,
 };
-const jobOptions = { agentTurn: JOB_KINDS.agentStep.options, toolCall: JOB_KINDS.toolCall.options };
+const jobOptions = { agentTurn: JOB_KINDS.agentStep.options, toolCall: JOB_KINDS.toolCalls.options };
 // agentq's workers' lock and stall-check settings, from the same variables and defaults.
 const lock = workerLockOptions({
   JOB_LOCK_MS: workerEnvSchema.shape.JOB_LOCK_MS.parse(process.env.JOB_LOCK_MS),

@@ -120,7 +120,6 @@ if (SYSTEMS.includes('agentq')) {
   try {
     await waitForReady(conn);
     const store = new RunStore({ redis: conn, prefix: 'bench' });
-    await store.toolCalls.prepareCompletions();
     const spec = {
       model: 'bench',
       max_depth: 10,
@@ -217,7 +216,7 @@ if (SYSTEMS.includes('agentq')) {
                   outcome: 'ok',
                   output: 'ok',
                 },
-                { run: runs.get(id), count: 3 },
+                { count: 3, ancestors: [] },
               ),
             ),
           ),

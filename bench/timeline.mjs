@@ -102,7 +102,7 @@ try {
       // agentq runs the round's calls in one job; the baselines have a job per call.
       const toolJobs = BARE
         ? Array.from({ length: FANOUT }, (_, i) => [`${d}.${i}`, jobIds.toolCall(runId, d, i)])
-        : [[`${d}`, jobIds.toolRound(runId, d)]];
+        : [[`${d}`, jobIds.toolCall(runId, d, 0)]];
       for (const [label, id] of toolJobs) {
         const tool = await job(QUEUES.tool, id);
         rows.push([ms(tool.processedOn), `tool ${label} starts`], [ms(tool.finishedOn), `tool ${label} finished`]);

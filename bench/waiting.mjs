@@ -173,13 +173,11 @@ try {
   const rest = ids.slice(ANSWERS);
   for (let i = 0; i < rest.length; i += 50) {
     await Promise.all(
-      rest
-        .slice(i, i + 50)
-        .map((id) =>
-          post(`${stack.apiUrl}/v1/runs/${id}/actions`, {
-            responses: items.get(id).map((a) => ({ id: a.id, approve: true })),
-          }),
-        ),
+      rest.slice(i, i + 50).map((id) =>
+        post(`${stack.apiUrl}/v1/runs/${id}/actions`, {
+          responses: items.get(id).map((a) => ({ id: a.id, approve: true })),
+        }),
+      ),
     );
   }
   let completed = 0;

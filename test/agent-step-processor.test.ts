@@ -16,12 +16,7 @@ import {
   type StepRecord,
 } from '@agentq/shared';
 import { startScriptedLlm, type ScriptedLlm } from '@agentq/scripted-llm';
-import {
-  processAgentStep,
-  toolMessagesInCallOrder,
-  TranscriptsInFlight,
-  type AgentStepDeps,
-} from '@agentq/agent-worker';
+import { processAgentStep, TranscriptsInFlight, type AgentStepDeps } from '@agentq/agent-worker';
 
 const step = (names: string[]): StepRecord => ({
   depth: 0,
@@ -39,44 +34,6 @@ const step = (names: string[]): StepRecord => ({
       function: { name, arguments: '{}' },
     })),
   },
-});
-
-describe('toolMessagesInCallOrder', () => {
-  it('answers each call in the order of tool_calls, whatever order the results arrived in', () => {
-    const prev = step(['crm__sleep', 'crm__search_contacts', 'crm__get_contact']);
-    const results = new Map<number, { output: string }>([
-      [2, { output: 'third' }],
-      [0, { output: 'first' }],
-      [1, { output: 'second' }],
-    ]);
-    expect(toolMessagesInCallOrder(prev, results)).toEqual([
-      { role: 'tool', tool_call_id: 'call_0', content: 'first' },
-      { role: 'tool', tool_call_id: 'call_1', content: 'second' },
-      { role: 'tool', tool_call_id: 'call_2', content: 'third' },
-    ]);
-  });
-
-  it('gives a call with no recorded result an error text naming its tool, so every call is answered', () => {
-    const prev = step(['crm__search_contacts', 'crm__update_contact']);
-    const msgs = toolMessagesInCallOrder(prev, new Map([[0, { output: '[]' }]]));
-    expect(msgs).toHaveLength(2);
-    expect(msgs[0]).toEqual({ role: 'tool', tool_call_id: 'call_0', content: '[]' });
-    expect(msgs[1].role).toBe('tool');
-    expect((msgs[1] as { tool_call_id: string }).tool_call_id).toBe('call_1');
-    expect(msgs[1].content).toContain('crm__update_contact');
-    expect(String(msgs[1].content).toLowerCase()).toMatch(/error|fail/);
-  });
-
-  it('keeps an empty output as the result (it is not a missing result)', () => {
-    const msgs = toolMessagesInCallOrder(step(['crm__sleep']), new Map([[0, { output: '' }]]));
-    expect(msgs[0].content).toBe('');
-  });
-
-  it('is empty for a step without tool calls', () => {
-    const prev = step([]);
-    delete prev.message.tool_calls;
-    expect(toolMessagesInCallOrder(prev, new Map())).toEqual([]);
-  });
 });
 
 // The steps below run against the tests' Redis and one scripted model.
@@ -145,6 +102,7 @@ describe('a step whose previous round lacks a result', () => {
           id: `call_${index}`,
           name,
           status: 'completed',
+          outcome: 'ok',
           output,
           is_error: false,
           attempts: 1,
@@ -153,38 +111,41 @@ describe('a step whose previous round lacks a result', () => {
           completed_at: now,
         },
         { depth: 0, index, tool_call_id: `call_${index}`, name, is_error: false, duration_ms: 1, output },
-        { run, count: 2 },
+        { count: 2, ancestors: [] },
       );
     };
     return { id, complete };
   };
 
-  it('appends the round itself, answering the call without a result with an error text', async () => {
+  it('is not made before its round is complete: the attempt fails and is retried, asking the model nothing', async () => {
     llm = await startScriptedLlm({ handler: () => ({ content: 'done' }) });
     const store = new RunStore({ redis, prefix });
     const { id, complete } = await runWithRound(store);
-    // Call 0 completed; call 1's job failed for good, so no result and no messages yet.
-    await complete(0, 'zero');
+    // Call 0 has its result, call 1 none: the round is not complete.
+    expect((await complete(0, 'zero')).roundComplete).toBe(false);
     expect((await store.transcript.loadStep(id, 1))!.roundAppended).toBe(false);
 
     const deps = stepDeps(store, prefix);
     const data = { runId: id, depth: 1 };
     const job = new Job(deps.jobs.queue(QUEUES.agent), 'step', data, { attempts: 3 }, `${id}-1`);
+    await expect(processAgentStep(data, { job }, deps)).rejects.toMatchObject({ code: 'round_incomplete' });
+    expect(llm.requests).toHaveLength(0);
+    // Its last result completes the round, with the tool messages in call order: the step then runs.
+    expect((await complete(1, 'one')).roundComplete).toBe(true);
     expect(await processAgentStep(data, { job }, deps)).toEqual({ outcome: 'final_answer' });
     await deps.jobs.close();
 
     const tail = (await store.transcript.messages(id)).slice(2);
-    expect(tail[0]).toEqual({ role: 'tool', tool_call_id: 'call_0', content: 'zero' });
-    expect(tail[1]).toMatchObject({ role: 'tool', tool_call_id: 'call_1' });
-    expect(String(tail[1].content)).toMatch(/Error executing crm__t1/);
-    expect(tail[2]).toMatchObject({ role: 'assistant', content: 'done' });
-    // The model saw both answers before answering.
-    expect(llm.requests[0].messages.filter((m) => m.role === 'tool')).toHaveLength(2);
+    expect(tail).toEqual([
+      { role: 'tool', tool_call_id: 'call_0', content: 'zero' },
+      { role: 'tool', tool_call_id: 'call_1', content: 'one' },
+      { role: 'assistant', content: 'done' },
+    ]);
     expect((await store.runs.get(id))!.status).toBe('completed');
   });
 
   it('ends at once, asking the model nothing, when it comes again after its round is done', async () => {
-    // A round that is one job adds the next step itself; a step job added twice or redelivered
+    // The job that completes a round adds the next step; a step job added twice or redelivered
     // late finds its own round's mark in the run.
     llm ??= await startScriptedLlm({ handler: () => ({ content: 'done' }) });
     const asked = llm.requests.length;

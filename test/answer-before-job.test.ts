@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import {
   Admission,
   createLogger,
-  jobId,
+  toolCallJobId,
   JobQueues,
   newId,
   QUEUES,
@@ -66,11 +66,8 @@ describe('an answer that comes before its job exists', () => {
       type: 'function' as const,
       function: { name: i === 0 ? 'crm__update_contact' : 'crm__search_contacts', arguments: '{}' },
     }));
-    await fanOut({ jobs, actions: answerAtOnce, catalog: [], parkMs: 60_000, roundJobs: true }, run, 0, calls);
-    const state = (index: number) =>
-      jobs
-        .queue(QUEUES.tool)
-        .getJobState(jobId('toolCall', { runId: id, depth: 0, index, toolCallId: '', name: '', arguments: '' }));
+    await fanOut({ jobs, actions: answerAtOnce, catalog: [], parkMs: 60_000 }, run, 0, calls);
+    const state = (index: number) => jobs.queue(QUEUES.tool).getJobState(toolCallJobId({ runId: id, depth: 0, index }));
     // The answered call is ready to run now, like the call that needed nothing.
     expect(await state(0)).toBe('waiting');
     expect(await state(1)).toBe('waiting');

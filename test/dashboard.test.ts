@@ -129,14 +129,16 @@ describe('the Bull Board dashboard in headless Chromium', () => {
     await screenshot(page, 'agent-queue');
 
     await openCompleted(page, 'tool');
-    // The round's two calls share one tool-round job, named after both.
+    // The round's two calls share one job, named after both.
     await page.getByText(`${runId} · step 0 · crm__search_contacts, crm__get_contact`, { exact: true }).waitFor();
     await mainTextShowing(page, [
       new RegExp(`runId:\\s*"${runId}"`),
-      `${runId}-t0-r`, // the round's job id
-      // Bull Board shows a job's data two levels deep: the round's calls are listed, each folded,
-      // after the mark that this job adds the next step (telling it the transcript's size).
-      /count:\s*2,\s*nextStep:\s*\{\s*transcriptBytes:\s*\d+\s*\},\s*calls:\s*\[/,
+      `${runId}-t0-c0`, // the job's id: its first call's
+      // Bull Board shows a job's data two levels deep: its kind, the round's calls (each folded),
+      // and the next step it enqueues if it completes the round (told the transcript's size).
+      /kind:\s*"toolCalls"/,
+      /count:\s*2,\s*calls:\s*\[/,
+      /nextStep:\s*\{\s*transcriptBytes:\s*\d+\s*\}/,
     ]);
     await screenshot(page, 'tool-queue');
     await page.close();

@@ -25,7 +25,7 @@ afterAll(async () => {
 
 it('a step job failed for good without its step ending the run (as after too many stalls) fails the run and frees its slot', async () => {
   const run = await stack.createRun({ input: 'stuck' });
-  await waitFor(async () => (await stack.jobState('agentStep', { runId: run.id, depth: 0 })) === 'active', {
+  await waitFor(async () => (await stack.stepState(run.id, 0)) === 'active', {
     what: 'the step to be in flight',
   });
   // What BullMQ's stalled-jobs check does to a job whose worker died mid-step once too often:
@@ -34,7 +34,7 @@ it('a step job failed for good without its step ending the run (as after too man
   const job = (await queue.getJob(`${run.id}-t0`))!;
   const token = (await stack.redis.get(queue.toKey(`${job.id}:lock`)))!;
   await job.moveToFailed(new UnrecoverableError('job stalled more than allowable limit'), token);
-  expect(await stack.jobState('agentStep', { runId: run.id, depth: 0 })).toBe('failed');
+  expect(await stack.stepState(run.id, 0)).toBe('failed');
 
   const ended = await stack.waitForRun(run.id, { timeoutMs: 10_000 });
   expect(ended).toMatchObject({ status: 'failed', stop_reason: 'error', error: { code: 'step_failed' } });
@@ -47,17 +47,18 @@ it('a step job failed for good without its step ending the run (as after too man
 
 it("leaves a run its step carried on before its job was failed (the round's tool job exists)", async () => {
   const run = await stack.createRun({ input: 'carried on' });
-  await waitFor(async () => (await stack.jobState('agentStep', { runId: run.id, depth: 0 })) === 'active', {
+  await waitFor(async () => (await stack.stepState(run.id, 0)) === 'active', {
     what: 'the step to be in flight',
   });
   // A delivery that lost its lock had fanned out: the round's job waits in the tool queue.
   const release = await stack.holdToolQueue();
   try {
-    await jobs.enqueue('toolRound', {
+    await jobs.enqueue('toolCalls', {
       runId: run.id,
       depth: 0,
       count: 2,
       calls: [0, 1].map((index) => ({ index, toolCallId: `call_${index}`, name: 'crm__count_calls', arguments: '{}' })),
+      nextStep: {},
     });
     const queue = jobs.queue(QUEUES.agent, 0);
     const job = (await queue.getJob(`${run.id}-t0`))!;

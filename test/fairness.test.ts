@@ -17,6 +17,7 @@ const KEYS = {
   chatty: 'chatty-key-001',
   tree: 'tree-key-00001',
   hungry: 'hungry-key-001',
+  daily: 'daily-key-0001',
   heavy: 'heavy-key-0001',
   light: 'light-key-0001',
 };
@@ -30,6 +31,12 @@ const handler: Handler = (req) => {
       ? { tool_calls: [{ name: 'agent_query_batch', arguments: { prompts: ['a', 'b', 'c', 'd', 'e'] } }] }
       : { content: String(req.messages.at(-1)?.content) };
   if (u.startsWith('hungry')) return { content: 'ate', usage: { prompt_tokens: 40, completion_tokens: 10 } };
+  // A loop that would go on to max_depth, 30 tokens a step.
+  if (u === 'DAILY LOOP') {
+    const usage = { prompt_tokens: 25, completion_tokens: 5 };
+    if (req.tool_choice === 'none') return { content: 'out of tokens for today', usage };
+    return { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 1, label: 'daily' } }], usage };
+  }
   return { content: `done ${u}`, delayMs: 60 };
 };
 
@@ -44,6 +51,7 @@ beforeAll(async () => {
       chatty: { key_sha256: sha(KEYS.chatty), requests_per_minute: 5 },
       tree: { key_sha256: sha(KEYS.tree), max_runs_per_tree: 3 },
       hungry: { key_sha256: sha(KEYS.hungry), max_tokens_per_day: 60 },
+      daily: { key_sha256: sha(KEYS.daily), max_tokens_per_day: 100 },
       heavy: { key_sha256: sha(KEYS.heavy), weight: 3 },
       light: { key_sha256: sha(KEYS.light), weight: 1 },
     },
@@ -161,6 +169,21 @@ describe('per-key limits', () => {
     expect(third.status).toBe(429);
     const untilMidnight = Date.parse(`${new Date().toISOString().slice(0, 10)}T00:00:00Z`) + 86_400_000 - Date.now();
     expect(Number(third.headers.get('retry-after'))).toBeGreaterThan(untilMidnight / 1000 - 60);
+  });
+});
+
+describe('max_tokens_per_day before every step', () => {
+  it("ends a run that is past its tenant's day at its next step boundary, as a token budget does", async () => {
+    const res = await post(KEYS.daily, { input: 'DAILY LOOP', max_depth: 20 });
+    expect(res.status).toBe(202);
+    const run = await stack.waitForRun(((await res.json()) as RunObject).id, { key: KEYS.daily });
+    // The budget's graceful end: one last call with tools disabled, its answer the run's.
+    expect(run).toMatchObject({ status: 'completed', stop_reason: 'max_tokens_per_day' });
+    expect(run.output?.content).toBe('out of tokens for today');
+    // It stopped once the day's 100 tokens were used (4 steps of 30), well before max_depth.
+    expect(run.usage.model_calls).toBeGreaterThanOrEqual(5);
+    expect(run.usage.model_calls).toBeLessThan(20);
+    expect(run.depth).toBe(run.usage.model_calls - 1);
   });
 });
 

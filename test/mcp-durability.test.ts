@@ -144,9 +144,8 @@ describe('a server that dies after doing the work (finding 6)', () => {
 describe('a round whose calls share one job, one call of it retried', () => {
   it('runs the refused call again once its server is up, and the call beside it once', async () => {
     const { id } = await stack.createRun({ input: 'late server beside a sleep' });
-    const round = { runId: id, depth: 0, calls: [] as never };
     // The round's job failed its first attempt (the late server refused the call) and waits to retry.
-    await waitFor(async () => (await stack.jobState('toolRound', round)) === 'delayed', {
+    await waitFor(async () => (await stack.toolJobState(id, 0, 0)) === 'delayed', {
       what: "the round's job to wait for its retry",
       timeoutMs: 20_000,
     });
@@ -154,7 +153,7 @@ describe('a round whose calls share one job, one call of it retried', () => {
     lateCrm = await startCrmMcpServer({ port: latePort });
     const run = await stack.waitForRun(id, { timeoutMs: 50_000 });
     const calls = (await stack.getJson(`/v1/runs/${id}/steps`)).data[0].tool_calls;
-    expect(await stack.jobState('toolRound', round)).toBe('completed');
+    expect(await stack.toolJobState(id, 0, 0)).toBe('completed');
     // Sent once it could be, and counted as the job's later attempt.
     expect(lateCrm.calls.map((c) => c.tool)).toEqual(['count_calls']);
     expect(calls[0]).toMatchObject({ outcome: 'ok', output: '1' });

@@ -16,15 +16,6 @@ const handler: Handler = (req) => {
 };
 /** Job states after which a job runs no more ('unknown': removed). */
 const ENDED = ['completed', 'failed', 'unknown'];
-/** What identifies a tool-call job (its id needs only the run, depth and index). */
-const toolJob = (runId: string, depth: number, index: number) => ({
-  runId,
-  depth,
-  index,
-  toolCallId: '',
-  name: '',
-  arguments: '',
-});
 const requestsFor = (stack: Stack, user: string) =>
   stack.llm.requests.filter((r) => r.messages.some((m: any) => m.role === 'user' && m.content === user));
 
@@ -185,7 +176,7 @@ describe('cancel', () => {
       what: 'the tool call to be running',
     });
     // No step follows the call yet: the call's job adds it once the call has ended.
-    expect(await stack.jobState('agentStep', { runId: id, depth: 1 })).toBe('unknown');
+    expect(await stack.stepState(id, 1)).toBe('unknown');
     const res = await stack.request(`/v1/runs/${id}/cancel`, { method: 'POST' });
     expect(res.status).toBe(202);
     expect(await res.json()).toMatchObject({ id, status: 'cancelled', stop_reason: 'cancelled' });
@@ -199,9 +190,7 @@ describe('cancel', () => {
     // step (it finds the run cancelled; or the cancel removed it first), then no model call may
     // have followed.
     await waitFor(
-      async () =>
-        ENDED.includes(await stack.jobState('toolCall', toolJob(id, 0, 0))) &&
-        ENDED.includes(await stack.jobState('agentStep', { runId: id, depth: 1 })),
+      async () => ENDED.includes(await stack.toolJobState(id, 0, 0)) && ENDED.includes(await stack.stepState(id, 1)),
       {
         what: 'the tool job and the step after it to end',
       },
@@ -227,7 +216,7 @@ describe('cancel', () => {
     await waitFor(() => labels.every((l) => stack.crm.calls.some((c) => c.args.label === l)), {
       what: "the round's three calls to be running",
     });
-    expect(await stack.jobState('toolRound', { runId: id, depth: 0, calls: [] as never })).toBe('active');
+    expect(await stack.toolJobState(id, 0, 0)).toBe('active');
     const res = await stack.request(`/v1/runs/${id}/cancel`, { method: 'POST' });
     expect(res.status).toBe(202);
     // The MCP server was told to cancel each of them.
@@ -235,9 +224,7 @@ describe('cancel', () => {
       what: 'the MCP server to be told to cancel every call',
     });
     await waitFor(
-      async () =>
-        ENDED.includes(await stack.jobState('toolRound', { runId: id, depth: 0, calls: [] as never })) &&
-        ENDED.includes(await stack.jobState('agentStep', { runId: id, depth: 1 })),
+      async () => ENDED.includes(await stack.toolJobState(id, 0, 0)) && ENDED.includes(await stack.stepState(id, 1)),
       {
         what: "the round's job and the step after it to end",
       },
@@ -382,7 +369,7 @@ describe('webhooks', () => {
       );
       // No attempt can follow once the delivery's job has ended: wait for that (a retry would come 50 ms on).
       const job = { runId: id, webhookId: first.webhook_id, type: first.type };
-      await waitFor(async () => ['completed', 'failed'].includes(await stack.jobState('webhook', job)), {
+      await waitFor(async () => ['completed', 'failed'].includes(await stack.webhookJobState(job)), {
         what: 'the webhook job to end',
       });
       const deliveries = (await stack.getJson(`/v1/runs/${id}/webhook-deliveries`)).data;

@@ -355,10 +355,9 @@ describe('waiting', () => {
     on('LONG wait', callsThenEcho([{ name: 'crm__non_idempotent_write', arguments: { key: 'long-wait' } }]));
     const { id } = await stack.createRun({ input: 'LONG wait', approval: { tools: ['crm__non_idempotent_write'] } });
     const [item] = (await waiting(id)).required_action.items;
-    const job = { runId: id, depth: 0, index: 0, toolCallId: '', name: '', arguments: '' };
     // Parked for 1 s at a time: after 2.5 s it has woken twice and is parked again.
     await new Promise((r) => setTimeout(r, 2500));
-    expect(await stack.jobState('toolCall', job)).toBe('delayed');
+    expect(await stack.toolJobState(id, 0, 0)).toBe('delayed');
     expect((await json(`/v1/runs/${id}`)).status).toBe('requires_action');
     expect(stack.crm.calls.filter((c) => c.args?.key === 'long-wait')).toEqual([]);
     expect((await respond(id, [{ id: item.id, approve: true }])).status).toBe(200);

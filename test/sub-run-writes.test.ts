@@ -38,16 +38,15 @@ async function agentQueryCall() {
   const parentId = newId('run');
   await store.runs.create({ id: parentId, owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
   const parent = (await store.runs.getState(parentId))!;
-  await jobs.enqueue('toolCall', {
+  await jobs.enqueue('toolCalls', {
     runId: parentId,
     depth: 0,
-    index: 0,
-    toolCallId: 'call_0',
-    name: 'agent_query',
-    arguments: '{}',
+    count: 1,
+    calls: [{ index: 0, toolCallId: 'call_0', name: 'agent_query', arguments: '{}' }],
+    nextStep: {},
   });
   const toolJob = (await jobs.queue(QUEUES.tool, 0).getJob(`${parentId}-t0-c0`))!;
-  const origin = { job: { id: toolJob.id!, queue: toolJob.queueQualifiedName }, depth: 0, toolCallId: 'call_0' };
+  const origin = { depth: 0, index: 0, toolCallId: 'call_0' };
   const child = {
     id: childRunId(parentId, `${toolJob.id}:0`, toolJob.timestamp),
     messages: [{ role: 'user' as const, content: 'the sub-task' }],

@@ -209,18 +209,17 @@ describe('sub-agents', () => {
     });
     const children = (await json(`/v1/runs/${id}/children`)).data;
     expect(children).toHaveLength(2);
-    // Each run of the tree has a step queued behind its tool call, waiting for it.
+    // No run of the tree has a next step while its round's calls work: the call that completes a
+    // round enqueues the step after it.
     const runIds = [id, ...children.map((c: any) => c.id as string)];
-    for (const runId of runIds)
-      expect(await stack.jobState('agentStep', { runId, depth: 1 }), runId).toBe('waiting-children');
+    for (const runId of runIds) expect(await stack.stepState(runId, 1), runId).toBe('unknown');
+    expect(await stack.toolJobState(id, 0, 0)).toBe('delayed');
     expect((await stack.request(`/v1/runs/${id}/cancel`, { method: 'POST' })).status).toBe(202);
     for (const c of children) expect((await stack.waitForRun(c.id, { timeoutMs: 3000 })).status).toBe('cancelled');
     // A model call could follow once a tool job has ended and released its step: wait until every
     // tool job and step job of the tree has ended (or was removed).
     const ended = async (runId: string) =>
-      ENDED.includes(
-        await stack.jobState('toolCall', { runId, depth: 0, index: 0, toolCallId: '', name: '', arguments: '' }),
-      ) && ENDED.includes(await stack.jobState('agentStep', { runId, depth: 1 }));
+      ENDED.includes(await stack.toolJobState(runId, 0, 0)) && ENDED.includes(await stack.stepState(runId, 1));
     await waitFor(async () => (await Promise.all(runIds.map(ended))).every(Boolean), {
       what: "the tree's tool jobs and the steps after them to end",
     });

@@ -26,7 +26,7 @@ describe('TOOL_CONCURRENCY', () => {
     const { id } = await stack.createRun({ input: 'three calls, two slots' });
     const run = await stack.waitForRun(id);
     expect(run.output?.content).toBe('slept 300 ms slot-0 | slept 300 ms slot-1 | slept 300 ms slot-2');
-    expect(await stack.jobState('toolRound', { runId: id, depth: 0, calls: [] as never })).toBe('completed');
+    expect(await stack.toolJobState(id, 0, 0)).toBe('completed');
     const starts = stack.crm.calls
       .filter((c) => String(c.args.label).startsWith('slot-'))
       .map((c) => c.at)

@@ -8,18 +8,17 @@ export const ROOT = join(import.meta.dirname, '..', '..');
 export const BENCH = join(ROOT, 'bench');
 export const shared = await import(pathToFileURL(join(ROOT, 'packages/shared/dist/index.js')).href);
 // Ids, names and options of the jobs, from agentq's job catalog (the bare baselines use the same).
-const { JOB_KINDS } = shared;
+const { JOB_KINDS, toolCallJobId } = shared;
 export const jobIds = {
   agentTurn: (runId, depth) => JOB_KINDS.agentStep.id({ runId, depth }),
-  toolCall: (runId, depth, index) => JOB_KINDS.toolCall.id({ runId, depth, index }),
-  /** agentq's job for a round's calls (the baselines have one job per call). */
-  toolRound: (runId, depth) => JOB_KINDS.toolRound.id({ runId, depth }),
+  /** A call's job in the baselines (one job per call); agentq's job for a round's calls has its first call's id. */
+  toolCall: (runId, depth, index) => toolCallJobId({ runId, depth, index }),
 };
 export const jobNames = {
   agentTurn: (runId, depth) => JOB_KINDS.agentStep.name({ runId, depth }),
-  toolCall: (runId, depth, name) => JOB_KINDS.toolCall.name({ runId, depth, name }),
+  toolCall: (runId, depth, name) => `${runId} · step ${depth} · ${name}`,
 };
-export const jobOptions = { agentTurn: JOB_KINDS.agentStep.options, toolCall: JOB_KINDS.toolCall.options };
+export const jobOptions = { agentTurn: JOB_KINDS.agentStep.options, toolCall: JOB_KINDS.toolCalls.options };
 export const { QUEUES } = shared;
 
 export const ROUNDS = 3;

@@ -58,7 +58,7 @@ describe('cells on a Redis Cluster', () => {
     expect(cells.size).toBeGreaterThan(1);
     for (const r of runs) expect((await stack.waitForRun(r.id, { timeoutMs: 30_000 })).status).toBe('completed');
     // Each run's steps went through its own cell's queue.
-    for (const r of runs) expect(await stack.jobState('agentStep', { runId: r.id, depth: 3 })).toBe('completed');
+    for (const r of runs) expect(await stack.stepState(r.id, 3)).toBe('completed');
     // The cells' queues sit on the slots of their own tags ({c0}, {c1}, {c2}: slots 10282, 14347
     // and 2152), which a Cluster of three masters with even slot ranges holds on three masters.
     const owners = new Set(

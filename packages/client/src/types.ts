@@ -7,6 +7,7 @@ export type StopReason =
   | 'stop'
   | 'max_depth'
   | 'max_total_tokens'
+  | 'max_tokens_per_day'
   | 'timeout'
   | 'approval_timeout'
   | 'cancelled'

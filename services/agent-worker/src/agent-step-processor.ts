@@ -9,7 +9,7 @@ import {
   runDeadline,
   toolFailed,
   toolMessage,
-  type AgentStepJob,
+  type JobInput,
   type ChatMessage,
   type JobContext,
   type JobLogger,
@@ -25,6 +25,7 @@ import {
   type TokenTally,
 } from '@agentq/shared';
 import { exhaustedBudget } from './budgets.js';
+import type { DailyTokens } from './daily-tokens.js';
 import { DeltaBuffer } from './delta-buffer.js';
 import type { TranscriptCache } from './transcript-cache.js';
 import type { TranscriptRoom, TranscriptsInFlight } from './transcripts-in-flight.js';
@@ -49,14 +50,14 @@ export interface AgentStepDeps {
   actions: RunActions;
   /** The longest a waiting call's job stays delayed at once (ACTION_PARK_MAX_MS). */
   actionParkMs: number;
-  /** A round's calls that only run share one job (TOOL_ROUND_JOBS). @defaultValue true */
-  roundJobs?: boolean;
   openai: OpenAI;
   logger: Logger;
   /** The tool catalog, cached by the caller. */
   tools: () => Promise<ToolCatalogEntry[]>;
   /** Counts each step's tokens into its key's day (max_tokens_per_day, GET /v1/usage). */
   tokens?: TokenTally;
+  /** Whether a tenant has used up its max_tokens_per_day (checked before every step). */
+  dailyTokens?: DailyTokens;
   modelTimeoutMs: number;
   modelIdleTimeoutMs: number;
   /** The most bytes of a model's answer read (MODEL_RESPONSE_MAX_MB). */
@@ -72,19 +73,12 @@ export interface AgentStepDeps {
 /** What a step job returns (shown by Bull Board; also the step span's outcome). */
 export type StepResult = { outcome: string; [k: string]: unknown } | { skipped: string } | { failed: string };
 
-/** The tool messages of a finished round, in the order of the assistant's `tool_calls`. */
-export function toolMessagesInCallOrder(prev: StepRecord, results: Map<number, { output: string }>): ChatMessage[] {
-  return (prev.message.tool_calls ?? []).map((tc, i) =>
-    toolMessage(
-      tc.id,
-      results.get(i)?.output ??
-        modelText(tc.function.name, toolFailed('no_result', 'the tool call failed and no result was recorded')),
-    ),
-  );
-}
-
 /** Runs ONE model step of a run: the heart of the durable loop. */
-export async function processAgentStep(data: AgentStepJob, ctx: JobContext, deps: AgentStepDeps): Promise<StepResult> {
+export async function processAgentStep(
+  data: JobInput<'agentStep'>,
+  ctx: JobContext,
+  deps: AgentStepDeps,
+): Promise<StepResult> {
   const { runId, depth } = data;
   const log = lazyChild(deps.logger, { run_id: runId, job_id: ctx.job.id, depth });
   let read: Awaited<ReturnType<typeof readStepInput>>;
@@ -193,7 +187,7 @@ function holding(
 /** The step once its input is read (`room`: what it holds for its transcript, if bounded). */
 async function stepFrom(
   input: StepInput | null,
-  data: AgentStepJob,
+  data: JobInput<'agentStep'>,
   ctx: JobContext,
   deps: AgentStepDeps,
   log: JobLogger,
@@ -214,7 +208,7 @@ async function stepFrom(
     await deps.runs.ensureEndWebhook(run);
     return { skipped: run.status };
   }
-  // Its round is done, so the next step was added already: this job came again (see next-steps.ts).
+  // Its round is done, so the next step was added already: this job came again.
   if (input.done) return { skipped: 'done before' };
   // A sub-run reads its tree in one round trip: the tokens used, and whether an ancestor has
   // ended (a cancel marks only the run it names; the tree below stops on seeing it).
@@ -226,24 +220,12 @@ async function stepFrom(
     await deps.runs.finish(runId, { status: 'cancelled', stopReason: 'cancelled' });
     return { skipped: 'ancestor ended' };
   }
-  let { messages, size } = input;
-
-  // Normally the round's last tool result has appended the tool messages; if a result is
-  // missing (a tool job that failed for good), this step appends them, with an error text there.
-  const round = depth > 0 && !input.roundAppended ? await deps.store.transcript.loadRound(runId, depth - 1) : null;
-  if (round?.step) {
-    const toolMessages = toolMessagesInCallOrder(round.step, round.results);
-    if (await deps.store.transcript.appendRound(run, depth - 1, toolMessages)) {
-      messages.push(...toolMessages);
-      size += toolMessages.reduce((n, m) => n + Buffer.byteLength(JSON.stringify(m)), 0);
-    } else {
-      // Another delivery of this step appended them first, or the run ended: read again.
-      const again = await deps.store.transcript.loadStep(runId, depth);
-      if (!again || isTerminal(again.run.status)) return { skipped: again?.run.status ?? 'missing' };
-      ({ messages, size } = again);
-    }
-    // A round's messages are bounded (TOOL_OUTPUT_MAX_BYTES each): held without waiting.
-    room?.resize(size);
+  const { messages, size } = input;
+  // A step is enqueued only once its round is complete (by the job that stored the round's last
+  // result): a round found incomplete was lost by a failover of Redis; the job is retried, and
+  // fails the run once its attempts are spent (failed-steps.ts).
+  if (depth > 0 && !input.roundAppended) {
+    throw new RetryableError(`the tool results of round ${depth - 1} are not in the transcript`, 'round_incomplete');
   }
   // What the transcript holds now, in this order, and the spec: the next step here reads only
   // what follows.
@@ -289,7 +271,7 @@ async function stepFrom(
         return { failed: 'model_rate_limited' };
       }
       log.warn({ retry_after_ms: ms }, 'model rate limited; the step waits');
-      if (data.rateLimitedSince === undefined) await job.updateData({ ...data, rateLimitedSince: since });
+      if (data.rateLimitedSince === undefined) await job.updateData({ ...job.data, rateLimitedSince: since });
       await job.moveToDelayed(now + ms, ctx.token);
       throw new DelayedError();
     }
@@ -330,6 +312,7 @@ async function runStep(
     createdAtMs: Date.parse(run.createdAt),
     deadlineAtMs: spec.deadline_at,
     nowMs: Date.now(),
+    dayTokensUsedUp: (await deps.dailyTokens?.exceeded(run.owner)) ?? false,
   });
   const plan = planStep(spec, budget, hasTools);
   if (plan.kind === 'stop') {
@@ -366,7 +349,6 @@ async function runStep(
           actions: deps.actions,
           catalog,
           parkMs: deps.actionParkMs,
-          roundJobs: deps.roundJobs ?? true,
         },
         run,
         depth,

@@ -25,6 +25,7 @@ import {
 } from '@agentq/shared';
 import { processAgentStep, type AgentStepDeps } from './agent-step-processor.js';
 import { failedSteps } from './failed-steps.js';
+import { DailyTokens } from './daily-tokens.js';
 import { TranscriptCache } from './transcript-cache.js';
 import { defaultTranscriptsInFlightBytes, TranscriptsInFlight } from './transcripts-in-flight.js';
 import type { AgentWorkerConfig } from './config.js';
@@ -64,14 +65,11 @@ export async function startAgentWorker(
   });
   const jobsRedis = redis.connect('agentq-agent-queue', { blocking: true });
   const jobs = new JobQueues({ connection: jobsRedis, prefix: cfg.QUEUE_PREFIX, cells: cfg.CELLS, logger, telemetry });
-  const runs = new Runs({
-    store,
-    jobs,
-    admission: new Admission(storeRedis, cfg.QUEUE_PREFIX),
-    logger,
-    observer: runMetricsObserver(metrics),
-  });
-  const tokens = new TokenTally(new UsageMeter(storeRedis, cfg.QUEUE_PREFIX));
+  const admission = new Admission(storeRedis, cfg.QUEUE_PREFIX);
+  const runs = new Runs({ store, jobs, admission, logger, observer: runMetricsObserver(metrics) });
+  const meter = new UsageMeter(storeRedis, cfg.QUEUE_PREFIX);
+  const tokens = new TokenTally(meter);
+  const dailyTokens = new DailyTokens({ admission, meter, tally: tokens });
   // BullMQ retries model faults (with backoff, without holding a worker slot); the SDK must not also.
   const modelFetch =
     cfg.MODEL_HTTP_CLIENT === 'node'
@@ -104,11 +102,11 @@ export async function startAgentWorker(
     jobs,
     actions,
     actionParkMs: cfg.ACTION_PARK_MAX_MS,
-    roundJobs: cfg.TOOL_ROUND_JOBS,
     openai,
     logger,
     tools,
     tokens,
+    dailyTokens,
     modelTimeoutMs: cfg.MODEL_TIMEOUT_MS,
     modelIdleTimeoutMs: cfg.MODEL_IDLE_TIMEOUT_MS,
     modelResponseMaxBytes: Math.floor(cfg.MODEL_RESPONSE_MAX_MB * 1024 * 1024),

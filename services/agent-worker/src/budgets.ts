@@ -9,6 +9,8 @@ export interface BudgetInput {
   /** The deadline when the run has one of its own or inherits its root's (sub-runs). */
   deadlineAtMs?: number;
   nowMs: number;
+  /** The run's tenant has used up its max_tokens_per_day. */
+  dayTokensUsedUp?: boolean;
 }
 
 /**
@@ -21,6 +23,7 @@ export function exhaustedBudget(
 ): BudgetName | null {
   const deadline = b.deadlineAtMs ?? runDeadline(spec, b.createdAtMs);
   if (deadline !== undefined && b.nowMs >= deadline) return 'timeout';
+  if (b.dayTokensUsedUp) return 'max_tokens_per_day';
   if (spec.max_total_tokens !== undefined && b.treeTokens >= spec.max_total_tokens) return 'max_total_tokens';
   if (b.depth >= spec.max_depth) return 'max_depth';
   return null;

@@ -28,11 +28,6 @@ export const agentWorkerEnvSchema = workerEnvSchema
      */
     TRANSCRIPTS_IN_FLIGHT_MB: z.coerce.number().min(1).max(1_048_576).optional(),
     /**
-     * A round's calls that only run share one tool-round job. Off: one job per call, as before
-     * tool-round jobs, for a rolling upgrade while tool-workers that cannot run them are still up.
-     */
-    TOOL_ROUND_JOBS: boolString.default(true),
-    /**
      * How model calls reach the endpoint: `node` (node:http keep-alive connections, model-http.ts)
      * or `fetch` (the platform's fetch, the openai SDK's default).
      */

@@ -2,14 +2,12 @@ import {
   cellOf,
   FailedJobs,
   isRunId,
-  JOB_KINDS,
   QUEUES,
+  toolCallJobId,
   type JobQueues,
   type Logger,
   type RedisClient,
   type Runs,
-  type ToolRoundJob,
-  type ToolCallJob,
 } from '@agentq/shared';
 
 /**
@@ -31,12 +29,9 @@ export function failedSteps(opts: {
   lookbackMs: number;
 }): FailedJobs {
   const carriedOn = async (runId: string, depth: number): Promise<boolean> => {
+    // The first call of a round is the first of a job's calls, whichever job it shares.
     const tools = opts.jobs.queue(QUEUES.tool, cellOf(runId, opts.jobs.cells));
-    const ids = [
-      JOB_KINDS.toolRound.id({ runId, depth } as ToolRoundJob),
-      JOB_KINDS.toolCall.id({ runId, depth, index: 0 } as ToolCallJob),
-    ];
-    return (await Promise.all(ids.map((id) => tools.getJobState(id)))).some((state) => state !== 'unknown');
+    return (await tools.getJobState(toolCallJobId({ runId, depth, index: 0 }))) !== 'unknown';
   };
   return new FailedJobs({
     ...opts,

@@ -1,12 +1,12 @@
 import type { Job } from 'bullmq';
-import { AGENTQ, withJobSpan, type AgentStepJob } from '@agentq/shared';
+import { AGENTQ, withJobSpan, type JobInput } from '@agentq/shared';
 
 /**
  * Runs one model step in an `agent_step` span, a child of the run's span (through the
  * `traceparent` in the job data). The model call and the tool jobs the step adds become its
  * children; the next step is again a child of the run.
  */
-export function traceAgentStep<T>(data: AgentStepJob, job: Job, fn: () => Promise<T>): Promise<T> {
+export function traceAgentStep<T>(data: JobInput<'agentStep'>, job: Job, fn: () => Promise<T>): Promise<T> {
   return withJobSpan(
     'agent_step',
     {

@@ -32,6 +32,11 @@ export const toolWorkerEnvSchema = workerEnvSchema
     CONTEXT_SEARCH_THREADS: z.coerce.number().int().min(1).max(64).default(2),
     /** The longest one context_search may take, its wait for a thread included (TOOL_TIMEOUT_MS and the run's deadline may cut it shorter). */
     CONTEXT_SEARCH_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+    /**
+     * How long a sub-agent call waits parked before it looks at its sub-runs again: each sub-run
+     * that ends wakes it at once; this bounds the wait should such a wake be lost (a process died).
+     */
+    SUBRUN_RECHECK_MS: z.coerce.number().int().min(100).default(30_000),
   })
   .superRefine(checkWorkerCells);
 

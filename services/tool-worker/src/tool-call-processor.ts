@@ -15,7 +15,7 @@ import {
   type RunActions,
   type Runs,
   type RunStore,
-  type ToolCallJob,
+  type ToolCallsJob,
   type ToolOutcome,
   type ToolResultRecord,
 } from '@agentq/shared';
@@ -44,18 +44,17 @@ export interface ToolRunner {
   ): Promise<ToolOutcome>;
 }
 
+/** One call of a tool-calls job, with what the job carries for all its calls. */
+export type RoundCall = Omit<ToolCallsJob, 'kind' | 'calls'> & ToolCallsJob['calls'][number];
+
+/** The call of a job's `calls` at `i`, with what the job carries for all of them. */
+export function roundCall(data: ToolCallsJob, i: number): RoundCall {
+  const { kind: _kind, calls, ...shared } = data;
+  return { ...shared, ...calls[i]! };
+}
+
 export interface ToolCallDeps {
-  /**
-   * On the connection the BullMQ worker completes jobs on: the processor returns without waiting
-   * for a result's write, which Redis then still runs before the job's completion.
-   */
   store: RunStore;
-  /**
-   * Wait for the result's write before the job completes: on a Redis Cluster the result (its
-   * run's slot) and the job (its cell's slot) live on different connections, whose order Redis
-   * does not keep.
-   */
-  awaitResultWrite?: boolean;
   runs: Runs;
   /** Decisions on requests for an answer (a call that waited acts on its decision). */
   actions: RunActions;
@@ -69,13 +68,17 @@ export interface ToolCallDeps {
   searchThreads: SearchThreads;
   /** The specs of runs this worker began calls of: a run's next round does not read its spec. */
   specs?: RunSpecCache;
+  /** How long a call that waits on its sub-runs stays parked before it looks at them again. */
+  subrunRecheckMs: number;
 }
 
-/** What a tool-call job ends with; `record` is for the worker's telemetry, not for BullMQ. */
-export interface ToolCallJobResult {
+/** What a call comes to; `record` is for the worker's telemetry, not for BullMQ. */
+export interface ToolCallResult {
   index: number;
   skipped?: string;
   record?: ToolResultRecord;
+  /** This call's result completed its round: the next step is due. */
+  roundComplete?: boolean;
 }
 
 /**
@@ -84,11 +87,7 @@ export interface ToolCallJobResult {
  * idempotent) is retried when its server is unreachable, and after the last attempt it too
  * becomes an error result, so the next step is always released.
  */
-export async function processToolCall(
-  data: ToolCallJob,
-  ctx: JobContext,
-  deps: ToolCallDeps,
-): Promise<ToolCallJobResult> {
+export async function processToolCall(data: RoundCall, ctx: JobContext, deps: ToolCallDeps): Promise<ToolCallResult> {
   const { job, signal } = ctx;
   const { runId, depth, index, name } = data;
   const log = lazyChild(deps.logger, { run_id: runId, job_id: job.id, depth, tool: name });
@@ -112,8 +111,9 @@ export async function processToolCall(
 
   // attemptsStarted counts stalled restarts too (a crash is not a failed attempt for BullMQ).
   const attempt = Math.max(job.attemptsStarted ?? 0, job.attemptsMade + 1);
+  // A sub-agent call resumed once its sub-runs ended lasted from its first start to now.
   const resumed = Boolean(data.subrunIds);
-  const started = resumed ? (job.processedOn ?? job.timestamp) : Date.now();
+  const started = resumed ? (data.startedAt ?? job.processedOn ?? job.timestamp) : Date.now();
   const startedAt = new Date(started).toISOString();
   const startEvent = resumed || decided ? undefined : { depth, index, tool_call_id: data.toolCallId, name, attempt };
   // One round trip: a finished result is never executed again (at-least-once delivery,
@@ -216,11 +216,6 @@ export async function processToolCall(
     completed_at: new Date().toISOString(),
     ...(subrunIds ? { subrun_ids: subrunIds } : {}),
   };
-  // On one Redis, not awaited: the store shares the worker's connection and completing a call
-  // is ordered, so BullMQ's completion of this job (sent on that connection after the handler
-  // sends the results it holds, tool-worker.ts) runs after the result is stored, and the next
-  // step, which that completion may release, finds it. Not waiting for the reply takes a round
-  // trip off every tool round's critical path; results that arrive together are stored together.
   const event = {
     depth,
     index,
@@ -231,22 +226,12 @@ export async function processToolCall(
     outcome: outcome.kind,
     ...eventOutput(rec.output),
   };
-  const stored = deps.store.toolCalls.complete(
-    runId,
-    depth,
-    index,
-    rec,
-    event,
-    data.count ? { run, count: data.count } : undefined,
-  );
-  // On a Cluster a result not stored fails the job's attempt instead of letting it complete
-  // (its run's shard may be failing over while the job's is fine): the retry finds the call
-  // begun and redoes it, or reports it unknown_outcome if it may not run twice.
-  if (deps.awaitResultWrite) await stored;
-  else
-    stored.catch((err: Error) =>
-      log.error({ err: err.message }, 'could not store the tool result; the next step records the call as failed'),
-    );
+  // Stored before the job goes on: a result Redis refused fails the job's attempt, and the retry
+  // finds the call begun and redoes it, or reports it unknown_outcome if it may not run twice.
+  const { roundComplete } = await deps.store.toolCalls.complete(runId, depth, index, rec, event, {
+    count: data.count,
+    ancestors: data.ancestors ?? [],
+  });
   log.debug({ outcome: rec.outcome, duration_ms: rec.duration_ms }, 'tool call done');
-  return { index, record: rec };
+  return { index, record: rec, roundComplete };
 }

@@ -1,6 +1,7 @@
 import type { Job } from 'bullmq';
 import { describe, expect, it } from 'vitest';
-import { createMetrics, type ToolCallJob, type ToolOutcomeKind, type ToolResultRecord } from '@agentq/shared';
+import { createMetrics, type ToolOutcomeKind, type ToolResultRecord } from '@agentq/shared';
+import type { RoundCall } from './tool-call-processor.js';
 import { metricOutcome, traceToolCall } from './tool-telemetry.js';
 
 const rec = (outcome: ToolOutcomeKind, output: string, duration_ms = 120) =>
@@ -23,9 +24,11 @@ describe('metricOutcome', () => {
 });
 
 describe('traceToolCall', () => {
-  const data: ToolCallJob = {
+  const data: RoundCall = {
     runId: 'run_1',
     depth: 0,
+    count: 1,
+    nextStep: {},
     index: 0,
     toolCallId: 'call_1',
     name: 'crm__x',

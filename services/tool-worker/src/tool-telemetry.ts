@@ -1,14 +1,6 @@
 import type { Job } from 'bullmq';
-import {
-  AGENTQ,
-  GEN_AI,
-  SpanStatusCode,
-  withJobSpan,
-  type AgentqMetrics,
-  type ToolCallJob,
-  type ToolOutcomeKind,
-} from '@agentq/shared';
-import type { ToolCallJobResult } from './tool-call-processor.js';
+import { AGENTQ, GEN_AI, SpanStatusCode, withJobSpan, type AgentqMetrics, type ToolOutcomeKind } from '@agentq/shared';
+import type { RoundCall, ToolCallResult } from './tool-call-processor.js';
 
 /** The coarse `outcome` label of the tool metrics (kept as documented): ok, timeout, or any other error. */
 export function metricOutcome(kind: ToolOutcomeKind): 'ok' | 'error' | 'timeout' {
@@ -28,11 +20,11 @@ export interface ToolTelemetryDeps {
  * Attempts that stored nothing (skipped, waiting for sub-runs, retried) count nothing.
  */
 export function traceToolCall(
-  data: ToolCallJob,
+  data: RoundCall,
   job: Job,
   deps: ToolTelemetryDeps,
-  fn: () => Promise<ToolCallJobResult>,
-): Promise<Omit<ToolCallJobResult, 'record'>> {
+  fn: () => Promise<ToolCallResult>,
+): Promise<Omit<ToolCallResult, 'record'>> {
   const name = data.name;
   return withJobSpan(
     `execute_tool ${name}`,
@@ -56,8 +48,7 @@ export function traceToolCall(
         return result;
       }
       if (!rec) return result;
-      // Results stored by the processor always carry their kind; `no_result` only guards the type.
-      const kind = rec.outcome ?? 'no_result';
+      const kind = rec.outcome;
       const outcome = metricOutcome(kind);
       const tool = deps.isKnownTool(name) ? name : 'unknown';
       deps.metrics.toolCalls.inc({ tool, outcome, kind });

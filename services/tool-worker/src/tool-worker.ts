@@ -4,10 +4,8 @@ import {
   Admission,
   BUILTIN_TOOL_NAMES,
   cellList,
-  isCluster,
   CancelListener,
   createJobWorker,
-  createQueueWorker,
   createMetrics,
   JobQueues,
   observeWebhookDeliveries,
@@ -20,10 +18,9 @@ import {
   startMetricsServer,
   workerLockOptions,
   type JobContext,
+  type ToolCallsJob,
   type Logger,
   type MetricsServer,
-  type ToolCallJob,
-  type ToolRoundJob,
   type Resolver,
   type ToolCatalogEntry,
   type Tracing,
@@ -35,11 +32,11 @@ import type { McpConfig } from './mcp-config.js';
 import { McpRegistry, type ToolDescriptor } from './mcp-registry.js';
 import { AnswerBytesInFlight, defaultAnswerBytesInFlight } from './answer-bytes.js';
 import { CallSlots } from './call-slots.js';
-import { NextSteps } from './next-steps.js';
-import { processToolCall, type ToolCallDeps } from './tool-call-processor.js';
+import { failedCalls } from './failed-calls.js';
+import { releaseNextStep } from './next-step.js';
+import { processToolCall, type RoundCall, type ToolCallDeps } from './tool-call-processor.js';
+import { processToolCalls } from './tool-calls-processor.js';
 import { RunSpecCache } from './run-spec-cache.js';
-import { processToolRound } from './tool-round-processor.js';
-import { resultsFirst } from './results-first.js';
 import { traceToolCall } from './tool-telemetry.js';
 import { deliverWebhook } from './webhook-delivery.js';
 
@@ -95,8 +92,7 @@ export async function startToolWorker(
 
   const redis = new RedisConnections(cfg.REDIS_URL);
   // One connection for the store and the BullMQ worker's own commands (BullMQ keeps the worker's
-  // blocking fetch on a copy of it): a tool result is stored before its job completes, with no
-  // round trip in between, since Redis runs one connection's commands in the order they were sent.
+  // blocking fetch on a copy of it).
   const workerRedis = redis.connect('agentq-tool-worker', { blocking: true });
   const store = new RunStore({
     redis: workerRedis,
@@ -109,9 +105,6 @@ export async function startToolWorker(
       .catch((err: Error) => logger.warn({ err: err.message }, 'could not publish the tool catalog'));
   };
   await publish();
-  // Results are stored by a Redis function, once loaded (see RedisFunction): loaded now, the
-  // first ones are too.
-  await store.toolCalls.prepareCompletions();
   // Servers that connect late or change their tool list are published again.
   registry.onToolsChanged(() => void publish());
   const republish = setInterval(() => void publish(), 30_000);
@@ -139,7 +132,6 @@ export async function startToolWorker(
   });
   const deps: ToolCallDeps = {
     store,
-    awaitResultWrite: isCluster(workerRedis),
     runs,
     actions: new RunActions({ store, jobs, runs, logger }),
     actionParkMs: cfg.ACTION_PARK_MAX_MS,
@@ -149,6 +141,7 @@ export async function startToolWorker(
     outputMaxBytes: cfg.TOOL_OUTPUT_MAX_BYTES,
     searchThreads,
     specs: new RunSpecCache(),
+    subrunRecheckMs: cfg.SUBRUN_RECHECK_MS,
   };
   const cancels = new CancelListener(redis.connect('agentq-tool-cancel', { blocking: true }), cfg.QUEUE_PREFIX);
   await cancels.start();
@@ -157,38 +150,16 @@ export async function startToolWorker(
     isKnownTool: (name: string) => BUILTIN_TOOL_NAMES.has(name) || registry.tools().some((t) => t.name === name),
   };
   const cells = cellList(cfg.CELLS, cfg.WORKER_CELLS);
-  // TOOL_CONCURRENCY bounds calls, not only jobs (a tool-round job runs several): per cell
-  // served, as each cell's worker runs that many jobs.
+  // TOOL_CONCURRENCY bounds calls, not only jobs (a job may run several): per cell served, as
+  // each cell's worker runs that many jobs.
   const slots = new CallSlots(cfg.TOOL_CONCURRENCY * cells.length);
-  const runCall = (data: ToolCallJob, ctx: JobContext) =>
-    slots.run(() => traceToolCall(data, ctx.job, toolTelemetry, () => processToolCall(data, ctx, deps)));
-  // A round that is one job adds the run's next step itself (fan-out.ts), on the connection its
-  // results are written on, so the step is added after them; a tool-worker also sweeps such jobs
-  // that failed for good.
-  const nextStepJobs = new JobQueues({
-    connection: workerRedis,
-    prefix: cfg.QUEUE_PREFIX,
-    cells: cfg.CELLS,
-    logger,
-    telemetry,
-  });
-  const nextSteps = new NextSteps({
-    jobs: nextStepJobs,
-    redis: workerRedis,
-    store,
-    logger,
-    cells,
-    lookbackMs: 24 * 3600_000,
-  });
-  // Each job's handler sends the results it holds as it ends, before BullMQ completes the job.
-  const handlers = {
-    toolCall: nextSteps.wrap(resultsFirst(store.toolCalls, runCall)),
-    toolRound: nextSteps.wrap(
-      resultsFirst(store.toolCalls, (data: ToolRoundJob, ctx: JobContext) => processToolRound(data, ctx, runCall)),
-    ),
-  };
+  const runCall = (call: RoundCall, ctx: JobContext) =>
+    slots.run(() => traceToolCall(call, ctx.job, toolTelemetry, () => processToolCall(call, ctx, deps)));
+  const release = (data: ToolCallsJob, o: { roundComplete: boolean }) =>
+    releaseNextStep({ store, runs, jobs }, data, o);
+  const failed = failedCalls({ jobs, redis: workerRedis, store, logger, cells, lookbackMs: 24 * 3600_000, release });
   const workers = cells.map((cell) =>
-    createQueueWorker(handlers, {
+    createJobWorker('toolCalls', (data, ctx) => processToolCalls(data, ctx, runCall, release), {
       connection: workerRedis,
       prefix: cfg.QUEUE_PREFIX,
       cell,
@@ -202,7 +173,7 @@ export async function startToolWorker(
   );
   for (const w of workers) {
     observeWorkerJobs(w, metrics);
-    nextSteps.watch(w);
+    failed.watch(w);
   }
   // `run.requires_action` payloads carry each item's signed link, made as the API makes it.
   const links = cfg.ACTION_LINK_SECRET
@@ -235,7 +206,7 @@ export async function startToolWorker(
     observeWebhookDeliveries(w, metrics);
   }
   await Promise.all([...workers, ...webhooks].map((w) => w.waitUntilReady()));
-  nextSteps.start(cfg.STALLED_INTERVAL_MS);
+  failed.start(cfg.STALLED_INTERVAL_MS);
   const metricsServer: MetricsServer | undefined =
     cfg.METRICS_PORT !== undefined
       ? await startMetricsServer({ registry: metrics.registry, port: cfg.METRICS_PORT, host: cfg.HOST, logger })
@@ -253,12 +224,11 @@ export async function startToolWorker(
       clearInterval(republish);
       const steps = [
         () => Promise.all([...workers, ...webhooks].map((w) => w.close())),
-        () => nextSteps.close(),
+        () => failed.close(),
         () => searchThreads.close(),
         async () => metricsServer?.close(),
         () => cancels.close(),
         () => jobs.close(),
-        () => nextStepJobs.close(),
         () => registry.close(),
         () => redis.closeAll(),
       ];

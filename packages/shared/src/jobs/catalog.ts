@@ -11,6 +11,7 @@ const traceparent = z.string().max(256);
 
 /** One model step of a run: `depth` rounds of tool calls are done before it. */
 export const agentStepJobSchema = z.object({
+  kind: z.literal('agentStep'),
   runId: z.string(),
   depth: z.number().int().min(0),
   traceparent: traceparent.optional(),
@@ -25,37 +26,7 @@ export const agentStepJobSchema = z.object({
   rateLimitedSince: z.number().int().min(0).optional(),
 });
 
-/** One tool call of a step, the `index`-th of the assistant's `tool_calls`. */
-export const toolCallJobSchema = z.object({
-  runId: z.string(),
-  depth: z.number().int().min(0),
-  index: z.number().int().min(0),
-  toolCallId: z.string(),
-  name: z.string(),
-  arguments: z.string(),
-  /** How many calls the step made; lets the round's last result append the tool messages. */
-  count: z.number().int().min(1).optional(),
-  traceparent: traceparent.optional(),
-  /** Set by a sub-agent call once it has started its sub-runs (it then waits for them). */
-  subrunIds: z.array(z.string()).optional(),
-  /** The run's ancestors (a sub-run's), root first: the call does not start once one has ended. */
-  ancestors: z.array(z.string()).max(16).optional(),
-  /**
-   * The request for an answer the call waits for (see actions/): the job is added delayed until
-   * the request expires and promoted when it is answered; it acts on the decision stored.
-   */
-  actionId: z.string().max(64).optional(),
-  /**
-   * Set when this job is its round's only one and no flow parent waits for it (see fan-out.ts):
-   * the job adds the run's next step itself once its calls are stored (or once it fails for
-   * good), joining the trace given here.
-   */
-  nextStep: z
-    .object({ traceparent: traceparent.optional(), transcriptBytes: z.number().int().min(0).optional() })
-    .optional(),
-});
-
-/** A call of a round that a tool-round job runs: what a tool-call job carries of it. */
+/** A call of a round, the `index`-th of the assistant's `tool_calls`. */
 const roundCallSchema = z.object({
   index: z.number().int().min(0),
   toolCallId: z.string(),
@@ -64,50 +35,73 @@ const roundCallSchema = z.object({
 });
 
 /**
- * Several calls of one round in one job (see fan-out.ts): the calls that run at once and need
- * nothing of the job but its slot, i.e. no answer to wait for and no sub-runs to wait on. Each
- * call is begun, run and stored as a tool-call job's would be; the job retries the calls whose
- * result is not stored yet.
+ * Tool calls of one round (see fan-out.ts): all the calls that only run share one job; a call
+ * that waits (for an answer, or on the sub-runs it starts) has a job of its own. Each call is
+ * begun, run and stored on its own; the job whose result completes the round enqueues the next
+ * step, which is the only way a run's next step is released.
  */
-export const toolRoundJobSchema = toolCallJobSchema
-  .pick({ runId: true, depth: true, count: true, traceparent: true, ancestors: true, nextStep: true })
-  .extend({ calls: z.array(roundCallSchema).min(2) });
+export const toolCallsJobSchema = z.object({
+  kind: z.literal('toolCalls'),
+  runId: z.string(),
+  depth: z.number().int().min(0),
+  /** How many calls the step made: the round is complete when that many results are stored. */
+  count: z.number().int().min(1),
+  calls: z.array(roundCallSchema).min(1),
+  traceparent: traceparent.optional(),
+  /** The run's ancestors (a sub-run's), root first: the calls do not start once one has ended. */
+  ancestors: z.array(z.string()).max(16).optional(),
+  /**
+   * The request for an answer the job's one call waits for (see actions/): the job is added
+   * delayed until the request expires and promoted when it is answered; it acts on the decision stored.
+   */
+  actionId: z.string().max(64).optional(),
+  /** Set by a sub-agent call once it has started its sub-runs (it then waits for them). */
+  subrunIds: z.array(z.string()).optional(),
+  /** Set with subrunIds: when the call started (ms since the epoch), for its duration. */
+  startedAt: z.number().int().min(0).optional(),
+  /** The next step the job enqueues if its result completes the round. */
+  nextStep: z.object({
+    traceparent: traceparent.optional(),
+    /** The transcript's size as the step that fanned out read it (see AgentStepJob). */
+    transcriptBytes: z.number().int().min(0).optional(),
+    /** The round starts sub-runs: the run, which gives its slot up while it waits on them, takes it back. */
+    resumes: z.boolean().optional(),
+  }),
+});
 
 /** One webhook to deliver for a run's event. */
-export const webhookJobSchema = z.object({ runId: z.string(), webhookId: z.string(), type: z.string() });
+export const webhookJobSchema = z.object({
+  kind: z.literal('webhook'),
+  runId: z.string(),
+  webhookId: z.string(),
+  type: z.string(),
+});
 
 // Kept jobs, by age and count: removeOnComplete:true races with waitUntilFinished (see NOTES).
 const keep = { removeOnComplete: { age: 3600, count: 10_000 }, removeOnFail: { age: 7 * 24 * 3600 } } as const;
 
-// A tool job that still fails (stalled too often) must release the next step instead of leaving
-// it in waiting-children forever (bullmq #3362): ignoreDependencyOnFailure. The same for a job of
-// one call and a job of a round's calls. (A job that adds the next step itself has no parent:
-// when it fails for good, the tool-worker adds the step; see next-steps.ts.)
-const toolJobOptions: JobsOptions = {
-  attempts: 4,
-  backoff: { type: 'exponential', delay: 500, jitter: 0.5 },
-  ignoreDependencyOnFailure: true,
-  ...keep,
-};
+// A tool job that fails for good (stalled too often, or Redis refused its last attempt's writes)
+// has error results stored for its calls that have none, which completes its round as any result
+// does (see services/tool-worker/src/failed-calls.ts).
+const toolJobOptions: JobsOptions = { attempts: 4, backoff: { type: 'exponential', delay: 500, jitter: 0.5 }, ...keep };
 
 /** What defines a kind of job: where it goes, what it carries, how it is named and retried. */
 interface JobKindDef<S extends z.ZodType> {
   queue: QueueName;
   schema: S;
   /**
-   * The job id, derived from the data so that a redelivered job re-adds nothing. Ids may not
-   * contain `:` (BullMQ refuses them) and keep the form of earlier versions (`-t<depth>`), so
-   * that a rolling upgrade cannot enqueue the same step twice under two ids.
+   * The job id, derived from the data so that a step done again adds nothing twice. Ids may not
+   * contain `:` (BullMQ refuses them).
    */
-  id(data: z.infer<S>): string;
+  id(data: Omit<z.infer<S>, 'kind'>): string;
   /** What Bull Board shows: which run, step and tool a job is. */
-  name(data: z.infer<S>): string;
+  name(data: Omit<z.infer<S>, 'kind'>): string;
   /** Retry policy. Flow jobs do not get a queue's defaultJobOptions (bullmq #1148): every add passes these. */
   options: JobsOptions;
   /** The custom backoff (`options.backoff.type` not built into BullMQ), from a configurable base. */
   backoff?: (attemptsMade: number, err: Error | undefined, baseMs: number) => number;
   /** Log fields of a job of this kind. */
-  logFields(data: z.infer<S>): Record<string, unknown>;
+  logFields(data: Omit<z.infer<S>, 'kind'>): Record<string, unknown>;
 }
 
 const kind = <S extends z.ZodType>(def: JobKindDef<S>) => def;
@@ -124,18 +118,10 @@ export const JOB_KINDS = {
     backoff: (attemptsMade, err, baseMs) => providerBackoff(attemptsMade, err, baseMs),
     logFields: (d) => ({ run_id: d.runId, depth: d.depth }),
   }),
-  toolCall: kind({
+  toolCalls: kind({
     queue: QUEUES.tool,
-    schema: toolCallJobSchema,
-    id: (d) => `${d.runId}-t${d.depth}-c${d.index}`,
-    name: (d) => `${d.runId} · step ${d.depth} · ${d.name}`,
-    options: toolJobOptions,
-    logFields: (d) => ({ run_id: d.runId, depth: d.depth, tool: d.name }),
-  }),
-  toolRound: kind({
-    queue: QUEUES.tool,
-    schema: toolRoundJobSchema,
-    id: (d) => `${d.runId}-t${d.depth}-r`,
+    schema: toolCallsJobSchema,
+    id: (d) => toolCallJobId({ runId: d.runId, depth: d.depth, index: d.calls[0]!.index }),
     name: (d) => `${d.runId} · step ${d.depth} · ${d.calls.map((c) => c.name).join(', ')}`.slice(0, 300),
     options: toolJobOptions,
     logFields: (d) => ({ run_id: d.runId, depth: d.depth, tools: d.calls.map((c) => c.name).slice(0, 8) }),
@@ -154,21 +140,29 @@ export const JOB_KINDS = {
 export type JobKind = keyof typeof JOB_KINDS;
 export type JobData<K extends JobKind> = z.infer<(typeof JOB_KINDS)[K]['schema']>;
 export type AgentStepJob = JobData<'agentStep'>;
-export type ToolCallJob = JobData<'toolCall'>;
-export type ToolRoundJob = JobData<'toolRound'>;
+export type ToolCallsJob = JobData<'toolCalls'>;
 export type WebhookJob = JobData<'webhook'>;
 
+/** A job's data as its producer gives it: its kind is the catalog's to set. */
+export type JobInput<K extends JobKind> = Omit<JobData<K>, 'kind'>;
+
 /** The job id of a job of kind `k`. */
-export function jobId<K extends JobKind>(k: K, data: JobData<K>): string {
-  return (JOB_KINDS[k].id as (d: JobData<K>) => string)(data);
+export function jobId<K extends JobKind>(k: K, data: JobInput<K>): string {
+  return (JOB_KINDS[k].id as unknown as (d: JobInput<K>) => string)(data);
 }
 
-/** The tool call of a step that a tool-call job runs: what its id derives from. */
+/**
+ * A tool call of a step: the job of a call that waits (for an answer, or on sub-runs) has it
+ * alone, and its id derives from it (see toolCallJobId).
+ */
 export interface ToolCallRef {
   runId: string;
   depth: number;
   index: number;
 }
+
+/** The id of the job whose first (for a call that waits, only) call is `ref`. */
+export const toolCallJobId = (ref: ToolCallRef) => `${ref.runId}-t${ref.depth}-c${ref.index}`;
 
 /**
  * Worker lock settings. A job's lock is renewed every lockDuration/2 while it runs, so a

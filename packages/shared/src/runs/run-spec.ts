@@ -1,5 +1,4 @@
 import { InvalidRequestError } from '../errors.js';
-import type { ParentJob } from '../jobs/job-queues.js';
 import type { ChatMessage } from '../schemas/message.js';
 import type { CreateRunBody, RunSpec } from '../schemas/run.js';
 import type { ContextDoc } from '../store/context-store.js';
@@ -64,12 +63,12 @@ export function buildRun(body: CreateRunBody, defaultModel: string | undefined, 
 }
 
 /**
- * The spec of a sub-run started by `parent`'s tool job `parentJob`: it inherits the model,
+ * The spec of a sub-run started by `parent`'s tool call `parentCall`: it inherits the model,
  * tools, budgets (the token budget is the tree's, the deadline the root's), sub-agent limits,
  * the approval policy and questions to the user (not the caller's client tools), nothing of the
- * parent's messages, and reports to the tool job that waits for it.
+ * parent's messages, and wakes the job of the call that waits for it when it ends.
  */
-export function childSpec(parent: RunState, parentJob: ParentJob): RunSpec {
+export function childSpec(parent: RunState, parentCall: { depth: number; index: number }): RunSpec {
   const p = parent.spec;
   return {
     model: p.model,
@@ -85,6 +84,6 @@ export function childSpec(parent: RunState, parentJob: ParentJob): RunSpec {
     metadata: {},
     ancestors: [...p.ancestors, parent.id],
     nesting: p.nesting + 1,
-    parent_job: parentJob,
+    parent_call: parentCall,
   };
 }

@@ -4,15 +4,15 @@ import { RateLimitedError, ReplicationError } from '../errors.js';
 import { cellOf, cellPrefix } from '../jobs/cells.js';
 import { runWebhookId } from '../ids.js';
 import { waitForReplicas } from '../redis-wait.js';
-import type { AgentStepJob } from '../jobs/catalog.js';
-import type { JobQueues, ParentJob } from '../jobs/job-queues.js';
+import type { JobInput } from '../jobs/catalog.js';
+import type { JobQueues } from '../jobs/job-queues.js';
 import { inTrace, startRunTrace } from '../run-tracing.js';
 import type { ChatMessage } from '../schemas/message.js';
 import { isTerminal, type RunObject, type RunSpec, type RunStatus } from '../schemas/run.js';
 import type { RunState } from '../store/run-hash.js';
 import type { EndedRun, FinishInput } from '../store/run-records.js';
 import type { RunStore } from '../store/run-store.js';
-import type { Admission } from './admission.js';
+import type { Admission, WaitReason } from './admission.js';
 import { childSpec, type RunPlan } from './run-spec.js';
 
 /** Told of each run transition once, by the process whose write made it (for metrics). */
@@ -46,10 +46,10 @@ export interface RunsDeps {
 // Descendants ended per batch of a cancel (two round trips each).
 const CANCEL_BATCH = 500;
 
-/** Where a sub-run is started from: the parent's tool call and the job that waits for it. */
+/** Where a sub-run is started from: the parent's tool call, whose job waits for it. */
 export interface ChildOrigin {
-  job: ParentJob;
   depth: number;
+  index: number;
   toolCallId: string;
 }
 
@@ -86,7 +86,7 @@ export class Runs {
       // first step enqueued, sweepPending (every API process, at start and periodically) does it.
       const sized = await store.runs.createSized({ id, owner, spec: plan.spec, messages: plan.messages });
       created = sized.run;
-      const first: AgentStepJob = { runId: id, depth: 0, ...trace, transcriptBytes: sized.transcriptBytes };
+      const first: JobInput<'agentStep'> = { runId: id, depth: 0, ...trace, transcriptBytes: sized.transcriptBytes };
       this.deps.failpoint?.('run_written');
       const arrival = await admission.arrive(owner, id, limits.maxQueued);
       if (arrival.full)
@@ -162,14 +162,7 @@ export class Runs {
   async recover(runId: string): Promise<boolean> {
     const { store, admission } = this.deps;
     const run = await store.runs.getState(runId);
-    if (run?.status === 'queued') {
-      if (run.spec.parent_job) {
-        await admission.child(run.owner, runId);
-        await this.deps.jobs.enqueue('agentStep', { runId, depth: 0 }, { parent: run.spec.parent_job });
-      } else {
-        await this.enqueueAdmitted((await admission.arrive(run.owner, runId)).admitted);
-      }
-    }
+    if (run?.status === 'queued') await this.enqueueAdmitted((await admission.arrive(run.owner, runId)).admitted);
     await store.runs.settle(runId);
     return run !== null;
   }
@@ -189,19 +182,23 @@ export class Runs {
   /**
    * Puts admission right where a process died half-way: releases the slots of runs that have
    * ended (or are gone), gives up those of runs that wait for an answer, takes back those of
-   * runs that wait no more. Returns how many runs it moved.
+   * runs that wait for one no more. A run waiting on its sub-runs is its tool job's to resume
+   * (the job that completes its round does), unless it has ended. Returns how many runs it moved.
    */
   async reconcileAdmission(): Promise<number> {
     const { admission, store } = this.deps;
     let moved = 0;
-    for (const [owner, { active, waiting }] of await admission.activeByOwner()) {
-      const states = await Promise.all([...active, ...waiting].map((id) => store.runs.getState(id)));
+    for (const [owner, sets] of await admission.activeByOwner()) {
+      const ids = [...sets.active, ...sets.waiting, ...sets.parked];
+      const states = await Promise.all(ids.map((id) => store.runs.getState(id)));
       for (const [i, st] of states.entries()) {
-        const id = i < active.length ? active[i] : waiting[i - active.length];
+        const id = ids[i]!;
+        const inActive = i < sets.active.length;
+        const inWaiting = !inActive && i < sets.active.length + sets.waiting.length;
         if (!st || isTerminal(st.status)) await this.enqueueAdmitted(await admission.release(owner, id));
-        else if (i < active.length && st.status === 'requires_action')
-          await this.enqueueAdmitted(await admission.suspend(owner, [id]));
-        else if (i >= active.length && st.status !== 'requires_action') await admission.resume(owner, [id]);
+        else if (inActive && st.status === 'requires_action')
+          await this.enqueueAdmitted(await admission.suspend(owner, [id], 'answer'));
+        else if (inWaiting && st.status !== 'requires_action') await admission.resume(owner, [id], 'answer');
         else continue;
         moved++;
       }
@@ -210,30 +207,29 @@ export class Runs {
   }
 
   /**
-   * Reserves room for `count` more sub-runs in `parent`'s tree; null if there is, else why not
-   * (the tree would pass its key's max_runs_per_tree). A redelivered call may reserve twice: the
-   * count errs on the side of fewer runs.
+   * Reserves room for the `count` sub-runs of `parent`'s call `callRef` in its tree, once per
+   * call (a call done again reserves nothing more); null if they fit, else why not (the tree would
+   * pass its tenant's max_runs_per_tree). A refused call counts nothing.
    */
-  async reserveSubruns(parent: RunState, count: number): Promise<string | null> {
+  async reserveSubruns(parent: RunState, callRef: string, count: number): Promise<string | null> {
     const limit = await this.deps.admission.treeLimit(parent.owner);
-    const size = await this.deps.store.runs.growTree(parent.rootRunId, count);
-    if (size <= limit) return null;
-    await this.deps.store.runs.growTree(parent.rootRunId, -count);
+    const { reserved, size } = await this.deps.store.runs.reserveSubruns(parent.rootRunId, callRef, count, limit);
+    if (reserved) return null;
     return `this run tree would have ${size} runs, past its limit of ${limit} (max_runs_per_tree); answer this part yourself`;
   }
 
   /**
    * Creates a sub-run of `parent` (once: its id is fixed by the caller, so a redelivered tool
-   * job makes no second child), counts it active for its key, and enqueues its first step as a
-   * child of the tool job that waits for it.
+   * job makes no second child) and puts it in its tenant's line like any run: it starts when its
+   * tenant has room, fairly beside the tenant's other runs and other tenants'.
    */
   async createChild(
     parent: RunState,
     child: { id: string; messages: ChatMessage[]; index: number },
     origin: ChildOrigin,
   ): Promise<void> {
-    const { store } = this.deps;
-    const spec = childSpec(parent, origin.job);
+    const { store, admission } = this.deps;
+    const spec = childSpec(parent, { depth: origin.depth, index: origin.index });
     // Written only if it does not exist (atomically: two deliveries of the job at once write it once).
     const written = await store.runs.createSized({
       id: child.id,
@@ -243,7 +239,6 @@ export class Runs {
       parentRunId: parent.id,
       rootRunId: parent.rootRunId,
     });
-    const transcriptBytes = written.created ? written.transcriptBytes : undefined;
     if (written.created) this.deps.observer?.runCreated?.(spec);
     // Listed under its parent whether it was written now or by a delivery that died before
     // listing it (a sub-run /children would never show otherwise); announced once, when listed.
@@ -255,29 +250,35 @@ export class Runs {
         index: child.index,
       });
     }
-    await this.deps.admission.child(parent.owner, child.id);
-    // The sub-run's trace hangs under the tool call's span.
-    const first: AgentStepJob = {
-      runId: child.id,
-      depth: 0,
-      ...startRunTrace(child.id, spec.model),
-      ...(transcriptBytes !== undefined ? { transcriptBytes } : {}),
-    };
-    await this.deps.jobs.enqueue('agentStep', first, { parent: origin.job });
+    // A sub-run written by an earlier delivery may have started, or ended, since: it is in line
+    // (or past it) already.
+    if (!written.created && (await store.runs.statuses([child.id]))[0] !== 'queued') return;
+    const { admitted } = await admission.arrive(parent.owner, child.id);
+    if (admitted.includes(child.id)) {
+      // The sub-run's trace hangs under the tool call's span.
+      const first: JobInput<'agentStep'> = {
+        runId: child.id,
+        depth: 0,
+        ...startRunTrace(child.id, spec.model),
+        ...(written.created ? { transcriptBytes: written.transcriptBytes } : {}),
+      };
+      await this.deps.jobs.enqueue('agentStep', first);
+    }
+    await this.enqueueAdmitted(admitted.filter((a) => a !== child.id));
     void store.runs.settle(child.id).catch(() => {});
   }
 
   /**
-   * Runs that began to wait for an answer give their slots up (they hold nothing while they
-   * wait), and runs waiting for room are admitted into it.
+   * Runs that began to wait (for an answer, or on their sub-runs) give their slots up (they hold
+   * nothing while they wait), and runs waiting for room are admitted into it.
    */
-  async suspended(owner: string, runIds: string[]): Promise<void> {
-    if (runIds.length) await this.enqueueAdmitted(await this.deps.admission.suspend(owner, runIds));
+  async suspended(owner: string, runIds: string[], reason: WaitReason = 'answer'): Promise<void> {
+    if (runIds.length) await this.enqueueAdmitted(await this.deps.admission.suspend(owner, runIds, reason));
   }
 
-  /** Runs that waited for an answer go on, taking their slots back (see Admission.resume). */
-  async resumed(owner: string, runIds: string[]): Promise<void> {
-    if (runIds.length) await this.deps.admission.resume(owner, runIds);
+  /** Runs that waited go on, taking their slots back (see Admission.resume). */
+  async resumed(owner: string, runIds: string[], reason: WaitReason = 'answer'): Promise<void> {
+    if (runIds.length) await this.deps.admission.resume(owner, runIds, reason);
   }
 
   /** Moves a queued run to running (and emits `run.started`); true the first time only. */
@@ -319,6 +320,15 @@ export class Runs {
           );
       }
       if (spec.webhook) await this.enqueueEndWebhook(run.id, run.status);
+      // A sub-run wakes the job of the call that waits for it (which finds whether its other
+      // sub-runs have ended too; a wake that is lost, it makes up for by looking again later).
+      if (spec.parent_call && run.parent_run_id) {
+        await this.deps.jobs
+          .promoteToolCall({ runId: run.parent_run_id, ...spec.parent_call })
+          .catch((err: Error) =>
+            this.deps.logger.warn({ run_id: run.id, err: err.message }, 'could not wake the parent call'),
+          );
+      }
     } finally {
       // A slot not released here (Redis refused) is found by the API's reconciling sweep.
       await this.enqueueAdmitted(await this.deps.admission.release(owner, run.id));

@@ -22,13 +22,14 @@ export const STOP_REASONS = [
   'stop',
   'max_depth',
   'max_total_tokens',
+  'max_tokens_per_day',
   'timeout',
   'approval_timeout',
   'cancelled',
   'error',
 ] as const;
 export type StopReason = (typeof STOP_REASONS)[number];
-export type BudgetName = 'max_depth' | 'max_total_tokens' | 'timeout';
+export type BudgetName = 'max_depth' | 'max_total_tokens' | 'max_tokens_per_day' | 'timeout';
 
 /** `metadata` is echoed with every run (lists too), so it is kept small. */
 export const METADATA_MAX_BYTES = 16 * 1024;
@@ -209,8 +210,8 @@ export interface RunSpec {
   has_context?: boolean;
   /** Absolute deadline (ms since epoch) from timeout_ms; sub-runs inherit their root's. */
   deadline_at?: number;
-  /** The tool job a sub-run reports to: every step of the sub-run is added as its child. */
-  parent_job?: { id: string; queue: string };
+  /** On a sub-run: the parent's tool call that started it, whose job it wakes when it ends. */
+  parent_call?: { depth: number; index: number };
   /** Run ids from the root down to the parent (empty for a root run). */
   ancestors: string[];
   /** Nesting level: 0 for a root run. */

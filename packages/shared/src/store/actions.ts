@@ -1,121 +1,76 @@
-import type { ClientContext, Result } from 'ioredis';
 import { parseActionId, type ActionDecision, type ActionRecord } from '../actions/action-record.js';
 import type { RedisClient } from '../redis.js';
-import { globalKeys, runKeys, RUN_FIELDS as F } from './keys.js';
-import { EVENTS_MAXLEN, lua, RUN_OVER_LUA, XADD_EVENT_LUA } from './lua.js';
+import { ACTION_FIELDS, globalKeys, runKeys } from './keys.js';
+import { redisScript } from './redis-script.js';
 import { eventJson } from './run-events.js';
 
-/** The suffix of a request's decision field in its run's actions hash. */
-const DECISION = ':d';
 /** The field of a request's decision in its run's actions hash. */
-export const decisionField = (id: string) => id + DECISION;
+export const decisionField = ACTION_FIELDS.decision;
 
-/**
- * `unpend(id, runKey, pendingKey)`: the request no longer waits in this run's view; a run left
- * with nothing waiting goes from `requires_action` back to `running` (then it returns true).
- */
-const UNPEND_LUA = `
-local function unpend(id, runKey, pendingKey)
-  redis.call('ZREM', pendingKey, id)
-  if redis.call('ZCARD', pendingKey) == 0 and redis.call('HGET', runKey, ${lua(F.status)}) == 'requires_action' then
-    redis.call('HSET', runKey, ${lua(F.status)}, 'running')
-    return true
-  end
-  return false
-end
-`;
-
-// The scripts below take the same keys: KEYS[1] the waiting run, [2] its actions hash, [3] its
-// pending set, [4] its events, [5] its root's events, then each ancestor's run and pending set.
-
-/**
- * ARGV: maxlen, `action.required` event data, number of ancestors, root is the run ('1'/'0'),
- * then per request: id, JSON, creation time (ms). Stores each request not stored before (a
- * redelivered step asks nothing twice), lists it as waiting on the run and every ancestor, moves
- * those that are running to `requires_action` and appends `action.required` to the run's and the
- * root's streams. Returns {how many requests are new (-1 if the run has ended), then the runs
- * it moved to requires_action: 0 the run, i its i-th ancestor}.
- */
-const REQUIRE = `${RUN_OVER_LUA}${XADD_EVENT_LUA}
-if runOver(redis.call('HGET', KEYS[1], ${lua(F.status)})) then return { -1 } end
-local n = tonumber(ARGV[3])
-local made = 0
-for i = 5, #ARGV, 3 do
-  if redis.call('HSETNX', KEYS[2], ARGV[i], ARGV[i + 1]) == 1 then
-    made = made + 1
-    redis.call('ZADD', KEYS[3], ARGV[i + 2], ARGV[i])
-    for a = 0, n - 1 do redis.call('ZADD', KEYS[7 + 2 * a], ARGV[i + 2], ARGV[i]) end
-  end
-end
-if made == 0 then return { 0 } end
-local runs = { KEYS[1] }
-for a = 0, n - 1 do runs[#runs + 1] = KEYS[6 + 2 * a] end
-local out = { made }
-for i, key in ipairs(runs) do
-  if redis.call('HGET', key, ${lua(F.status)}) == 'running' then
-    redis.call('HSET', key, ${lua(F.status)}, 'requires_action')
-    out[#out + 1] = i - 1
-  end
-end
-xadd(KEYS[4], ARGV[1], 'action.required', ARGV[2])
-if ARGV[4] == '0' then xadd(KEYS[5], ARGV[1], 'action.required', ARGV[2]) end
-return out
-`;
-
-/**
- * ARGV: maxlen, id, decision JSON, `action.resolved` event data, number of ancestors, root is the
- * run. Stores the request's decision unless it has one: the first of answer, expiry and cancel
- * wins, whichever process makes it. Returns {'ok', the runs it moved back to running (0 the run, i
- * its i-th ancestor)…}, {'missing'}, {'ended'} (the run is over) or {'resolved', the decision
- * stored before}.
- */
-const RESOLVE = `${RUN_OVER_LUA}${XADD_EVENT_LUA}${UNPEND_LUA}
-if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 0 then return { 'missing' } end
-local prev = redis.call('HGET', KEYS[2], ARGV[2] .. ${lua(DECISION)})
-if prev then return { 'resolved', prev } end
-if runOver(redis.call('HGET', KEYS[1], ${lua(F.status)})) then return { 'ended' } end
-redis.call('HSET', KEYS[2], ARGV[2] .. ${lua(DECISION)}, ARGV[3])
-local out = { 'ok' }
-if unpend(ARGV[2], KEYS[1], KEYS[3]) then out[#out + 1] = '0' end
-for a = 0, tonumber(ARGV[5]) - 1 do
-  if unpend(ARGV[2], KEYS[6 + 2 * a], KEYS[7 + 2 * a]) then out[#out + 1] = tostring(a + 1) end
-end
-xadd(KEYS[4], ARGV[1], 'action.resolved', ARGV[4])
-if ARGV[6] == '0' then xadd(KEYS[5], ARGV[1], 'action.resolved', ARGV[4]) end
-return out
-`;
-
-/**
- * ARGV: maxlen, decision JSON, its time, number of ancestors, root is the run, run id. For a run that
- * has ended: every request of its own still waiting is decided `cancelled` (an answer that won
- * the race stands) and no longer waits on its ancestors. Returns {the ids cancelled, the
- * ancestors it moved back to running (i: the i-th)}.
- */
-const CANCEL_PENDING = `${XADD_EVENT_LUA}${UNPEND_LUA}
-local n = tonumber(ARGV[4])
-local cancelled, resumed = {}, {}
-for _, id in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
-  if redis.call('HEXISTS', KEYS[2], id) == 1 and redis.call('HSETNX', KEYS[2], id .. ${lua(DECISION)}, ARGV[2]) == 1 then
-    cancelled[#cancelled + 1] = id
-    redis.call('ZREM', KEYS[3], id)
-    for a = 0, n - 1 do
-      if unpend(id, KEYS[6 + 2 * a], KEYS[7 + 2 * a]) then resumed[#resumed + 1] = tostring(a + 1) end
-    end
-    if ARGV[5] == '0' then
-      xadd(KEYS[5], ARGV[1], 'action.resolved', cjson.encode({ run_id = ARGV[6], id = id, decision = 'cancelled', at = ARGV[3] }))
-    end
-  end
-end
-return { cancelled, resumed }
-`;
-
-declare module 'ioredis' {
-  interface RedisCommander<Context extends ClientContext = { type: 'default' }> {
-    agentqRequireActions(numKeys: number, ...keysAndArgs: Array<string | number>): Result<number[], Context>;
-    agentqResolveAction(numKeys: number, ...keysAndArgs: Array<string | number>): Result<string[], Context>;
-    agentqCancelActions(numKeys: number, ...keysAndArgs: Array<string | number>): Result<[string[], string[]], Context>;
-  }
+/** The keys every request script takes: the waiting run's, its root's events, its ancestors'. */
+interface RequestKeys {
+  runKey: string;
+  actionsKey: string;
+  pendingKey: string;
+  eventsKey: string;
+  rootEventsKey: string;
+  /** Root first: each ancestor's run key and pending key. */
+  ancestors: Array<{ runKey: string; pendingKey: string }>;
 }
+const requestKeys = (k: RequestKeys) => [
+  k.runKey,
+  k.actionsKey,
+  k.pendingKey,
+  k.eventsKey,
+  k.rootEventsKey,
+  ...k.ancestors.flatMap((a) => [a.runKey, a.pendingKey]),
+];
+const isRootFlag = (ancestorCount: number) => (ancestorCount ? '0' : '1');
+
+/** Stores a round's requests (see require-actions.lua). */
+const requireActions = redisScript({
+  file: 'require-actions',
+  keys: requestKeys,
+  args: (a: {
+    requiredEvent: string;
+    ancestorCount: number;
+    requests: Array<{ id: string; record: string; createdMs: number }>;
+  }) => [
+    a.requiredEvent,
+    a.ancestorCount,
+    isRootFlag(a.ancestorCount),
+    ...a.requests.flatMap((r) => [r.id, r.record, r.createdMs]),
+  ],
+  reply: (r) => r as number[],
+});
+
+/** Decides a request once (see resolve-action.lua). */
+const resolveAction = redisScript({
+  file: 'resolve-action',
+  keys: requestKeys,
+  args: (a: { actionId: string; decision: string; resolvedEvent: string; ancestorCount: number }) => [
+    a.actionId,
+    a.decision,
+    a.resolvedEvent,
+    a.ancestorCount,
+    isRootFlag(a.ancestorCount),
+  ],
+  reply: (r) => r as string[],
+});
+
+/** Cancels an ended run's waiting requests (see cancel-actions.lua). */
+const cancelActions = redisScript({
+  file: 'cancel-actions',
+  keys: requestKeys,
+  args: (a: { decision: string; at: string; ancestorCount: number; runId: string }) => [
+    a.decision,
+    a.at,
+    a.ancestorCount,
+    isRootFlag(a.ancestorCount),
+    a.runId,
+  ],
+  reply: (r) => r as [string[], string[]],
+});
 
 /** A run and its place in its tree: what the scripts need to reach its ancestors. */
 export interface ActionRun {
@@ -154,23 +109,22 @@ export class ActionStore {
     private readonly redis: RedisClient,
     private readonly prefix: string,
     private readonly retentionSeconds: number,
-  ) {
-    redis.defineCommand('agentqRequireActions', { lua: REQUIRE });
-    redis.defineCommand('agentqResolveAction', { lua: RESOLVE });
-    redis.defineCommand('agentqCancelActions', { lua: CANCEL_PENDING });
-  }
+  ) {}
 
-  private treeKeys(run: ActionRun): string[] {
+  private treeKeys(run: ActionRun): RequestKeys {
     const k = runKeys(this.prefix, run.id);
     const root = run.ancestors[0] ?? run.id;
-    return [
-      k.run,
-      k.actions,
-      k.pendingActions,
-      k.events,
-      runKeys(this.prefix, root).events,
-      ...run.ancestors.flatMap((a) => [runKeys(this.prefix, a).run, runKeys(this.prefix, a).pendingActions]),
-    ];
+    return {
+      runKey: k.run,
+      actionsKey: k.actions,
+      pendingKey: k.pendingActions,
+      eventsKey: k.events,
+      rootEventsKey: runKeys(this.prefix, root).events,
+      ancestors: run.ancestors.map((a) => ({
+        runKey: runKeys(this.prefix, a).run,
+        pendingKey: runKeys(this.prefix, a).pendingActions,
+      })),
+    };
   }
 
   /** The run (index 0) or its ancestor (index i: the i-th) a script names by its place. */
@@ -207,15 +161,11 @@ export class ActionStore {
       created_at: r.created_at,
       expires_at: r.expires_at,
     }));
-    const [made, ...flipped] = await this.redis.agentqRequireActions(
-      keys.length,
-      ...keys,
-      EVENTS_MAXLEN,
-      eventJson('action.required', run.id, { items }),
-      run.ancestors.length,
-      run.ancestors.length ? '0' : '1',
-      ...records.flatMap((r, i) => [r.id, JSON.stringify(r), scores[i]]),
-    );
+    const [made, ...flipped] = await requireActions(this.redis, keys, {
+      requiredEvent: eventJson('action.required', run.id, { items }),
+      ancestorCount: run.ancestors.length,
+      requests: records.map((r, i) => ({ id: r.id, record: JSON.stringify(r), createdMs: scores[i] })),
+    });
     return { made, waiting: flipped.map((i) => ActionStore.runAt(run, i)) };
   }
 
@@ -226,16 +176,12 @@ export class ActionStore {
    */
   async resolve(run: ActionRun, id: string, decision: ActionDecision): Promise<ResolveResult> {
     const keys = this.treeKeys(run);
-    const r = await this.redis.agentqResolveAction(
-      keys.length,
-      ...keys,
-      EVENTS_MAXLEN,
-      id,
-      JSON.stringify(decision),
-      eventJson('action.resolved', run.id, { id, decision: decision.decision }, decision.at),
-      run.ancestors.length,
-      run.ancestors.length ? '0' : '1',
-    );
+    const r = await resolveAction(this.redis, keys, {
+      actionId: id,
+      decision: JSON.stringify(decision),
+      resolvedEvent: eventJson('action.resolved', run.id, { id, decision: decision.decision }, decision.at),
+      ancestorCount: run.ancestors.length,
+    });
     if (r[0] === 'ok') {
       await this.redis.zrem(globalKeys(this.prefix).actionInboxPending(run.owner), id);
       return { kind: 'ok', resumed: r.slice(1).map((i) => ActionStore.runAt(run, i)) };
@@ -252,16 +198,12 @@ export class ActionStore {
     const keys = this.treeKeys(run);
     const at = new Date().toISOString();
     const decision: ActionDecision = { decision: 'cancelled', by: 'agentq', at };
-    const [ids, resumed] = await this.redis.agentqCancelActions(
-      keys.length,
-      ...keys,
-      EVENTS_MAXLEN,
-      JSON.stringify(decision),
+    const [ids, resumed] = await cancelActions(this.redis, keys, {
+      decision: JSON.stringify(decision),
       at,
-      run.ancestors.length,
-      run.ancestors.length ? '0' : '1',
-      run.id,
-    );
+      ancestorCount: run.ancestors.length,
+      runId: run.id,
+    });
     if (ids.length) await this.redis.zrem(globalKeys(this.prefix).actionInboxPending(run.owner), ...ids);
     return { cancelled: ids, resumed: resumed.map((i) => ActionStore.runAt(run, i)) };
   }

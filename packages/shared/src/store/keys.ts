@@ -45,12 +45,14 @@ export function globalKeys(prefix: string) {
      * what a process that died in between leaves is swept (Runs.sweepPending).
      */
     pendingRuns: `${adm}:runs-pending`,
-    /** Admission (see runs/admission.ts): a key's line of root runs waiting to start (a sorted set by arrival). */
-    laneOf: `${adm}:lane:`,
+    /** Admission (see runs/admission.ts): a tenant's line of runs waiting to start (a sorted set by arrival). */
+    lineOf: `${adm}:line:`,
     /** Admission: the runs of a key that are admitted and not ended (a set). */
     activeOf: `${adm}:active:`,
-    /** Admission: the runs of a key that wait for an answer (a set): they hold no slot meanwhile. */
+    /** Admission: the runs of a tenant that wait for an answer (a set): they hold no slot meanwhile. */
     waitingOf: `${adm}:waiting:`,
+    /** Admission: the runs of a tenant that wait on their sub-runs (a set): they hold no slot meanwhile. */
+    parkedOf: `${adm}:parked:`,
     /** Admission: keys with runs in their line, by virtual time (a sorted set). */
     backlog: `${adm}:backlog`,
     /** Admission: each key's limits as the API published them (a hash: owner, `*` default, `#total`). */
@@ -104,8 +106,10 @@ export const RUN_FIELDS = {
   rootRunId: 'root_run_id',
   /** The transcript's stored size in bytes (its messages' JSON), kept with every append. */
   transcriptBytes: 'transcript_bytes',
-  /** On a root run: how many sub-runs its tree has (see RunRecords.growTree). */
+  /** On a root run: how many sub-runs its tree has (see RunRecords.reserveSubruns). */
   treeRuns: 'tree_runs',
+  /** On a root run: `sr:<call>`, the sub-runs a call of the tree reserved (once per call). */
+  subrunReservationPrefix: 'sr:',
   usagePrefix: 'u:',
   usageTotalPrefix: 'ut:',
   /** `m:a:<depth>`: the step at this depth is committed (its assistant message appended). */
@@ -125,4 +129,19 @@ export const TOOL_CALL_FIELDS = {
   message: (index: number | string) => `${index}${TOOL_CALL_FIELDS.messageSuffix}`,
   runningSuffix: ':running',
   messageSuffix: ':msg',
+} as const;
+
+/**
+ * Events kept per run stream (approximately: `MAXLEN ~`). The stream is trimmed when a step is
+ * committed, when the run ends, and by the appends that may come many to a step (the model's
+ * text as it streams, sub-runs, requests for an answer); a run's creation and start and a
+ * round's `tool.*` events append without trimming, so a stream holds at most this many and one
+ * step's events (trimming costs Redis a seventh of an append inside a script).
+ */
+export const EVENTS_MAXLEN = 10_000;
+
+/** Field names of a run's requests hash: `<id>` holds the request, `<id>:d` its decision. */
+export const ACTION_FIELDS = {
+  decision: (id: string) => `${id}${ACTION_FIELDS.decisionSuffix}`,
+  decisionSuffix: ':d',
 } as const;

@@ -1,11 +1,10 @@
-import type { ClientContext, Result } from 'ioredis';
 import type { RedisClient } from '../redis.js';
 import type { z } from 'zod';
 import type { Known, runEventDataSchemas } from '../schemas/api.js';
 import type { RunEvent, RunEventType } from '../schemas/events.js';
 import { parseJson } from './run-hash.js';
-import { EVENTS_MAXLEN } from './lua.js';
-import { runKeys } from './keys.js';
+import { EVENTS_MAXLEN, runKeys } from './keys.js';
+import { redisScript } from './redis-script.js';
 
 /**
  * The `data:` of an event of type `T` as its writer gives it: what its published schema
@@ -27,36 +26,13 @@ export const eventJson = <T extends RunEventType>(
   at = new Date().toISOString(),
 ): string => JSON.stringify({ run_id: runId, ...data, at });
 
-// Up to ARGV[2] events after ARGV[1] ('-' or '(<id>'), stopping before the first that would take
-// the page past ARGV[3] bytes (an entry's size: its fields' names and values). Returns the page,
-// and the id and size of the event it stopped before ('' and 0 when it did not stop for size).
-// Read one entry at a time: an entry is copied into Lua to be measured, and those past the one
-// that does not fit (each possibly a model's whole answer) are not. So a stream that reaches an
-// event larger than a page costs Redis a passing copy of that one event, then its read.
-const READ_PAGE = `
-local count = tonumber(ARGV[2])
-local limit = tonumber(ARGV[3])
-local start = ARGV[1]
-local page = {}
-local bytes = 0
-while #page < count do
-  local row = redis.call('XRANGE', KEYS[1], start, '+', 'COUNT', 1)[1]
-  if not row then break end
-  local size = 0
-  for j = 1, #row[2] do size = size + #row[2][j] end
-  if bytes + size > limit then return {page, row[1], size} end
-  bytes = bytes + size
-  page[#page + 1] = row
-  start = '(' .. row[1]
-end
-return {page, '', 0}
-`;
-
-declare module 'ioredis' {
-  interface RedisCommander<Context extends ClientContext = { type: 'default' }> {
-    agentqReadEventPage(...keysAndArgs: string[]): Result<[[string, string[]][], string, number], Context>;
-  }
-}
+/** A page of a stream's events within a byte limit (see read-event-page.lua). */
+const readEventPage = redisScript({
+  file: 'read-event-page',
+  keys: (k: { eventsKey: string }) => [k.eventsKey],
+  args: (a: { start: string; count: number; maxBytes: number }) => [a.start, a.count, a.maxBytes],
+  reply: (r) => r as [[string, string[]][], string, number],
+});
 
 /**
  * An event as its stream stores it, its data still the JSON it was written as: what an SSE frame
@@ -84,9 +60,7 @@ export class RunEventLog {
   constructor(
     private readonly redis: RedisClient,
     private readonly prefix: string,
-  ) {
-    redis.defineCommand('agentqReadEventPage', { lua: READ_PAGE, numberOfKeys: 1 });
-  }
+  ) {}
 
   key(runId: string): string {
     return runKeys(this.prefix, runId).events;
@@ -130,11 +104,10 @@ export class RunEventLog {
    */
   async readPage(runId: string, afterId: string, count: number, maxBytes: number): Promise<EventPage> {
     const start = afterId === '0' ? '-' : `(${afterId}`;
-    const [rows, nextId, nextBytes] = await this.redis.agentqReadEventPage(
-      this.key(runId),
-      start,
-      String(count),
-      String(maxBytes),
+    const [rows, nextId, nextBytes] = await readEventPage(
+      this.redis,
+      { eventsKey: this.key(runId) },
+      { start, count, maxBytes },
     );
     return {
       events: rows.map(([id, f]) => storedEventFrom(id, f)),

@@ -1,9 +1,8 @@
-import type { ClientContext, Result } from 'ioredis';
 import { isCluster, type RedisClient } from '../redis.js';
 import type { AssistantMessage, ChatMessage } from '../schemas/message.js';
 import { isTerminal, type RunObject, type RunSpec, type RunStatus, type StopReason } from '../schemas/run.js';
 import { globalKeys, runKeys, RUN_FIELDS as F } from './keys.js';
-import { EVENTS_MAXLEN, lua, RUN_OVER_LUA, XADD_EVENT_LUA } from './lua.js';
+import { redisScript } from './redis-script.js';
 import { eventJson } from './run-events.js';
 import { isRunHash, runObjectFrom, runStateFrom, type RunHash, type RunState } from './run-hash.js';
 
@@ -59,80 +58,85 @@ export interface FinishInput {
   error?: { code: string; message: string } | null;
 }
 
-/**
- * queued → running; returns the `run.started` event's id, or null if the run was not queued.
- * KEYS: run, events. ARGV: now, the event's data (appended untrimmed: see EVENTS_MAXLEN).
- */
-const START_RUN = `${XADD_EVENT_LUA}
-if redis.call('HGET', KEYS[1], ${lua(F.status)}) ~= 'queued' then return false end
-redis.call('HSET', KEYS[1], ${lua(F.status)}, 'running', ${lua(F.startedAt)}, ARGV[1])
-return appendEvent(KEYS[2], 'run.started', ARGV[2])
-`;
-
-/**
- * KEYS: run, events, then every other key of the run (to expire). ARGV: retention seconds,
- * maxlen, event type, status, stop_reason, completed_at, output, output_parsed, error, event data.
- * Returns the status this call ended the run from, or 0 if it had ended (or was gone) already.
- */
-const FINISH_RUN = `${RUN_OVER_LUA}${XADD_EVENT_LUA}
-local was = redis.call('HGET', KEYS[1], ${lua(F.status)})
-if runOver(was) then return 0 end
-redis.call('HSET', KEYS[1], ${lua(F.status)}, ARGV[4], ${lua(F.stopReason)}, ARGV[5], ${lua(F.completedAt)}, ARGV[6],
-  ${lua(F.output)}, ARGV[7], ${lua(F.outputParsed)}, ARGV[8], ${lua(F.error)}, ARGV[9])
-if redis.call('HEXISTS', KEYS[1], ${lua(F.startedAt)}) == 0 then
-  redis.call('HSET', KEYS[1], ${lua(F.startedAt)}, ARGV[6])
-end
-xadd(KEYS[2], ARGV[2], ARGV[3], ARGV[10])
-for k = 1, #KEYS do redis.call('EXPIRE', KEYS[k], ARGV[1]) end
-return was
-`;
-
-// A new run's hash (fields ARGV[from..to]), first messages (the ARGV after them) and `run.queued`
-// event. Its callers write it only if the run does not exist: two writers of one sub-run (two
-// deliveries of its agent_query job at once) write it once. Returns 1.
-const WRITE_NEW_RUN_LUA = `${XADD_EVENT_LUA}
-local function writeNewRun(run, messages, events, queued, from, to)
-  redis.call('HSET', run, unpack(ARGV, from, to))
-  for i = to + 1, #ARGV, 1000 do
-    redis.call('RPUSH', messages, unpack(ARGV, i, math.min(i + 999, #ARGV)))
-  end
-  appendEvent(events, 'run.queued', queued)
-  return 1
-end
-`;
-
-/**
- * A new run on one Redis, in one script (nothing written if it exists): KEYS: the pending set,
- * the owner's index, run, messages, events. ARGV: run id, created (ms), the index's trim bound (''
- * for none), the `run.queued` event's data, how many field and value arguments follow, those,
- * then the messages.
- */
-const CREATE_RUN = `${WRITE_NEW_RUN_LUA}
-if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
-redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
-redis.call('ZADD', KEYS[2], 0, ARGV[1])
-if ARGV[3] ~= '' then redis.call('ZREMRANGEBYLEX', KEYS[2], '-', ARGV[3]) end
-return writeNewRun(KEYS[3], KEYS[4], KEYS[5], ARGV[4], 6, 5 + tonumber(ARGV[5]))
-`;
-
-/**
- * A new run's own keys on a Cluster (they share its tree's slot; the pending mark and the index
- * entry are written apart): KEYS: run, messages, events. ARGV: the `run.queued` event's data, how
- * many field and value arguments follow, those, then the messages.
- */
-const CREATE_RUN_RECORD = `${WRITE_NEW_RUN_LUA}
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-return writeNewRun(KEYS[1], KEYS[2], KEYS[3], ARGV[1], 3, 2 + tonumber(ARGV[2]))
-`;
-
-declare module 'ioredis' {
-  interface RedisCommander<Context extends ClientContext = { type: 'default' }> {
-    agentqCreateRun(...keysAndArgs: Array<string | number>): Result<number, Context>;
-    agentqCreateRunRecord(...keysAndArgs: Array<string | number>): Result<number, Context>;
-    agentqStartRun(run: string, events: string, now: string, data: string): Result<string | null, Context>;
-    agentqFinishRun(numKeys: number, ...keysAndArgs: Array<string | number>): Result<string | 0, Context>;
-  }
+/** A new run's hash fields and first messages, as the creating scripts take them. */
+interface NewRunArgs {
+  queuedEvent: string;
+  fields: string[];
+  messages: string[];
 }
+const newRunArgs = (a: NewRunArgs) => [a.queuedEvent, a.fields.length, ...a.fields, ...a.messages];
+const createdOrNot = (r: unknown) => r === 1;
+
+/** A new run on one Redis, in one script (see create-run.lua). */
+const createRun = redisScript({
+  file: 'create-run',
+  keys: (k: { pendingKey: string; indexKey: string; runKey: string; messagesKey: string; eventsKey: string }) => [
+    k.pendingKey,
+    k.indexKey,
+    k.runKey,
+    k.messagesKey,
+    k.eventsKey,
+  ],
+  args: (a: NewRunArgs & { runId: string; createdMs: number; trimBelow: string }) => [
+    a.runId,
+    a.createdMs,
+    a.trimBelow,
+    ...newRunArgs(a),
+  ],
+  reply: createdOrNot,
+});
+
+/** A new run's own keys on a Cluster (see create-run-record.lua). */
+const createRunRecord = redisScript({
+  file: 'create-run-record',
+  keys: (k: { runKey: string; messagesKey: string; eventsKey: string }) => [k.runKey, k.messagesKey, k.eventsKey],
+  args: newRunArgs,
+  reply: createdOrNot,
+});
+
+/** queued → running, with `run.started` (see start-run.lua). */
+const startRun = redisScript({
+  file: 'start-run',
+  keys: (k: { runKey: string; eventsKey: string }) => [k.runKey, k.eventsKey],
+  args: (a: { startedAt: string; startedEvent: string }) => [a.startedAt, a.startedEvent],
+  reply: (r) => typeof r === 'string',
+});
+
+/** Reserves a call's sub-runs in its tree, once (see reserve-subruns.lua). */
+const reserveSubruns = redisScript({
+  file: 'reserve-subruns',
+  keys: (k: { rootRunKey: string }) => [k.rootRunKey],
+  args: (a: { callField: string; count: number; limit: number }) => [a.callField, a.count, a.limit],
+  reply: (r) => r as [number, number],
+});
+
+/** Ends a run once (see finish-run.lua); the status it ended from, or null if it had ended. */
+const finishRun = redisScript({
+  file: 'finish-run',
+  keys: (k: { runKey: string; eventsKey: string; otherKeys: string[] }) => [k.runKey, k.eventsKey, ...k.otherKeys],
+  args: (a: {
+    retentionSeconds: number;
+    eventType: string;
+    status: string;
+    stopReason: string;
+    completedAt: string;
+    output: string;
+    outputParsed: string;
+    error: string;
+    eventData: string;
+  }) => [
+    a.retentionSeconds,
+    a.eventType,
+    a.status,
+    a.stopReason,
+    a.completedAt,
+    a.output,
+    a.outputParsed,
+    a.error,
+    a.eventData,
+  ],
+  reply: (r) => (typeof r === 'string' ? (r as RunStatus) : null),
+});
 
 /** Run records: create, read, list, start and end a run, in its hash and the owner's index. */
 export class RunRecords {
@@ -140,12 +144,7 @@ export class RunRecords {
     private readonly redis: RedisClient,
     private readonly prefix: string,
     readonly retentionSeconds: number,
-  ) {
-    redis.defineCommand('agentqCreateRun', { lua: CREATE_RUN, numberOfKeys: 5 });
-    redis.defineCommand('agentqCreateRunRecord', { lua: CREATE_RUN_RECORD, numberOfKeys: 3 });
-    redis.defineCommand('agentqStartRun', { lua: START_RUN, numberOfKeys: 2 });
-    redis.defineCommand('agentqFinishRun', { lua: FINISH_RUN });
-  }
+  ) {}
 
   private keys(runId: string) {
     return runKeys(this.prefix, runId);
@@ -196,43 +195,24 @@ export class RunRecords {
     const trimBelow = cutoff > 0 ? `(run_${cutoff.toString(36).padStart(9, '0')}` : '';
     const pendingSet = globalKeys(this.prefix).pendingRuns;
     const queued = eventJson('run.queued', run.id, {}, createdAt);
-    const hashArgs = Object.entries(fields).flat();
-    let created: number;
+    const newRun = { queuedEvent: queued, fields: Object.entries(fields).flat(), messages };
+    const own = { runKey: k.run, messagesKey: k.messages, eventsKey: k.events };
+    let created: boolean;
     if (isCluster(this.redis)) {
       // The pending mark first (see above). For a sub-run another delivery wrote, marking it again
       // is harmless: createChild settles it, and the sweep leaves a run that is not queued alone.
       await this.redis.zadd(pendingSet, createdMs, run.id);
       const listed = this.redis.multi().zadd(index, 0, run.id);
       if (trimBelow) listed.zremrangebylex(index, '-', trimBelow);
-      [, created] = await Promise.all([
-        execOrThrow(listed),
-        this.redis.agentqCreateRunRecord(
-          k.run,
-          k.messages,
-          k.events,
-          queued,
-          hashArgs.length,
-          ...hashArgs,
-          ...messages,
-        ),
-      ]);
+      [, created] = await Promise.all([execOrThrow(listed), createRunRecord(this.redis, own, newRun)]);
     } else {
-      created = await this.redis.agentqCreateRun(
-        pendingSet,
-        index,
-        k.run,
-        k.messages,
-        k.events,
-        run.id,
-        createdMs,
-        trimBelow,
-        queued,
-        hashArgs.length,
-        ...hashArgs,
-        ...messages,
+      created = await createRun(
+        this.redis,
+        { pendingKey: pendingSet, indexKey: index, ...own },
+        { runId: run.id, createdMs, trimBelow, ...newRun },
       );
     }
-    return { run: runObjectFrom(run.id, fields), transcriptBytes, created: created === 1 };
+    return { run: runObjectFrom(run.id, fields), transcriptBytes, created };
   }
 
   /** Removes a run that could not be enqueued, so that a client never sees a run nobody runs. */
@@ -251,6 +231,13 @@ export class RunRecords {
   /** Runs still pending that were created before `before` (ms since epoch), oldest first. */
   async pending(before: number, limit = 500): Promise<string[]> {
     return this.redis.zrangebyscore(globalKeys(this.prefix).pendingRuns, '-inf', `(${before}`, 'LIMIT', 0, limit);
+  }
+
+  /** Each run's status, null for a gone run (the commands sent back to back: one round trip). */
+  async statuses(runIds: string[]): Promise<Array<RunStatus | null>> {
+    return (await Promise.all(
+      runIds.map((id) => this.redis.hget(this.keys(id).run, F.status)),
+    )) as Array<RunStatus | null>;
   }
 
   async getState(runId: string): Promise<RunState | null> {
@@ -377,14 +364,23 @@ export class RunRecords {
   }
 
   /**
-   * Counts `n` more runs into the tree of `rootId` (the root counts as one); returns the tree's
-   * size with them. Taking them back (a negative `n`) undoes a reservation that was refused.
+   * Reserves room for a call's `count` sub-runs in the tree of `rootId`, once per call (`callRef`
+   * names it): the tree's size with them, and whether they fit in `limit` (see reserve-subruns.lua).
    */
-  async growTree(rootId: string, n: number): Promise<number> {
-    return 1 + (await this.redis.hincrby(this.keys(rootId).run, F.treeRuns, n));
+  async reserveSubruns(
+    rootId: string,
+    callRef: string,
+    count: number,
+    limit: number,
+  ): Promise<{ reserved: boolean; size: number }> {
+    const [reserved, size] = await reserveSubruns(
+      this.redis,
+      { rootRunKey: this.keys(rootId).run },
+      { callField: `${F.subrunReservationPrefix}${callRef}`, count, limit },
+    );
+    return { reserved: reserved === 1, size };
   }
 
-  /** Records a sub-run under its parent (for `/children` and cascading cancel). */
   /** Lists a sub-run under its parent; true if it was not listed yet. */
   async addChild(parentId: string, childId: string): Promise<boolean> {
     return (await this.redis.zadd(this.keys(parentId).children, 'NX', Date.now(), childId)) === 1;
@@ -414,8 +410,11 @@ export class RunRecords {
   async start(runId: string): Promise<boolean> {
     const k = this.keys(runId);
     const now = new Date().toISOString();
-    const r = await this.redis.agentqStartRun(k.run, k.events, now, eventJson('run.started', runId, {}, now));
-    return Boolean(r);
+    return startRun(
+      this.redis,
+      { runKey: k.run, eventsKey: k.events },
+      { startedAt: now, startedEvent: eventJson('run.started', runId, {}, now) },
+    );
   }
 
   /** Ends a run once: status, output, terminal event, expiry of all its keys. */
@@ -458,21 +457,20 @@ export class RunRecords {
       ...toolCallKeys,
     ];
     const type = `run.${input.status}` as const;
-    const done = await this.redis.agentqFinishRun(
-      2 + others.length,
-      k.run,
-      k.events,
-      ...others,
-      this.retentionSeconds,
-      EVENTS_MAXLEN,
-      type,
-      input.status,
-      input.stopReason,
-      completedAt,
-      fields[F.output],
-      fields[F.outputParsed],
-      fields[F.error],
-      eventJson(type, runId, { run }, completedAt),
+    const done = await finishRun(
+      this.redis,
+      { runKey: k.run, eventsKey: k.events, otherKeys: others },
+      {
+        retentionSeconds: this.retentionSeconds,
+        eventType: type,
+        status: input.status,
+        stopReason: input.stopReason,
+        completedAt,
+        output: fields[F.output],
+        outputParsed: fields[F.outputParsed],
+        error: fields[F.error],
+        eventData: eventJson(type, runId, { run }, completedAt),
+      },
     );
     if (!done) return null;
     // Whether it waited is the status the script replaced: a request stored since the hash was

@@ -1,13 +1,11 @@
-import type { ClientContext, Result } from 'ioredis';
 import type { RedisClient } from '../redis.js';
 import type { AssistantMessage, ChatMessage } from '../schemas/message.js';
 import { isTerminal, type BudgetName, type RunStatus } from '../schemas/run.js';
 import { USAGE_FIELDS } from '../schemas/usage.js';
-import { runKeys, RUN_FIELDS as F, TOOL_CALL_FIELDS } from './keys.js';
-import { APPEND_ROUND_LUA, EVENTS_MAXLEN, lua, PLUS_LUA, RUN_OVER_LUA, XADD_EVENT_LUA } from './lua.js';
+import { runKeys, RUN_FIELDS as F } from './keys.js';
+import { redisScript } from './redis-script.js';
 import { eventJson, type RunEventData } from './run-events.js';
 import { heldSpecFrom, runStateFrom, type HeldSpec, type RunHash, type RunState } from './run-hash.js';
-import type { ToolResultRecord } from './tool-calls.js';
 
 /** A model step as stored: the assistant message and what it cost. */
 export interface StepRecord {
@@ -22,73 +20,27 @@ export interface StepRecord {
   budget?: BudgetName;
 }
 
-/** The usage a step adds, in ARGV order after the depth, message and step: prompt, completion and total tokens, then the call itself. */
-const STEP_USAGE_FIELDS = ['prompt_tokens', 'completion_tokens', 'total_tokens', 'model_calls'] as const;
-const OWN_USAGE = STEP_USAGE_FIELDS.map((f) => lua(`${F.usagePrefix}${f}`));
-const TOTAL_USAGE = STEP_USAGE_FIELDS.map((f) => lua(`${F.usageTotalPrefix}${f}`));
-
-/**
- * KEYS: run, messages, steps, events, then the run keys of every ancestor (for usage_total).
- * ARGV: depth, assistant message JSON, step JSON, prompt, completion, total tokens, events
- * maxlen, `step.completed` event data JSON.
- * Returns the step already stored when this depth was committed before, 'missing' when the
- * run is gone, 'terminal' when it or an ancestor has ended meanwhile, or false when this call
- * committed it.
- * The run's counters are read with its status and written in one HSET with its depth and the
- * step's marker (each ancestor's in one HSET too): inside a script every command costs Redis
- * more (its reply turned into Lua, its write propagated) than reading a field and formatting a
- * number do. The sums are exact: Lua numbers hold integers to 2^53.
- */
-const COMMIT_STEP = `${RUN_OVER_LUA}${XADD_EVENT_LUA}${PLUS_LUA}
-local marker = ${lua(F.stepMarkerPrefix)} .. ARGV[1]
-local run = redis.call('HMGET', KEYS[1], ${lua(F.status)}, ${lua(F.transcriptBytes)}, marker, ${OWN_USAGE.join(', ')}, ${TOTAL_USAGE.join(', ')})
-if not run[1] and redis.call('EXISTS', KEYS[1]) == 0 then return 'missing' end
-if runOver(run[1]) then return 'terminal' end
-local ancestors = {}
-for k = 5, #KEYS do
-  local a = redis.call('HMGET', KEYS[k], ${lua(F.status)}, ${TOTAL_USAGE.join(', ')})
-  if runOver(a[1]) then return 'terminal' end
-  ancestors[k] = a
-end
-if run[3] then return redis.call('HGET', KEYS[3], ARGV[1]) end
-redis.call('RPUSH', KEYS[2], ARGV[2])
-redis.call('HSET', KEYS[3], ARGV[1], ARGV[3])
-local p, c, t = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-local writes = { marker, '1', ${lua(F.depth)}, ARGV[1],
-  ${STEP_USAGE_FIELDS.map((_, i) => `${OWN_USAGE[i]}, plus(run[${4 + i}], ${['p', 'c', 't', '1'][i]})`).join(', ')},
-  ${STEP_USAGE_FIELDS.map((_, i) => `${TOTAL_USAGE[i]}, plus(run[${8 + i}], ${['p', 'c', 't', '1'][i]})`).join(', ')} }
-if run[2] then
-  writes[#writes + 1] = ${lua(F.transcriptBytes)}
-  writes[#writes + 1] = plus(run[2], #ARGV[2])
-end
-redis.call('HSET', KEYS[1], unpack(writes))
-for k = 5, #KEYS do
-  local a = ancestors[k]
-  redis.call('HSET', KEYS[k], ${STEP_USAGE_FIELDS.map((_, i) => `${TOTAL_USAGE[i]}, plus(a[${2 + i}], ${['p', 'c', 't', '1'][i]})`).join(', ')})
-end
-xadd(KEYS[4], ARGV[7], 'step.completed', ARGV[8])
-return false
-`;
-
-/**
- * KEYS: run, messages, then the run keys of every ancestor. ARGV: depth of the step whose
- * results these are, then the tool messages (JSON) in call order.
- * Returns 1 if appended now, 0 if they were appended before or the run has ended.
- */
-const APPEND_ROUND = `${APPEND_ROUND_LUA}
-local ancestors = {}
-for k = 3, #KEYS do ancestors[#ancestors + 1] = KEYS[k] end
-local msgs = {}
-for i = 2, #ARGV do msgs[#msgs + 1] = ARGV[i] end
-return appendRound(KEYS[1], KEYS[2], ancestors, ARGV[1], msgs)
-`;
-
-declare module 'ioredis' {
-  interface RedisCommander<Context extends ClientContext = { type: 'default' }> {
-    agentqCommitStep(numKeys: number, ...keysAndArgs: Array<string | number>): Result<string | null, Context>;
-    agentqAppendRound(numKeys: number, ...keysAndArgs: Array<string | number>): Result<number, Context>;
-  }
-}
+/** Commits a model step once per depth (see commit-step.lua). */
+const commitStep = redisScript({
+  file: 'commit-step',
+  keys: (k: {
+    runKey: string;
+    messagesKey: string;
+    stepsKey: string;
+    eventsKey: string;
+    ancestorRunKeys: string[];
+  }) => [k.runKey, k.messagesKey, k.stepsKey, k.eventsKey, ...k.ancestorRunKeys],
+  args: (a: {
+    depth: number;
+    message: string;
+    step: string;
+    promptTokens: number;
+    completionTokens: number;
+    totalTokens: number;
+    completedEvent: string;
+  }) => [a.depth, a.message, a.step, a.promptTokens, a.completionTokens, a.totalTokens, a.completedEvent],
+  reply: (r) => r as string | null | 0,
+});
 
 /**
  * The start of a run's transcript that a reader already holds. A transcript only ever grows at
@@ -128,8 +80,8 @@ export interface StepHead {
   spec: HeldSpec;
   /** How many messages the transcript has. */
   length: number;
-  /** The transcript's size as stored (bytes of JSON); null for a run stored before sizes were kept. */
-  size: number | null;
+  /** The transcript's size as stored (bytes of JSON). */
+  size: number;
   /** The step already committed at this depth: this job is a redelivery. */
   step: StepRecord | null;
   /** Whether the previous round's tool messages are in the transcript. */
@@ -161,10 +113,7 @@ export class Transcript {
   constructor(
     private readonly redis: RedisClient,
     private readonly prefix: string,
-  ) {
-    redis.defineCommand('agentqCommitStep', { lua: COMMIT_STEP });
-    redis.defineCommand('agentqAppendRound', { lua: APPEND_ROUND });
-  }
+  ) {}
 
   private keys(runId: string) {
     return runKeys(this.prefix, runId);
@@ -183,7 +132,7 @@ export class Transcript {
     return this.redis.lrange(this.keys(runId).messages, 0, -1);
   }
 
-  /** The transcript's stored size (bytes of its messages' JSON); null for a run stored before sizes were kept. */
+  /** The transcript's stored size (bytes of its messages' JSON); null if there is no such run. */
   async storedSize(runId: string): Promise<number | null> {
     const bytes = await this.redis.hget(this.keys(runId).run, F.transcriptBytes);
     return bytes === null ? null : Number(bytes);
@@ -208,8 +157,7 @@ export class Transcript {
    * when the whole is larger; without one, the run and the transcript's size first, and its
    * messages in a second round trip only if it is at most that large. A transcript that is
    * larger comes back as its head (everything but the messages), its stored size in it: a
-   * reader with room for that much then reads with loadStep. (A run stored before sizes were
-   * kept has none, and is read whatever its size.) A reader that expects the transcript to fit
+   * reader with room for that much then reads with loadStep. A reader that expects the transcript to fit
    * (`expectFits`: it was told its size, and took room for it) reads it whole in one round trip,
    * as with a known start: should it be larger after all, it comes back as its head, unparsed.
    */
@@ -224,7 +172,7 @@ export class Transcript {
     if (!known && !expectFits && maxBytes !== Infinity) {
       const head = await this.loadHead(runId, depth);
       if (!head) return null;
-      if (head.size !== null && head.size > maxBytes) return { tooLarge: true, head };
+      if (head.size > maxBytes) return { tooLarge: true, head };
       const raw = head.length > 0 ? await this.redis.lrange(k.messages, 0, head.length - 1) : [];
       // A transcript only grows at its end: fewer messages than counted means it was deleted.
       return raw.length === head.length ? this.inputFrom(head, raw) : null;
@@ -240,7 +188,7 @@ export class Transcript {
     // the lengths do not add up): read it whole.
     if (known && (known.createdAt !== head.run.createdAt || head.length !== from + tail.length))
       return this.loadStepWithin(runId, depth, maxBytes);
-    if (head.size !== null && head.size > maxBytes) return { tooLarge: true, head };
+    if (head.size > maxBytes) return { tooLarge: true, head };
     return this.inputFrom(head, tail, known);
   }
 
@@ -302,7 +250,7 @@ export class Transcript {
       run: runStateFrom(runId, h, spec.value),
       spec,
       length,
-      size: bytes === undefined ? null : Number(bytes),
+      size: Number(bytes ?? 0),
       step: cur ? (JSON.parse(cur) as StepRecord) : null,
       roundAppended: depth > 0 && previousRound === '1',
       done: thisRound === '1',
@@ -314,35 +262,18 @@ export class Transcript {
       ...head,
       messages: [...(known?.messages ?? []), ...raw.map((m) => JSON.parse(m) as ChatMessage)],
       // What was read, not the stored count: the two disagree when an append lands between the
-      // step's reads, or for a run whose count began after it was created (an older version).
+      // step's reads.
       size: (known?.size ?? 0) + raw.reduce((n, m) => n + Buffer.byteLength(m), 0),
     };
   }
 
   /**
-   * Whether a run still needs the step after its round at `depth`: the run exists, has not ended,
-   * and that round's tool messages are not in its transcript (the step after them appends them
-   * when it runs). One read of two fields: the transcript is not read.
+   * Whether the round at `depth` is complete (its `tool` messages are in the transcript) and the
+   * run goes on: then the step after it is due. One read of two fields.
    */
-  async needsStepAfter(runId: string, depth: number): Promise<boolean> {
+  async roundComplete(runId: string, depth: number): Promise<boolean> {
     const [status, appended] = await this.redis.hmget(this.keys(runId).run, F.status, `${F.roundMarkerPrefix}${depth}`);
-    return status !== null && !isTerminal(status as RunStatus) && appended !== '1';
-  }
-
-  /** The step at `depth` and the tool results stored under its calls (by call index). */
-  async loadRound(
-    runId: string,
-    depth: number,
-  ): Promise<{ step: StepRecord | null; results: Map<number, ToolResultRecord> }> {
-    const k = this.keys(runId);
-    const res = (await this.redis.pipeline().hget(k.steps, String(depth)).hgetall(k.toolCalls(depth)).exec()) ?? [];
-    for (const [err] of res) if (err) throw err;
-    const raw = res[0][1] as string | null;
-    const results = new Map<number, ToolResultRecord>();
-    for (const [f, v] of Object.entries(res[1][1] as Record<string, string>)) {
-      if (f === TOOL_CALL_FIELDS.result(Number(f))) results.set(Number(f), JSON.parse(v));
-    }
-    return { step: raw ? (JSON.parse(raw) as StepRecord) : null, results };
+    return status !== null && !isTerminal(status as RunStatus) && appended === '1';
   }
 
   /**
@@ -354,39 +285,21 @@ export class Transcript {
   async commitStep(run: RunState, step: StepRecord, event: RunEventData<'step.completed'>): Promise<StepRecord | null> {
     const k = this.keys(run.id);
     const ancestors = this.ancestorKeys(run);
-    const r = await this.redis.agentqCommitStep(
-      4 + ancestors.length,
-      k.run,
-      k.messages,
-      k.steps,
-      k.events,
-      ...ancestors,
-      step.depth,
-      JSON.stringify(step.message),
-      JSON.stringify(step),
-      step.usage.prompt_tokens,
-      step.usage.completion_tokens,
-      step.usage.total_tokens,
-      EVENTS_MAXLEN,
-      eventJson('step.completed', run.id, event),
+    const r = await commitStep(
+      this.redis,
+      { runKey: k.run, messagesKey: k.messages, stepsKey: k.steps, eventsKey: k.events, ancestorRunKeys: ancestors },
+      {
+        depth: step.depth,
+        message: JSON.stringify(step.message),
+        step: JSON.stringify(step),
+        promptTokens: step.usage.prompt_tokens,
+        completionTokens: step.usage.completion_tokens,
+        totalTokens: step.usage.total_tokens,
+        completedEvent: eventJson('step.completed', run.id, event),
+      },
     );
     if (r === 'terminal' || r === 'missing') return null;
-    if (r === null || r === undefined) return step;
+    if (!r) return step;
     return JSON.parse(r) as StepRecord;
-  }
-
-  /** Appends the `tool` messages of the step at `depth`, once; true if this call appended them. */
-  async appendRound(run: RunState, depth: number, messages: ChatMessage[]): Promise<boolean> {
-    const k = this.keys(run.id);
-    const ancestors = this.ancestorKeys(run);
-    const r = await this.redis.agentqAppendRound(
-      2 + ancestors.length,
-      k.run,
-      k.messages,
-      ...ancestors,
-      depth,
-      ...messages.map((m) => JSON.stringify(m)),
-    );
-    return r === 1;
   }
 }

@@ -62,6 +62,11 @@ export class TokenTally {
     this.timer.unref();
   }
 
+  /** Tokens counted here for the tenant and not yet written to its day. */
+  pendingFor(owner: string): number {
+    return this.pending.get(owner) ?? 0;
+  }
+
   add(owner: string, tokens: number): void {
     if (tokens > 0) this.pending.set(owner, (this.pending.get(owner) ?? 0) + tokens);
   }

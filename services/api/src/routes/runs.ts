@@ -205,13 +205,10 @@ export function runsRoutes(deps: RunsRouteDeps) {
 
   app.get('/:id/messages', async (c) => {
     const run = await own(c.get('owner'), c.req.param('id'));
-    // Its room taken before the transcript is read, by the size stored with it (a run stored
-    // before sizes were kept: once read).
-    const size = await deps.store.transcript.storedSize(run.id);
-    if (size !== null) deps.responses.hold(c, size);
+    // Its room taken before the transcript is read, by the size stored with it.
+    deps.responses.hold(c, (await deps.store.transcript.storedSize(run.id)) ?? 0);
     // As stored: the messages' JSON text is the answer's, without parsing it to write it again.
     const body = `{"data":[${(await deps.store.transcript.storedMessages(run.id)).join(',')}]}`;
-    if (size === null) deps.responses.hold(c, Buffer.byteLength(body));
     return c.body(body, 200, { 'content-type': 'application/json; charset=UTF-8' });
   });
 

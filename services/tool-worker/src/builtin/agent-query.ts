@@ -1,7 +1,8 @@
-import { WaitingChildrenError } from 'bullmq';
+import { DelayedError } from 'bullmq';
 import { z } from 'zod';
 import {
   childRunId,
+  isTerminal,
   parseChunkId,
   toolFailed,
   toolOk,
@@ -11,9 +12,9 @@ import {
   type Runs,
   type RunState,
   type RunStore,
-  type ToolCallJob,
   type ToolOutcome,
 } from '@agentq/shared';
+import type { RoundCall } from '../tool-call-processor.js';
 
 const item = z.strictObject({
   prompt: z.string().min(1),
@@ -27,6 +28,8 @@ type Item = z.infer<typeof item>;
 export interface AgentQueryDeps {
   store: RunStore;
   runs: Runs;
+  /** How long the call stays parked before it looks at its sub-runs again (a wake may be lost). */
+  subrunRecheckMs: number;
 }
 
 /** The sub-runs' results: what the tool call returns once every child has ended. */
@@ -37,14 +40,15 @@ export interface AgentQueryResult {
 
 /**
  * `agent_query` / `agent_query_batch`: starts one child run per prompt, with only that prompt
- * (and its context chunk) as input, adds their first steps as children of this tool job and
- * waits the BullMQ way (moveToWaitingChildren: no worker slot is held). When the last child
- * ends the job runs again and collects their answers, in prompt order. While children run,
- * it throws WaitingChildrenError, which BullMQ takes as "park this job".
+ * (and its context chunk) as input, each in its tenant's line like any run, and waits for them
+ * as a call that waits for an answer does: its job is parked (delayed: no worker slot), and the
+ * run gives its admission slot up meanwhile, so that its sub-runs can take it. Each sub-run that
+ * ends wakes the job; once the last has ended, the job collects their answers, in prompt order.
+ * While sub-runs work, it throws DelayedError, which BullMQ takes as "park this job".
  */
 export async function runAgentQuery(
   ctx: JobContext,
-  data: ToolCallJob,
+  data: RoundCall,
   args: unknown,
   run: RunState,
   deps: AgentQueryDeps,
@@ -83,26 +87,31 @@ export async function runAgentQuery(
 
   let ids = data.subrunIds;
   if (!ids) {
-    const refused = await deps.runs.reserveSubruns(run, items.length);
-    if (refused) return { outcome: toolFailed('refused', refused) };
     const inputs: ChatMessage[][] = [];
     for (const it of items) {
       const r = await childInput(it, run, deps.store.contexts);
       if (typeof r === 'string') return { outcome: toolFailed('invalid_arguments', r) };
       inputs.push(r);
     }
+    const refused = await deps.runs.reserveSubruns(run, `${run.id}:${data.depth}:${data.index}`, items.length);
+    if (refused) return { outcome: toolFailed('refused', refused) };
     // Fixed by the tool job (a redelivery makes no second child) and ending with the tree's tag.
     ids = items.map((_, k) => childRunId(run.id, `${job.id}:${k}`, job.timestamp));
-    const origin = {
-      job: { id: job.id!, queue: job.queueQualifiedName },
-      depth: data.depth,
-      toolCallId: data.toolCallId,
-    };
+    // The run waits: its slot goes to the sub-runs (a tree cannot deadlock its tenant); the job
+    // that completes this round gives it back.
+    await deps.runs.suspended(run.owner, [run.id], 'subruns');
+    const origin = { depth: data.depth, index: data.index, toolCallId: data.toolCallId };
     for (let k = 0; k < ids.length; k++)
-      await deps.runs.createChild(run, { id: ids[k], messages: inputs[k], index: k }, origin);
-    const resumed: ToolCallJob = { ...data, subrunIds: ids };
-    await job.updateData(resumed);
-    if (token && (await job.moveToWaitingChildren(token))) throw new WaitingChildrenError();
+      await deps.runs.createChild(run, { id: ids[k]!, messages: inputs[k]!, index: k }, origin);
+    await job.updateData({ ...job.data, subrunIds: ids, startedAt: job.processedOn ?? Date.now() });
+  }
+  if (!(await allEnded(ids, deps.store))) {
+    if (!token) throw new Error('agent_query: a job without a lock token cannot wait');
+    await job.moveToDelayed(Date.now() + deps.subrunRecheckMs, token);
+    // A sub-run that ended between the look and the park found this job active, and its wake
+    // missed it: look again now that it is parked.
+    if (await allEnded(ids, deps.store)) await job.promote().catch(() => {});
+    throw new DelayedError();
   }
 
   const children = await Promise.all(ids.map((id) => deps.store.runs.get(id)));
@@ -134,6 +143,11 @@ export async function runAgentQuery(
   // result only when no child completed.
   const texts = JSON.stringify(answers.map((a) => a.text));
   return { subrunIds: ids, outcome: answers.some((a) => a.ok) ? toolOk(texts) : toolFailed('tool_error', texts) };
+}
+
+/** Whether every sub-run has ended (a gone one has). */
+async function allEnded(ids: string[], store: RunStore): Promise<boolean> {
+  return (await store.runs.statuses(ids)).every((status) => !status || isTerminal(status));
 }
 
 // A child's only input: its prompt, and the text of the context chunk it was given.
