@@ -44,6 +44,12 @@ const handler: Handler = async (req) => {
     await errorSent;
     return { content: 'B done' };
   }
+  if (u === 'deep arguments') {
+    if (callsOf(stack, u).length > 1) return { content: String(req.messages.at(-1)?.content) };
+    // Arguments nested 5,000 levels: within the model's answer, deeper than any tool takes.
+    const deep = `{"x":${'['.repeat(5000)}${']'.repeat(5000)}}`;
+    return { tool_calls: [{ name: 'crm__count_calls', arguments: deep }] };
+  }
   return callsOf(stack, u).length === 1 ? badStream(indexOf.get(u)) : { content: `answered: ${u}` };
 };
 const polluted = () => ['id', 'name', 'arguments', 'type', 'function'].filter((k) => k in [] || k in {});
@@ -104,5 +110,18 @@ describe("a provider's tool-call index", () => {
       },
     });
     expect(aRun.error!.message.length).toBeLessThan(2_200);
+  });
+});
+
+describe("a model's deeply nested tool-call arguments", () => {
+  it('are refused as invalid_arguments before anything parses them, and the call never runs', async () => {
+    const before = stack.crm.calls.length;
+    const { id } = await stack.createRun({ input: 'deep arguments' });
+    const run = await stack.waitForRun(id);
+    expect(run.status).toBe('completed');
+    expect(run.output?.content).toBe('Error executing crm__count_calls: arguments nest deeper than 64 levels');
+    const [call] = (await stack.getJson(`/v1/runs/${id}/steps`)).data[0].tool_calls;
+    expect(call).toMatchObject({ outcome: 'invalid_arguments', is_error: true, attempts: 1 });
+    expect(stack.crm.calls.length).toBe(before);
   });
 });

@@ -1,6 +1,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { Ajv2019 } from 'ajv/dist/2019.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import { MAX_JSON_DEPTH, nestedDeeperThan } from './json-depth.js';
 import { re2RegExp } from './re2-regexp.js';
 import type { Logger } from 'pino';
 
@@ -17,6 +18,8 @@ export function parseArguments(raw: string | Record<string, unknown>): Record<st
   let value: unknown = raw;
   if (typeof raw === 'string') {
     if (raw.trim() === '') return {};
+    // Checked before parsing: a parser, a validator or a serializer walks the structure recursively.
+    if (nestedDeeperThan(raw, MAX_JSON_DEPTH)) return `arguments nest deeper than ${MAX_JSON_DEPTH} levels`;
     try {
       value = JSON.parse(raw);
     } catch (err) {

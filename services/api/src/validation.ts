@@ -1,5 +1,8 @@
 import type { z } from 'zod';
+import { MAX_JSON_DEPTH, nestedDeeperThan } from '@agentq/shared';
 import { HttpError } from './http-error.js';
+
+export { MAX_JSON_DEPTH, nestedDeeperThan };
 
 const MAX_DETAILS = 50;
 const MAX_FIELD_CHARS = 200;
@@ -52,28 +55,4 @@ export async function readJson(req: {
   } catch (err) {
     throw new HttpError(400, 'invalid_json', `the request body is not valid JSON: ${(err as Error).message}`);
   }
-}
-
-/** How deep a request body's JSON may nest (arrays and objects), anywhere in it. */
-export const MAX_JSON_DEPTH = 64;
-
-/**
- * True when the JSON text nests arrays and objects deeper than `max`: one linear pass that
- * skips strings, before anything (parser, schema, serializer) walks the structure recursively.
- */
-export function nestedDeeperThan(text: string, max: number): boolean {
-  let depth = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const ch = text.charCodeAt(i);
-    if (inString) {
-      if (ch === 92)
-        i++; // a backslash escapes the next character
-      else if (ch === 34) inString = false;
-    } else if (ch === 34) inString = true;
-    else if (ch === 91 || ch === 123) {
-      if (++depth > max) return true;
-    } else if (ch === 93 || ch === 125) depth--;
-  }
-  return false;
 }

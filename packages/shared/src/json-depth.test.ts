@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { nestedDeeperThan } from './validation.js';
+import { nestedDeeperThan } from './json-depth.js';
 
 describe('nestedDeeperThan', () => {
   it('counts arrays and objects, not brackets inside strings', () => {
