@@ -1,14 +1,11 @@
-import { DelayedError } from 'bullmq';
+
 import type OpenAI from 'openai';
 import {
   AgentqError,
   isTerminal,
   lazyChild,
-  modelText,
   RetryableError,
   runDeadline,
-  toolFailed,
-  toolMessage,
   type JobInput,
   type ChatMessage,
   type JobContext,
@@ -25,10 +22,12 @@ import {
   type TokenTally,
 } from '@agentq/shared';
 import { exhaustedBudget } from './budgets.js';
+import { readStepInput } from './step-input.js';
+import { waitForQuota } from './quota-wait.js';
 import type { DailyTokens } from './daily-tokens.js';
 import { DeltaBuffer } from './delta-buffer.js';
 import type { TranscriptCache } from './transcript-cache.js';
-import type { TranscriptRoom, TranscriptsInFlight } from './transcripts-in-flight.js';
+import type { TranscriptsInFlight } from './transcripts-in-flight.js';
 import { fanOut } from './fan-out.js';
 import { callModel } from './model-step.js';
 import {
@@ -106,92 +105,19 @@ export async function processAgentStep(
     return { failed: 'transcript_too_large' };
   }
   try {
-    return await stepFrom(read.input, data, ctx, deps, log, read.room);
+    return await stepFrom(read.input, data, ctx, deps, log);
   } finally {
     read.room?.release();
   }
 }
 
-/**
- * What a step that holds the start of its transcript takes room for beyond it, before reading
- * what was added (its assistant message and a round's tool messages: a round of two calls with
- * TOOL_OUTPUT_MAX_BYTES' 100 KB each fits).
- */
-const ADDED_GUESS_BYTES = 256 * 1024;
-
-/**
- * The step's input, read within room for its transcript when the worker bounds transcripts in
- * flight. A step that holds the start of its transcript (the cache) takes room for it and what a
- * round usually adds, and reads as without a bound (one round trip); so does a step told its
- * transcript's size by its job (`toldBytes`: at creation, or before the previous step), when that
- * fits what it took. Otherwise, or when the transcript turns out larger, it reads the
- * transcript's size first and, once room for that size is free, the step's whole input again
- * (what it read before waiting may be stale). A step never waits for room while holding some, so
- * steps cannot wait on each other for ever.
- */
-async function readStepInput(
-  deps: AgentStepDeps,
-  runId: string,
-  depth: number,
-  signal?: AbortSignal,
-  toldBytes?: number,
-): Promise<{ input: StepInput | null; room?: TranscriptRoom } | { tooLarge: { run: RunState; size: number } }> {
-  const { transcript } = deps.store;
-  const known = deps.transcripts?.get(runId);
-  const bound = deps.inFlight;
-  if (!bound) return { input: await transcript.loadStep(runId, depth, known) };
-  const told = known ? undefined : toldBytes;
-  const guess = await bound.take(Math.min(bound.capacity, (known?.size ?? told ?? 0) + ADDED_GUESS_BYTES), signal);
-  // Without a start held or a size told that fits: the size first, the messages only if they
-  // fit (two round trips).
-  const read = await transcript
-    .loadStepWithin(runId, depth, guess.bytes, known, told !== undefined && told <= guess.bytes)
-    .catch((err: unknown) => {
-      guess.release();
-      throw err;
-    });
-  if (!read || !('tooLarge' in read)) return holding(bound, guess, read);
-  guess.release();
-  // A size is stored: a transcript without one is read whatever its size.
-  const size = read.head.size!;
-  if (size > bound.capacity) return { tooLarge: { run: read.head.run, size } };
-  const room = await bound.take(size, signal);
-  const input = await transcript.loadStep(runId, depth, known).catch((err: unknown) => {
-    room.release();
-    throw err;
-  });
-  return holding(bound, room, input);
-}
-
-/**
- * The input read, holding room for exactly its transcript as read (none if the run is gone);
- * a transcript found larger than the bound (its stored size was not known) is not kept.
- */
-function holding(
-  bound: TranscriptsInFlight,
-  room: TranscriptRoom,
-  input: StepInput | null,
-): { input: StepInput | null; room?: TranscriptRoom } | { tooLarge: { run: RunState; size: number } } {
-  if (!input) {
-    room.release();
-    return { input };
-  }
-  if (input.size > bound.capacity) {
-    room.release();
-    return { tooLarge: { run: input.run, size: input.size } };
-  }
-  room.resize(input.size);
-  return { input, room };
-}
-
-/** The step once its input is read (`room`: what it holds for its transcript, if bounded). */
+/** The step once its input is read (and, when the worker bounds transcripts, room taken for it). */
 async function stepFrom(
   input: StepInput | null,
   data: JobInput<'agentStep'>,
   ctx: JobContext,
   deps: AgentStepDeps,
   log: JobLogger,
-  room?: TranscriptRoom,
 ): Promise<StepResult> {
   const { runId, depth } = data;
   const { job, signal } = ctx;
@@ -250,31 +176,8 @@ async function stepFrom(
       if (!now || isTerminal(now.status)) return { skipped: 'cancelled' };
       throw err;
     }
-    if (err instanceof RetryableError && err.code === 'model_rate_limited') {
-      // This step alone waits for the provider's Retry-After, without using up an attempt; the
-      // other runs' steps go on (one key's rate-limited model does not hold up another's).
-      // It waits at most MODEL_RATE_LIMIT_MAX_WAIT_MS in all: a quota that never comes back ends
-      // the run (a run without timeout_ms would otherwise wait for ever, holding its key's slot).
-      // A Retry-After past that bound is cut to it: one more try at the bound.
-      const now = Date.now();
-      const since = data.rateLimitedSince ?? now;
-      const maxWaitMs = deps.rateLimitMaxWaitMs ?? 900_000;
-      const ms = Math.min(Math.max(err.retryAfterMs ?? 1000, 100), 60_000, since + maxWaitMs - now);
-      if (ms <= 0) {
-        const message = `${err.message}; the model endpoint has answered 429 for ${Math.round((now - since) / 1000)} s, and the step waits at most ${Math.round(maxWaitMs / 1000)} s (MODEL_RATE_LIMIT_MAX_WAIT_MS)`;
-        log.error({ rate_limited_ms: now - since }, 'model rate limited for too long; the run fails');
-        await deps.runs.finish(runId, {
-          status: 'failed',
-          stopReason: 'error',
-          error: { code: 'model_rate_limited', message },
-        });
-        return { failed: 'model_rate_limited' };
-      }
-      log.warn({ retry_after_ms: ms }, 'model rate limited; the step waits');
-      if (data.rateLimitedSince === undefined) await job.updateData({ ...job.data, rateLimitedSince: since });
-      await job.moveToDelayed(now + ms, ctx.token);
-      throw new DelayedError();
-    }
+    if (err instanceof RetryableError && err.code === 'model_rate_limited')
+      return waitForQuota(err, data, ctx, deps, log);
     if (!final) {
       log.warn({ err: (err as Error).message, attempt: job.attemptsMade + 1 }, 'model step failed; will retry');
       throw err;

@@ -31,11 +31,14 @@ describe('luaSource', () => {
     const text = luaSource(
       'main',
       reader({
-        'main.lua': "redis.call('HGET', KEYS[1], F.status, T.runningSuffix, A.decisionSuffix)\n{ C.terminalStatuses }",
+        'main.lua':
+          "redis.call('HMGET', KEYS[1], F.status, T.runningSuffix, A.decisionSuffix, U.total_tokens, UT.tool_calls)\n" +
+          'return C.statusIsTerminal',
       }),
     );
     expect(text).toBe(
-      "redis.call('HGET', KEYS[1], 'status', ':running', ':d')\n{ 'completed', 'failed', 'cancelled', 'incomplete' }",
+      "redis.call('HMGET', KEYS[1], 'status', ':running', ':d', 'u:total_tokens', 'ut:tool_calls')\n" +
+        "return (status == 'completed' or status == 'failed' or status == 'cancelled' or status == 'incomplete')",
     );
   });
 
@@ -53,7 +56,7 @@ describe('luaSource', () => {
     expect(names.length).toBeGreaterThan(10);
     for (const name of names) {
       const text = luaSource(name);
-      expect(text, name).not.toMatch(/@include|\b[FTAC]\.[A-Za-z]/);
+      expect(text, name).not.toMatch(/@include|\b(UT|[FTACU])\.[A-Za-z]/);
     }
   });
 });

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { TERMINAL_STATUSES } from '../schemas/run.js';
+import { USAGE_FIELDS } from '../schemas/usage.js';
 import { ACTION_FIELDS, EVENTS_MAXLEN, RUN_FIELDS, TOOL_CALL_FIELDS } from './keys.js';
 
 /** Where the scripts live: beside this module, in the sources and in the build alike. */
@@ -10,8 +11,9 @@ export const luaString = (s: string) => `'${s.replace(/\\/g, '\\\\').replace(/'/
 
 /**
  * The names a script may use for the project's constants, so that there is one list of each:
- * `F.<field>` (a run hash's field names, keys.ts), `T.<suffix>` (a tool-call hash's field
- * suffixes), `A.<suffix>` (a request hash's), `C.<name>` (numbers and lists).
+ * `F.<field>` (a run hash's field names, keys.ts), `U.<counter>` and `UT.<counter>` (a run's usage
+ * and usage_total counters), `T.<suffix>` (a tool-call hash's field suffixes), `A.<suffix>` (a
+ * request hash's), `C.<name>` (numbers and expressions).
  */
 function constants(): Record<string, Record<string, string>> {
   const fields = Object.fromEntries(
@@ -24,15 +26,18 @@ function constants(): Record<string, Record<string, string>> {
       messageSuffix: luaString(TOOL_CALL_FIELDS.messageSuffix),
     },
     A: { decisionSuffix: luaString(ACTION_FIELDS.decisionSuffix) },
+    U: Object.fromEntries(USAGE_FIELDS.map((f) => [f, luaString(`${RUN_FIELDS.usagePrefix}${f}`)])),
+    UT: Object.fromEntries(USAGE_FIELDS.map((f) => [f, luaString(`${RUN_FIELDS.usageTotalPrefix}${f}`)])),
     C: {
       eventsMaxlen: String(EVENTS_MAXLEN),
-      terminalStatuses: [...TERMINAL_STATUSES].map(luaString).join(', '),
+      // A Lua expression over a local named `status`: true when it is a terminal status.
+      statusIsTerminal: `(${[...TERMINAL_STATUSES].map((st) => `status == ${luaString(st)}`).join(' or ')})`,
     },
   };
 }
 
 const INCLUDE = /^--- @include "([a-z0-9-]+)"\s*$/gm;
-const CONSTANT = /\b([FTAC])\.([A-Za-z]+)\b/g;
+const CONSTANT = /\b(UT|[FTACU])\.([A-Za-z_]+)\b/g;
 
 /**
  * The text of a store script as Redis runs it: `scripts/<name>.lua` with each `--- @include

@@ -32,22 +32,16 @@ local completedEvent = ARGV[7]
 --- @include "events"
 --- @include "plus"
 
-local counters = { 'prompt_tokens', 'completion_tokens', 'total_tokens', 'model_calls' }
-local added = { promptTokens, completionTokens, totalTokens, 1 }
-local own, total = {}, {}
-for i, name in ipairs(counters) do
-  own[i] = F.usagePrefix .. name
-  total[i] = F.usageTotalPrefix .. name
-end
-
 local marker = F.stepMarkerPrefix .. depth
 local run = redis.call('HMGET', runKey, F.status, F.transcriptBytes, marker,
-  own[1], own[2], own[3], own[4], total[1], total[2], total[3], total[4])
+  U.prompt_tokens, U.completion_tokens, U.total_tokens, U.model_calls,
+  UT.prompt_tokens, UT.completion_tokens, UT.total_tokens, UT.model_calls)
 if not run[1] and redis.call('EXISTS', runKey) == 0 then return 'missing' end
 if runOver(run[1]) then return 'terminal' end
 local ancestors = {}
 for k = 5, #KEYS do
-  local a = redis.call('HMGET', KEYS[k], F.status, total[1], total[2], total[3], total[4])
+  local a = redis.call('HMGET', KEYS[k], F.status, UT.prompt_tokens, UT.completion_tokens, UT.total_tokens,
+    UT.model_calls)
   if runOver(a[1]) then return 'terminal' end
   ancestors[k] = a
 end
@@ -55,21 +49,15 @@ if run[3] then return redis.call('HGET', stepsKey, depth) end
 
 redis.call('RPUSH', messagesKey, message)
 redis.call('HSET', stepsKey, depth, step)
-local writes = { marker, '1', F.depth, depth, F.transcriptBytes, plus(run[2], #message) }
-for i = 1, 4 do
-  writes[#writes + 1] = own[i]
-  writes[#writes + 1] = plus(run[3 + i], added[i])
-  writes[#writes + 1] = total[i]
-  writes[#writes + 1] = plus(run[7 + i], added[i])
-end
-redis.call('HSET', runKey, unpack(writes))
+redis.call('HSET', runKey, marker, '1', F.depth, depth, F.transcriptBytes, plus(run[2], #message),
+  U.prompt_tokens, plus(run[4], promptTokens), U.completion_tokens, plus(run[5], completionTokens),
+  U.total_tokens, plus(run[6], totalTokens), U.model_calls, plus(run[7], 1),
+  UT.prompt_tokens, plus(run[8], promptTokens), UT.completion_tokens, plus(run[9], completionTokens),
+  UT.total_tokens, plus(run[10], totalTokens), UT.model_calls, plus(run[11], 1))
 for k = 5, #KEYS do
-  local a, sums = ancestors[k], {}
-  for i = 1, 4 do
-    sums[#sums + 1] = total[i]
-    sums[#sums + 1] = plus(a[1 + i], added[i])
-  end
-  redis.call('HSET', KEYS[k], unpack(sums))
+  local a = ancestors[k]
+  redis.call('HSET', KEYS[k], UT.prompt_tokens, plus(a[2], promptTokens), UT.completion_tokens,
+    plus(a[3], completionTokens), UT.total_tokens, plus(a[4], totalTokens), UT.model_calls, plus(a[5], 1))
 end
 xadd(eventsKey, 'step.completed', completedEvent)
 return false

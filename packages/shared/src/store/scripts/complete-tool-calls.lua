@@ -33,16 +33,16 @@ local out = {}
 local indexes = {}
 for c = 0, callCount - 1 do indexes[c + 1] = ARGV[4 + 4 * c] end
 local stored = redis.call('HMGET', toolCallsKey, unpack(indexes))
-local writes, storedNow, anyNow = {}, {}, false
+local writes, resultNow, messageNow, anyNow = {}, {}, {}, false
 for c = 0, callCount - 1 do
   local index, result, event, message = ARGV[4 + 4 * c], ARGV[5 + 4 * c], ARGV[6 + 4 * c], ARGV[7 + 4 * c]
   -- A call stored twice in one batch keeps its first result, as one after another would.
-  local earlier = stored[c + 1]
-  if not earlier and storedNow[index] then earlier = storedNow[index].result end
+  local earlier = stored[c + 1] or resultNow[index]
   if earlier then
     out[#out + 1] = earlier
   else
-    storedNow[index] = { result = result, message = message }
+    resultNow[index] = result
+    messageNow[index] = message
     anyNow = true
     writes[#writes + 1] = index
     writes[#writes + 1] = result
@@ -60,8 +60,8 @@ end
 local messages, earlierIndexes, earlierFields = {}, {}, {}
 for i = 0, roundSize - 1 do
   local index = tostring(i)
-  if storedNow[index] then
-    messages[i + 1] = storedNow[index].message
+  if messageNow[index] then
+    messages[i + 1] = messageNow[index]
   else
     earlierIndexes[#earlierIndexes + 1] = index
     earlierFields[#earlierFields + 1] = index .. T.messageSuffix
@@ -77,9 +77,9 @@ end
 if not complete then
   -- A call of the round has no result yet: keep these messages for the call that completes it.
   local keep = {}
-  for index, call in pairs(storedNow) do
+  for index, message in pairs(messageNow) do
     keep[#keep + 1] = index .. T.messageSuffix
-    keep[#keep + 1] = call.message
+    keep[#keep + 1] = message
   end
   redis.call('HSET', toolCallsKey, unpack(keep))
   out[#out + 1] = 0

@@ -9,7 +9,7 @@
 local function appendRound(runKey, messagesKey, ancestorRunKeys, depth, messages)
   local marker = F.roundMarkerPrefix .. depth
   local run = redis.call('HMGET', runKey, F.status, F.transcriptBytes, F.stepMarkerPrefix .. depth, marker,
-    F.usagePrefix .. 'tool_calls', F.usageTotalPrefix .. 'tool_calls')
+    U.tool_calls, UT.tool_calls)
   if runOver(run[1]) then return 0 end
   if not run[3] then return 0 end
   if run[4] then return 0 end
@@ -17,11 +17,11 @@ local function appendRound(runKey, messagesKey, ancestorRunKeys, depth, messages
   if n > 0 then redis.call('RPUSH', messagesKey, unpack(messages)) end
   local bytes = 0
   for _, m in ipairs(messages) do bytes = bytes + #m end
-  redis.call('HSET', runKey, marker, '1', F.usagePrefix .. 'tool_calls', plus(run[5], n),
-    F.usageTotalPrefix .. 'tool_calls', plus(run[6], n), F.depth, plus(depth, 1),
+  redis.call('HSET', runKey, marker, '1', U.tool_calls, plus(run[5], n),
+    UT.tool_calls, plus(run[6], n), F.depth, plus(depth, 1),
     F.transcriptBytes, plus(run[2], bytes))
   for _, key in ipairs(ancestorRunKeys) do
-    if redis.call('EXISTS', key) == 1 then redis.call('HINCRBY', key, F.usageTotalPrefix .. 'tool_calls', n) end
+    if redis.call('EXISTS', key) == 1 then redis.call('HINCRBY', key, UT.tool_calls, n) end
   end
   return 1
 end
