@@ -1,3 +1,4 @@
+// @ts-check
 // The run every scenario measures, where the benchmark lives, and agentq's names for its jobs
 // and queues (read from the built shared package, so that the bare baselines build the same
 // job graph as agentq).
@@ -6,18 +7,34 @@ import { pathToFileURL } from 'node:url';
 
 export const ROOT = join(import.meta.dirname, '..', '..');
 export const BENCH = join(ROOT, 'bench');
+/** @type {typeof import('@agentq/shared')} */
 export const shared = await import(pathToFileURL(join(ROOT, 'packages/shared/dist/index.js')).href);
 // Ids, names and options of the jobs, from agentq's job catalog (the bare baselines use the same).
 const { JOB_KINDS } = shared;
+/**
+ * Job payloads of which only the fields their ids and names are made of are given: the catalog's
+ * id and name functions read no other.
+ * @typedef {Parameters<typeof JOB_KINDS.agentStep.id>[0]} AgentStepJob
+ * @typedef {Parameters<typeof JOB_KINDS.toolCall.id>[0]} ToolCallJob
+ * @typedef {Parameters<typeof JOB_KINDS.toolRound.id>[0]} ToolRoundJob
+ */
 export const jobIds = {
-  agentTurn: (runId, depth) => JOB_KINDS.agentStep.id({ runId, depth }),
-  toolCall: (runId, depth, index) => JOB_KINDS.toolCall.id({ runId, depth, index }),
-  /** agentq's job for a round's calls (the baselines have one job per call). */
-  toolRound: (runId, depth) => JOB_KINDS.toolRound.id({ runId, depth }),
+  /** @param {string} runId @param {number} depth */
+  agentTurn: (runId, depth) => JOB_KINDS.agentStep.id(/** @type {AgentStepJob} */ ({ runId, depth })),
+  /** @param {string} runId @param {number} depth @param {number} index */
+  toolCall: (runId, depth, index) => JOB_KINDS.toolCall.id(/** @type {ToolCallJob} */ ({ runId, depth, index })),
+  /**
+   * agentq's job for a round's calls (the baselines have one job per call).
+   * @param {string} runId
+   * @param {number} depth
+   */
+  toolRound: (runId, depth) => JOB_KINDS.toolRound.id(/** @type {ToolRoundJob} */ ({ runId, depth })),
 };
 export const jobNames = {
-  agentTurn: (runId, depth) => JOB_KINDS.agentStep.name({ runId, depth }),
-  toolCall: (runId, depth, name) => JOB_KINDS.toolCall.name({ runId, depth, name }),
+  /** @param {string} runId @param {number} depth */
+  agentTurn: (runId, depth) => JOB_KINDS.agentStep.name(/** @type {AgentStepJob} */ ({ runId, depth })),
+  /** @param {string} runId @param {number} depth @param {string} name */
+  toolCall: (runId, depth, name) => JOB_KINDS.toolCall.name(/** @type {ToolCallJob} */ ({ runId, depth, name })),
 };
 export const jobOptions = { agentTurn: JOB_KINDS.agentStep.options, toolCall: JOB_KINDS.toolCall.options };
 export const { QUEUES } = shared;
