@@ -74,10 +74,10 @@ async function transcript(job) {
 /** @type {Worker} */
 let worker;
 /** @type {FlowProducer | undefined} */
-let flow;
+let flowProducer;
 if (role === 'agent') {
   const flows = new FlowProducer({ connection: conn(), prefix });
-  flow = flows;
+  flowProducer = flows;
   worker = new Worker(
     QUEUES.agent,
     async (/** @type {import('bullmq').Job<TurnData>} */ job) => {
@@ -138,7 +138,7 @@ await worker.waitUntilReady();
 
 const stop = async () => {
   await worker.close();
-  await flow?.close();
+  await flowProducer?.close();
   if (role === 'tool') await parts?.close();
   process.exit(0);
 };

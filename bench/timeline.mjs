@@ -114,7 +114,7 @@ try {
         continue;
       }
       add(
-        `C  ${BARE ? 'step job starts' : 'step.completed'} → step job finished (fan-out flow + moveToFinished)`,
+        `C  ${BARE ? 'step job starts' : 'step.completed'} → step job finished (the round's jobs added + moveToFinished)`,
         ms(stepJob.finishedOn) - completed,
       );
       let lastDone = 0;
