@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// @ts-check
 // `npm run bench:api`: what the API's two busiest requests cost it: accepting a run (`POST /v1/runs`
 // with the benchmark's run; nothing consumes it here: no worker runs) and polling one (`GET
 // /v1/runs/:id` of a run made before). The API is the built service with the heap flags it ships
@@ -26,18 +27,34 @@ const PER_WINDOW = QUICK ? 500 : 3000;
 const WINDOWS = QUICK ? 1 : 3;
 const IN_FLIGHT = 64;
 const COMPARE = process.env.BENCH_COMPARE ? resolve(process.env.BENCH_COMPARE) : null;
-const say = (s) => process.stderr.write(`${s}\n`);
+/**
+ * A server under measurement: the floor or an agentq API; `tenants` is the limits file written for an API.
+ * @typedef {{ name: string, url: string, proc: import('./lib/types.d.ts').Spawned, tenants?: string, runId?: string }} Server
+ * @typedef {{ wallMs: number, cpuUs: number, redisUs: number }} Measured
+ */
+
+const say = (/** @type {string} */ s) => process.stderr.write(`${s}\n`);
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: IN_FLIGHT });
 const runBody = JSON.stringify({ input: 'benchmark', model: 'bench', max_depth: 10 });
-/** One request; resolves with its JSON answer when the status is the one expected. */
+/**
+ * One request; resolves with its JSON answer when the status is the one expected.
+ * @param {string} url
+ * @param {string} method
+ * @param {string} path
+ * @param {string | undefined} body
+ * @param {number} expected
+ * @returns {Promise<string>}
+ */
 function request(url, method, path, body, expected) {
   return new Promise((done, fail) => {
     const headers = body ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } : {};
     const req = http.request(`${url}${path}`, { method, agent, headers }, (res) => {
       let text = '';
       res.setEncoding('utf8');
-      res.on('data', (c) => (text += c));
+      res.on('data', (c) => {
+        text += c;
+      });
       res.on('end', () =>
         res.statusCode === expected
           ? done(text)
@@ -48,11 +65,18 @@ function request(url, method, path, body, expected) {
     req.end(body);
   });
 }
+/** @type {Array<{ name: string, send: (s: Server) => Promise<string> }>} */
 const CASES = [
   { name: 'POST /v1/runs', send: (s) => request(s.url, 'POST', '/v1/runs', runBody, 202) },
   { name: 'GET /v1/runs/:id', send: (s) => request(s.url, 'GET', `/v1/runs/${s.runId}`, undefined, 200) },
 ];
 
+/**
+ * @param {string} root the checkout whose built API runs
+ * @param {string} redisUrl
+ * @param {string} tag
+ * @returns {Promise<Server>}
+ */
 async function startApi(root, redisUrl, tag) {
   const tenants = join(tmpdir(), `agentq-bench-api-${process.pid}-${tag}.json`);
   writeFileSync(
@@ -91,27 +115,36 @@ async function startApi(root, redisUrl, tag) {
 }
 
 /** Redis's CPU so far (ms), from INFO: µs resolution, where /proc counts 10 ms ticks (a window's Redis time is tens of ms). */
+/** @param {Redis} ctl */
 async function redisCpuMs(ctl) {
   const info = await ctl.info('cpu');
-  const field = (name) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 0);
+  const field = (/** @type {string} */ name) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 0);
   return (field('used_cpu_user') + field('used_cpu_sys')) * 1000;
 }
 
+/**
+ * @param {Server} system
+ * @param {Redis} ctl
+ * @param {number} n
+ * @param {(s: Server) => Promise<string>} send
+ * @returns {Promise<Measured>}
+ */
 async function window(system, ctl, n, send) {
-  const s0 = cpuMs(system.proc.pid);
+  const s0 = cpuMs(system.proc.pid) ?? NaN;
   const r0 = await redisCpuMs(ctl);
   const t0 = performance.now();
   await pool(n, IN_FLIGHT, () => send(system));
   const wallMs = performance.now() - t0;
   return {
     wallMs,
-    cpuUs: ((cpuMs(system.proc.pid) - s0) * 1000) / n,
+    cpuUs: (((cpuMs(system.proc.pid) ?? NaN) - s0) * 1000) / n,
     redisUs: (((await redisCpuMs(ctl)) - r0) * 1000) / n,
   };
 }
 
 const redis = await startRedis();
 const ctl = new Redis(redis.url, { connectionName: 'bench-api-ctl' });
+/** @type {Server[]} */
 const systems = [];
 try {
   const floor = spawnProc('http floor', process.execPath, [join(ROOT, 'bench/lib/http-floor.mjs')]);
@@ -124,6 +157,7 @@ try {
   for (const c of CASES) {
     // Warm-up: the first thousand requests of a fresh process run slower (JIT, heap growth).
     for (const s of systems) await pool(QUICK ? 300 : 1500, IN_FLIGHT, () => c.send(s));
+    /** @type {Record<string, Measured[]>} */
     const runs = Object.fromEntries(systems.map((s) => [s.name, []]));
     for (let w = 0; w < WINDOWS; w++) {
       // A rotating order, so that drift of the machine's speed weighs on each alike.
@@ -136,7 +170,7 @@ try {
         runs[s.name].push(r);
       }
     }
-    const best = (name) => runs[name].reduce((a, b) => (b.cpuUs < a.cpuUs ? b : a));
+    const best = (/** @type {string} */ name) => runs[name].reduce((a, b) => (b.cpuUs < a.cpuUs ? b : a));
     const base = best('http floor');
     for (const s of systems) {
       const b = best(s.name);

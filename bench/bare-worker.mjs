@@ -1,34 +1,29 @@
 #!/usr/bin/env node
+// @ts-check
 // The bare-BullMQ baseline: the job graph of a plain agent loop on BullMQ (an agent-turn job per
 // model step; a step with tool calls adds a FlowProducer flow whose parent is the next step's job
-// and whose children are FANOUT tool jobs, one per call: the graph agentq had before it ran a
-// round's calls in one tool-round job), with agentq's job options and lock settings, but no-op
-// processors: no run store, no model, no MCP. What is left is the queue's own cost.
+// and whose children are FANOUT tool jobs, one per call), with agentq's job options and lock
+// settings, but no-op processors: no run store, no model, no MCP. What is left is the queue's own
+// cost.
 //
 // With WORK=1 (the "BullMQ loop" baseline) the processors also call the scripted model (with the
-// transcript carried in job data) and the MCP server; still no store (BENCHMARKS.md, Setup).
+// transcript carried in job data) and the MCP server; still no store.
 //
 //   ROLE=agent|tool REDIS_URL=… QUEUE_PREFIX=… CONCURRENCY=100 node bench/bare-worker.mjs
 //   (WORK=1 also needs MODEL_URL and MCP_JSON, the no-op server's entry as in mcp.json)
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { FlowProducer, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-
-const ROOT = join(import.meta.dirname, '..');
-const { QUEUES, JOB_KINDS, toolCallJobId, workerLockOptions, workerEnvSchema } = await import(
-  pathToFileURL(join(ROOT, 'packages/shared/dist/index.js')).href
-);
 // The same ids, names and options as agentq's job catalog.
-const jobIds = {
-  agentTurn: (runId, depth) => JOB_KINDS.agentStep.id({ runId, depth }),
-  toolCall: (runId, depth, index) => toolCallJobId({ runId, depth, index }),
-};
-const jobNames = {
-  agentTurn: (runId, depth) => JOB_KINDS.agentStep.name({ runId, depth }),
-  toolCall: (runId, depth, name) => `${runId} · step ${depth} · ${name}`,
-};
-const jobOptions = { agentTurn: JOB_KINDS.agentStep.options, toolCall: JOB_KINDS.toolCalls.options };
+import { jobIds, jobNames, jobOptions, QUEUES, shared } from './lib/workload.mjs';
+
+/**
+ * @typedef {import('openai').OpenAI.ChatCompletionMessageParam} Message
+ * @typedef {import('openai').OpenAI.ChatCompletionMessageFunctionToolCall} ToolCall
+ * @typedef {{ runId: string, depth: number, model?: string, messages?: Message[] }} TurnData
+ * @typedef {{ runId: string, depth: number, index: number, toolCallId: string, name: string, arguments: string }} CallData
+ */
+
+const { workerLockOptions, workerEnvSchema } = shared;
 // agentq's workers' lock and stall-check settings, from the same variables and defaults.
 const lock = workerLockOptions({
   JOB_LOCK_MS: workerEnvSchema.shape.JOB_LOCK_MS.parse(process.env.JOB_LOCK_MS),
@@ -37,7 +32,7 @@ const lock = workerLockOptions({
 
 const role = process.env.ROLE;
 const prefix = process.env.QUEUE_PREFIX;
-const url = process.env.REDIS_URL;
+const url = String(process.env.REDIS_URL);
 const concurrency = Number(process.env.CONCURRENCY ?? 100);
 const rounds = Number(process.env.ROUNDS ?? 3);
 const fanout = Number(process.env.FANOUT ?? 3);
@@ -45,41 +40,53 @@ const conn = () => new Redis(url, { maxRetriesPerRequest: null });
 const work = process.env.WORK === '1';
 const parts = work
   ? await (await import('./lib/inprocess-loop.mjs')).connectAgentParts({
-      baseURL: process.env.MODEL_URL,
-      mcp: JSON.parse(process.env.MCP_JSON),
+      baseURL: String(process.env.MODEL_URL),
+      mcp: JSON.parse(String(process.env.MCP_JSON)),
       clientName: `agentq-bench-bare-${role}`,
     })
   : null;
 // The agent role needs the tool list only (it was read at connect): no MCP server of its own.
 if (parts && role === 'agent') await parts.close();
 
-/** The next step's transcript: the one it carries, its children's results in call order. */
+/**
+ * The next step's transcript: the one it carries, its children's results in call order.
+ * @param {import('bullmq').Job<TurnData>} job
+ * @returns {Promise<Message[]>}
+ */
 async function transcript(job) {
+  /** @type {Message[]} */
   const messages = job.data.messages ?? [{ role: 'user', content: 'benchmark' }];
   if (!job.data.messages) return messages;
+  /** @type {Array<{ index: number, content?: string }>} */
   const results = Object.values(await job.getChildrenValues());
-  const calls = messages.at(-1).tool_calls;
+  const last = messages.at(-1);
+  const calls = last?.role === 'assistant' ? (last.tool_calls ?? []) : [];
   return [
     ...messages,
     ...calls.map((tc, i) => ({
-      role: 'tool',
+      role: /** @type {const} */ ('tool'),
       tool_call_id: tc.id,
       content: results.find((r) => r.index === i)?.content ?? 'missing',
     })),
   ];
 }
 
+/** @type {Worker} */
 let worker;
-let flow;
+/** @type {FlowProducer | undefined} */
+let flowProducer;
 if (role === 'agent') {
-  flow = new FlowProducer({ connection: conn(), prefix });
+  const flows = new FlowProducer({ connection: conn(), prefix });
+  flowProducer = flows;
   worker = new Worker(
     QUEUES.agent,
-    async (job) => {
+    async (/** @type {import('bullmq').Job<TurnData>} */ job) => {
       const { runId, depth } = job.data;
+      /** @type {Array<Pick<ToolCall, 'id' | 'function'>>} */
       let calls;
+      /** @type {Message[] | undefined} */
       let messages;
-      if (work) {
+      if (parts) {
         messages = await transcript(job);
         const message = await parts.callModel(job.data.model ?? 'bench', messages);
         messages.push(message);
@@ -94,7 +101,7 @@ if (role === 'agent') {
               }));
       }
       if (!calls.length) return { outcome: 'final_answer' };
-      await flow.add({
+      await flows.add({
         name: jobNames.agentTurn(runId, depth + 1),
         queueName: QUEUES.agent,
         data: { runId, depth: depth + 1, ...(work ? { messages, model: job.data.model } : {}) },
@@ -111,12 +118,16 @@ if (role === 'agent') {
     { connection: conn(), prefix, concurrency, ...lock },
   );
 } else if (role === 'tool') {
-  const tool = work
-    ? async (job) => ({
+  const tool = parts
+    ? async (/** @type {import('bullmq').Job<CallData>} */ job) => ({
         index: job.data.index,
-        content: await parts.callTool({ function: { name: job.data.name, arguments: job.data.arguments } }),
+        content: await parts.callTool({
+          id: job.data.toolCallId,
+          type: 'function',
+          function: { name: job.data.name, arguments: job.data.arguments },
+        }),
       })
-    : async (job) => ({ index: job.data.index });
+    : async (/** @type {import('bullmq').Job<CallData>} */ job) => ({ index: job.data.index });
   worker = new Worker(QUEUES.tool, tool, { connection: conn(), prefix, concurrency, ...lock });
 } else {
   process.stderr.write('bare-worker: ROLE must be agent or tool\n');
@@ -127,7 +138,7 @@ await worker.waitUntilReady();
 
 const stop = async () => {
   await worker.close();
-  await flow?.close();
+  await flowProducer?.close();
   if (role === 'tool') await parts?.close();
   process.exit(0);
 };

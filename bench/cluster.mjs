@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// @ts-check
 // `npm run bench:cluster`: agentq on a Redis Cluster of its own (3 masters, loopback, AOF on as
 // in docker-compose.yml), as built processes; stops by itself.
 //
@@ -27,18 +28,38 @@ import { submitAgentqRun } from './lib/runs.mjs';
 import { pool, quantile, textTable } from './lib/stats.mjs';
 import { ROOT, shared, STEPS } from './lib/workload.mjs';
 
+/**
+ * @import { AgentqStack } from './lib/types.d.ts'
+ * @typedef {Awaited<ReturnType<typeof startRedisCluster>>} Cluster
+ * @typedef {{ port: number, cpuUs: number, calls: number, memory: number, reads: number, writes: number }} NodeStat
+ * @typedef {{
+ *   wallMs: number, runsPerSec: number, redisCpuUsPerStep: number, commandsPerStep: number, clientTripsPerStep: number,
+ *   shards: Array<{ port: number, cpuShare: number, cpuUsPerStep: number, commandsPerStep: number, readsPerStep: number, writesPerStep: number }>,
+ * }} Throughput
+ * @typedef {{
+ *   wallMs: number, submittedMs: number, idealMs: number, vsIdeal: number, completed: number,
+ *   runMs: { p50: number, p99: number, ideal: number }, peakActive: number,
+ *   peakMemoryPerActiveRun: number | null, keptMemoryPerRun: number,
+ * }} Concurrent
+ */
+
 const QUICK = /^(1|true|yes)$/i.test(process.env.BENCH_QUICK ?? '');
 const RUNS = Number(process.env.BENCH_RUNS) || (QUICK ? 200 : 1000);
 const CONCURRENT = Number(process.env.BENCH_CONCURRENT) || (QUICK ? 1000 : 10_000);
 const MODEL_STEP_MS = 2000;
-const log = (s) => process.stdout.write(`[${String(Math.round(process.uptime())).padStart(4)} s] ${s}\n`);
+const log = (/** @type {string} */ s) =>
+  process.stdout.write(`[${String(Math.round(process.uptime())).padStart(4)} s] ${s}\n`);
 
-/** Per node: Redis CPU (µs), commands run and memory used, from INFO. */
+/**
+ * Per node: Redis CPU (µs), commands run and memory used, from INFO.
+ * @param {Cluster} cluster
+ * @returns {Promise<NodeStat[]>}
+ */
 async function nodeStats(cluster) {
   return Promise.all(
     cluster.nodes.map(async (n) => {
       const info = await n.redis.info('everything');
-      const num = (k) => Number(new RegExp(`^${k}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 0);
+      const num = (/** @type {string} */ k) => Number(new RegExp(`^${k}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 0);
       let calls = 0;
       for (const m of info.matchAll(/^cmdstat_[^:]+:calls=(\d+)/gm)) calls += Number(m[1]);
       // Its read system calls: the round trips that reached it (one read takes all that arrived together).
@@ -54,6 +75,7 @@ async function nodeStats(cluster) {
     }),
   );
 }
+/** @param {NodeStat[]} a @param {NodeStat[]} b */
 const delta = (a, b) =>
   a.map((x, i) => ({
     port: x.port,
@@ -64,18 +86,29 @@ const delta = (a, b) =>
     writes: b[i].writes - x.writes,
   }));
 
-/** Round trips the stack's processes sent (their Redis probes), all processes together. */
+/**
+ * Round trips the stack's processes sent (their Redis probes), all processes together.
+ * @param {AgentqStack} stack
+ * @param {string} probeDir
+ */
 async function clientTrips(stack, probeDir) {
   const probes = await readProbes(probeDir, stack.servicePids());
   return Object.values(probes).reduce((a, p) => a + p.trips, 0);
 }
 
-/** Waits until the key has nothing running or in line (every submitted run has ended). */
+/**
+ * Waits until the tenant has nothing running or in line (every submitted run has ended).
+ * @param {AgentqStack} stack
+ * @param {number} timeoutMs
+ * @param {(usage: { active_runs: number, queued_runs: number }) => void} onPoll
+ */
 async function drained(stack, timeoutMs, onPoll = () => {}) {
   await until(
     'every run to end',
     async () => {
-      const u = await (await fetch(`${stack.apiUrl}/v1/usage`)).json();
+      const u = /** @type {{ active_runs: number, queued_runs: number }} */ (
+        await (await fetch(`${stack.apiUrl}/v1/usage`)).json()
+      );
       onPoll(u);
       return u.active_runs === 0 && u.queued_runs === 0;
     },
@@ -84,12 +117,20 @@ async function drained(stack, timeoutMs, onPoll = () => {}) {
   );
 }
 
-/** Every run's time from creation to its end, from the API's list (newest first, 100 a page). */
+/**
+ * Every run's time from creation to its end, from the API's list (newest first, 100 a page).
+ * @param {AgentqStack} stack
+ * @param {number} n
+ */
 async function runDurations(stack, n) {
+  /** @type {Array<{ status: string, ms: number }>} */
   const out = [];
   let after = '';
   while (out.length < n) {
-    const page = await (await fetch(`${stack.apiUrl}/v1/runs?limit=100${after}`)).json();
+    const page =
+      /** @type {{ data: Array<{ status: string, created_at: string, completed_at: string }>, next: string | null }} */ (
+        await (await fetch(`${stack.apiUrl}/v1/runs?limit=100${after}`)).json()
+      );
     for (const r of page.data)
       out.push({ status: r.status, ms: Date.parse(r.completed_at) - Date.parse(r.created_at) });
     if (!page.next) break;
@@ -100,7 +141,10 @@ async function runDurations(stack, n) {
 
 const cluster = await startRedisCluster({ masters: 3 });
 const ctl = shared.createRedis(cluster.url, { name: 'bench-cluster-ctl' });
-const out = { runs: RUNS, concurrent: CONCURRENT, shards: cluster.nodes.length, throughput: {} };
+/** @type {Record<number, Throughput>} */
+const throughput = {};
+/** @type {Concurrent | undefined} */
+let concurrent;
 try {
   for (const cells of [1, 3]) {
     log(`1. ${cells} cell${cells > 1 ? 's' : ''} on ${cluster.nodes.length} shards: ${RUNS} runs at once, 0 ms model`);
@@ -119,7 +163,7 @@ try {
       const trips = (await clientTrips(stack, probeDir)) - trips0;
       const steps = RUNS * STEPS;
       const cpuTotal = d.reduce((a, x) => a + x.cpuUs, 0);
-      out.throughput[cells] = {
+      throughput[cells] = {
         wallMs,
         runsPerSec: (RUNS / wallMs) * 1000,
         redisCpuUsPerStep: cpuTotal / steps,
@@ -134,7 +178,7 @@ try {
           writesPerStep: x.writes / steps,
         })),
       };
-      const t = out.throughput[cells];
+      const t = throughput[cells];
       log(
         `   ${t.runsPerSec.toFixed(1)} runs/s; Redis CPU ${t.redisCpuUsPerStep.toFixed(0)} µs per step, shares ${t.shards.map((s) => `${(s.cpuShare * 100).toFixed(0)} %`).join(' / ')}`,
       );
@@ -145,8 +189,8 @@ try {
   }
 
   log(`2. ${CONCURRENT} runs at once with a ${MODEL_STEP_MS} ms model step, 3 cells`);
-  // 5,000 model steps in flight in one agent-worker need more heap than the 384 MB it ships
-  // with (it ran out of memory there): this scenario gives the agent-workers 1.5 GB.
+  // The heap the services ship with is too small for thousands of model steps in flight in one
+  // agent-worker (docs/operating.md#memory): this scenario gives the agent-workers 1.5 GB.
   const stack = await startAgentq(ctl, cluster.url, {
     tag: 'conc',
     cells: 3,
@@ -175,7 +219,7 @@ try {
     const durations = await runDurations(stack, CONCURRENT);
     const ms = durations.map((r) => r.ms);
     const ideal = submittedMs + STEPS * MODEL_STEP_MS;
-    out.concurrent = {
+    concurrent = {
       wallMs,
       submittedMs,
       idealMs: ideal,
@@ -186,7 +230,7 @@ try {
       peakMemoryPerActiveRun: peak.active ? peak.memory / peak.active : null,
       keptMemoryPerRun: kept / CONCURRENT,
     };
-    const c = out.concurrent;
+    const c = concurrent;
     log(
       `   all ended in ${(wallMs / 1000).toFixed(1)} s (submission ${(submittedMs / 1000).toFixed(1)} s; ideal ${(ideal / 1000).toFixed(1)} s); a run p50 ${c.runMs.p50} ms against ${c.runMs.ideal} ms`,
     );
@@ -200,23 +244,25 @@ try {
 
 // The projection: a step's Redis CPU lands on the shard of its cell (queues) and its run tree,
 // so with runs spread over cells a cluster serves about shards × 1e6 / (µs per step) steps/s.
-const perStep = out.throughput[3].redisCpuUsPerStep;
+if (!concurrent || !throughput[1] || !throughput[3]) throw new Error('bench:cluster did not measure everything');
+const perStep = throughput[3].redisCpuUsPerStep;
 const stepsPerSecPerShard = 1e6 / perStep;
 const neededStepsPerSec = 10_000 / (MODEL_STEP_MS / 1000);
 const headroom = 0.7; // a shard kept below 70 % of its core
-out.projection = {
+const projection = {
   redisCpuUsPerStep: perStep,
   stepsPerSecPerShard,
   stepsPerSecFor10k: neededStepsPerSec,
   shardsFor10k: Math.ceil((neededStepsPerSec * perStep) / (1e6 * headroom)),
-  memoryFor10kMB: ((out.concurrent.peakMemoryPerActiveRun ?? out.concurrent.keptMemoryPerRun) * 10_000) / 1e6,
+  memoryFor10kMB: ((concurrent.peakMemoryPerActiveRun ?? concurrent.keptMemoryPerRun) * 10_000) / 1e6,
 };
-const t1 = out.throughput[1];
-const t3 = out.throughput[3];
-const c = out.concurrent;
-const p = out.projection;
+const t1 = throughput[1];
+const t3 = throughput[3];
+const c = concurrent;
+const p = projection;
+/** @param {Throughput} t @param {'readsPerStep' | 'writesPerStep'} k */
 const perShard = (t, k) => t.shards.map((s) => s[k].toFixed(1)).join(' / ');
-const shares = (t) => t.shards.map((s) => `${(s.cpuShare * 100).toFixed(0)} %`).join(' / ');
+const shares = (/** @type {Throughput} */ t) => t.shards.map((s) => `${(s.cpuShare * 100).toFixed(0)} %`).join(' / ');
 process.stdout.write(
   `\n${textTable(
     ['measure', '1 cell', '3 cells'],
@@ -278,5 +324,5 @@ process.stdout.write(
 mkdirSync(join(ROOT, 'bench', 'results'), { recursive: true });
 writeFileSync(
   join(ROOT, 'bench', 'results', 'cluster.json'),
-  `${JSON.stringify({ at: new Date().toISOString(), ...out }, null, 2)}\n`,
+  `${JSON.stringify({ at: new Date().toISOString(), runs: RUNS, shards: t1.shards.length, throughput, concurrent, projection }, null, 2)}\n`,
 );

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// @ts-check
 // The benchmark's model: the project's scripted OpenAI-compatible server (packages/scripted-llm)
 // in a process of its own, playing an agent that makes ROUNDS rounds of FANOUT parallel calls
 // of the first tool it is offered, then answers. Every reply is delayed by LATENCY_MS, plus N ms
@@ -9,6 +10,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 const ROOT = join(import.meta.dirname, '..');
+/** @type {typeof import('@agentq/scripted-llm')} */
 const { startScriptedLlm } = await import(pathToFileURL(join(ROOT, 'packages/scripted-llm/dist/index.js')).href);
 
 const latencyMs = Number(process.env.LATENCY_MS ?? 0);

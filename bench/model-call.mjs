@@ -1,7 +1,8 @@
 #!/usr/bin/env node
+// @ts-check
 // `npm run bench:model-call`: what one streamed model call costs the agent-worker's process, with
-// each HTTP client MODEL_HTTP_CLIENT chooses from: `fetch` (the platform's fetch, the openai
-// SDK's default and the baseline) and `node` (model-http.ts). Each measurement is a process of
+// its HTTP client, `node` (model-http.ts, on node:http), against the baseline `fetch` (the
+// platform's fetch, the openai SDK's default). Each measurement is a process of
 // its own with the heap flags the services ship with, against the benchmark's scripted model
 // (loopback; everything stops by itself): one call at a time with an instant model, and 1,000
 // calls in flight with a 500 ms model (the agent-worker's lot in scenario 3). The clients
@@ -18,12 +19,19 @@ const CASES = [
   { name: 'one at a time, instant model', model: 'bench', inFlight: 1, calls: QUICK ? 300 : 3000 },
   { name: '1,000 in flight, 500 ms model', model: 'bench-500ms', inFlight: 1000, calls: QUICK ? 2000 : 6000 },
 ];
-const ORDER = ['fetch', 'node', 'node', 'fetch'];
+const ORDER = /** @type {const} */ (['fetch', 'node', 'node', 'fetch']);
 
+/**
+ * What a child process prints, once it has exited with 0.
+ * @param {import('node:child_process').ChildProcessByStdio<null, import('node:stream').Readable, null>} proc
+ * @returns {Promise<string>}
+ */
 function output(proc) {
   return new Promise((resolve, reject) => {
     let out = '';
-    proc.stdout.on('data', (d) => (out += d));
+    proc.stdout.on('data', (d) => {
+      out += d;
+    });
     proc.on('error', reject);
     proc.on('exit', (code) =>
       code === 0 ? resolve(out) : reject(new Error(`${proc.spawnargs.join(' ')} exited ${code}`)),
@@ -36,12 +44,14 @@ const model = spawn(process.execPath, [join(ROOT, 'bench/llm-server.mjs')], {
   stdio: ['ignore', 'pipe', 'inherit'],
 });
 try {
+  /** @type {{ baseURL: string }} */
   const { baseURL } = await new Promise((resolve, reject) => {
     model.stdout.once('data', (d) => resolve(JSON.parse(String(d))));
     model.once('exit', (code) => reject(new Error(`the scripted model exited ${code}`)));
   });
   const rows = [];
   for (const c of CASES) {
+    /** @type {Partial<Record<'fetch' | 'node', { cpuUsPerCall: number, wallMs: number, peakRssMB: number }>>} */
     const best = {};
     for (const client of ORDER) {
       const child = spawn(
@@ -61,10 +71,12 @@ try {
       process.stderr.write(
         `  ${c.name}, ${client}: ${fmt(r.cpuUsPerCall)} µs a call, ${fmt(r.wallMs / 1000)} s, peak ${fmt(r.peakRssMB)} MB\n`,
       );
-      if (!best[client] || r.cpuUsPerCall < best[client].cpuUsPerCall)
-        best[client] = { ...r, peakRssMB: Math.max(r.peakRssMB, best[client]?.peakRssMB ?? 0) };
+      const was = best[client];
+      if (!was || r.cpuUsPerCall < was.cpuUsPerCall)
+        best[client] = { ...r, peakRssMB: Math.max(r.peakRssMB, was?.peakRssMB ?? 0) };
     }
     const [f, n] = [best.fetch, best.node];
+    if (!f || !n) throw new Error(`${c.name}: a client was not measured`);
     rows.push([
       c.name,
       fmt(f.cpuUsPerCall),

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// @ts-check
 // A no-op MCP tool server for the benchmarks, on the official SDK (@modelcontextprotocol/sdk).
 // One tool, `noop`, that answers "ok" at once, so a benchmark measures the runtime around a
 // tool call and not the tool.
@@ -46,13 +47,13 @@ if (!http) {
       return;
     }
     if (req.method !== 'POST') {
-      // Stateless: no standalone SSE stream, no sessions to delete.
+      // Stateless: no standalone SSE stream, nothing to delete.
       res.writeHead(405, { allow: 'POST' }).end();
       return;
     }
-    // Stateless mode: a fresh server and transport per request, as the SDK's examples do.
+    // Stateless (no id generator given): a fresh server and transport per request, as the SDK's examples do.
     const server = buildServer();
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    const transport = new StreamableHTTPServerTransport({ enableJsonResponse: true });
     res.on('close', () => {
       transport.close();
       server.close();
@@ -66,7 +67,8 @@ if (!http) {
   });
   httpServer.keepAliveTimeout = 60_000;
   httpServer.listen(port, '127.0.0.1', () => {
-    process.stdout.write(`${JSON.stringify({ url: `http://127.0.0.1:${httpServer.address().port}/mcp` })}\n`);
+    const { port: bound } = /** @type {import('node:net').AddressInfo} */ (httpServer.address());
+    process.stdout.write(`${JSON.stringify({ url: `http://127.0.0.1:${bound}/mcp` })}\n`);
   });
   const stop = () => httpServer.close(() => process.exit(0));
   process.on('SIGTERM', stop);

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// @ts-check
 // `npm run bench:paired`: two systems measured at the same time, each on a Redis of its own
 // capped at the same share of a core (bench/lib/paired.mjs, as scenario 5 of `npm run bench`
 // measures agentq against each baseline), for as many windows as asked and any two systems,
@@ -19,18 +20,24 @@ const SYSTEMS = (process.env.PAIRED_SYSTEMS ?? 'agentq,loop').split(',').filter(
 const CAP = Number(process.env.PAIRED_CAP ?? 0.12);
 const WINDOWS = Number(process.env.PAIRED_WINDOWS ?? (QUICK ? 2 : 4));
 const RUNS = Number(process.env.PAIRED_RUNS ?? (QUICK ? 200 : 1000));
+/** @type {Record<string, string>} */
 const NAMES = { agentq: 'agentq', loop: 'BullMQ loop', bare: 'bare BullMQ' };
 if (SYSTEMS.length !== 2) throw new Error('PAIRED_SYSTEMS: name two systems, e.g. agentq,loop');
 if (!(CAP > 0 && CAP <= 1)) throw new Error('PAIRED_CAP: a share of one core, above 0 and at most 1');
 
-/** How to start a system on a Redis: one of systemStarts', or agentq of another built checkout. */
+/**
+ * How to start a system on a Redis: one of systemStarts', or agentq of another built checkout.
+ * @param {string} system
+ * @returns {import('./lib/paired.mjs').Side['start']}
+ */
 function starter(system) {
-  if (system in NAMES) return (ctx) => systemStarts(ctx)[system]();
+  if (system === 'agentq' || system === 'loop' || system === 'bare') return (ctx) => systemStarts(ctx)[system]();
   const root = resolve(system);
   return (ctx) => startAgentq(ctx.ctl, ctx.redis.url, { root, tag: 'other' });
 }
-const label = (system) => NAMES[system] ?? `agentq of ${system}`;
+const label = (/** @type {string} */ system) => NAMES[system] ?? `agentq of ${system}`;
 
+/** @type {import('./lib/paired.mjs').Side[]} */
 const sides = [];
 try {
   for (const system of SYSTEMS) sides.push(await pairedSide(system, starter(system)));
@@ -40,10 +47,10 @@ try {
   for (let w = 0; w < WINDOWS; w++) {
     const [a, b] = await pairedWindow(sides, { cap: CAP, runs: RUNS });
     console.log(
-      `  window ${w + 1}: ${sides.map((s) => `${label(s.system)} ${fmt(s.windows.at(-1).runsPerSec)} runs/s, Redis ${fmt(s.windows.at(-1).redisUsPerStep)} µs a step, busy ${fmt(s.windows.at(-1).redisBusy * 100)} %`).join('; ')}; ratio ${fmt(a.runsPerSec / b.runsPerSec)}×`,
+      `  window ${w + 1}: ${[a, b].map((x, i) => `${label(sides[i].system)} ${fmt(x.runsPerSec)} runs/s, Redis ${fmt(x.redisUsPerStep)} µs a step, busy ${fmt(x.redisBusy * 100)} %`).join('; ')}; ratio ${fmt(a.runsPerSec / b.runsPerSec)}×`,
     );
   }
-  const mean = (xs) => xs.reduce((n, x) => n + x, 0) / xs.length;
+  const mean = (/** @type {number[]} */ xs) => xs.reduce((n, x) => n + x, 0) / xs.length;
   const ratios = sides[0].windows.map((w, i) => w.runsPerSec / sides[1].windows[i].runsPerSec);
   const rows = sides.map((s) => [
     label(s.system),
@@ -62,7 +69,7 @@ try {
     );
   const unfinished = sides
     .flatMap((s) => s.windows)
-    .some((w) => Object.keys(w.statuses).some((k) => k !== 'completed'));
+    .some((w) => Object.keys(w.statuses ?? {}).some((k) => k !== 'completed'));
   if (unfinished) console.log('Some runs did not complete: see the statuses above.');
 } finally {
   await closeSides(sides);

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// @ts-check
 // Where a service spent its CPU, from a V8 .cpuprofile (BENCH_PROFILE=1 npm run bench writes
 // them to bench/results/profiles): self time by package and by function.
 //
@@ -15,17 +16,22 @@ if (!file) {
   process.exit(2);
 }
 const top = Number(topArg) || 25;
+/**
+ * @typedef {{ id: number, callFrame: { functionName: string, url: string, lineNumber: number } }} ProfileNode
+ * @type {{ nodes: ProfileNode[], samples: number[] }}
+ */
 const profile = JSON.parse(readFileSync(file, 'utf8'));
 const nodes = new Map(profile.nodes.map((n) => [n.id, n]));
+/** @type {Map<number, number>} */
 const hits = new Map();
 for (const id of profile.samples) hits.set(id, (hits.get(id) ?? 0) + 1);
 
-const where = (n) =>
+const where = (/** @type {ProfileNode} */ n) =>
   n.callFrame.url
     .replace(/^file:\/\//, '')
     .replace(/^.*\/node_modules\//, '')
     .replace(/^.*\/(services|packages)\//, '$1/');
-const pkgOf = (n) => {
+const pkgOf = (/** @type {ProfileNode} */ n) => {
   const url = n.callFrame.url;
   if (!url)
     return n.callFrame.functionName.startsWith('(') ? n.callFrame.functionName : '(native: syscalls, GC helpers, …)';
@@ -36,13 +42,16 @@ const pkgOf = (n) => {
   return s ? `${s[1]}/${s[2]}` : url;
 };
 
+/** @type {Map<string, number>} */
 const byPkg = new Map();
+/** @type {Map<string, number>} */
 const byFn = new Map();
 let total = 0;
 let idle = 0;
 for (const [id, count] of hits) {
   const n = nodes.get(id);
   total += count;
+  if (!n) continue;
   if (n.callFrame.functionName === '(idle)') {
     idle += count;
     continue;
@@ -53,7 +62,7 @@ for (const [id, count] of hits) {
   byFn.set(f, (byFn.get(f) ?? 0) + count);
 }
 const busy = total - idle;
-const show = (map) =>
+const show = (/** @type {Map<string, number>} */ map) =>
   [...map]
     .sort((a, b) => b[1] - a[1])
     .slice(0, top)

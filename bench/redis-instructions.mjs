@@ -1,8 +1,9 @@
 #!/usr/bin/env node
+// @ts-check
 // `npm run bench:redis-instructions` (needs valgrind): what Redis executes a step, counted rather
-// than timed. A step's Redis time moves by a tenth or more between runs of the same code on a
-// shared host; the instructions Redis executes for it repeat within about half a per cent. Each
-// system (agentq, the BullMQ loop, bare BullMQ flows) runs on a redis-server of its own under
+// than timed: on a shared host the instructions repeat where the time drifts
+// (docs/decisions/014-redis-bound-measured-side-by-side.md). Each system (agentq, the BullMQ
+// loop, bare BullMQ flows) runs on a redis-server of its own under
 // `valgrind --tool=callgrind` (loopback, AOF on as in docker-compose; everything stops by
 // itself), counted only while N runs submitted at once run, after 50 to warm up. Then agentq's
 // store operations alone, 200 of each at once: what each costs Redis; and a round's begin for runs
@@ -19,10 +20,18 @@ import { fmt, textTable } from './lib/stats.mjs';
 import { soloContext, systemStarts } from './lib/systems.mjs';
 import { shared, STEPS } from './lib/workload.mjs';
 
+/**
+ * @import { RunSpec, ToolResultRecord } from '@agentq/shared'
+ * @typedef {'agentq' | 'loop' | 'bare'} Kind
+ * @typedef {Record<string, number> & { total: number }} Counts
+ */
+
 const QUICK = /^(1|true|yes)$/i.test(process.env.BENCH_QUICK ?? '');
 const RUNS = QUICK ? 60 : 300;
 const OPS = QUICK ? 40 : 200;
-const SYSTEMS = (process.env.BENCH_SYSTEMS ?? 'agentq,loop,bare').split(',').filter(Boolean);
+const SYSTEMS = /** @type {Kind[]} */ ((process.env.BENCH_SYSTEMS ?? 'agentq,loop,bare').split(',').filter(Boolean));
+if (SYSTEMS.some((s) => !['agentq', 'loop', 'bare'].includes(s)))
+  throw new Error('BENCH_SYSTEMS: agentq, loop or bare, comma-separated');
 const LABEL = { agentq: 'agentq', loop: 'BullMQ loop', bare: 'bare BullMQ' };
 // Functions whose instructions (with what they call) say where a step's go.
 const PARTS = [
@@ -49,11 +58,15 @@ async function countedRedis() {
       `--callgrind-out-file=${join(dir, 'callgrind.out')}`,
     ],
   });
-  const control = (...args) => execFileSync('callgrind_control', [...args, String(redis.pid)], { stdio: 'ignore' });
+  const control = (/** @type {string[]} */ ...args) =>
+    execFileSync('callgrind_control', [...args, String(redis.pid)], { stdio: 'ignore' });
   let dumps = 0;
   return {
     ...redis,
-    /** Instructions Redis executed during fn, in all and in PARTS' functions (inclusive). */
+    /**
+     * Instructions Redis executed during fn, in all and in PARTS' functions (inclusive).
+     * @param {() => Promise<unknown>} fn
+     */
     async counted(fn) {
       control('-i', 'on');
       try {
@@ -62,27 +75,34 @@ async function countedRedis() {
         control('-i', 'off');
       }
       control('-d');
-      const dumped = readdirSync(redis.dir)
+      const dir = String(redis.dir);
+      const dumped = readdirSync(dir)
         .filter((f) => f.startsWith('callgrind.out.'))
         .sort((a, b) => Number(a.split('.').pop()) - Number(b.split('.').pop()));
-      return instructions(join(redis.dir, dumped[dumps++]));
+      return instructions(join(dir, dumped[dumps++]));
     },
   };
 }
 
-/** The total and PARTS' inclusive instructions of a callgrind dump. */
+/**
+ * The total and PARTS' inclusive instructions of a callgrind dump.
+ * @param {string} file
+ * @returns {Counts}
+ */
 function instructions(file) {
   const text = execFileSync('callgrind_annotate', ['--inclusive=yes', '--threshold=100', file], {
     encoding: 'utf8',
     maxBuffer: 64 * 1024 * 1024,
   });
-  const count = (re) => Number(re.exec(text)?.[1].replace(/,/g, '') ?? 0);
+  const count = (/** @type {RegExp} */ re) => Number(re.exec(text)?.[1].replace(/,/g, '') ?? 0);
+  /** @type {Counts} */
   const out = { total: count(/^\s*([\d,]+) \([^)]*\)\s+PROGRAM TOTALS/m) };
   for (const [fn] of PARTS) out[fn] = count(new RegExp(`^\\s*([\\d,]+) \\([^)]*\\)\\s+\\S*:${fn} `, 'm'));
   return out;
 }
 
 const rows = [];
+/** @type {Partial<Record<Kind, number>>} */
 const perStep = {};
 for (const kind of SYSTEMS) {
   const redis = await countedRedis();
@@ -120,6 +140,7 @@ if (SYSTEMS.includes('agentq')) {
   try {
     await waitForReady(conn);
     const store = new RunStore({ redis: conn, prefix: 'bench' });
+    /** @type {RunSpec} */
     const spec = {
       model: 'bench',
       max_depth: 10,
@@ -129,15 +150,17 @@ if (SYSTEMS.includes('agentq')) {
       nesting: 0,
     };
     const ids = Array.from({ length: OPS }, () => newId('run'));
+    /** @type {Map<string, import('@agentq/shared').StepInput['run']>} */
     const runs = new Map();
     const usage = { prompt_tokens: 10, completion_tokens: 10, total_tokens: 20 };
     const now = new Date().toISOString();
     const toolCalls = [0, 1, 2].map((i) => ({
       id: `call_${i}`,
-      type: 'function',
+      type: /** @type {const} */ ('function'),
       function: { name: 'noop__noop', arguments: `{"i":${i}}` },
     }));
-    const record = (i) => ({
+    /** @returns {ToolResultRecord} */
+    const record = (/** @type {number} */ i) => ({
       id: `call_${i}`,
       name: 'noop__noop',
       status: 'completed',
@@ -149,14 +172,27 @@ if (SYSTEMS.includes('agentq')) {
       started_at: now,
       completed_at: now,
     });
+    /** The run as the step's read found it. */
+    const ranOf = (/** @type {string} */ id) => {
+      const run = runs.get(id);
+      if (!run) throw new Error(`run ${id} was not read`);
+      return run;
+    };
     // As the workers make them for the benchmark's runs: a step that asks for three calls.
+    /** @type {Array<[string, (id: string) => Promise<unknown>]>} */
     const OPERATIONS = [
       [
         'create a run',
         (id) => store.runs.create({ id, owner: 'bench', spec, messages: [{ role: 'user', content: 'benchmark' }] }),
       ],
       ['start it', (id) => store.runs.start(id)],
-      ['read a step', async (id) => runs.set(id, (await store.transcript.loadStep(id, 0)).run)],
+      [
+        'read a step',
+        async (id) => {
+          const step = await store.transcript.loadStep(id, 0);
+          if (step) runs.set(id, step.run);
+        },
+      ],
       [
         'step.started',
         (id) =>
@@ -166,7 +202,7 @@ if (SYSTEMS.includes('agentq')) {
         'commit the step',
         (id) =>
           store.transcript.commitStep(
-            runs.get(id),
+            ranOf(id),
             {
               depth: 0,
               status: 'completed',
@@ -250,14 +286,18 @@ if (SYSTEMS.includes('agentq')) {
     );
     const firstRound = await Promise.all(big.map((id) => store.toolCalls.begin(id, 0, 0, 1)));
     const heldOf = new Map(
-      big.map((id, i) => [id, { createdAt: firstRound[i].run.createdAt, spec: firstRound[i].spec }]),
+      big.map((id, i) => {
+        const start = firstRound[i];
+        if (start.kind !== 'begun') throw new Error(`run ${id}: its first call was not begun (${start.kind})`);
+        return [id, { createdAt: start.run.createdAt, spec: start.spec }];
+      }),
     );
     const specRows = [];
-    for (const [name, depth, holds] of [
+    for (const [name, depth, holds] of /** @type {Array<[string, number, boolean]>} */ ([
       ['the spec read with the run', 1, false],
       ['the spec held by the tool-worker', 2, true],
-    ]) {
-      const begin = (id) =>
+    ])) {
+      const begin = (/** @type {string} */ id) =>
         Promise.all(
           [0, 1, 2].map((i) =>
             store.toolCalls.begin(id, depth, i, 1, {

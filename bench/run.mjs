@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// @ts-check
 // `npm run bench`: what durability costs agentq, how much it does per second, and whether it
 // scales. Runs everything on this machine, on loopback only, and stops by itself:
 //
@@ -23,7 +24,7 @@
 // redis-server on the PATH (it starts its own, on a free port, AOF on as in
 // docker-compose.yml; BENCH_REDIS_URL uses another instead, keys under a unique prefix).
 //
-// Env: BENCH_QUICK=1 (a smoke version, ≈ 1 minute; writes bench/results/quick.json only),
+// Env: BENCH_QUICK=1 (a smoke version; writes bench/results/quick.json only),
 // BENCH_MCP=stdio|http (how the no-op MCP server is reached; default stdio),
 // BENCH_ONLY=1,3 (some scenarios only; does not write BENCHMARKS.md),
 // BENCH_RUNS=1000 (runs in scenarios 2 and 3; with BENCH_COMPARE, runs of each checkout, 600),
@@ -32,7 +33,7 @@
 // agentq services, which otherwise get the heap flags they ship with (scripts/lib/services.mjs),
 // e.g. "--max-old-space-size=512" to size the heap differently; does not write BENCHMARKS.md),
 // BENCH_REPORT_ONLY=1 (no measuring: render BENCHMARKS.md and the chart again from
-// bench/results/latest.json, e.g. after editing bench/findings.md),
+// bench/results/latest.json, e.g. after a change to the page (bench/lib/markdown.mjs)),
 // BENCH_COMPARE=<path of another built checkout of agentq> (A/B of a code change: only
 // scenario 1's one-at-a-time 0 ms runs, this checkout's agentq and the other's interleaved in
 // blocks of 10 runs with the in-process loop, then scenario 4's Redis cost of each, twice (this,
@@ -62,14 +63,17 @@ import { scenarioRedisBound } from './scenarios/5-redis-bound.mjs';
 import { compare } from './scenarios/compare.mjs';
 import { HEAP_FLAGS } from '../scripts/lib/services.mjs';
 
-const truthy = (v) => /^(1|true|yes|on)$/i.test(v ?? '');
+/** @import { CompareResults, Ctx, Results } from './lib/types.d.ts' */
+
+const truthy = (/** @type {string | undefined} */ v) => /^(1|true|yes|on)$/i.test(v ?? '');
 const QUICK = truthy(process.env.BENCH_QUICK);
+/** @type {'stdio' | 'http'} */
 const MCP = process.env.BENCH_MCP === 'http' ? 'http' : 'stdio';
 const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',').map((s) => s.trim())) : null;
 const PROFILE = truthy(process.env.BENCH_PROFILE);
 const COMPARE = process.env.BENCH_COMPARE ? resolve(process.env.BENCH_COMPARE) : null;
 const MANY = Number(process.env.BENCH_RUNS) || (QUICK ? 100 : 1000);
-/** Runs of each checkout under BENCH_COMPARE, in blocks of 10: 200 leave a p50 ratio uncertain by ≈ ±5 % here. */
+/** Runs of each checkout under BENCH_COMPARE, in blocks of 10: with fewer, the p50 ratio's noise hides small changes. */
 const COMPARE_RUNS = Number(process.env.BENCH_RUNS) || (QUICK ? 40 : 600);
 const SLOW_MS = 500;
 /** Model-step slots per agent-worker (AGENT_CONCURRENCY) in the scale-out measurement. */
@@ -91,16 +95,22 @@ const HTTP_CONCURRENCY = 64;
 const REPEAT = QUICK ? 1 : 2;
 
 if (truthy(process.env.BENCH_REPORT_ONLY)) {
-  // Renders BENCHMARKS.md and the chart again from the last full run (after editing bench/findings.md).
-  const latest = JSON.parse(readFileSync(join(ROOT, 'bench', 'results', 'latest.json'), 'utf8'));
-  const { files } = report(latest, { write: true });
+  // Renders BENCHMARKS.md and the chart again from the last full run on this machine.
+  const file = join(ROOT, 'bench', 'results', 'latest.json');
+  if (!existsSync(file)) {
+    process.stderr.write(
+      'bench: no bench/results/latest.json here: run `npm run bench` first (git keeps no results)\n',
+    );
+    process.exit(1);
+  }
+  const { files } = report(JSON.parse(readFileSync(file, 'utf8')), { write: true });
   process.stdout.write(
     `bench: wrote ${files.map((f) => f.replace(`${ROOT}/`, '')).join(', ')} from bench/results/latest.json\n`,
   );
   process.exit(0);
 }
 
-const built = (root) =>
+const built = (/** @type {string} */ root) =>
   ['api', 'agent-worker', 'tool-worker']
     .map((s) => join(root, 'services', s, 'dist', 'main.js'))
     .concat(join(root, 'packages/shared/dist/index.js'));
@@ -116,8 +126,8 @@ if (missing.length) {
 
 const T0 = Date.now();
 const say = (s = '') => process.stdout.write(`${s}\n`);
-const log = (s) => say(`[${((Date.now() - T0) / 1000).toFixed(0).padStart(3)} s] ${s}`);
-const want = (n) => !ONLY || ONLY.has(String(n));
+const log = (/** @type {string} */ s) => say(`[${((Date.now() - T0) / 1000).toFixed(0).padStart(3)} s] ${s}`);
+const want = (/** @type {number} */ n) => !ONLY || ONLY.has(String(n));
 
 const redis = await startRedis();
 const ctl = new Redis(redis.url, { maxRetriesPerRequest: null, connectionName: 'bench-ctl' });
@@ -125,7 +135,10 @@ const waiter = new Redis(redis.url, { maxRetriesPerRequest: null, connectionName
 const redisProc = redis.pid ? [{ name: 'redis-server', pid: redis.pid }] : [];
 const { foreign, noteForeign, quiet } = noiseWatch(log, redisProc);
 
-/** What every scenario and its helpers share: the options above, the Redis and its clients, the log, the noise watch. */
+/**
+ * What every scenario and its helpers share: the options above, the Redis and its clients, the log, the noise watch.
+ * @type {Ctx}
+ */
 const ctx = {
   QUICK,
   MCP,
@@ -147,6 +160,7 @@ const ctx = {
 };
 
 if (COMPARE) {
+  /** @type {CompareResults} */
   let c;
   try {
     c = await compare(ctx, COMPARE);
@@ -166,6 +180,7 @@ if (COMPARE) {
   process.exit(0);
 }
 
+/** @type {Results} */
 const results = {
   quick: QUICK,
   startedAt: new Date(T0).toISOString(),
@@ -184,6 +199,7 @@ const results = {
     slowModelMs: SLOW_MS,
   },
 };
+/** @type {unknown} */
 let failed = null;
 try {
   if (want(1)) results.overhead = await scenarioOverhead(ctx);
@@ -193,7 +209,7 @@ try {
   if (want(5)) results.redisBound = await scenarioRedisBound(ctx);
 } catch (err) {
   failed = err;
-  process.stderr.write(`bench: ${err.stack ?? err}\n`);
+  process.stderr.write(`bench: ${err instanceof Error ? err.stack : String(err)}\n`);
 } finally {
   ctl.disconnect();
   waiter.disconnect();
@@ -219,5 +235,5 @@ const jsonFile = join(dir, QUICK ? 'quick.json' : canonical ? 'latest.json' : 'p
 writeFileSync(jsonFile, `${JSON.stringify(results, null, 2)}\n`);
 say();
 say(
-  `bench: done in ${results.durationS.toFixed(0)} s; wrote ${[jsonFile, ...out.files].map((f) => f.replace(`${ROOT}/`, '')).join(', ')}`,
+  `bench: done in ${((Date.now() - T0) / 1000).toFixed(0)} s; wrote ${[jsonFile, ...out.files].map((f) => f.replace(`${ROOT}/`, '')).join(', ')}`,
 );

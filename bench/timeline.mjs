@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// @ts-check
 // Where the time of an agentq run goes, one run at a time (the critical path of scenario 1):
 // runs N runs (after 20 to warm up) on a fresh stack, then averages, over all but the first 10,
 // the phases of each model step and tool round from the run's event stream (Redis server time)
@@ -23,27 +24,36 @@ import {
   startRedis,
 } from './lib/harness.mjs';
 
+/** @import { AgentqStack, Stack } from './lib/types.d.ts' */
+
 const N = Number(process.env.N ?? 100);
 const redis = await startRedis();
 const ctl = new Redis(redis.url);
 const waiter = new Redis(redis.url);
 const LOOP = Boolean(process.env.LOOP);
 const BARE = Boolean(process.env.BARE) || LOOP;
-const stack = BARE
-  ? await startBare(ctl, redis.url, { work: LOOP, mcpTransport: process.env.BENCH_MCP ?? 'stdio' })
+/** @type {AgentqStack | null} */
+const agentq = BARE
+  ? null
   : await startAgentq(ctl, redis.url, {
       mcpTransport: process.env.BENCH_MCP ?? 'stdio',
       v8Heap: Boolean(process.env.V8_HEAP),
     });
-const bare = BARE ? await bareClient(redis.url, stack) : null;
-/** One run, start to end; resolves with its id. */
-const once = () => (bare ? bare.once() : agentqOnce(waiter, stack));
-const ms = (t) => Number(t);
-const eventTime = (id) => Number(id.split('-')[0]);
+/** @type {Stack} */
+const stack =
+  agentq ?? (await startBare(ctl, redis.url, { work: LOOP, mcpTransport: process.env.BENCH_MCP ?? 'stdio' }));
+const bare = agentq ? null : await bareClient(redis.url, stack);
+/**
+ * One run, start to end; resolves with its id.
+ * @returns {Promise<string>}
+ */
+const once = () => (bare ? bare.once() : agentqOnce(waiter, /** @type {AgentqStack} */ (agentq)));
+const ms = (/** @type {string | undefined} */ t) => Number(t);
+const eventTime = (/** @type {string} */ id) => Number(id.split('-')[0]);
 try {
   for (let i = 0; i < 20; i++) await once();
   const procs = stack.processes();
-  const c0 = procs.map((p) => cpuMs(p.pid));
+  const c0 = procs.map((p) => cpuMs(p.pid) ?? NaN);
   const times = [];
   const ids = [];
   for (let i = 0; i < N; i++) {
@@ -52,23 +62,32 @@ try {
     times.push(performance.now() - t);
   }
   for (const [i, p] of procs.entries())
-    console.log(`${p.name}: ${((cpuMs(p.pid) - c0[i]) / N).toFixed(2)} ms CPU per run`);
+    console.log(`${p.name}: ${(((cpuMs(p.pid) ?? NaN) - c0[i]) / N).toFixed(2)} ms CPU per run`);
   times.sort((a, b) => a - b);
   console.log(
     `run p50 ${times[Math.floor(N / 2)].toFixed(1)} ms over ${N} (${BARE ? 'first step job added → last one completed event seen' : 'submit → terminal event seen'})\n`,
   );
 
+  /** @type {Record<string, number[]>} */
   const phases = {};
-  const add = (k, v) => (phases[k] ??= []).push(v);
+  /** @param {string} k @param {number} v */
+  const add = (k, v) => {
+    phases[k] ??= [];
+    phases[k].push(v);
+  };
+  /** @param {string} queue @param {string} id */
   const job = (queue, id) => ctl.hgetall(`${stack.queuePrefix ?? stack.prefix}:${queue}:${id}`);
+  /** @type {Array<[number, string]>} */
   let rows = [];
   for (const runId of ids.slice(Math.min(10, N - 1))) {
+    /** @type {Record<string, number[]>} */
     const at = {};
     rows = [];
-    if (!BARE) {
-      for (const [id, f] of await ctl.xrange(stack.runKeys(runId).events, '-', '+')) {
+    if (agentq) {
+      for (const [id, f] of await ctl.xrange(agentq.runKeys(runId).events, '-', '+')) {
         const type = f[f.indexOf('type') + 1];
-        (at[type] ??= []).push(eventTime(id));
+        at[type] ??= [];
+        at[type].push(eventTime(id));
         rows.push([eventTime(id), `event ${type}`]);
       }
     }
@@ -95,7 +114,7 @@ try {
         continue;
       }
       add(
-        `C  ${BARE ? 'step job starts' : 'step.completed'} → step job finished (fan-out flow + moveToFinished)`,
+        `C  ${BARE ? 'step job starts' : 'step.completed'} → step job finished (the round's jobs added + moveToFinished)`,
         ms(stepJob.finishedOn) - completed,
       );
       let lastDone = 0;

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// @ts-check
 // `node bench/transcript-read.mjs` (after `npm run build`): what a model step's read of its
 // transcript costs, whole (every step before TRANSCRIPT_CACHE_MB) against only the messages
 // added since the worker's previous step of the run (the transcript cache), for transcripts of
@@ -11,8 +12,15 @@ import { commandStats } from './lib/redis-cost.mjs';
 import { fmt, quantile, textTable } from './lib/stats.mjs';
 import { shared } from './lib/workload.mjs';
 
+/**
+ * @import { ChatMessage, RunSpec, RunStore as Store, TranscriptPrefix } from '@agentq/shared'
+ * @import { CommandStats } from './lib/types.d.ts'
+ * @typedef {'whole' | 'size first, then whole' | 'since the last step'} How
+ */
+
 const QUICK = /^(1|true|yes)$/i.test(process.env.BENCH_QUICK ?? '');
 const { RunStore, createRedis, newId, waitForReady } = shared;
+/** @type {RunSpec} */
 const spec = {
   model: 'm',
   max_depth: 100,
@@ -32,32 +40,55 @@ const SHAPES = [
   { name: 'a run at depth 40 with 8 KB of instructions', steps: 40, bytes: 200, instructions: 8_000, reads: 2000 },
 ].map((s) => ({ ...s, reads: QUICK ? Math.ceil(s.reads / 10) : s.reads }));
 
-const roles = ['user', 'assistant', 'tool'];
+/**
+ * The i-th message of a made-up transcript: a user's first, then an assistant's and a tool's in turn.
+ * @param {number} i
+ * @param {number} bytes
+ * @returns {ChatMessage}
+ */
 const messageOf = (i, bytes) => {
-  const role = i === 0 ? 'user' : roles[1 + (i % 2)];
   const content = `m${i} `.padEnd(bytes, 'lorem ipsum dolor sit amet ');
-  return role === 'tool' ? { role, tool_call_id: `call_${i}`, content } : { role, content };
+  if (i === 0) return { role: 'user', content };
+  return i % 2 ? { role: 'tool', tool_call_id: `call_${i}`, content } : { role: 'assistant', content };
 };
 
+/** @param {CommandStats} a @param {CommandStats} b */
 const redisUsec = (a, b) =>
   Object.entries(b).reduce((n, [k, v]) => (k === 'info' ? n : n + v.usec - (a[k]?.usec ?? 0)), 0);
 
 // How a step reads: the whole transcript in one round trip (no bound on transcripts in flight),
 // its size first and then the messages (a worker bounding them, TRANSCRIPTS_IN_FLIGHT_MB, that
 // holds no start of the transcript), or only what was added since its previous step.
+/** @type {Record<How, (store: Store, id: string, depth: number, known: TranscriptPrefix) => Promise<{ size?: number } | null>>} */
 const READS = {
   whole: (store, id, depth) => store.transcript.loadStep(id, depth),
-  'size first, then whole': (store, id, depth) => store.transcript.loadStepWithin(id, depth, Number.MAX_SAFE_INTEGER),
+  'size first, then whole': async (store, id, depth) => {
+    const read = await store.transcript.loadStepWithin(id, depth, Number.MAX_SAFE_INTEGER);
+    return read && 'tooLarge' in read ? null : read;
+  },
   'since the last step': (store, id, depth, known) => store.transcript.loadStep(id, depth, known),
 };
 
-/** Commits `steps` steps of one tool call each, and each round's result, as the workers do. */
+/**
+ * Commits `steps` steps of one tool call each, and each round's result, as the workers do.
+ * @param {Store} store
+ * @param {string} id
+ * @param {number} steps
+ * @param {number} bytes
+ */
 async function commitSteps(store, id, steps, bytes) {
   const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };
   for (let depth = 0; depth < steps; depth++) {
-    const { run } = await store.transcript.loadStep(id, depth);
+    const run = (await store.transcript.loadStep(id, depth))?.run;
+    if (!run) throw new Error(`run ${id} is gone`);
     const now = new Date().toISOString();
-    const tool_calls = [{ id: `call_${depth}`, type: 'function', function: { name: 'noop__noop', arguments: '{}' } }];
+    const tool_calls = [
+      {
+        id: `call_${depth}`,
+        type: /** @type {const} */ ('function'),
+        function: { name: 'noop__noop', arguments: '{}' },
+      },
+    ];
     await store.transcript.commitStep(
       run,
       {
@@ -71,10 +102,12 @@ async function commitSteps(store, id, steps, bytes) {
       },
       { depth, usage, finish_reason: 'tool_calls', content: null, tool_calls: [] },
     );
+    /** @type {import('@agentq/shared').ToolResultRecord} */
     const rec = {
       id: `call_${depth}`,
       name: 'noop__noop',
       status: 'completed',
+      outcome: 'ok',
       output: 'x'.repeat(bytes),
       is_error: false,
       attempts: 1,
@@ -88,12 +121,22 @@ async function commitSteps(store, id, steps, bytes) {
       0,
       rec,
       { depth, index: 0, tool_call_id: rec.id, name: rec.name, is_error: false, duration_ms: 1, output: rec.output },
-      { run, count: 1 },
+      { count: 1, ancestors: [] },
     );
   }
 }
 
+/**
+ * @param {Store} store
+ * @param {import('@agentq/shared').RedisClient} redis
+ * @param {string} id
+ * @param {number} depth
+ * @param {number} reads
+ * @param {How} how
+ * @param {TranscriptPrefix} known
+ */
 async function measure(store, redis, id, depth, reads, how, known) {
+  /** @type {number[]} */
   const times = [];
   const s0 = await commandStats(redis);
   const c0 = process.cpuUsage();
@@ -102,7 +145,7 @@ async function measure(store, redis, id, depth, reads, how, known) {
     const t = process.hrtime.bigint();
     const input = await READS[how](store, id, depth, known);
     times.push(Number(process.hrtime.bigint() - t) / 1e6);
-    bytes += input.size - (how === 'since the last step' ? known.size : 0);
+    bytes += (input?.size ?? NaN) - (how === 'since the last step' ? known.size : 0);
   }
   const c = process.cpuUsage(c0);
   const s1 = await commandStats(redis);
@@ -147,8 +190,10 @@ try {
     });
     if (shape.steps) await commitSteps(store, id, shape.steps, shape.bytes);
     const whole = await store.transcript.loadStep(id, depth);
+    if (!whole) throw new Error(`run ${id} is gone`);
     const kept = whole.messages.slice(0, -ADDED);
     // What the worker holds after its previous step of the run (the spec too, where it keeps it).
+    /** @type {TranscriptPrefix} */
     const known = {
       createdAt: whole.run.createdAt,
       messages: kept,
@@ -156,12 +201,15 @@ try {
       spec: whole.spec,
     };
     // Warm every path, then alternate blocks so that drift hits them alike.
-    const blocks = Object.fromEntries(Object.keys(READS).map((how) => [how, []]));
-    for (const how of Object.keys(READS)) await measure(store, redis, id, depth, 50, how, known);
+    const hows = /** @type {How[]} */ (Object.keys(READS));
+    /** @type {Record<string, Array<Awaited<ReturnType<typeof measure>>>>} */
+    const blocks = Object.fromEntries(hows.map((how) => [how, []]));
+    for (const how of hows) await measure(store, redis, id, depth, 50, how, known);
     for (let block = 0; block < 4; block++) {
-      for (const how of Object.keys(READS))
+      for (const how of hows)
         blocks[how].push(await measure(store, redis, id, depth, Math.ceil(shape.reads / 4), how, known));
     }
+    /** @param {Array<Awaited<ReturnType<typeof measure>>>} xs @param {'redisUs' | 'workerUs' | 'p50' | 'bytes'} k */
     const mid = (xs, k) =>
       quantile(
         xs.map((x) => x[k]),

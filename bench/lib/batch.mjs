@@ -1,3 +1,4 @@
+// @ts-check
 // Many runs at once: submitted together to a system (or started together in the in-process
 // loop), timed from the first submission to the last completion, repeated and the fastest kept.
 import { cpuDelta, cpuSnapshot, foreignShare } from './machine.mjs';
@@ -5,11 +6,21 @@ import { agentqRunTimes, bareClient, bareRunTimes, submitAgentqRun, waitComplete
 import { pool, summary } from './stats.mjs';
 import { STEPS, TOOL_CALLS } from './workload.mjs';
 
-/** How runs are submitted to a stack and timed afterwards: agentq's through its API, bare flows by adding their first job. */
+/**
+ * @import { Measurement, RunCtx, RunTimes, Stack, Window } from './types.d.ts'
+ * @typedef {Awaited<ReturnType<typeof import('./start-inproc.mjs').startInproc>>} Inproc
+ */
+
+/**
+ * How runs are submitted to a stack and timed afterwards: agentq's through its API, bare flows by adding their first job.
+ * @param {Pick<RunCtx, 'ctl' | 'redis'>} ctx
+ * @param {Stack} stack
+ * @returns {Promise<{ submit: () => Promise<string>, times: (ids: string[]) => Promise<RunTimes[]>, close: () => Promise<void> }>}
+ */
 export async function submitter({ ctl, redis }, stack, model = 'bench') {
   if (stack.kind === 'agentq')
     return {
-      submit: () => submitAgentqRun(stack, model),
+      submit: () => submitAgentqRun(/** @type {import('./types.d.ts').AgentqStack} */ (stack), model),
       times: (ids) => agentqRunTimes(ctl, stack.prefix, ids),
       close: async () => {},
     };
@@ -26,7 +37,11 @@ export async function submitter({ ctl, redis }, stack, model = 'bench') {
   };
 }
 
-/** The fastest of repeated measurements (interference from other processes only ever slows a run down), with every one's figures. */
+/**
+ * The fastest of repeated measurements (interference from other processes only ever slows a run down), with every one's figures.
+ * @param {Window[]} all
+ * @returns {Measurement}
+ */
 const bestOf = (all) => ({
   ...all.reduce((a, b) => (b.runsPerSec > a.runsPerSec ? b : a)),
   repetitions: all.map((r) => ({
@@ -37,12 +52,20 @@ const bestOf = (all) => ({
     foreignShare: r.foreignShare,
   })),
 });
+/** @param {string} label @param {number} i @param {number} repeat */
 export const nth = (label, i, repeat) => (repeat > 1 ? `${label} (#${i + 1})` : label);
 
-/** n runs submitted at once, REPEAT times on the same processes; per-run times from what the system stored. */
+/**
+ * n runs submitted at once, REPEAT times on the same processes; per-run times from what the system stored.
+ * @param {RunCtx} ctx
+ * @param {Stack} stack
+ * @param {number} n
+ * @param {{ label: string, model?: string }} options
+ */
 export async function batch(ctx, stack, n, { label, model }) {
   const windows = await batchWindows(ctx, stack, n, { model });
   try {
+    /** @type {Window[]} */
     const all = [];
     for (let i = 0; i < ctx.REPEAT; i++) all.push(await windows.once(nth(label, i, ctx.REPEAT)));
     return bestWindow(all, label);
@@ -54,6 +77,10 @@ export async function batch(ctx, stack, n, { label, model }) {
 /**
  * Windows of n runs submitted at once to a warmed-up stack, one per once(label), so that another
  * system's windows can alternate with them; close() when done.
+ * @param {RunCtx} ctx
+ * @param {Stack} stack
+ * @param {number} n
+ * @param {{ model?: string }} options
  */
 export async function batchWindows(ctx, stack, n, { model }) {
   const { submit, times, close } = await submitter(ctx, stack, model);
@@ -62,12 +89,23 @@ export async function batchWindows(ctx, stack, n, { model }) {
   const before = await ctx.ctl.zcard(stack.completedKey);
   await pool(warm, 10, submit);
   await waitCompleted(ctx.ctl, stack, before + warm * STEPS, { timeoutMs: 60_000 });
-  return { once: (label) => batchOnce(ctx, stack, n, { submit, times, label }), close };
+  return { once: (/** @type {string} */ label) => batchOnce(ctx, stack, n, { submit, times, label }), close };
 }
 
-/** The best of a system's windows, with the label of the measurement. */
+/**
+ * The best of a system's windows, with the label of the measurement.
+ * @param {Window[]} all
+ * @param {string} label
+ */
 export const bestWindow = (all, label) => ({ ...bestOf(all), label });
 
+/**
+ * @param {RunCtx} ctx
+ * @param {Stack} stack
+ * @param {number} n
+ * @param {{ submit: () => Promise<string>, times: (ids: string[]) => Promise<RunTimes[]>, label: string }} how
+ * @returns {Promise<Window>}
+ */
 async function batchOnce(
   { ctl, quiet, redisProc, noteForeign, log, HTTP_CONCURRENCY },
   stack,
@@ -88,6 +126,7 @@ async function batchOnce(
   const t = await times(ids);
   const done = t.filter((r) => Number.isFinite(r.completed));
   const wallMs = Math.max(...done.map((r) => r.completed)) - t0;
+  /** @type {Record<string, number>} */
   const statuses = {};
   for (const r of t) statuses[r.status] = (statuses[r.status] ?? 0) + 1;
   const res = {
@@ -109,14 +148,28 @@ async function batchOnce(
   return res;
 }
 
-/** n in-process runs at once (one process, no queue), `repeat` times: per-run latency, runs/s, CPU. */
+/**
+ * n in-process runs at once (one process, no queue), `repeat` times: per-run latency, runs/s, CPU.
+ * @param {RunCtx} ctx
+ * @param {Inproc} inproc
+ * @param {number} n
+ * @param {{ model: string, label: string, repeat: number }} options
+ */
 export async function inprocBatch(ctx, inproc, n, { model, label, repeat }) {
+  /** @type {Window[]} */
   const all = [];
   for (let i = 0; i < repeat; i++) all.push(await inprocOnce(ctx, inproc, n, { model, label: nth(label, i, repeat) }));
   return bestOf(all);
 }
 
-/** One window of n in-process runs at once. */
+/**
+ * One window of n in-process runs at once.
+ * @param {RunCtx} ctx
+ * @param {Inproc} inproc
+ * @param {number} n
+ * @param {{ model: string, label: string }} options
+ * @returns {Promise<Window>}
+ */
 export async function inprocOnce({ quiet, redisProc, noteForeign, log }, inproc, n, { model, label }) {
   await quiet(inproc.processes());
   const cpu0 = cpuSnapshot(inproc.processes(), redisProc);

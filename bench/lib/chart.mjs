@@ -1,10 +1,16 @@
-// The chart of BENCHMARKS.md (bench/results/chart.svg).
+// @ts-check
+// The chart of a full run (bench/results/chart.svg).
 import { derive } from './derive.mjs';
 import { barChartSVG } from './svg-chart.mjs';
 import { fmt, x } from './stats.mjs';
 
-/** The chart of BENCHMARKS.md: the main figure of each scenario against its baselines, as SVG. */
+/**
+ * The run's chart: the main figure of each scenario against its baselines, as SVG.
+ * @param {import('./types.d.ts').Results} r
+ * @param {import('./types.d.ts').Derived} d
+ */
 export function chart(r, d = derive(r)) {
+  /** @type {import('./svg-chart.mjs').Panel[]} */
   const panels = [];
   const AQ = '#2f6fd6';
   const BARE = '#8a8a8a';
@@ -78,7 +84,7 @@ export function chart(r, d = derive(r)) {
             label: `agentq, ${t.workers} agent-worker${t.workers > 1 ? 's' : ''}`,
             value: t.agentq.runsPerSec,
             color: AQ,
-            note: `${fmt(t.agentq.runsPerSec)} (${x(d.throughput[i].ratio)})`,
+            note: `${fmt(t.agentq.runsPerSec)} (${x(d.throughput?.[i].ratio ?? NaN)})`,
           },
         ]),
       ],
@@ -119,9 +125,10 @@ export function chart(r, d = derive(r)) {
       ],
     });
   }
-  if (r.redis) {
+  if (r.redis && d.redis) {
     const { agentq: a, bare: b } = d.redis.batch;
     const runs = r.redis.agentq.batch.runs;
+    /** @param {'trips' | 'cpuUs'} k */
     const bars = (k) => [
       { label: 'bare BullMQ', value: b[k], color: BARE, note: fmt(b[k]) },
       { label: 'agentq', value: a[k], color: AQ, note: fmt(a[k]) },

@@ -1,11 +1,30 @@
+// @ts-check
 // BENCH_COMPARE's table for the terminal.
 import { fmt, pct, quantile, textTable } from './stats.mjs';
 
-/** BENCH_COMPARE's table: agentq of this checkout against the other one's, with their ratio. */
+/**
+ * @import { CompareResults, RedisWindow } from './types.d.ts'
+ * @typedef {'this' | 'other'} Side
+ */
+
+/**
+ * BENCH_COMPARE's table: agentq of this checkout against the other one's, with their ratio.
+ * @param {CompareResults} c
+ */
 export function compareText(c) {
   const T = c.steps;
+  /**
+   * @template V
+   * @param {(k: Side) => V} f
+   * @returns {[V, V]}
+   */
   const both = (f) => [f('this'), f('other')];
-  const q = (f) => ['p50', 'p90'].map((p) => both((k) => f(k, p)));
+  /** @param {(k: Side, p: 'p50' | 'p90') => number} f */
+  const q = (f) => /** @type {const} */ (['p50', 'p90']).map((p) => both((k) => f(k, p)));
+  /**
+   * @param {string} label
+   * @param {Array<[number, number]>} quantiles p50 then p90, each this and other
+   */
   const row = (label, [[a50, b50], [a90, b90]]) => [
     label,
     `${fmt(a50)} / ${fmt(a90)}`,
@@ -24,14 +43,17 @@ export function compareText(c) {
   ];
   // Each checkout's Redis cost was measured twice (this, other, other, this): the mean of the two,
   // and each measurement in brackets.
-  const windows = (k) => [c.redis[k]].flat();
-  for (const mode of ['sequential', 'batch']) {
+  const windows = (/** @type {Side} */ k) => [c.redis[k]].flat();
+  for (const mode of /** @type {const} */ (['sequential', 'batch'])) {
     const label = mode === 'sequential' ? 'one at a time' : `${windows('this')[0][mode].runs} at once`;
+    /** @param {Side} k @param {(w: RedisWindow) => number} f */
     const each = (k, f) => windows(k).map((w) => f(w[mode]) / w[mode].steps);
-    const mean = (xs) => xs.reduce((x, y) => x + y, 0) / xs.length;
+    const mean = (/** @type {number[]} */ xs) => xs.reduce((x, y) => x + y, 0) / xs.length;
+    /** @param {string} name @param {(w: RedisWindow) => number} f */
     const measure = (name, f) => {
       const [a, b] = both((k) => each(k, f));
-      const cell = (xs) => `${fmt(mean(xs))}${xs.length > 1 ? ` (${xs.map(fmt).join(', ')})` : ''}`;
+      const cell = (/** @type {number[]} */ xs) =>
+        `${fmt(mean(xs))}${xs.length > 1 ? ` (${xs.map(fmt).join(', ')})` : ''}`;
       rows.push([`${name}, ${label}`, cell(a), cell(b), fmt(mean(a) / mean(b))]);
     };
     measure('Redis commands per step (incl. inside Lua)', (w) => w.serverCommands);
@@ -42,7 +64,7 @@ export function compareText(c) {
   const { inproc } = c.latency;
   // The ratio of this's and other's p50 block by block: its spread is the noise of the table's ratios.
   const blockRatios = Array.from({ length: c.blocks }, (_, b) => {
-    const p50 = (k) => quantile(c.times[k].slice(b * c.perBlock, (b + 1) * c.perBlock), 0.5);
+    const p50 = (/** @type {Side} */ k) => quantile(c.times[k].slice(b * c.perBlock, (b + 1) * c.perBlock), 0.5);
     return p50('this') / p50('other');
   }).filter(Number.isFinite);
   const spread = [0.25, 0.5, 0.75].map((p) => fmt(quantile(blockRatios, p)));

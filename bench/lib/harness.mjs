@@ -1,3 +1,4 @@
+// @ts-check
 // What the scenarios run on, in one import for the scripts and tests that use it whole
 // (bench/timeline.mjs, test/process/bench.test.ts): a Redis of the benchmark's own
 // (redis-server.mjs), the agentq services as built processes (start-agentq.mjs), the bare-BullMQ

@@ -1,3 +1,4 @@
+// @ts-check
 // The floor under the API's requests on this machine: a bare node:http server that answers a GET
 // with a small JSON object (200) and a POST by reading its JSON body, parsing it and answering
 // 202, keeping connections alive as the API does. No framework, no validation, no Redis. Prints
@@ -7,7 +8,7 @@ import http from 'node:http';
 const server = http.createServer((req, res) => {
   if (req.method === 'GET') {
     const body = JSON.stringify({
-      id: req.url.split('/').pop(),
+      id: req.url?.split('/').pop(),
       object: 'run',
       status: 'queued',
       created_at: new Date().toISOString(),
@@ -15,6 +16,7 @@ const server = http.createServer((req, res) => {
     res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
     return;
   }
+  /** @type {Buffer[]} */
   const chunks = [];
   req.on('data', (c) => chunks.push(c));
   req.on('end', () => {
@@ -40,7 +42,8 @@ const server = http.createServer((req, res) => {
   });
 });
 server.keepAliveTimeout = 5_000;
-server.listen(0, '127.0.0.1', () =>
-  process.stdout.write(`${JSON.stringify({ url: `http://127.0.0.1:${server.address().port}` })}\n`),
-);
+server.listen(0, '127.0.0.1', () => {
+  const { port } = /** @type {import('node:net').AddressInfo} */ (server.address());
+  process.stdout.write(`${JSON.stringify({ url: `http://127.0.0.1:${port}` })}\n`);
+});
 process.on('SIGTERM', () => server.close(() => process.exit(0)));

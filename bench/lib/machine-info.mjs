@@ -1,3 +1,4 @@
+// @ts-check
 // Where the numbers come from: the machine, the software's versions and the commit measured.
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -5,7 +6,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { ROOT } from './workload.mjs';
 
-const pkgVersion = (name) => {
+const pkgVersion = (/** @type {string} */ name) => {
   try {
     return JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')).version;
   } catch {
@@ -13,7 +14,10 @@ const pkgVersion = (name) => {
   }
 };
 
-/** The commit a checkout is at, and whether tracked files differ from it. */
+/**
+ * The commit a checkout is at, and whether tracked files differ from it.
+ * @param {string} root
+ */
 export function commitOf(root) {
   try {
     const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
@@ -27,7 +31,12 @@ export function commitOf(root) {
   }
 }
 
-/** The machine and software the numbers come from. */
+/**
+ * The machine and software the numbers come from.
+ * @param {import('ioredis').Redis} ctl
+ * @param {import('./types.d.ts').BenchRedis} redis
+ * @returns {Promise<import('./types.d.ts').MachineInfo>}
+ */
 export async function machineInfo(ctl, redis) {
   const cpu = /^model name\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? os.cpus()[0]?.model ?? '?';
   const server = await ctl.info('server');

@@ -1,260 +1,209 @@
-// BENCHMARKS.md: the results page, rendered from a run's results, the figures derived from them
-// and bench/findings.md.
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+// @ts-check
+// BENCHMARKS.md: the current figures of a full run, each beside its baselines and under the
+// command that measures it again. Short on purpose; what the figures led to is in
+// docs/decisions/, what the methods are in bench/run.mjs and the scenarios' files.
+import { largest } from './derive.mjs';
 import { fmt, mdTable, pct } from './stats.mjs';
-import { CPU_COLUMNS, cpuTable, redisBreakdown } from './tables.mjs';
-import { ROOT } from './workload.mjs';
+import { CPU_COLUMNS, cpuTable, MEMORY_COLUMNS, memoryTable, redisBreakdown, summaryRows } from './tables.mjs';
 
-const memTable = (mem) =>
-  mdTable(
-    [
-      'process',
-      'RSS when started (MB)',
-      'peak RSS (MB)',
-      'RSS at the end (MB)',
-      'V8 heap used / total at the end (MB)',
-      'live heap after a full GC (MB)',
-    ],
-    mem.map((m) => [
-      m.name,
-      fmt(m.started),
-      fmt(m.peak),
-      fmt(m.rss),
-      m.heap ? `${fmt(m.heap.usedMB)} / ${fmt(m.heap.totalMB)}` : '–',
-      fmt(m.heap?.liveMB),
-    ]),
-  );
+/** @import { Derived, Results } from './types.d.ts' */
 
-export function markdown(r, d, header, rows) {
+/** Each scenario: its title, what it does, and the command that runs it alone. */
+const SCENARIOS = [
+  {
+    n: '1',
+    title: 'One run at a time',
+    how: "runs of the four systems take turns in blocks, so that the machine's drift weighs on all alike; then a 500 ms model, the systems alternating run by run",
+  },
+  {
+    n: '2',
+    title: 'Throughput',
+    how: 'runs submitted at once over 64 HTTP connections, timed from the first submission to the last completion; each system on an emptied Redis, the best of its windows',
+  },
+  {
+    n: '3',
+    title: 'Many concurrent runs with a 500 ms model, memory, scale-out',
+    how: "one agent-worker with a slot per run; agentq's windows of the largest batch alternate with the in-process loop's",
+  },
+  {
+    n: '4',
+    title: 'What a step asks of Redis',
+    how: "`INFO commandstats` (commands run inside scripts included), a probe in each process counting what it sends, the redis-server's CPU; each system twice, each time on an emptied Redis",
+  },
+  {
+    n: '5',
+    title: 'Redis-bound throughput',
+    how: 'each system on a Redis of its own capped at a share of one core (a cgroup CPU quota), agentq side by side with each baseline in windows run at once, so that whatever else the host does slows both alike (also `npm run bench:paired`)',
+  },
+];
+
+/** The other benchmarks: their commands, what they measure, and the page that holds their figures. */
+const OTHERS = [
+  [
+    'npm run bench:waiting',
+    'runs that wait for an answer: Redis memory and jobs per waiting run, answer → call',
+    'docs/runs-that-wait.md#measured',
+  ],
+  [
+    'npm run bench:cluster',
+    '1 cell against 3 on a Redis Cluster; 10,000 concurrent runs',
+    'docs/operating.md#past-one-redis-measured',
+  ],
+  [
+    'npm run bench:transcript',
+    "a step's read of its transcript, whole or from the worker's cache",
+    'docs/decisions/006-steps-read-only-what-the-worker-lacks.md',
+  ],
+  [
+    'npm run bench:model-call',
+    "one streamed model call in the agent-worker's process",
+    'docs/decisions/009-model-calls-over-node-http-only.md',
+  ],
+  [
+    'npm run bench:api',
+    "the API's CPU for `POST /v1/runs` and `GET /v1/runs/:id`, beside a bare HTTP server",
+    'docs/decisions/011-the-apis-request-path.md',
+  ],
+  [
+    'npm run bench:redis-instructions',
+    'instructions Redis executes a step and per store operation (valgrind)',
+    'docs/decisions/002-one-script-per-store-operation.md',
+  ],
+  [
+    'npm run bench:paired',
+    'two systems side by side, each on a capped Redis of its own (scenario 5 alone)',
+    'docs/decisions/014-redis-bound-measured-side-by-side.md',
+  ],
+  ['BENCH_COMPARE=<checkout> node bench/run.mjs', 'A/B of a code change: another built checkout against this one', ''],
+  ['N=200 node bench/timeline.mjs', "where one run's time goes, step by step (`BARE=1`, `LOOP=1`: the baselines)", ''],
+];
+
+/**
+ * The page, from a full run's results and the figures derived from them.
+ * @param {Results} r
+ * @param {Derived} d
+ */
+export function markdown(r, d) {
   const m = r.machine;
   const c = r.config;
+  /** @type {string[]} */
   const out = [];
-  out.push('# Benchmarks');
-  out.push('');
-  out.push(
-    `What durability costs agentq, what it does per second, and how it scales, measured by \`npm run bench\` on ${r.startedAt.slice(0, 16).replace('T', ' ')} UTC (${fmt(r.durationS)} s, commit ${m.commit}). Every number on this page comes from that one run on one machine; this file and \`bench/results/\` are rewritten by each full run.`,
+  const add = (/** @type {string[]} */ ...lines) => out.push(...lines);
+  add(
+    '# Benchmarks',
+    '',
+    `What durability costs agentq against three baselines, from one run of \`npm run bench\` on ${r.startedAt.slice(0, 16).replace('T', ' ')} UTC (commit ${m.commit}, ${fmt(r.durationS)} s). \`npm run bench\` rewrites this page; its raw results and a chart go to \`bench/results/\`, which git ignores. What the figures led to is in [docs/decisions](docs/decisions/); how to read them in [docs/benchmarks.md](docs/benchmarks.md).`,
+    '',
+    '## Reproduce',
+    '',
+    '```sh',
+    'npm run bench                        # build, then scenarios 1–5 (8–13 minutes); rewrites this page',
+    'BENCH_ONLY=2 npm run bench           # one scenario (or BENCH_ONLY=2,4); results to bench/results/partial.json',
+    'BENCH_QUICK=1 npm run bench          # smoke version: 100 runs instead of 1,000, no repetitions',
+    'BENCH_MCP=http npm run bench         # the no-op MCP server over Streamable HTTP instead of stdio',
+    'BENCH_PROFILE=1 npm run bench        # also CPU profiles of the services (bench/results/profiles)',
+    'BENCH_REPORT_ONLY=1 node bench/run.mjs   # this page again from bench/results/latest.json',
+    '```',
+    '',
+    'It needs `redis-server` on the PATH (it starts its own on a free loopback port; `BENCH_REDIS_URL` uses another one under a key prefix of its own), talks only to 127.0.0.1 and stops every process it starts. It is not part of `npm test`.',
+    '',
+    '## Machine and workload',
+    '',
+    `${m.nproc} cores (${m.cpu}), ${fmt(m.ramGiB)} GiB, ${m.os}; Node ${m.node}; Redis ${m.redis} (${m.redisSetup}); bullmq ${m.bullmq}, ioredis ${m.ioredis}, @modelcontextprotocol/sdk ${m.mcpSdk}, openai ${m.openai}. Redis, the services, the model, the MCP server and the benchmark share the cores.`,
+    '',
+    `- **Workload**: every run is ${c.rounds} rounds of ${c.fanout} parallel tool calls and an answer: ${c.steps} model steps, ${c.toolCallsPerRun} tool calls. "A step" divides a run by ${c.steps}. The model is the project's scripted OpenAI-compatible server (streamed, 0 or 500 ms a call), the tools a no-op MCP server over ${c.mcpTransport}.`,
+    `- **agentq**: the built services as processes, one api, one or two agent-workers, one tool-worker, the heap flags they ship with (\`${c.heapFlags ?? '–'}\`).`,
+    '- **in-process loop**: the same agent loop as a recursion in one process; no queue, no store.',
+    "- **bare BullMQ**: the job graph of a plain BullMQ agent loop (a job a model step, each round a flow of one job a call under the next step) with no-op processors: the queue's own cost.",
+    '- **BullMQ loop**: that job graph doing the model and MCP calls, the transcript in the job data; no store, events or guarantees.',
+    '',
+    '## Results',
+    '',
   );
-  out.push('');
-  out.push('![agentq benchmarks](bench/results/chart.svg)');
-  out.push('');
-  out.push('## Machine');
-  out.push('');
-  out.push(
-    mdTable(
-      ['', ''],
-      [
-        ['CPU', `${m.nproc} cores (\`nproc\`), ${m.cpu}`],
-        ['RAM', `${fmt(m.ramGiB)} GiB`],
-        ['OS', m.os],
-        ['Node', m.node],
-        ['Redis', `${m.redis}: ${m.redisSetup}`],
-        [
-          'libraries',
-          `bullmq ${m.bullmq}, ioredis ${m.ioredis}, @modelcontextprotocol/sdk ${m.mcpSdk}, openai ${m.openai}`,
-        ],
-      ],
-    ),
-  );
-  out.push('');
-  out.push(
-    'Everything runs on this one machine: Redis, the services, the scripted model, the MCP server and the benchmark client share its cores, so the numbers are those of a whole system on 2 cores, not of a worker with a machine to itself.',
-  );
-  out.push('');
-  out.push('## Commands');
-  out.push('');
-  out.push('```sh');
-  out.push('npm run bench                      # build, then every scenario (≈ 5–8 minutes); rewrites this file');
-  out.push(
-    'BENCH_QUICK=1 npm run bench        # smoke version: 100 runs instead of 1,000, no repetitions (≈ 2 minutes)',
-  );
-  out.push('BENCH_MCP=http npm run bench       # the no-op MCP server over Streamable HTTP instead of stdio');
-  out.push('BENCH_ONLY=2,4 npm run bench       # some scenarios only (into bench/results/partial.json)');
-  out.push('BENCH_PROFILE=1 npm run bench      # also CPU profiles of the services (bench/results/profiles)');
-  out.push('node bench/profile-summary.mjs bench/results/profiles/<file>.cpuprofile');
-  out.push(
-    'BENCH_NODE_OPTIONS="--max-old-space-size=1024" npm run bench   # NODE_OPTIONS for the services (one that sizes the heap replaces the shipped heap flags)',
-  );
-  out.push(
-    'N=200 node bench/timeline.mjs            # where the time of a step goes, one run at a time (BARE=1: bare BullMQ, LOOP=1: the BullMQ loop)',
-  );
-  out.push(
-    'BENCH_REPORT_ONLY=1 node bench/run.mjs   # re-render this file and the chart from bench/results/latest.json',
-  );
-  out.push('```');
-  out.push('');
-  out.push(
-    'It needs `redis-server` on the PATH (it starts its own on a free loopback port; `BENCH_REDIS_URL` uses another Redis instead, under a unique key prefix, deleted afterwards). Everything talks only to 127.0.0.1, and every process it starts is stopped at the end. It is not part of `npm test`.',
-  );
-  out.push('');
-  out.push('## Setup');
-  out.push('');
-  out.push(
-    `- **Workload**: every run is ${c.rounds} rounds of ${c.fanout} parallel tool calls and a final answer: ${c.steps} model steps and ${c.toolCallsPerRun} tool calls. "Per step" divides a run by ${c.steps}.`,
-  );
-  out.push(
-    "- **Model**: the project's scripted OpenAI-compatible server (`packages/scripted-llm`) in its own process, streaming its answers; its latency is 0 ms or 500 ms per call (`bench/llm-server.mjs`).",
-  );
-  out.push(
-    `- **Tools**: a no-op MCP server on the official SDK (\`bench/noop-mcp-server.mjs\`, one tool that answers "ok"), reached over **${c.mcpTransport}**${c.mcpTransport === 'stdio' ? ' (each tool-worker spawns its own)' : ' (one server process, stateless, JSON responses)'}.`,
-  );
-  out.push(
-    `- **agentq**: the built services as processes (\`node services/<name>/dist/main.js\`): one api, one or two agent-workers, one tool-worker, \`LOG_LEVEL=warn\`, default concurrency (100 per worker) unless said otherwise, with the heap flags \`npm start\` and the Dockerfile give them (\`NODE_OPTIONS="${r.config?.heapFlags ?? '(none recorded)'}"\`; scenario 3 also without). Runs are submitted with \`POST /v1/runs\`.`,
-  );
-  out.push(
-    "- **In-process baseline**: the seeds' recursive loop in the benchmark process (`bench/lib/inprocess-loop.mjs`): the openai SDK against the same scripted model, the MCP SDK client against the same MCP server, recurse. No queue, no store: a crash loses the run.",
-  );
-  out.push(
-    "- **Bare BullMQ baseline**: the job graph of a plain BullMQ agent loop (one agent-turn job per model step; each round a FlowProducer flow whose parent is the next step's job and whose children are 3 tool jobs, one per call; agentq runs such a round's 3 calls in one tool-round job, its children are 1), the same job options and lock settings, with no-op processors in separate agent and tool processes (`bench/bare-worker.mjs`). No model, no MCP, no run store: the queue's own cost.",
-  );
-  out.push(
-    "- **BullMQ loop baseline**: the same processes and job graph as bare BullMQ, whose processors also do the agent loop's work (`bench/bare-worker.mjs` with `WORK=1`): the agent job calls the scripted model (openai SDK, streamed) with the transcript it carries in its job data plus its children's return values, each tool job calls the no-op MCP server (MCP SDK client, its own server over the same transport). No run store, no events, no budgets, no at-most-once bookkeeping, no API: what moving the seeds' loop onto BullMQ costs before any of agentq's guarantees. Its processes, like bare BullMQ's, run with V8's default heap sizing; in scenario 3 its agent worker has a slot per run, as agentq's has.",
-  );
-  out.push(
-    `- **One at a time (scenario 1)**: the in-process loop, bare BullMQ, the BullMQ loop and agentq are all up at once and alternate in ${r.overhead.interleaved.blocks} blocks of ${r.overhead.interleaved.perBlock} runs each (in a rotating order), so that the machine's drift during the scenario weighs on all four alike; with the 500 ms model, the in-process loop, the BullMQ loop and agentq alternate run by run.`,
-  );
-  out.push(
-    `- **Repetitions**: every many-runs measurement is made ${r.config.repeat ?? 1} time(s) on the same processes and the fastest is kept (other processes on a shared machine only ever slow a run down; the first repetition also still warms the JIT); the tables list every repetition.${r.concurrency?.alternated ? ` In scenario 3 the ${r.concurrency.sizes.at(-1)}-run windows of agentq and of the in-process loop alternate (in-process, agentq, agentq, in-process), both systems' processes up throughout, so that the machine's drift weighs on both alike.` : ''}`,
-  );
-  out.push(
-    "- **Seeing a run finish**: one at a time, agentq runs are followed by reading the run's event stream straight from Redis (`XREAD BLOCK`, what an SSE client sees, without the API in between); bare and BullMQ-loop runs by `QueueEvents` for the last step's job. With many runs in flight, the client polls one `ZCARD` of the agent queue's completed set every 25 ms (one command, whatever the number of runs) and afterwards reads each run's `created_at`/`completed_at` (agentq run record) or first job `timestamp`/last job `finishedOn` (bare, BullMQ loop): latencies are the system's own timestamps, and polling adds neither load per run nor its period to them. Throughput counts from the first submission to the last completion.",
-  );
-  out.push(
-    "- **Redis CPU** is the redis-server process's CPU time (`/proc`), AOF writes included: with few runs in flight each round trip gets its own AOF write, which is why Redis CPU per step is much higher one at a time than under load.",
-  );
-  const twice = r.redis?.again
-    ? "each system is measured twice, in the order bare BullMQ, BullMQ loop, agentq, agentq, BullMQ loop, bare BullMQ, each time on an emptied Redis with its AOF rewritten, since Redis's speed drifts from one window to the next; Redis CPU per step is the mean of a system's two windows (both in brackets), the other figures are from its first. It counts with "
-    : 'each system measured once, on an emptied Redis; ';
-  out.push(
-    '- **Redis cost (scenario 4)**: ' +
-      twice +
-      "`INFO commandstats` before and after (on the benchmark's own Redis, the client's own commands subtracted), which counts every command Redis executed, including those run inside Lua scripts; and a client-side probe (`bench/lib/redis-probe.mjs`, loaded with `NODE_OPTIONS=--import` into the services for that scenario only) that counts what each process sends: commands by name (scripts by name) and round trips (what one connection sends before any reply can have come back: the commands and pipelines handed to it in one stretch of code, which leave together; until session 15, each command sent on its own counted as one).",
-  );
-  if (r.redisBound && !r.redisBound.skipped) {
-    const b = r.redisBound;
-    const busy = (windows) => pct(Math.min(...windows.map((w) => w.redisBusy)));
-    if (b.pairs) {
-      const all = [...b.pairs.loop, ...b.pairs.bare].flatMap((p) => Object.values(p));
-      out.push(
-        `- **Redis-bound (scenario 5)**: each system on a Redis of its own capped at ${Math.round(b.cap * 100)} % of one core (a cgroup CPU quota over 10 ms periods, \`bench/lib/redis-cap.mjs\`), so that Redis, not the 2 cores the workers share, is what limits it, as on a Redis shard that serves many worker hosts; agentq measured side by side with the BullMQ loop, then with bare BullMQ (\`bench/lib/paired.mjs\`, as \`npm run bench:paired\`): in each window both systems of a pair get ${b.runs} runs submitted at once, each from an emptied Redis and a fresh stack, so that whatever else the host does slows both alike (one system after another, as until session 22, a step's Redis time moved by a tenth or more between windows here). ${b.pairs.loop.length} window(s) a pair; runs/s and Redis CPU a step are the means of a system's windows (each in brackets, agentq's beside the loop first), the ratios the means of the windows' ratios. In every window each Redis was busy at least ${busy(all)} of its cap (below 100 %, a system was partly held up by something else).`,
+  const rows = summaryRows(r, d);
+  for (const s of SCENARIOS) {
+    const mine = rows.filter((row) => row[0] === s.n);
+    if (!mine.length) continue;
+    add(
+      `### ${s.n}. ${s.title}`,
+      '',
+      `\`BENCH_ONLY=${s.n} npm run bench\`: ${s.how}.`,
+      '',
+      mdTable(
+        ['measure', 'agentq', 'baselines', 'ratio'],
+        mine.map(([, measure, ...cells]) => [measure.replace(/^ {2}/, '↳ '), ...cells]),
+      ),
+      '',
+    );
+    const units = s.n === '1' ? r.overhead?.units : undefined;
+    if (units)
+      add(
+        'What one operation costs the benchmark process, one at a time (client CPU and wall time):',
+        '',
+        mdTable(
+          ['operation', 'CPU (ms)', 'wall (ms)'],
+          units.map((u) => [u.label, fmt(u.cpuMs), fmt(u.wallMs)]),
+        ),
+        '',
       );
-    } else {
-      out.push(
-        `- **Redis-bound (scenario 5)**: the benchmark's Redis capped at ${Math.round(b.cap * 100)} % of one core (a cgroup CPU quota over 10 ms periods, \`bench/lib/redis-cap.mjs\`), so that Redis, not the 2 cores the workers share, is what limits each system, as on a Redis shard that serves many worker hosts; ${b.runs} runs submitted at once to each system, twice, in the order bare BullMQ, BullMQ loop, agentq, agentq, BullMQ loop, bare BullMQ, each on an emptied Redis. Runs/s then say how many runs a unit of Redis CPU carries, with commands batched as a busy Redis batches them; figures are the means of the two windows (both in brackets). In every window Redis was busy at least ${busy(['agentq', 'bare', 'loop'].flatMap((k) => b[k]))} of its cap (below 100 %, a system was partly held up by something else).`,
-      );
-    }
   }
-  out.push('');
-  out.push('## Results');
-  out.push('');
-  out.push(
-    mdTable(
-      header,
-      rows.map((row) => row.map((cell) => String(cell).replace(/^ {2}/, '↳ '))),
-    ),
-  );
-  out.push('');
-  out.push('## Targets');
-  out.push('');
-  out.push(
+  add(
+    '## Targets',
+    '',
     mdTable(
       ['target', 'measured', ''],
-      d.targets.map((t) => [t.name, t.value, t.ok ? 'met' : 'NOT met']),
+      d.targets.map((t) => [t.name, t.value, t.ok ? 'met' : 'not met']),
     ),
+    '',
   );
-  out.push('');
-  if (r.overhead?.units) {
-    out.push('## Unit costs');
-    out.push('');
-    out.push(
-      'Measured in the benchmark process, one operation at a time (client-side CPU and wall time per operation); they explain most of the CPU tables below:',
+  const first = r.throughput?.[0];
+  if (first) {
+    add(
+      `## CPU per run by process (scenario 2, ${first.workers} agent-worker${first.workers > 1 ? 's' : ''})`,
+      '',
+      'User + system CPU from `/proc/<pid>/stat` over the window, ms a run:',
+      '',
+      mdTable(CPU_COLUMNS, cpuTable(first)),
+      '',
     );
-    out.push('');
-    out.push(
-      mdTable(
-        ['operation', 'CPU (ms)', 'wall (ms)'],
-        r.overhead.units.map((u) => [u.label, fmt(u.cpuMs), fmt(u.wallMs)]),
-      ),
-    );
-    out.push('');
   }
-  if (r.throughput) {
-    out.push('## Where the CPU goes (scenario 2)');
-    out.push('');
-    out.push('CPU time per run by process (user + system, from `/proc/<pid>/stat`), over the throughput measurement:');
-    out.push('');
-    for (const t of r.throughput) {
-      out.push(`${t.workers} agent-worker${t.workers > 1 ? 's' : ''}, ${t.agentq.n} runs (ms per run):`);
-      out.push('');
-      out.push(mdTable(CPU_COLUMNS, cpuTable(t)));
-      out.push('');
-    }
-  }
-  if (r.concurrency) {
-    const cc = r.concurrency;
-    out.push('## Memory (scenario 3)');
-    out.push('');
-    out.push(
-      `Peak RSS (VmHWM from \`/proc/<pid>/status\`) of each process after ${cc.sizes.join(' and ')} concurrent runs with a ${cc.modelMs} ms model, one agent-worker with AGENT_CONCURRENCY=${cc.config.agentConcurrency}, TOOL_CONCURRENCY=${cc.config.toolConcurrency}, the services started as \`npm start\` and the Dockerfile start them (\`NODE_OPTIONS="${cc.heapFlags}"\`):`,
+  const cc = r.concurrency;
+  if (cc) {
+    add(
+      `## Memory (scenario 3, ${largest(cc.sizes)} runs at once)`,
+      '',
+      `Resident memory (VmHWM) of each process with AGENT_CONCURRENCY=${cc.config.agentConcurrency}, TOOL_CONCURRENCY=${cc.config.toolConcurrency}; the live heap is what a full collection left at the end:`,
+      '',
+      mdTable(MEMORY_COLUMNS, memoryTable(cc.memory, cc.v8Defaults.memory)),
+      '',
     );
-    out.push('');
-    out.push(memTable(cc.memory));
-    out.push('');
-    out.push(
-      `The same ${cc.sizes.at(-1)} runs with V8's default heap sizing (no heap flags; a larger young generation and no old-space cap), wall time ${fmt(cc.v8Defaults.agentq.wallMs / 1000)} s:`,
-    );
-    out.push('');
-    out.push(memTable(cc.v8Defaults.memory));
-    out.push('');
-    out.push(
-      '"At the end" is after the last run finished, before the services stop; the services run with `--expose-gc` in this scenario so that the probe can force one full collection and report what is still live.',
-    );
-    out.push('');
   }
   if (r.redis) {
-    for (const mode of ['batch', 'sequential']) {
-      const br = redisBreakdown(r, mode);
-      const a = r.redis.agentq[mode];
-      const label = mode === 'batch' ? `${a.runs} runs at once` : `${a.runs} runs one at a time`;
-      out.push(`## Redis per step, ${label} (scenario 4)`);
-      out.push('');
-      out.push(
-        "Commands the clients sent, per step, by command (`evalsha:<name>` is a Lua script: BullMQ's, or the run store's `agentq…`):",
-      );
-      out.push('');
-      out.push(mdTable(['command', 'agentq', 'bare BullMQ'], br.sent));
-      out.push('');
-      out.push('Round trips and commands per step, by process:');
-      out.push('');
-      out.push(mdTable(['system', 'process', 'round trips', 'commands'], br.procs));
-      out.push('');
-      out.push(
-        "Commands Redis executed per step (`INFO commandstats`, including the commands inside scripts), and agentq's Redis time per step in µs (the time of `evalsha` and `exec` includes that of the commands inside them, which also have rows of their own):",
-      );
-      out.push('');
-      out.push(mdTable(['command', 'agentq', 'bare BullMQ', 'agentq µs'], br.server));
-      out.push('');
-    }
+    add(
+      `## Redis round trips and commands a step, by process (scenario 4, ${r.redis.agentq.batch.runs} runs at once)`,
+      '',
+      mdTable(['system', 'process', 'round trips', 'commands'], redisBreakdown(r, 'batch').procs),
+      '',
+    );
   }
+  add(
+    '## Other benchmarks',
+    '',
+    mdTable(
+      ['command', 'measures', 'figures'],
+      OTHERS.map(([command, what, page]) => [`\`${command}\``, what, page ? `[${page.split('#')[0]}](${page})` : '']),
+    ),
+    '',
+  );
   if (r.foreign?.length) {
-    out.push('## Noise');
-    out.push('');
-    out.push(
-      "The machine is shared (other people's builds and test suites may run on it). Before each measurement the benchmark waits (up to 30 s, 3 minutes in all) until processes other than its own use less than 10 % of the machine, and it records how much they used during the measurement (busy time from `/proc/stat` minus the CPU time of the benchmark's own processes):",
+    const most = r.foreign.reduce((a, b) => (b.share > a.share ? b : a));
+    const noisy = r.foreign.filter((f) => f.share > 0.1);
+    add(
+      '## Noise',
+      '',
+      `The machine is shared. Before each measurement the benchmark waits for other processes to use less than 10 % of it; during the measurements they used at most ${pct(most.share)} (${most.label})${noisy.length ? `, over 10 % during ${noisy.map((f) => `${f.label} (${pct(f.share)})`).join('; ')}: read those figures with care` : ''}.`,
+      '',
     );
-    out.push('');
-    out.push(
-      mdTable(
-        ['measurement', 'other processes, share of the machine'],
-        r.foreign.map((f) => [f.label, pct(f.share)]),
-      ),
-    );
-    out.push('');
   }
-  const findings = join(ROOT, 'bench', 'findings.md');
-  if (existsSync(findings)) {
-    out.push(readFileSync(findings, 'utf8').trim());
-    out.push('');
-  }
-  return `${out.join('\n')}\n`;
+  return `${out.join('\n')}`;
 }

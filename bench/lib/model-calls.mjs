@@ -1,3 +1,4 @@
+// @ts-check
 // A child process of bench/model-call.mjs: makes `calls` streamed chat completions as the
 // agent-worker makes them (its callModel: the openai SDK's request, its own reading of the event
 // stream), `inFlight` at a time, with the HTTP client `client` (`fetch`: the platform's, the
@@ -9,12 +10,14 @@ import { pathToFileURL } from 'node:url';
 import OpenAI from 'openai';
 import { ROOT } from './workload.mjs';
 
-const [baseURL, model, client, inFlight, calls] = process.argv.slice(2).map((a, i) => (i >= 3 ? Number(a) : a));
+const [baseURL, model, client] = process.argv.slice(2);
+const [inFlight, calls] = process.argv.slice(5).map(Number);
 const { modelHttpFetch } = await import(pathToFileURL(join(ROOT, 'services/agent-worker/dist/model-http.js')).href);
 const { callModel } = await import(pathToFileURL(join(ROOT, 'services/agent-worker/dist/model-step.js')).href);
 const fetch = client === 'node' ? modelHttpFetch({ maxResponseBytes: 64 << 20, maxFreeSockets: inFlight }) : undefined;
 const openai = new OpenAI({ baseURL, apiKey: 'bench', maxRetries: 0, ...(fetch ? { fetch } : {}) });
 // The bench model calls the first tool it is offered, three at once, then answers (llm-server.mjs).
+/** @type {import('openai').OpenAI.ChatCompletionTool[]} */
 const tools = [
   {
     type: 'function',
@@ -36,15 +39,16 @@ async function one() {
   if (!message.tool_calls?.length) throw new Error('an answer without its tool calls');
 }
 
+/** @param {number} n calls, `inFlight` at a time */
 async function run(n) {
   let started = 0;
-  const lane = async () => {
+  const caller = async () => {
     while (started < n) {
       started++;
       await one();
     }
   };
-  await Promise.all(Array.from({ length: Math.min(inFlight, n) }, lane));
+  await Promise.all(Array.from({ length: Math.min(inFlight, n) }, caller));
 }
 
 await run(Math.min(calls, Math.max(inFlight, 200)));

@@ -1,8 +1,9 @@
+// @ts-check
 // Two systems measured at the same time, each on a Redis of its own capped at the same share of a
 // core, so that both are Redis-bound and whatever else the host does in a window slows both
-// alike: one system after the other, a step's Redis time moves by a tenth or more from one window
-// to the next on a shared host, more than the differences measured; side by side, the ratio
-// between the two moves by a few per cent. Used by `npm run bench:paired` and scenario 5.
+// alike: one system after the other, a shared host's drift between windows is larger than the
+// differences measured (docs/decisions/014-redis-bound-measured-side-by-side.md). Used by
+// `npm run bench:paired` and scenario 5.
 import { batch } from './batch.mjs';
 import { capCpu } from './redis-cap.mjs';
 import { emptyRedis } from './redis-cost.mjs';
@@ -11,8 +12,17 @@ import { soloContext } from './systems.mjs';
 import { STEPS } from './workload.mjs';
 
 /**
+ * @import { CappedWindow, RunCtx, Stack } from './types.d.ts'
+ * @typedef {{ system: string, ctx: RunCtx & { close: () => void }, start: (ctx: RunCtx) => Promise<Stack>, windows: CappedWindow[] }} Side
+ */
+
+/**
  * A side: `system` (its name) on a Redis of its own, started by `start(ctx)`; `mcp` is the MCP
  * transport its stack uses. `windows` collects what pairedWindow measures of it.
+ * @param {string} system
+ * @param {Side['start']} start
+ * @param {{ mcp?: 'stdio' | 'http' }} options
+ * @returns {Promise<Side>}
  */
 export async function pairedSide(system, start, { mcp = 'stdio' } = {}) {
   const redis = await startRedis();
@@ -23,7 +33,10 @@ export async function pairedSide(system, start, { mcp = 'stdio' } = {}) {
   return { system, ctx: { ...soloContext(redis), MCP: mcp }, start, windows: [] };
 }
 
-/** Ends the sides' connections and stops their Redis servers. */
+/**
+ * Ends the sides' connections and stops their Redis servers.
+ * @param {Side[]} sides
+ */
 export async function closeSides(sides) {
   for (const s of sides) {
     s.ctx.close();
@@ -36,15 +49,19 @@ export async function closeSides(sides) {
  * to each, every Redis capped at `cap` of a core while they run. Appends each side's window
  * (runs/s, Redis CPU a step, how busy its Redis was against the cap, the runs' statuses) to its
  * `windows` and returns them in the sides' order.
+ * @param {Side[]} sides
+ * @param {{ cap: number, runs: number }} options
+ * @returns {Promise<CappedWindow[]>}
  */
 export async function pairedWindow(sides, { cap, runs }) {
   await Promise.all(sides.map((s) => emptyRedis(s.ctx)));
+  /** @type {Stack[]} */
   const stacks = [];
   try {
     for (const s of sides) stacks.push(await s.start(s.ctx));
     const results = await Promise.all(
       sides.map(async (s, i) => {
-        const capped = capCpu(s.ctx.redis.pid, cap);
+        const capped = capCpu(Number(s.ctx.redis.pid), cap);
         try {
           return await batch(s.ctx, stacks[i], runs, { label: s.system });
         } finally {

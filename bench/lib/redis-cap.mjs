@@ -1,7 +1,9 @@
+// @ts-check
 // A CPU cap on the benchmark's Redis (a cgroup CPU quota), so that Redis, not the 2 cores the
 // workers share, is what limits a system: how a Redis shard serving many worker hosts is loaded.
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { messageOf } from './procs.mjs';
 
 const V1 = '/sys/fs/cgroup/cpu';
 const V2 = '/sys/fs/cgroup';
@@ -20,6 +22,8 @@ function cgroupKind() {
 /**
  * Caps process `pid` at `share` of one core. Returns `release()`, which lifts the cap, or
  * throws with the reason it cannot be set here (no cgroup CPU controller, not root).
+ * @param {number} pid
+ * @param {number} share
  */
 export function capCpu(pid, share) {
   const kind = cgroupKind();
@@ -47,7 +51,7 @@ export function capCpu(pid, share) {
     writeFileSync(join(dir, 'cgroup.procs'), String(pid));
   } catch (err) {
     release();
-    throw new Error(`cannot set a cgroup CPU quota here: ${err.message}`);
+    throw new Error(`cannot set a cgroup CPU quota here: ${messageOf(err)}`);
   }
   return { release };
 }

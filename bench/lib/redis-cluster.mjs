@@ -1,3 +1,4 @@
+// @ts-check
 // A Redis Cluster of the benchmark's own: `masters` redis-server processes with cluster mode on,
 // on free loopback ports, joined by `redis-cli --cluster create`, thrown away whole at stop.
 import { execFile } from 'node:child_process';
@@ -9,11 +10,14 @@ import { Redis } from 'ioredis';
 import { spawnProc, stopProc, tmpDir, until } from './procs.mjs';
 import { freePort } from '../../scripts/lib/services.mjs';
 
+/** @typedef {{ port: number, proc: import('./types.d.ts').Spawned, redis: Redis }} ClusterNode */
+
 const run = promisify(execFile);
 
 /** Starts the cluster; resolves with its agentq URL, its nodes (port, pid, a plain connection each) and stop(). */
 export async function startRedisCluster({ masters = 3 } = {}) {
   const dir = tmpDir(mkdtempSync(join(tmpdir(), 'agentq-bench-cluster-')));
+  /** @type {ClusterNode[]} */
   const nodes = [];
   try {
     for (let i = 0; i < masters; i++) {
@@ -40,15 +44,15 @@ export async function startRedisCluster({ masters = 3 } = {}) {
         '--loglevel',
         'warning',
       ]);
-      nodes.push({ port, proc });
-    }
-    for (const n of nodes) {
-      n.redis = new Redis(n.port, '127.0.0.1', {
+      const redis = new Redis(port, '127.0.0.1', {
         lazyConnect: true,
         maxRetriesPerRequest: 0,
         retryStrategy: () => 100,
       });
-      n.redis.on('error', () => {});
+      redis.on('error', () => {});
+      nodes.push({ port, proc, redis });
+    }
+    for (const n of nodes) {
       await until(
         `redis ${n.port}`,
         async () => {
@@ -69,7 +73,7 @@ export async function startRedisCluster({ masters = 3 } = {}) {
     await until(
       'the cluster',
       async () => {
-        for (const n of nodes) if (!/cluster_state:ok/.test(await n.redis.cluster('INFO'))) return false;
+        for (const n of nodes) if (!/cluster_state:ok/.test(String(await n.redis.cluster('INFO')))) return false;
         return true;
       },
       20_000,

@@ -1,3 +1,4 @@
+// @ts-check
 // What a system asks of Redis over a window of runs: the commands Redis executed (INFO
 // commandstats) and what each process sent (the client probes, bench/lib/redis-probe.mjs).
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -10,26 +11,45 @@ import { waitCompleted } from './runs.mjs';
 import { pool } from './stats.mjs';
 import { STEPS } from './workload.mjs';
 
-/** `INFO commandstats` as { name: { calls, usec } }. */
+/**
+ * @import { Redis } from 'ioredis'
+ * @import { CommandStats, CpuSnapshot, Probe, ProcessCommands, RedisCost, RedisWindow, RunCtx, ScriptCost, Sizes, Stack } from './types.d.ts'
+ * @typedef {{ stats: CommandStats, probes: Record<string, Probe>, cpu: CpuSnapshot, io: { reads: number, writes: number } | null, bytes: { in: number, aof: number } }} Snapshot
+ */
+
+/**
+ * `INFO commandstats` as { name: { calls, usec } }.
+ * @param {Redis | import('ioredis').Cluster} redis
+ */
 export async function commandStats(redis) {
   const text = await redis.info('commandstats');
+  /** @type {CommandStats} */
   const out = {};
   for (const m of text.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm))
     out[m[1]] = { calls: Number(m[2]), usec: Number(m[3]) };
   return out;
 }
 
-/** Bytes Redis has taken in from its clients, and the size of its append-only file (0 without one). */
+/**
+ * Bytes Redis has taken in from its clients, and the size of its append-only file (0 without one).
+ * @param {Redis} redis
+ */
 export async function redisBytes(redis) {
-  const field = (text, name) => Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(text)?.[1] ?? 0);
+  const field = (/** @type {string} */ text, /** @type {string} */ name) =>
+    Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(text)?.[1] ?? 0);
   const [stats, persistence] = await Promise.all([redis.info('stats'), redis.info('persistence')]);
   return { in: field(stats, 'total_net_input_bytes'), aof: field(persistence, 'aof_current_size') };
 }
 
-/** Signals every probed process to write its counters; resolves with them by pid. */
+/**
+ * Signals every probed process to write its counters; resolves with them by pid.
+ * @param {string} dir
+ * @param {number[]} pids
+ */
 export async function readProbes(dir, pids) {
   const since = Date.now();
   for (const pid of pids) process.kill(pid, 'SIGUSR2');
+  /** @type {Record<string, Probe>} */
   const out = {};
   await until(
     'the Redis probes',
@@ -49,19 +69,30 @@ export async function readProbes(dir, pids) {
   return out;
 }
 
-/** Commands and round trips of one window, from the server's stats and the clients' probes. */
+/**
+ * Commands and round trips of one window, from the server's stats and the clients' probes.
+ * @param {Snapshot} s0
+ * @param {Snapshot} s1
+ * @param {Record<string, string>} names process names by pid
+ * @param {{ runs: number, ownCommands?: Record<string, number>, extraClient?: (ProcessCommands & { name: string }) | null }} options
+ * @returns {RedisWindow}
+ */
 function redisWindow(s0, s1, names, { runs, ownCommands = {}, extraClient = null }) {
+  /** @type {CommandStats} */
   const server = {};
   for (const [k, v] of Object.entries(s1.stats)) {
     const calls = v.calls - (s0.stats[k]?.calls ?? 0) - (ownCommands[k] ?? 0);
     const usec = v.usec - (s0.stats[k]?.usec ?? 0);
     if (calls > 0 && !['info', 'config|resetstat'].includes(k)) server[k] = { calls, usec };
   }
+  /** @type {Record<string, ProcessCommands>} */
   const byProcess = {};
+  /** @type {Record<string, number>} */
   const clientCommands = {};
   for (const pid of Object.keys(s1.probes)) {
     const a = s0.probes[pid] ?? { commands: {}, trips: 0 };
     const b = s1.probes[pid];
+    /** @type {Record<string, number>} */
     const cmds = {};
     for (const [k, v] of Object.entries(b.commands)) {
       const d = v - (a.commands[k] ?? 0);
@@ -102,13 +133,17 @@ function redisWindow(s0, s1, names, { runs, ownCommands = {}, extraClient = null
  * What a stack (started with `probeDir`) asks of Redis: N.redisSeq runs one at a time (an idle
  * system between runs: workers fetch by blocking; completion seen by polling ZCARD), then
  * N.redisBatch at once (a busy system).
+ * @param {RunCtx & { N: Sizes }} ctx
+ * @param {Stack} stack
+ * @param {string} probeDir
+ * @returns {Promise<RedisCost>}
  */
 export async function redisCost(ctx, stack, probeDir) {
   const { ctl, quiet, redisProc, N, HTTP_CONCURRENCY } = ctx;
   const { submit, close } = await submitter(ctx, stack);
   const names = Object.fromEntries(stack.processes().map((p) => [p.pid, p.name]));
   // The bare client's submissions are not probed: one addStandardJob a run.
-  const extraClient = (runs) =>
+  const extraClient = (/** @type {number} */ runs) =>
     stack.kind === 'agentq'
       ? null
       : { name: 'bench (submits runs)', trips: runs, commands: runs, byCommand: { 'evalsha:addStandardJob': runs } };
@@ -120,6 +155,7 @@ export async function redisCost(ctx, stack, probeDir) {
     await waitCompleted(ctl, stack, warm + 10 * STEPS, { timeoutMs: 60_000 });
     await sleep(300);
     await quiet(stack.processes());
+    /** @returns {Promise<Snapshot>} */
     const snap = async () => ({
       stats: await commandStats(ctl),
       probes: await readProbes(probeDir, stack.servicePids()),
@@ -127,6 +163,7 @@ export async function redisCost(ctx, stack, probeDir) {
       io: syscalls(redisProc[0]?.pid),
       bytes: await redisBytes(ctl),
     });
+    /** @param {number} runs @param {number} concurrency @param {number} everyMs */
     const window = async (runs, concurrency, everyMs) => {
       const s0 = await snap();
       let polls = 1;
@@ -162,22 +199,38 @@ export async function redisCost(ctx, stack, probeDir) {
   }
 }
 
-/** Runs `fn` with every command Redis executes in its slow log; returns fn's result and the entries. */
+/**
+ * Runs `fn` with every command Redis executes in its slow log; returns fn's result and the entries.
+ * @template T
+ * @param {Redis} ctl
+ * @param {() => Promise<T>} fn
+ * @returns {Promise<{ result: T, entries: Array<[unknown, unknown, number, unknown[]]> }>}
+ */
 async function slowLogged(ctl, fn) {
-  const before = await ctl.config('GET', 'slowlog-*');
+  const before = /** @type {string[]} */ (await ctl.config('GET', 'slowlog-*'));
   await ctl.config('SET', 'slowlog-log-slower-than', '0', 'slowlog-max-len', '1000000');
   await ctl.slowlog('RESET');
   try {
     const result = await fn();
-    return { result, entries: await ctl.slowlog('GET', '-1') };
+    return {
+      result,
+      entries: /** @type {Array<[unknown, unknown, number, unknown[]]>} */ (await ctl.slowlog('GET', '-1')),
+    };
   } finally {
-    await ctl.config('SET', ...before);
+    await ctl.config('SET', .../** @type {[string, string]} */ (before));
     await ctl.slowlog('RESET');
   }
 }
 
-/** Redis time per step by top-level command, scripts by their registered name (from the probes). */
+/**
+ * Redis time per step by top-level command, scripts by their registered name (from the probes).
+ * @param {Array<[unknown, unknown, number, unknown[]]>} entries the slow log's
+ * @param {Record<string, Probe>} probes
+ * @param {number} steps
+ * @returns {ScriptCost[]}
+ */
 function scriptCosts(entries, probes, steps) {
+  /** @type {Map<string, string>} */
   const names = new Map();
   for (const p of Object.values(probes))
     for (const [sha, name] of Object.entries(p.scripts ?? {})) names.set(sha, name);
@@ -210,6 +263,7 @@ function scriptCosts(entries, probes, steps) {
  * Empties the benchmark's own Redis (never BENCH_REDIS_URL's) and rewrites its AOF, before a
  * system's window: a Redis holding the previous systems' keys and a longer AOF is slower per
  * command, which would be charged to whichever system is measured last.
+ * @param {Pick<RunCtx, 'redis' | 'ctl'>} ctx
  */
 export async function emptyRedis({ redis, ctl }) {
   if (!redis.own) return;
@@ -217,13 +271,17 @@ export async function emptyRedis({ redis, ctl }) {
   const rewritten = async () => /aof_rewrite_in_progress:0/.test(await ctl.info('persistence'));
   // A rewrite may be under way already (a Redis 7 just started writes its first AOF so): wait for it.
   await until('an AOF rewrite already under way', rewritten, 30_000, 50);
-  await ctl.bgrewriteaof().catch((err) => {
+  await ctl.bgrewriteaof().catch((/** @type {Error} */ err) => {
     if (!/already in progress/i.test(err.message)) throw err;
   });
   await until('the AOF rewrite', rewritten, 30_000, 50);
 }
 
-/** Starts a stack with the Redis probe, measures its Redis cost, stops it. */
+/**
+ * Starts a stack with the Redis probe, measures its Redis cost, stops it.
+ * @param {RunCtx & { N: Sizes }} ctx
+ * @param {(probeDir: string) => Promise<Stack>} start
+ */
 export async function probedRedisCost(ctx, start) {
   const probeDir = tmpDir(mkdtempSync(join(tmpdir(), 'agentq-bench-probe-')));
   const stack = await start(probeDir);

@@ -1,3 +1,4 @@
+// @ts-check
 // Counts what a process sends to Redis, from the client side: every command by name (Lua
 // scripts by their registered name: `evalsha:moveToFinished`, `evalsha:agentqCommitStep`) and
 // every round trip: what one connection sends before any reply can have come back, i.e. the
@@ -17,16 +18,28 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const require = createRequire(process.argv[1] ?? join(import.meta.dirname, '..', '..', 'package.json'));
+/**
+ * ioredis's classes, patched below; what the patches read of them (scriptsSet, _queue, _transactions)
+ * are internals its types do not declare.
+ * @type {{ Redis: { prototype: any }, Pipeline: { prototype: any } }}
+ */
 const { Redis, Pipeline } = require('ioredis');
 
+/** @type {{ commands: Record<string, number>, trips: number }} */
 const counters = { commands: {}, trips: 0 };
+/** @type {Map<string, string>} */
 const scriptNames = new Map();
 
-const bump = (name) => {
+const bump = (/** @type {string} */ name) => {
   counters.commands[name] = (counters.commands[name] ?? 0) + 1;
 };
 
 const defineCommand = Redis.prototype.defineCommand;
+/**
+ * @this {any}
+ * @param {string} name
+ * @param {unknown} definition
+ */
 Redis.prototype.defineCommand = function (name, definition) {
   const r = defineCommand.call(this, name, definition);
   const sha = this.scriptsSet?.[name]?.sha;
@@ -35,6 +48,7 @@ Redis.prototype.defineCommand = function (name, definition) {
   return r;
 };
 
+/** @param {{ name: string, args?: unknown[] }} command */
 function commandName(command) {
   const name = String(command.name).toLowerCase();
   if (name === 'evalsha' || name === 'eval') {
@@ -48,6 +62,7 @@ function commandName(command) {
 
 // Connections with a round trip open: one that was handed something in the current stretch.
 const open = new WeakSet();
+/** @param {object} connection */
 function trip(connection) {
   if (open.has(connection)) return;
   counters.trips++;
@@ -57,6 +72,11 @@ function trip(connection) {
 }
 
 const sendCommand = Redis.prototype.sendCommand;
+/**
+ * @this {object}
+ * @param {{ name: string, args?: unknown[] }} command
+ * @param {{ isPipeline?: boolean }} [stream]
+ */
 Redis.prototype.sendCommand = function (command, stream) {
   bump(commandName(command));
   if (!stream?.isPipeline) trip(this);
@@ -64,6 +84,10 @@ Redis.prototype.sendCommand = function (command, stream) {
 };
 
 const exec = Pipeline.prototype.exec;
+/**
+ * @this {any}
+ * @param {unknown[]} args
+ */
 Pipeline.prototype.exec = function (...args) {
   // A MULTI passes through exec twice (the second time with EXEC queued); count the write once.
   if (this._queue?.length && !(this._transactions > 0)) trip(this.redis);
@@ -80,7 +104,7 @@ if (process.env.BENCH_PROBE_DIR) {
       afterGc = process.memoryUsage();
     }
     writeFileSync(
-      join(process.env.BENCH_PROBE_DIR, `${process.pid}.json`),
+      join(String(process.env.BENCH_PROBE_DIR), `${process.pid}.json`),
       JSON.stringify({
         pid: process.pid,
         at: Date.now(),

@@ -1,3 +1,4 @@
+// @ts-check
 // The benchmark's Redis: a redis-server of its own (or BENCH_REDIS_URL's), and the clean-up that
 // leaves a shared one as it was found.
 import { execFileSync } from 'node:child_process';
@@ -5,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { spawnProc, stopProc, tmpDir, until } from './procs.mjs';
+import { messageOf, spawnProc, stopProc, tmpDir, until } from './procs.mjs';
 import { freePort } from '../../scripts/lib/services.mjs';
 
 /**
@@ -13,6 +14,8 @@ import { freePort } from '../../scripts/lib/services.mjs';
  * uses BENCH_REDIS_URL. `under`: a command the server runs under (a profiler: its arguments, then
  * the server's command line), which also makes it ours whatever BENCH_REDIS_URL says; `dir` is
  * where the server (and that command) may write.
+ * @param {{ under?: ((dir: string) => string[]) | null }} options
+ * @returns {Promise<import('./types.d.ts').BenchRedis>}
  */
 export async function startRedis({ under = null } = {}) {
   if (process.env.BENCH_REDIS_URL && !under) {
@@ -61,7 +64,7 @@ export async function startRedis({ under = null } = {}) {
   } catch (err) {
     await stopProc(proc);
     throw new Error(
-      `could not start redis-server (install redis-server, or set BENCH_REDIS_URL): ${proc.tail.join(' ')} ${err.message}`,
+      `could not start redis-server (install redis-server, or set BENCH_REDIS_URL): ${proc.tail.join(' ')} ${messageOf(err)}`,
     );
   } finally {
     probe.disconnect();
@@ -78,7 +81,11 @@ export async function startRedis({ under = null } = {}) {
   };
 }
 
-/** Deletes every key under a prefix (SCAN + UNLINK), so a shared Redis is left as it was. */
+/**
+ * Deletes every key under a prefix (SCAN + UNLINK), so a shared Redis is left as it was.
+ * @param {import('./types.d.ts').Client} redis
+ * @param {string} prefix
+ */
 export async function deletePrefix(redis, prefix) {
   let cursor = '0';
   do {

@@ -1,3 +1,4 @@
+// @ts-check
 // Submitting runs to a system and seeing them finish: agentq's through its API and its event
 // streams, the bare baselines' by adding their first job and hearing their last; and each run's
 // times afterwards, from what the system itself stored.
@@ -8,10 +9,17 @@ import { Redis } from 'ioredis';
 import { sleep } from './procs.mjs';
 import { jobIds, jobNames, jobOptions, QUEUES, ROUNDS, shared } from './workload.mjs';
 
+/** @import { AgentqStack, RunTimes, Stack } from './types.d.ts' */
+
 const TERMINAL = new Set(['run.completed', 'run.failed', 'run.cancelled', 'run.incomplete']);
 
 const httpAgent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 
+/**
+ * @param {string} url
+ * @param {string} data
+ * @returns {Promise<{ status: number | undefined, json: any }>}
+ */
 function postJsonOnce(url, data) {
   return new Promise((resolve, reject) => {
     const req = http.request(
@@ -24,11 +32,13 @@ function postJsonOnce(url, data) {
       (res) => {
         let text = '';
         res.setEncoding('utf8');
-        res.on('data', (c) => (text += c));
+        res.on('data', (c) => {
+          text += c;
+        });
         res.on('end', () => {
           try {
             resolve({ status: res.statusCode, json: JSON.parse(text) });
-          } catch (err) {
+          } catch {
             reject(new Error(`POST ${url} → ${res.statusCode}: ${text.slice(0, 200)}`));
           }
         });
@@ -43,18 +53,26 @@ function postJsonOnce(url, data) {
  * POSTs JSON; sent again (once) when the kept-alive socket it went out on turned out to have
  * been closed by the server just before (the API drops sockets idle for 5 s, and the benchmark
  * idles between batches while it waits for a quiet machine): the server never read it.
+ * @param {string} url
+ * @param {unknown} body
  */
 async function postJson(url, body) {
   const data = JSON.stringify(body);
   try {
     return await postJsonOnce(url, data);
-  } catch (err) {
-    if (!err.reusedSocket || !['ECONNRESET', 'EPIPE'].includes(err.code)) throw err;
+  } catch (e) {
+    const err = /** @type {NodeJS.ErrnoException & { reusedSocket?: boolean }} */ (e);
+    if (!err.reusedSocket || !['ECONNRESET', 'EPIPE'].includes(err.code ?? '')) throw err;
     return postJsonOnce(url, data);
   }
 }
 
-/** POST /v1/runs; resolves with the run id. */
+/**
+ * POST /v1/runs; resolves with the run id.
+ * @param {AgentqStack} stack
+ * @param {string} model
+ * @returns {Promise<string>}
+ */
 export async function submitAgentqRun(stack, model) {
   const res = await postJson(`${stack.apiUrl}/v1/runs`, { input: 'benchmark', model, max_depth: 10 });
   if (res.status !== 202) throw new Error(`POST /v1/runs → ${res.status}: ${JSON.stringify(res.json).slice(0, 300)}`);
@@ -64,6 +82,9 @@ export async function submitAgentqRun(stack, model) {
 /**
  * Waits for a run's terminal event by reading its event stream (XREAD BLOCK) straight from
  * Redis: what an SSE client sees, without the API in between.
+ * @param {import('ioredis').Redis} waiter
+ * @param {AgentqStack} stack
+ * @param {string} runId
  */
 export async function waitAgentqRun(waiter, stack, runId, timeoutMs = 60_000) {
   const key = stack.runKeys(runId).events;
@@ -80,7 +101,11 @@ export async function waitAgentqRun(waiter, stack, runId, timeoutMs = 60_000) {
   }
 }
 
-/** Submits one agentq run and waits for its terminal event; throws unless it completed. */
+/**
+ * Submits one agentq run and waits for its terminal event; throws unless it completed.
+ * @param {import('ioredis').Redis} waiter
+ * @param {AgentqStack} stack
+ */
 export async function agentqOnce(waiter, stack, model = 'bench') {
   const id = await submitAgentqRun(stack, model);
   const type = await waitAgentqRun(waiter, stack, id);
@@ -88,25 +113,36 @@ export async function agentqOnce(waiter, stack, model = 'bench') {
   return id;
 }
 
-/** The bare baseline's client: adds each run's first step job, and hears its last one finish. */
+/**
+ * The bare baseline's client: adds each run's first step job, and hears its last one finish.
+ * @param {string} redisUrl
+ * @param {Stack} stack
+ */
 export async function bareClient(redisUrl, stack) {
   const connection = new Redis(redisUrl, { maxRetriesPerRequest: null, connectionName: 'bench-submit' });
   const queue = new Queue(QUEUES.agent, { connection, prefix: stack.prefix });
+  /** @type {QueueEvents | null} */
   let events = null;
+  /** @type {Redis | null} */
   let eventsConnection = null;
+  /** @type {Map<string, () => void>} */
   const pending = new Map();
   let seq = 0;
   const tag = randomBytes(3).toString('hex');
   return {
     queue,
     newId: () => `b${tag}x${(seq++).toString(36)}`,
+    /** @param {string} runId @param {string} [model] */
     add: (runId, model) =>
       queue.add(
         jobNames.agentTurn(runId, 0),
         { runId, depth: 0, ...(model ? { model } : {}) },
         { ...jobOptions.agentTurn, jobId: jobIds.agentTurn(runId, 0) },
       ),
-    /** Adds one run and resolves when its last step job has completed (QueueEvents); `model` for the BullMQ loop. */
+    /**
+     * Adds one run and resolves when its last step job has completed (QueueEvents); `model` for the BullMQ loop.
+     * @param {string} [model]
+     */
     async once(model) {
       if (!events) {
         eventsConnection = new Redis(redisUrl, { maxRetriesPerRequest: null, connectionName: 'bench-events' });
@@ -116,6 +152,7 @@ export async function bareClient(redisUrl, stack) {
         await sleep(200);
       }
       const runId = this.newId();
+      /** @type {Promise<void>} */
       const done = new Promise((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`bare run ${runId} did not finish`)), 60_000);
         pending.set(jobIds.agentTurn(runId, ROUNDS), () => {
@@ -139,9 +176,14 @@ export async function bareClient(redisUrl, stack) {
 
 /**
  * Waits until a stack's agent queue has `target` completed jobs (ZCARD of its completed set: one
- * command per poll, whatever the number of runs). `onPoll` counts the polls.
+ * command per poll, whatever the number of runs). `onPoll` counts the polls; `stalled`, asked
+ * once nothing has completed for 5 s, may end the wait early.
+ * @param {import('ioredis').Redis} ctl
+ * @param {Stack} stack
+ * @param {number} target
+ * @param {{ timeoutMs: number, everyMs?: number, onPoll?: () => void, stalled?: () => Promise<boolean> }} options
  */
-export async function waitCompleted(ctl, stack, target, { timeoutMs, everyMs = 25, onPoll = () => {}, stalled } = {}) {
+export async function waitCompleted(ctl, stack, target, { timeoutMs, everyMs = 25, onPoll = () => {}, stalled }) {
   const key = stack.completedKey;
   const deadline = Date.now() + timeoutMs;
   let last = -1;
@@ -161,26 +203,38 @@ export async function waitCompleted(ctl, stack, target, { timeoutMs, everyMs = 2
   }
 }
 
-/** Per-run times of agentq runs from their records: created_at → completed_at (ms), status. */
+/**
+ * Per-run times of agentq runs from their records: created_at → completed_at (ms), status.
+ * @param {import('ioredis').Redis} ctl
+ * @param {string} prefix
+ * @param {string[]} ids
+ * @returns {Promise<RunTimes[]>}
+ */
 export async function agentqRunTimes(ctl, prefix, ids) {
   const pipe = ctl.pipeline();
   for (const id of ids) pipe.hmget(shared.runKeys(prefix, id).run, 'status', 'created_at', 'completed_at');
-  const rows = await pipe.exec();
+  const rows = /** @type {Array<[Error | null, Array<string | null>]>} */ ((await pipe.exec()) ?? []);
   return rows.map(([, [status, created, completed]]) => ({
-    status,
-    created: Date.parse(created),
+    status: status ?? 'unknown',
+    created: Date.parse(created ?? ''),
     completed: completed ? Date.parse(completed) : NaN,
   }));
 }
 
-/** Per-run times of bare runs from their job hashes: first step job added → last one finished. */
+/**
+ * Per-run times of bare runs from their job hashes: first step job added → last one finished.
+ * @param {import('ioredis').Redis} ctl
+ * @param {string} prefix
+ * @param {string[]} ids
+ * @returns {Promise<RunTimes[]>}
+ */
 export async function bareRunTimes(ctl, prefix, ids) {
   const pipe = ctl.pipeline();
   for (const id of ids) {
     pipe.hget(`${prefix}:${QUEUES.agent}:${jobIds.agentTurn(id, 0)}`, 'timestamp');
     pipe.hget(`${prefix}:${QUEUES.agent}:${jobIds.agentTurn(id, ROUNDS)}`, 'finishedOn');
   }
-  const rows = await pipe.exec();
+  const rows = /** @type {Array<[Error | null, string | null]>} */ ((await pipe.exec()) ?? []);
   return ids.map((_, i) => {
     const completed = Number(rows[2 * i + 1][1] ?? NaN);
     return {

@@ -1,3 +1,4 @@
+// @ts-check
 // The system under measurement: agentq's built services as processes, on the scripted model and
 // the no-op MCP server.
 import { rmSync, writeFileSync } from 'node:fs';
@@ -9,11 +10,16 @@ import { NODE, newPrefix, probeImport, stackHandle, startMcp, startModel, worker
 import { ROOT, shared } from './workload.mjs';
 import { freePort, serviceNodeOptions } from '../../scripts/lib/services.mjs';
 
-/** A module of the checkout at `root` (built), or of this one. */
+/**
+ * A module of the checkout at `root` (built), or of this one.
+ * @param {string} root
+ * @param {string} file
+ */
 const importFrom = (root, file) => import(pathToFileURL(join(root, file)).href);
 
 /** BENCH_SERVICE_ENV="NAME=value NAME2=value": settings for the services under test (an A/B of a setting). */
 function serviceEnv() {
+  /** @type {Record<string, string>} */
   const out = {};
   for (const pair of (process.env.BENCH_SERVICE_ENV ?? '').split(/\s+/).filter(Boolean)) {
     const eq = pair.indexOf('=');
@@ -32,6 +38,14 @@ function serviceEnv() {
  * `cells` sets CELLS (a Redis Cluster spreads the cells' queues over its shards); `env` adds to
  * the services' environment; `deleteKeys: false` leaves the keys at stop (a Redis of the
  * benchmark's own, which is thrown away whole).
+ * @param {import('./types.d.ts').Client} ctl
+ * @param {string} redisUrl
+ * @param {{
+ *   root?: string, tag?: string, agentWorkers?: number, agentConcurrency?: number, toolConcurrency?: number,
+ *   mcpTransport?: string, probeDir?: string, nodeOptions?: string, v8Heap?: boolean, cells?: number,
+ *   env?: Record<string, string>, deleteKeys?: boolean,
+ * }} options
+ * @returns {Promise<import('./types.d.ts').AgentqStack>}
  */
 export async function startAgentq(
   ctl,
@@ -51,6 +65,7 @@ export async function startAgentq(
     deleteKeys = true,
   } = {},
 ) {
+  /** @type {typeof shared} */
   const agentqShared = root === ROOT ? shared : await importFrom(root, 'packages/shared/dist/index.js');
   const { QUEUES: queues } = agentqShared;
   const { serviceNodeOptions: heapOptions } =
@@ -93,7 +108,7 @@ export async function startAgentq(
     ...serviceEnv(),
     ...extraEnv,
   };
-  const svc = (name, file = name.replace(/-\d+$/, '')) =>
+  const svc = (/** @type {string} */ name, file = name.replace(/-\d+$/, '')) =>
     spawnProc(name, NODE, [join(root, 'services', file, 'dist', 'main.js')], { env });
   const services = [];
   try {
@@ -112,7 +127,8 @@ export async function startAgentq(
     // The checkout's own key layout: its queues' prefix (a cell's, where it has cells) and its run keys.
     const queuePrefix = agentqShared.cellPrefix ? agentqShared.cellPrefix(prefix, 0) : prefix;
     for (let cell = 0; cell < cells; cell++) {
-      const name = (q) => (agentqShared.cellQueueName ? agentqShared.cellQueueName(q, cell, cells) : q);
+      const name = (/** @type {string} */ q) =>
+        agentqShared.cellQueueName ? agentqShared.cellQueueName(q, cell, cells) : q;
       await workersReady(ctl, agentqShared.cellPrefix ? agentqShared.cellPrefix(prefix, cell) : prefix, {
         [name(queues.agent)]: agentWorkers,
         [name(queues.tool)]: 1,
@@ -130,9 +146,11 @@ export async function startAgentq(
       stdioMcp: !mcp.proc,
       queues,
       deleteKeys,
-      cleanup: () => [mcpFile, tenantsFile].forEach((f) => rmSync(f, { force: true })),
+      cleanup: () => {
+        for (const f of [mcpFile, tenantsFile]) rmSync(f, { force: true });
+      },
     });
-    return { ...handle, apiUrl, runKeys: (id) => agentqShared.runKeys(prefix, id) };
+    return { ...handle, apiUrl, runKeys: (/** @type {string} */ id) => agentqShared.runKeys(prefix, id) };
   } catch (err) {
     await Promise.all([...services, ...others].map((p) => stopProc(p, 2000)));
     throw err;

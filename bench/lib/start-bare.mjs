@@ -1,3 +1,4 @@
+// @ts-check
 // The bare-BullMQ baselines: agentq's job graph on BullMQ alone (bench/bare-worker.mjs), with
 // no-op processors (bare BullMQ) or processors that do the agent loop's work (the BullMQ loop).
 import { join } from 'node:path';
@@ -9,6 +10,10 @@ import { BENCH, FANOUT, QUEUES, ROUNDS } from './workload.mjs';
  * Starts the bare-BullMQ baseline: agent-role worker processes × agentWorkers and one tool-role
  * process. `work` makes it the BullMQ-loop baseline (bench/bare-worker.mjs WORK=1): the same
  * processes also call the scripted model and the no-op MCP server, which it starts.
+ * @param {import('ioredis').Redis} ctl
+ * @param {string} redisUrl
+ * @param {{ tag?: string, agentWorkers?: number, agentConcurrency?: number, toolConcurrency?: number, probeDir?: string, work?: boolean, mcpTransport?: string }} options
+ * @returns {Promise<import('./types.d.ts').Stack>}
  */
 export async function startBare(
   ctl,
@@ -26,6 +31,7 @@ export async function startBare(
   const prefix = newPrefix(tag ?? (work ? 'loop' : 'bare'));
   const model = work ? await startModel() : null;
   const mcp = work ? await startMcp(mcpTransport) : null;
+  /** @param {string} role @param {number} concurrency */
   const env = (role, concurrency) => ({
     PATH: process.env.PATH,
     ROLE: role,
@@ -34,7 +40,7 @@ export async function startBare(
     CONCURRENCY: String(concurrency),
     ROUNDS: String(ROUNDS),
     FANOUT: String(FANOUT),
-    ...(work ? { WORK: '1', MODEL_URL: model.baseURL, MCP_JSON: JSON.stringify(mcp.config) } : {}),
+    ...(model && mcp ? { WORK: '1', MODEL_URL: model.baseURL, MCP_JSON: JSON.stringify(mcp.config) } : {}),
     ...(probeDir ? { NODE_OPTIONS: probeImport(probeDir), BENCH_PROBE_DIR: probeDir } : {}),
   });
   const script = join(BENCH, 'bare-worker.mjs');
@@ -48,7 +54,7 @@ export async function startBare(
     );
   const tool = spawnProc(`${name} tool-worker`, NODE, [script], { env: env('tool', toolConcurrency) });
   services.push(tool);
-  const others = [model?.proc, mcp?.proc].filter(Boolean);
+  const others = [model?.proc, mcp?.proc].filter((p) => p != null);
   try {
     await workersReady(ctl, prefix, { [QUEUES.agent]: agentWorkers, [QUEUES.tool]: 1 });
   } catch (err) {
@@ -63,6 +69,6 @@ export async function startBare(
     services,
     others,
     tool,
-    stdioMcp: work && !mcp.proc,
+    stdioMcp: work && !mcp?.proc,
   });
 }

@@ -1,10 +1,14 @@
+// @ts-check
 // The in-process baseline as the scenarios use it: the loop of inprocess-loop.mjs in this
 // process, on a scripted model and a no-op MCP server of its own.
 import { startInProcessLoop } from './inprocess-loop.mjs';
 import { stopProc } from './procs.mjs';
 import { startMcp, startModel } from './stack.mjs';
 
-/** The in-process loop with a model and an MCP server of its own; `processes()` as a stack's. */
+/**
+ * The in-process loop with a model and an MCP server of its own; `processes()` as a stack's.
+ * @param {string} mcpTransport
+ */
 export async function startInproc(mcpTransport) {
   const model = await startModel();
   const mcp = await startMcp(mcpTransport);

@@ -1,7 +1,14 @@
+// @ts-check
 // A horizontal bar chart as SVG text: fonts by name, no scripts, no external resources.
 
-const esc = (s) => String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
-const px = (v) => Math.round(v * 10) / 10;
+/**
+ * @typedef {{ label: string, value: number, color: string, mark?: number, note?: string }} Bar
+ * @typedef {{ title: string, rows: Bar[] }} Panel
+ */
+
+const esc = (/** @type {unknown} */ s) =>
+  String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+const px = (/** @type {number} */ v) => Math.round(v * 10) / 10;
 /** Width of a character at 12 px, generous for a sans-serif, to lay out columns without measuring text. */
 const CHAR = 6.8;
 
@@ -9,6 +16,7 @@ const CHAR = 6.8;
  * Panels of horizontal bars, one scale per panel. `panels`: [{ title, rows: [{ label, value,
  * color, mark?, note? }] }]; `mark` draws a tick (e.g. a p99 beside a p50 bar), `note` is
  * written after the bar.
+ * @param {{ title: string, subtitle?: string, panels: Panel[], width?: number }} chart
  */
 export function barChartSVG({ title, subtitle, panels, width = 760 }) {
   const rows = panels.flatMap((p) => p.rows);
@@ -17,11 +25,15 @@ export function barChartSVG({ title, subtitle, panels, width = 760 }) {
   const barMax = width - barX - Math.ceil(Math.max(0, ...rows.map((r) => (r.note ?? '').length)) * CHAR) - 16;
   const out = [`<text x="${left}" y="20" font-size="15" font-weight="bold">${esc(title)}</text>`];
   let y = 20;
-  if (subtitle) out.push(`<text x="${left}" y="${(y += 18)}" fill="#555">${esc(subtitle)}</text>`);
+  if (subtitle) {
+    y += 18;
+    out.push(`<text x="${left}" y="${y}" fill="#555">${esc(subtitle)}</text>`);
+  }
   y += 14;
   for (const p of panels) {
     const scale = barMax / (Math.max(...p.rows.map((r) => Math.max(r.value, r.mark ?? 0))) || 1);
-    out.push(`<g class="panel">`, `<text x="${left}" y="${(y += 18)}" font-weight="bold">${esc(p.title)}</text>`);
+    y += 18;
+    out.push(`<g class="panel">`, `<text x="${left}" y="${y}" font-weight="bold">${esc(p.title)}</text>`);
     y += 8;
     out.push(
       `<line x1="${barX - 0.5}" y1="${y - 2}" x2="${barX - 0.5}" y2="${y + p.rows.length * (barH + gap)}" stroke="#999"/>`,

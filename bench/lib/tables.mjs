@@ -1,18 +1,46 @@
+// @ts-check
 // The tables of the results, as rows of cells: written to the terminal and into BENCHMARKS.md
 // alike.
-import { cpuPerRun } from './derive.mjs';
+import { cpuPerRun, largest } from './derive.mjs';
 import { fmt, ms, pct, x } from './stats.mjs';
 
-/** " (best of 2: 85.0, 74.7)" for a measurement that was repeated. */
+/**
+ * @import { Derived, Measurement, MemoryRow, Results, ThroughputResults } from './types.d.ts'
+ * @typedef {Measurement['repetitions'][number]} Repetition
+ */
+
+/**
+ * " (best of N: each repetition's figure)" for a measurement that was repeated.
+ * @param {Measurement} m
+ * @param {(rep: Repetition) => string} f
+ */
 const reps = (m, f = (v) => fmt(v.runsPerSec)) =>
-  m?.repetitions?.length > 1 ? ` (best of ${m.repetitions.length}: ${m.repetitions.map(f).join(', ')})` : '';
-/** A wall time in seconds, with its repetitions. */
+  m.repetitions?.length > 1 ? ` (best of ${m.repetitions.length}: ${m.repetitions.map(f).join(', ')})` : '';
+/**
+ * A wall time in seconds, with its repetitions.
+ * @param {Measurement} m
+ */
 const secs = (m) => `${fmt(m.wallMs / 1000)} s${reps(m, (v) => fmt(v.wallMs / 1000))}`;
 
+/**
+ * The results' rows, each [scenario, measure, agentq, baselines, ratio]; a measure that starts
+ * with two spaces belongs to the row above it.
+ * @param {Results} r
+ * @param {Derived} d
+ * @returns {string[][]}
+ */
 export function summaryRows(r, d) {
+  /** @type {string[][]} */
   const rows = [];
   const T = r.config.steps;
-  if (r.overhead) {
+  if (
+    r.overhead &&
+    d.overheadPerStep &&
+    d.overheadPerStepP99 &&
+    d.split &&
+    d.slowAdded &&
+    d.loopPerStep !== undefined
+  ) {
     const o = r.overhead;
     rows.push([
       '1',
@@ -58,12 +86,12 @@ export function summaryRows(r, d) {
     ]);
   }
   for (const [i, t] of (r.throughput ?? []).entries()) {
-    const { ratio, ceiling } = d.throughput[i];
+    const { ratio, ceiling } = d.throughput?.[i] ?? { ratio: NaN, ceiling: NaN };
     const w = `${t.workers} agent-worker${t.workers > 1 ? 's' : ''}`;
     rows.push([
       '2',
       `throughput, ${t.agentq.n} runs at once, ${w}`,
-      `${fmt(t.agentq.runsPerSec)} runs/s${reps(t.agentq)}, ${fmt(t.agentq.toolCallsPerSec)} tool calls/s (the POSTs took ${fmt(t.agentq.submitMs / 1000)} s)`,
+      `${fmt(t.agentq.runsPerSec)} runs/s${reps(t.agentq)}, ${fmt(t.agentq.toolCallsPerSec)} tool calls/s (the POSTs took ${fmt((t.agentq.submitMs ?? NaN) / 1000)} s)`,
       `bare BullMQ ${fmt(t.bare.runsPerSec)} runs/s${reps(t.bare)}, ${fmt(t.bare.toolCallsPerSec)} tool calls/s; in-process loop ${fmt(t.inproc.runsPerSec)} runs/s${reps(t.inproc)}`,
       x(ratio),
     ]);
@@ -119,6 +147,7 @@ export function summaryRows(r, d) {
     const so = c.scaleOut;
     const [one, two] = [so.runs[1], so.runs[2]];
     // Slot-seconds the runs need (a model step holds a slot for its whole call) over the slots: the wall time if slots were the only limit.
+    /** @param {number} w agent-workers */
     const bound = (w) => (so.n * c.idealMs) / 1000 / (w * so.slots);
     rows.push([
       '3',
@@ -134,7 +163,7 @@ export function summaryRows(r, d) {
       '',
       '',
     ]);
-    const n = c.sizes.at(-1);
+    const n = largest(c.sizes);
     rows.push([
       '3',
       `${n} runs at once, V8 default heap: wall time`,
@@ -153,11 +182,12 @@ export function summaryRows(r, d) {
       '',
     ]);
   }
-  if (r.redis) {
-    for (const mode of ['sequential', 'batch']) {
+  if (r.redis && d.redis) {
+    for (const mode of /** @type {const} */ (['sequential', 'batch'])) {
       const { agentq: a, bare: b, loop: l } = d.redis[mode];
       const label = mode === 'sequential' ? 'one at a time' : `${r.redis.agentq[mode].runs} at once`;
-      const andLoop = (k, unit = '') => (l ? `; BullMQ loop ${fmt(l[k])}${unit}` : '');
+      /** @param {'commands' | 'trips'} k */
+      const andLoop = (k) => (l ? `; BullMQ loop ${fmt(l[k])}` : '');
       rows.push([
         '4',
         `Redis commands per step (incl. inside Lua), ${label}`,
@@ -172,9 +202,12 @@ export function summaryRows(r, d) {
         `bare BullMQ ${fmt(b.trips)}${andLoop('trips')}`,
         x(a.trips / b.trips),
       ]);
-      // Each system's two windows (mean first), when scenario 4 measured it twice.
+      /**
+       * Each system's two windows (mean first), when scenario 4 measured it twice.
+       * @param {{ cpuUs: number, cpuWindows?: number[] }} s
+       */
       const cpu = (s) =>
-        `${fmt(s.cpuUs)} µs${s.cpuWindows?.length > 1 ? ` (${s.cpuWindows.map(fmt).join(', ')})` : ''}`;
+        `${fmt(s.cpuUs)} µs${s.cpuWindows && s.cpuWindows.length > 1 ? ` (${s.cpuWindows.map((v) => fmt(v)).join(', ')})` : ''}`;
       rows.push([
         '4',
         `  Redis CPU per step, ${label}`,
@@ -182,7 +215,7 @@ export function summaryRows(r, d) {
         `bare BullMQ ${cpu(b)}${l ? `; BullMQ loop ${cpu(l)}` : ''}`,
         x(a.cpuUs / b.cpuUs),
       ]);
-      // Recorded since 2026-11-25: what the clients sent, and what Redis appended to its AOF.
+      // What the clients sent, and what Redis appended to its AOF.
       if (Number.isFinite(a.bytesIn))
         rows.push([
           '4',
@@ -193,26 +226,30 @@ export function summaryRows(r, d) {
         ]);
     }
   }
-  if (d.redisBound) {
-    const { agentq: a, bare: b, loop: l } = d.redisBound;
+  if (r.redisBound && d.redisBound?.vsLoop && d.redisBound.vsBare) {
+    const { agentq: a, bare: b, loop: l, vsLoop, vsBare } = d.redisBound;
     const label = `Redis-bound (capped at ${Math.round(r.redisBound.cap * 100)} % of a core), ${r.redisBound.runs} runs at once`;
+    /**
+     * A system's mean and, in brackets, its windows.
+     * @param {import('./types.d.ts').CappedSummary} s
+     * @param {'runsPerSec' | 'redisUsPerStep'} k
+     */
     const windows = (s, k) =>
       `${fmt(s[k])}${s.windows.length > 1 ? ` (${s.windows.map((w) => fmt(w[k])).join(', ')})` : ''}`;
-    // Side by side, the ratios are the means of the windows' (agentq's windows: those beside the loop, then those beside bare BullMQ).
-    const { vsLoop, vsBare } = d.redisBound;
+    // The ratios are the means of the windows' (agentq's windows: those beside the loop, then those beside bare BullMQ).
     rows.push([
       '5',
       `${label}: runs/s`,
       windows(a, 'runsPerSec'),
       `bare BullMQ ${windows(b, 'runsPerSec')}; BullMQ loop ${windows(l, 'runsPerSec')}`,
-      `${x(vsLoop ? vsLoop.runsPerSec : a.runsPerSec / l.runsPerSec)} loop`,
+      `${x(vsLoop.runsPerSec)} loop`,
     ]);
     rows.push([
       '5',
       '  Redis CPU per step (µs)',
       windows(a, 'redisUsPerStep'),
       `bare BullMQ ${windows(b, 'redisUsPerStep')}; BullMQ loop ${windows(l, 'redisUsPerStep')}`,
-      x(vsBare ? vsBare.redisUsPerStep : a.redisUsPerStep / b.redisUsPerStep),
+      x(vsBare.redisUsPerStep),
     ]);
   }
   return rows;
@@ -220,44 +257,63 @@ export function summaryRows(r, d) {
 
 export const CPU_COLUMNS = ['process', 'agentq', 'bare BullMQ', 'in-process loop', 'BullMQ loop'];
 
-/** CPU ms per run by process for agentq, bare BullMQ, the in-process loop and the BullMQ loop, with totals. */
+/**
+ * CPU ms per run by process for agentq, bare BullMQ, the in-process loop and the BullMQ loop, with totals.
+ * @param {ThroughputResults} t
+ */
 export function cpuTable(t) {
   const systems = [t.agentq, t.bare, t.inproc, t.loop];
-  const names = [...new Set(systems.flatMap((x) => Object.keys(x.cpuMs)))];
-  const cell = (x, n) => (x.cpuMs[n] === undefined ? '–' : fmt(x.cpuMs[n] / x.n));
-  const rows = names.map((n) => [n, ...systems.map((x) => cell(x, n))]);
-  rows.push(['total', ...systems.map((x) => fmt(cpuPerRun(x)))]);
+  const names = [...new Set(systems.flatMap((s) => Object.keys(s.cpuMs)))];
+  /** @param {Measurement} s @param {string} n */
+  const cell = (s, n) => (s.cpuMs[n] === undefined ? '–' : fmt(s.cpuMs[n] / s.n));
+  const rows = names.map((n) => [n, ...systems.map((s) => cell(s, n))]);
+  rows.push(['total', ...systems.map((s) => fmt(cpuPerRun(s)))]);
   return rows;
 }
 
+export const MEMORY_COLUMNS = [
+  'process',
+  'RSS when started (MB)',
+  'peak RSS (MB)',
+  "peak RSS, V8's default heap (MB)",
+  'live heap after a full GC (MB)',
+];
+
+/**
+ * Each process's memory in scenario 3: at its start, at its peak with the shipped heap flags and
+ * with V8's defaults, and what its heap held at the end.
+ * @param {MemoryRow[]} shipped
+ * @param {MemoryRow[]} v8Defaults
+ */
+export function memoryTable(shipped, v8Defaults) {
+  return shipped.map((m) => [
+    m.name,
+    fmt(m.started),
+    fmt(m.peak),
+    fmt(v8Defaults.find((v) => v.name === m.name)?.peak),
+    fmt(m.heap?.liveMB),
+  ]);
+}
+
+/**
+ * What each process sent Redis a step in scenario 4, and the commands the clients sent by name.
+ * @param {Results} r
+ * @param {'sequential' | 'batch'} mode
+ */
 export function redisBreakdown(r, mode) {
+  if (!r.redis) return { sent: [], procs: [] };
   const a = r.redis.agentq[mode];
   const b = r.redis.bare[mode];
   const names = [...new Set([...Object.keys(a.clientCommands), ...Object.keys(b.clientCommands)])];
-  const rows = names
-    .map((n) => [n, (a.clientCommands[n] ?? 0) / a.steps, (b.clientCommands[n] ?? 0) / b.steps])
-    .filter(([, va, vb]) => va >= 0.05 || vb >= 0.05)
-    .sort((p, q) => q[1] - p[1] || q[2] - p[2]);
-  const sent = rows.map(([n, va, vb]) => [n, fmt(va), fmt(vb)]);
-  const serverNames = [...new Set([...Object.keys(a.server), ...Object.keys(b.server)])];
-  const server = serverNames
-    .map((n) => [
-      n,
-      (a.server[n]?.calls ?? 0) / a.steps,
-      (b.server[n]?.calls ?? 0) / b.steps,
-      (a.server[n]?.usec ?? 0) / a.steps,
-    ])
+  /** @type {Array<[string, number, number]>} */
+  const perStep = names.map((n) => [n, (a.clientCommands[n] ?? 0) / a.steps, (b.clientCommands[n] ?? 0) / b.steps]);
+  const sent = perStep
     .filter(([, va, vb]) => va >= 0.05 || vb >= 0.05)
     .sort((p, q) => q[1] - p[1] || q[2] - p[2])
-    .map(([n, va, vb, us]) => [n, fmt(va), fmt(vb), fmt(us)]);
+    .map(([n, va, vb]) => [n, fmt(va), fmt(vb)]);
   const procs = [
-    ...Object.entries(a.byProcess).map(([n, v]) => ['agentq', n, v]),
-    ...Object.entries(b.byProcess).map(([n, v]) => ['bare', n, v]),
-  ].map(([k, n, v]) => [
-    k,
-    n,
-    fmt(v.trips / (k === 'agentq' ? a.steps : b.steps)),
-    fmt(v.commands / (k === 'agentq' ? a.steps : b.steps)),
-  ]);
-  return { sent, server, procs };
+    ...Object.entries(a.byProcess).map(([n, v]) => ['agentq', n, fmt(v.trips / a.steps), fmt(v.commands / a.steps)]),
+    ...Object.entries(b.byProcess).map(([n, v]) => ['bare', n, fmt(v.trips / b.steps), fmt(v.commands / b.steps)]),
+  ];
+  return { sent, procs };
 }

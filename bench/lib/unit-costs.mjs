@@ -1,12 +1,19 @@
+// @ts-check
 // Unit costs (scenario 1): what one Redis round trip, one model call and one MCP tool call cost
 // the benchmark process, one at a time; they explain most of the CPU tables.
 import { Redis } from 'ioredis';
 import { sleep } from './procs.mjs';
 
-/** CPU (of this process, the client side) and wall time per operation, measured one at a time. */
+/**
+ * CPU (of this process, the client side) and wall time per operation, measured one at a time.
+ * @param {Pick<import('./types.d.ts').Ctx, 'redis' | 'QUICK' | 'MCP' | 'log'>} ctx
+ * @param {import('./batch.mjs').Inproc['loop']} loop
+ * @returns {Promise<import('./types.d.ts').UnitCost[]>}
+ */
 export async function unitCosts({ redis, QUICK, MCP, log }, loop) {
   const redisClient = new Redis(redis.url, { maxRetriesPerRequest: null });
   await redisClient.hset('bench-unit', 'f', 'x'.repeat(200));
+  /** @param {string} label @param {number} n @param {() => Promise<unknown>} fn */
   const measure = async (label, n, fn) => {
     for (let i = 0; i < Math.min(200, n); i++) await fn();
     const c0 = process.cpuUsage();
@@ -17,6 +24,7 @@ export async function unitCosts({ redis, QUICK, MCP, log }, loop) {
   };
   // A hand-off to a process that has been idle a few ms costs more wall time than a
   // back-to-back one (the one-at-a-time scenario is made of such hand-offs): time only the call.
+  /** @param {string} label @param {number} n @param {() => Promise<unknown>} fn */
   const afterIdle = async (label, n, fn) => {
     let wall = 0;
     let cpu = 0;

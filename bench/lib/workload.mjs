@@ -1,3 +1,4 @@
+// @ts-check
 // The run every scenario measures, where the benchmark lives, and agentq's names for its jobs
 // and queues (read from the built shared package, so that the bare baselines build the same
 // job graph as agentq).
@@ -6,16 +7,24 @@ import { pathToFileURL } from 'node:url';
 
 export const ROOT = join(import.meta.dirname, '..', '..');
 export const BENCH = join(ROOT, 'bench');
+/** @type {typeof import('@agentq/shared')} */
 export const shared = await import(pathToFileURL(join(ROOT, 'packages/shared/dist/index.js')).href);
 // Ids, names and options of the jobs, from agentq's job catalog (the bare baselines use the same).
 const { JOB_KINDS, toolCallJobId } = shared;
 export const jobIds = {
+  /** @param {string} runId @param {number} depth */
   agentTurn: (runId, depth) => JOB_KINDS.agentStep.id({ runId, depth }),
-  /** A call's job in the baselines (one job per call); agentq's job for a round's calls has its first call's id. */
+  /**
+   * A call's job in the baselines (one job per call); agentq's job for a round's calls has its
+   * first call's id.
+   * @param {string} runId @param {number} depth @param {number} index
+   */
   toolCall: (runId, depth, index) => toolCallJobId({ runId, depth, index }),
 };
 export const jobNames = {
+  /** @param {string} runId @param {number} depth */
   agentTurn: (runId, depth) => JOB_KINDS.agentStep.name({ runId, depth }),
+  /** @param {string} runId @param {number} depth @param {string} name */
   toolCall: (runId, depth, name) => `${runId} · step ${depth} · ${name}`,
 };
 export const jobOptions = { agentTurn: JOB_KINDS.agentStep.options, toolCall: JOB_KINDS.toolCalls.options };

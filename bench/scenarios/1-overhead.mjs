@@ -1,3 +1,4 @@
+// @ts-check
 // Scenario 1, overhead per step: runs one at a time, 0 ms model, agentq beside the in-process
 // loop, bare BullMQ flows and the BullMQ loop, interleaved; then a 500 ms model; then the unit
 // costs that explain the numbers.
@@ -9,6 +10,10 @@ import { startInproc } from '../lib/start-inproc.mjs';
 import { summary } from '../lib/stats.mjs';
 import { unitCosts } from '../lib/unit-costs.mjs';
 
+/**
+ * @param {import('../lib/types.d.ts').Ctx} ctx
+ * @returns {Promise<import('../lib/types.d.ts').OverheadResults>}
+ */
 export async function scenarioOverhead(ctx) {
   const { log, N, MCP, ctl, redis, noteForeign, SLOW_MS } = ctx;
   log(
@@ -22,6 +27,7 @@ export async function scenarioOverhead(ctx) {
   const stack = await startAgentq(ctl, redis.url, { mcpTransport: MCP });
   try {
     // Only one system works at a time; the others idle.
+    /** @type {import('../lib/types.d.ts').System[]} */
     const systems = [
       inprocSystem(ctx, inproc),
       { key: 'bare', label: 'bare BullMQ flows', procs: bare.processes(), once: () => client.once() },
@@ -42,7 +48,8 @@ export async function scenarioOverhead(ctx) {
     noteForeign('scenario 1, one at a time', share);
     for (const x of systems) log(`  ${x.label}: p50 ${summary(times[x.key]).p50.toFixed(1)} ms`);
     // The 500 ms model: in-process, the BullMQ loop and agentq alternate run by run.
-    const slowSystems = systems.filter((y) => y.slow);
+    const slowSystems = systems.flatMap((y) => (y.slow ? [{ key: y.key, slow: y.slow }] : []));
+    /** @type {Record<string, number[]>} */
     const slow = Object.fromEntries(slowSystems.map((x) => [x.key, []]));
     for (const x of slowSystems) await x.slow();
     for (let i = 0; i < N.seqSlow; i++) {
@@ -59,8 +66,11 @@ export async function scenarioOverhead(ctx) {
     return {
       interleaved: { blocks: N.seqBlocks, perBlock },
       units,
-      ...Object.fromEntries(systems.map((x) => [x.key, summary(times[x.key])])),
-      slow: { modelMs: SLOW_MS, ...Object.fromEntries(slowSystems.map((x) => [x.key, summary(slow[x.key])])) },
+      inproc: summary(times.inproc),
+      bare: summary(times.bare),
+      loop: summary(times.loop),
+      agentq: summary(times.agentq),
+      slow: { modelMs: SLOW_MS, inproc: summary(slow.inproc), loop: summary(slow.loop), agentq: summary(slow.agentq) },
     };
   } finally {
     await client.close();

@@ -1,3 +1,4 @@
+// @ts-check
 // Scenario 2, throughput: many runs submitted at once, on 1 and 2 agent-worker processes,
 // beside the in-process loop, bare BullMQ and the BullMQ loop with the same processes.
 import { mkdirSync } from 'node:fs';
@@ -10,11 +11,17 @@ import { startBare } from '../lib/start-bare.mjs';
 import { startInproc } from '../lib/start-inproc.mjs';
 import { ROOT } from '../lib/workload.mjs';
 
+/**
+ * @param {import('../lib/types.d.ts').Ctx} ctx
+ * @returns {Promise<import('../lib/types.d.ts').ThroughputResults[]>}
+ */
 export async function scenarioThroughput(ctx) {
   const { log, N, MCP, ctl, redis, HTTP_CONCURRENCY, REPEAT, PROFILE } = ctx;
   log(`2. throughput: ${N.many} runs submitted at once (HTTP, ${HTTP_CONCURRENCY} connections), 0 ms model`);
+  /** @type {import('../lib/types.d.ts').ThroughputResults[]} */
   const out = [];
   const loop = await startInproc(MCP);
+  /** @type {import('../lib/types.d.ts').Measurement} */
   let inproc;
   try {
     await pool(20, 10, () => loop.loop.run('benchmark', 'bench'));

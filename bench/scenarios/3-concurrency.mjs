@@ -1,3 +1,4 @@
+// @ts-check
 // Scenario 3, realistic latency: many concurrent runs with a 500 ms model against the ideal, the
 // in-process loop and the BullMQ loop, with each process's memory (shipped heap flags, then V8's defaults); and scale-out: capped
 // model-step slots per agent-worker, on 1 and on 2 agent-workers. The largest batch's windows of
@@ -16,15 +17,24 @@ import { startInproc } from '../lib/start-inproc.mjs';
 import { STEPS } from '../lib/workload.mjs';
 import { HEAP_FLAGS } from '../../scripts/lib/services.mjs';
 
+/** @import { ConcurrencyResults, Ctx, Measurement, MemoryRow, Window } from '../lib/types.d.ts' */
+
+/**
+ * @param {Ctx} ctx
+ * @returns {Promise<ConcurrencyResults>}
+ */
 export async function scenarioConcurrency(ctx) {
   const { log, N, MCP, ctl, redis, redisProc, SLOW_MS, SCALE_SLOTS } = ctx;
   const sizes = [...new Set([N.few, N.many])];
   const slowModel = `bench-${SLOW_MS}ms`;
   log(`3. realistic latency: ${sizes.join(' and ')} concurrent runs, ${SLOW_MS} ms model`);
   const loop = await startInproc(MCP);
+  /** @type {Record<number, Measurement>} */
   const inproc = {};
-  const inprocLabel = (n) => `in-process loop, ${n} at once, ${SLOW_MS} ms model`;
+  const inprocLabel = (/** @type {number} */ n) => `in-process loop, ${n} at once, ${SLOW_MS} ms model`;
+  /** @type {Awaited<ReturnType<typeof measureStack>>} */
   let shipped;
+  /** @type {Record<number, Measurement>} */
   let queued;
   try {
     await Promise.all(Array.from({ length: 10 }, () => loop.loop.run('benchmark', 'bench')));
@@ -33,8 +43,9 @@ export async function scenarioConcurrency(ctx) {
       inproc[n] = await inprocBatch(ctx, loop, n, { model: slowModel, label: inprocLabel(n), repeat: ctx.REPEAT });
     queued = await bullmqLoop();
     // agentq's windows of the largest batch alternate with the in-process loop's (its processes idle meanwhile).
+    /** @type {Window[]} */
     const inprocWindows = [];
-    shipped = await measureStack('', false, sizes, async (i) =>
+    shipped = await measureStack('', false, sizes, async (/** @type {number} */ i) =>
       inprocWindows.push(
         await inprocOnce(ctx, loop, N.many, { model: slowModel, label: nth(inprocLabel(N.many), i, ctx.REPEAT) }),
       ),
@@ -69,6 +80,12 @@ export async function scenarioConcurrency(ctx) {
   // then with V8's default heap sizing. With `alternate`, the largest batch's windows alternate
   // with it: alternate(i) runs another system's i-th window (before agentq's when i is even,
   // after it when odd).
+  /**
+   * @param {string} label
+   * @param {boolean} v8Heap
+   * @param {number[]} runSizes
+   * @param {(i: number) => Promise<unknown>} [alternate]
+   */
   async function measureStack(label, v8Heap, runSizes, alternate) {
     const probeDir = tmpDir(mkdtempSync(join(tmpdir(), 'agentq-bench-mem-')));
     await emptyRedis(ctx);
@@ -82,6 +99,7 @@ export async function scenarioConcurrency(ctx) {
     });
     try {
       const idle = memory(stack.processes());
+      /** @type {Record<number, Measurement>} */
       const batches = {};
       for (const n of runSizes) {
         const batchLabel = `agentq${label}, ${n} runs at once, ${SLOW_MS} ms model`;
@@ -91,6 +109,7 @@ export async function scenarioConcurrency(ctx) {
         }
         const windows = await batchWindows(ctx, stack, n, { model: slowModel });
         try {
+          /** @type {Window[]} */
           const all = [];
           for (let i = 0; i < ctx.REPEAT; i++) {
             if (i % 2 === 0) await alternate(i);
@@ -102,6 +121,7 @@ export async function scenarioConcurrency(ctx) {
           await windows.close();
         }
       }
+      /** @type {MemoryRow[]} */
       const mem = memory([...stack.processes(), ...redisProc]);
       for (const m of mem) m.started = idle.find((i) => i.name === m.name)?.rss;
       // What the services' V8 heaps hold at the end (RSS peaks include garbage not yet collected).
@@ -123,6 +143,7 @@ export async function scenarioConcurrency(ctx) {
     }
   }
   // Scale-out: capped model-step slots per agent-worker, on 1 and on 2 agent-workers.
+  /** @type {ConcurrencyResults['scaleOut']} */
   const scaleOut = { slots: SCALE_SLOTS, n: N.scaleOut, runs: {} };
   for (const workers of [1, 2]) {
     await emptyRedis(ctx);
@@ -150,7 +171,7 @@ export async function scenarioConcurrency(ctx) {
     inproc,
     loop: queued,
     agentq: shipped.batches,
-    config: shipped.config,
+    config: /** @type {ConcurrencyResults['config']} */ (shipped.config),
     heapFlags: HEAP_FLAGS,
     memory: shipped.memory,
     v8Defaults: { agentq: v8Run.batches[N.many], memory: v8Run.memory },
