@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm run bench:model-call`: what one streamed model call costs the agent-worker's process, with
-// each HTTP client MODEL_HTTP_CLIENT chooses from: `fetch` (the platform's fetch, the openai
-// SDK's default and the baseline) and `node` (model-http.ts). Each measurement is a process of
+// its HTTP client, `node` (model-http.ts), and with the baseline it was chosen over, `fetch` (the
+// platform's fetch, the openai SDK's default). Each measurement is a process of
 // its own with the heap flags the services ship with, against the benchmark's scripted model
 // (loopback; everything stops by itself): one call at a time with an instant model, and 1,000
 // calls in flight with a 500 ms model (the agent-worker's lot in scenario 3). The clients

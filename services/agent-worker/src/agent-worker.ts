@@ -28,7 +28,7 @@ import { failedSteps } from './failed-steps.js';
 import { TranscriptCache } from './transcript-cache.js';
 import { defaultTranscriptsInFlightBytes, TranscriptsInFlight } from './transcripts-in-flight.js';
 import type { AgentWorkerConfig } from './config.js';
-import { envProxySettings, modelHttpFetch } from './model-http.js';
+import { modelHttpFetch } from './model-http.js';
 import { observeModelCalls } from './model-telemetry.js';
 import { traceAgentStep } from './step-span.js';
 
@@ -72,21 +72,18 @@ export async function startAgentWorker(
     observer: runMetricsObserver(metrics),
   });
   const tokens = new TokenTally(new UsageMeter(storeRedis, cfg.QUEUE_PREFIX));
+  const modelFetch = modelHttpFetch({
+    maxResponseBytes: Math.floor(cfg.MODEL_RESPONSE_MAX_MB * 1024 * 1024),
+    maxFreeSockets: cfg.AGENT_CONCURRENCY,
+    proxyEnv: cfg.modelProxyEnv,
+  });
   // BullMQ retries model faults (with backoff, without holding a worker slot); the SDK must not also.
-  const modelFetch =
-    cfg.MODEL_HTTP_CLIENT === 'node'
-      ? modelHttpFetch({
-          maxResponseBytes: Math.floor(cfg.MODEL_RESPONSE_MAX_MB * 1024 * 1024),
-          maxFreeSockets: cfg.AGENT_CONCURRENCY,
-          proxyEnv: envProxySettings(),
-        })
-      : undefined;
   const openai = observeModelCalls(
     new OpenAI({
       baseURL: cfg.OPENAI_BASE_URL,
       apiKey: cfg.OPENAI_API_KEY ?? 'unset',
       maxRetries: 0,
-      ...(modelFetch ? { fetch: modelFetch } : {}),
+      fetch: modelFetch,
     }),
     metrics,
   );
@@ -179,7 +176,7 @@ export async function startAgentWorker(
         () => tokens.close(),
         () => jobs.close(),
         () => redis.closeAll(),
-        async () => modelFetch?.close(),
+        async () => modelFetch.close(),
       ];
       for (const s of steps) await s().catch((err: Error) => logger.warn({ err: err.message }, 'error while closing'));
     },
