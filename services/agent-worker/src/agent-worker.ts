@@ -28,6 +28,7 @@ import { failedSteps } from './failed-steps.js';
 import { TranscriptCache } from './transcript-cache.js';
 import { defaultTranscriptsInFlightBytes, TranscriptsInFlight } from './transcripts-in-flight.js';
 import type { AgentWorkerConfig } from './config.js';
+import { defaultModelAnswersInFlightBytes, ModelAnswersInFlight } from './model-answers-in-flight.js';
 import { modelHttpFetch } from './model-http.js';
 import { observeModelCalls } from './model-telemetry.js';
 import { traceAgentStep } from './step-span.js';
@@ -87,6 +88,11 @@ export async function startAgentWorker(
     }),
     metrics,
   );
+  const answers = new ModelAnswersInFlight(
+    cfg.MODEL_ANSWERS_IN_FLIGHT_MB !== undefined
+      ? Math.floor(cfg.MODEL_ANSWERS_IN_FLIGHT_MB * 1024 * 1024)
+      : defaultModelAnswersInFlightBytes(),
+  );
 
   let catalog: { at: number; tools: ToolCatalogEntry[] } | null = null;
   const tools = async () => {
@@ -119,7 +125,13 @@ export async function startAgentWorker(
   const workers = cellList(cfg.CELLS, cfg.WORKER_CELLS).map((cell) =>
     createJobWorker(
       'agentStep',
-      (data, ctx) => traceAgentStep(data, ctx.job, () => processAgentStep(data, ctx, deps)),
+      // Each step holds its model answers (ModelAnswersInFlight) until it ends, stored or not.
+      (data, ctx) => {
+        const answer = answers.hold();
+        return traceAgentStep(data, ctx.job, () => processAgentStep(data, ctx, { ...deps, answer })).finally(() =>
+          answer.release(),
+        );
+      },
       {
         connection: workerRedis,
         prefix: cfg.QUEUE_PREFIX,
@@ -160,6 +172,7 @@ export async function startAgentWorker(
       queues: workers.map((w) => w.name),
       concurrency: cfg.AGENT_CONCURRENCY,
       transcripts_in_flight_mb: Math.round(inFlight.capacity / 1024 / 1024),
+      model_answers_in_flight_mb: Math.round(answers.capacity / 1024 / 1024),
     },
     'agent-worker started',
   );

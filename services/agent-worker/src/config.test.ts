@@ -47,4 +47,12 @@ describe('the agent-worker configuration of model calls', () => {
       'NODE_USE_ENV_PROXY: must be 1 (proxies on) or 0 (got "true")',
     ]);
   });
+
+  it('takes MODEL_ANSWERS_IN_FLIGHT_MB (unset: the default derived from the heap) and refuses a bad one', () => {
+    expect(loadAgentWorkerConfig({}, []).MODEL_ANSWERS_IN_FLIGHT_MB).toBeUndefined();
+    expect(loadAgentWorkerConfig({ MODEL_ANSWERS_IN_FLIGHT_MB: '48' }, []).MODEL_ANSWERS_IN_FLIGHT_MB).toBe(48);
+    const p = problems(() => loadAgentWorkerConfig({ MODEL_ANSWERS_IN_FLIGHT_MB: '0' }, []));
+    expect(p).toHaveLength(1);
+    expect(p[0]).toMatch(/^MODEL_ANSWERS_IN_FLIGHT_MB: /);
+  });
 });

@@ -49,6 +49,13 @@ export const agentWorkerEnvSchema = workerEnvSchema
     TOOL_ROUND_JOBS: boolString.default(true),
     /** Largest model response read (MB of the HTTP body, SSE framing included); past it the step fails with model_response_too_large. */
     MODEL_RESPONSE_MAX_MB: z.coerce.number().min(1).max(65_536).default(64),
+    /**
+     * Model answers (MB of the HTTP bodies) this worker's steps may hold at once, each from its
+     * first byte until its step ends; past it a step waits before reading more, and an answer
+     * alone larger fails its run with model_response_too_large. Unset: a sixteenth of the V8
+     * heap limit.
+     */
+    MODEL_ANSWERS_IN_FLIGHT_MB: z.coerce.number().min(1).max(1_048_576).optional(),
     /** Node's proxy support for model calls, as for fetch: `1` turns it on (as `--use-env-proxy` does). */
     NODE_USE_ENV_PROXY: z.enum(['0', '1'], { error: 'must be 1 (proxies on) or 0' }).optional(),
     NODE_OPTIONS: z.string().optional(),
