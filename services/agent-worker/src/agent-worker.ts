@@ -33,6 +33,9 @@ import { modelHttpFetch } from './model-http.js';
 import { observeModelCalls } from './model-telemetry.js';
 import { traceAgentStep } from './step-span.js';
 
+/** Stalls a step job is recovered from (BullMQ's maxStalledCount); the next fails it. */
+export const STEP_MAX_STALLS = 1;
+
 /** A running agent-worker: its BullMQ worker and what it holds open. */
 export interface AgentWorkerHandle {
   /** One BullMQ worker per cell served. */
@@ -142,7 +145,9 @@ export async function startAgentWorker(
         cancels,
         telemetry,
         backoffBaseMs: cfg.MODEL_BACKOFF_BASE_MS,
-        lock: workerLockOptions(cfg),
+        // A step is redone once after its worker dies under it, not again: one that kills its worker
+        // twice (an answer that exhausts the heap) fails its run (failed-steps.ts).
+        lock: workerLockOptions(cfg, STEP_MAX_STALLS),
         // AGENT_RATE_LIMIT caps model steps for the whole queue (a provider's quota).
         ...(cfg.AGENT_RATE_LIMIT ? { limiter: cfg.AGENT_RATE_LIMIT } : {}),
       },
