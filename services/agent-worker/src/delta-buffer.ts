@@ -20,8 +20,8 @@ export class DeltaBuffer {
 
   push(text: string): void {
     this.text += text;
-    if (this.text.length >= this.maxChars) return this.flush();
-    this.timer ??= setTimeout(() => this.flush(), this.intervalMs);
+    if (this.text.length >= this.maxChars) this.flush();
+    else this.timer ??= setTimeout(() => this.flush(), this.intervalMs);
   }
 
   flush(): void {
