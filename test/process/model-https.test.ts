@@ -12,7 +12,7 @@ import { serviceGroup, waitForOutput } from '../fixtures/processes.js';
 import { waitFor } from '../fixtures/wait.js';
 
 // A model endpoint over HTTPS, as every provider is: the agent-worker's HTTP client
-// (MODEL_HTTP_CLIENT=node, the default) speaks TLS to it, trusting its certificate through
+// (node:http, model-http.ts) speaks TLS to it, trusting its certificate through
 // NODE_EXTRA_CA_CERTS as the platform's fetch would.
 
 let dir: string;

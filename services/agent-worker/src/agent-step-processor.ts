@@ -29,6 +29,7 @@ import { DeltaBuffer } from './delta-buffer.js';
 import type { TranscriptCache } from './transcript-cache.js';
 import type { TranscriptsInFlight } from './transcripts-in-flight.js';
 import { fanOut } from './fan-out.js';
+import type { AnswerHold } from './model-answers-in-flight.js';
 import { callModel } from './model-step.js';
 import {
   decideStep,
@@ -67,6 +68,8 @@ export interface AgentStepDeps {
   transcripts?: TranscriptCache;
   /** Bounds the transcripts this worker's steps hold at once (TRANSCRIPTS_IN_FLIGHT_MB); unset: no bound. */
   inFlight?: TranscriptsInFlight;
+  /** What this step's model answers hold in the worker (MODEL_ANSWERS_IN_FLIGHT_MB); unset: no bound. */
+  answer?: AnswerHold;
 }
 
 /** What a step job returns (shown by Bull Board; also the step span's outcome). */
@@ -328,6 +331,7 @@ async function makeStep(
       timeoutMs: deps.modelTimeoutMs,
       idleTimeoutMs: deps.modelIdleTimeoutMs,
       maxResponseBytes: deps.modelResponseMaxBytes,
+      answer: deps.answer,
       onDelta: (t) => deltas.push(t),
     });
   };

@@ -29,9 +29,13 @@ import { DailyTokens } from './daily-tokens.js';
 import { TranscriptCache } from './transcript-cache.js';
 import { defaultTranscriptsInFlightBytes, TranscriptsInFlight } from './transcripts-in-flight.js';
 import type { AgentWorkerConfig } from './config.js';
-import { envProxySettings, modelHttpFetch } from './model-http.js';
+import { defaultModelAnswersInFlightBytes, ModelAnswersInFlight } from './model-answers-in-flight.js';
+import { modelHttpFetch } from './model-http.js';
 import { observeModelCalls } from './model-telemetry.js';
 import { traceAgentStep } from './step-span.js';
+
+/** Stalls a step job is recovered from (BullMQ's maxStalledCount); the next fails it. */
+export const STEP_MAX_STALLS = 1;
 
 /** A running agent-worker: its BullMQ worker and what it holds open. */
 export interface AgentWorkerHandle {
@@ -70,23 +74,25 @@ export async function startAgentWorker(
   const meter = new UsageMeter(storeRedis, cfg.QUEUE_PREFIX);
   const tokens = new TokenTally(meter);
   const dailyTokens = new DailyTokens({ admission, meter, tally: tokens });
+  const modelFetch = modelHttpFetch({
+    maxResponseBytes: Math.floor(cfg.MODEL_RESPONSE_MAX_MB * 1024 * 1024),
+    maxFreeSockets: cfg.AGENT_CONCURRENCY,
+    proxyEnv: cfg.modelProxyEnv,
+  });
   // BullMQ retries model faults (with backoff, without holding a worker slot); the SDK must not also.
-  const modelFetch =
-    cfg.MODEL_HTTP_CLIENT === 'node'
-      ? modelHttpFetch({
-          maxResponseBytes: Math.floor(cfg.MODEL_RESPONSE_MAX_MB * 1024 * 1024),
-          maxFreeSockets: cfg.AGENT_CONCURRENCY,
-          proxyEnv: envProxySettings(),
-        })
-      : undefined;
   const openai = observeModelCalls(
     new OpenAI({
       baseURL: cfg.OPENAI_BASE_URL,
       apiKey: cfg.OPENAI_API_KEY ?? 'unset',
       maxRetries: 0,
-      ...(modelFetch ? { fetch: modelFetch } : {}),
+      fetch: modelFetch,
     }),
     metrics,
+  );
+  const answers = new ModelAnswersInFlight(
+    cfg.MODEL_ANSWERS_IN_FLIGHT_MB !== undefined
+      ? Math.floor(cfg.MODEL_ANSWERS_IN_FLIGHT_MB * 1024 * 1024)
+      : defaultModelAnswersInFlightBytes(),
   );
 
   let catalog: { at: number; tools: ToolCatalogEntry[] } | null = null;
@@ -120,7 +126,13 @@ export async function startAgentWorker(
   const workers = cellList(cfg.CELLS, cfg.WORKER_CELLS).map((cell) =>
     createJobWorker(
       'agentStep',
-      (data, ctx) => traceAgentStep(data, ctx.job, () => processAgentStep(data, ctx, deps)),
+      // Each step holds its model answers (ModelAnswersInFlight) until it ends, stored or not.
+      (data, ctx) => {
+        const answer = answers.hold();
+        return traceAgentStep(data, ctx.job, () => processAgentStep(data, ctx, { ...deps, answer })).finally(() =>
+          answer.release(),
+        );
+      },
       {
         connection: workerRedis,
         prefix: cfg.QUEUE_PREFIX,
@@ -131,7 +143,9 @@ export async function startAgentWorker(
         cancels,
         telemetry,
         backoffBaseMs: cfg.MODEL_BACKOFF_BASE_MS,
-        lock: workerLockOptions(cfg),
+        // A step is redone once after its worker dies under it, not again: one that kills its worker
+        // twice (an answer that exhausts the heap) fails its run (failed-steps.ts).
+        lock: workerLockOptions(cfg, STEP_MAX_STALLS),
         // AGENT_RATE_LIMIT caps model steps for the whole queue (a provider's quota).
         ...(cfg.AGENT_RATE_LIMIT ? { limiter: cfg.AGENT_RATE_LIMIT } : {}),
       },
@@ -161,6 +175,7 @@ export async function startAgentWorker(
       queues: workers.map((w) => w.name),
       concurrency: cfg.AGENT_CONCURRENCY,
       transcripts_in_flight_mb: Math.round(inFlight.capacity / 1024 / 1024),
+      model_answers_in_flight_mb: Math.round(answers.capacity / 1024 / 1024),
     },
     'agent-worker started',
   );
@@ -177,7 +192,7 @@ export async function startAgentWorker(
         () => tokens.close(),
         () => jobs.close(),
         () => redis.closeAll(),
-        async () => modelFetch?.close(),
+        async () => modelFetch.close(),
       ];
       for (const s of steps) await s().catch((err: Error) => logger.warn({ err: err.message }, 'error while closing'));
     },

@@ -11,6 +11,21 @@ const rateLimit = z
   })
   .refine((r) => r.max >= 1 && r.duration >= 1, 'max and milliseconds must be at least 1');
 
+/** The proxy variables Node's proxy support reads a URL from (the upper-case name wins). */
+const PROXY_URL_VARS = ['HTTP_PROXY', 'http_proxy', 'HTTPS_PROXY', 'https_proxy'] as const;
+const PROXY_VARS = [...PROXY_URL_VARS, 'NO_PROXY', 'no_proxy'] as const;
+
+const isProxyUrl = (v: string) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol);
+
+/** Proxies are on as Node has them on: NODE_USE_ENV_PROXY=1, or --use-env-proxy on its command line or in NODE_OPTIONS. */
+function proxiesOn(env: { NODE_USE_ENV_PROXY?: string; NODE_OPTIONS?: string }, execArgv: readonly string[]): boolean {
+  return (
+    env.NODE_USE_ENV_PROXY === '1' ||
+    execArgv.includes('--use-env-proxy') ||
+    /(^|\s)--use-env-proxy(\s|$)/.test(env.NODE_OPTIONS ?? '')
+  );
+}
+
 export const agentWorkerEnvSchema = workerEnvSchema
   .extend({
     ...metricsServerEnv,
@@ -27,18 +42,55 @@ export const agentWorkerEnvSchema = workerEnvSchema
      * Unset: a sixteenth of the V8 heap limit.
      */
     TRANSCRIPTS_IN_FLIGHT_MB: z.coerce.number().min(1).max(1_048_576).optional(),
-    /**
-     * How model calls reach the endpoint: `node` (node:http keep-alive connections, model-http.ts)
-     * or `fetch` (the platform's fetch, the openai SDK's default).
-     */
-    MODEL_HTTP_CLIENT: z.enum(['node', 'fetch']).default('node'),
-    /** Largest model response read (MB of the HTTP body, SSE framing included); past it the step fails with model_response_too_large, with either MODEL_HTTP_CLIENT. */
+    /** Largest model response read (MB of the HTTP body, SSE framing included); past it the step fails with model_response_too_large. */
     MODEL_RESPONSE_MAX_MB: z.coerce.number().min(1).max(65_536).default(64),
+    /**
+     * Model answers (MB of the HTTP bodies) this worker's steps may hold at once, each from its
+     * first byte until its step ends; past it a step waits before reading more, and an answer
+     * alone larger fails its run with model_response_too_large. Unset: a sixteenth of the V8
+     * heap limit.
+     */
+    MODEL_ANSWERS_IN_FLIGHT_MB: z.coerce.number().min(1).max(1_048_576).optional(),
+    /** Node's proxy support for model calls, as for fetch: `1` turns it on (as `--use-env-proxy` does). */
+    NODE_USE_ENV_PROXY: z.enum(['0', '1'], { error: 'must be 1 (proxies on) or 0' }).optional(),
+    NODE_OPTIONS: z.string().optional(),
+    /** The proxies model calls go through when proxies are on, and the hosts they do not (checked then). */
+    HTTP_PROXY: z.string().optional(),
+    http_proxy: z.string().optional(),
+    HTTPS_PROXY: z.string().optional(),
+    https_proxy: z.string().optional(),
+    NO_PROXY: z.string().optional(),
+    no_proxy: z.string().optional(),
   })
   .superRefine(checkWorkerCells);
 
-/** The agent-worker's configuration, from the environment; throws ConfigError. */
-export function loadAgentWorkerConfig(env: Record<string, string | undefined> = process.env) {
-  return parseEnv(agentWorkerEnvSchema, env);
+/**
+ * The agent-worker's configuration, from the environment (and Node's command line, for
+ * --use-env-proxy); throws ConfigError. `modelProxyEnv` is what model calls read their proxy
+ * from (http.Agent's `proxyEnv`) when proxies are on: the proxy variables set, each proxy URL
+ * checked, so that a mistyped one stops the worker with its name rather than failing every call.
+ */
+export function loadAgentWorkerConfig(
+  env: Record<string, string | undefined> = process.env,
+  execArgv: readonly string[] = process.execArgv,
+) {
+  const schema = agentWorkerEnvSchema.superRefine((e, ctx) => {
+    if (!proxiesOn(e, execArgv)) return;
+    for (const name of PROXY_URL_VARS) {
+      const value = e[name];
+      if (value !== undefined && !isProxyUrl(value))
+        ctx.addIssue({ code: 'custom', path: [name], message: 'must be an http:// or https:// URL of a proxy' });
+    }
+  });
+  const cfg = parseEnv(schema, env);
+  let modelProxyEnv: Record<string, string> | undefined;
+  if (proxiesOn(cfg, execArgv)) {
+    modelProxyEnv = {};
+    for (const name of PROXY_VARS) {
+      const value = cfg[name];
+      if (value !== undefined) modelProxyEnv[name] = value;
+    }
+  }
+  return { ...cfg, modelProxyEnv };
 }
 export type AgentWorkerConfig = ReturnType<typeof loadAgentWorkerConfig>;

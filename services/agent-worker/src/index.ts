@@ -6,3 +6,4 @@ export * from './step-decision.js';
 export * from './model-step.js';
 export * from './fan-out.js';
 export * from './transcripts-in-flight.js';
+export * from './model-answers-in-flight.js';

@@ -9,22 +9,10 @@ export interface ModelHttpOptions {
   /** Idle connections kept per host; the model calls in flight at once is a good size. @defaultValue 256 */
   maxFreeSockets?: number;
   /**
-   * HTTP_PROXY, HTTPS_PROXY and NO_PROXY, as Node's proxy support reads them: the agent-worker
-   * passes its environment when NODE_USE_ENV_PROXY=1 turns proxies on (for fetch as for this).
+   * HTTP_PROXY, HTTPS_PROXY and NO_PROXY, as Node's proxy support reads them, when proxies are on
+   * (the agent-worker's configuration says so: NODE_USE_ENV_PROXY=1 or --use-env-proxy).
    */
   proxyEnv?: NodeJS.ProcessEnv;
-}
-
-/** The environment to read proxies from when Node's proxy support is on (NODE_USE_ENV_PROXY=1 or --use-env-proxy), as it is for fetch; else none. */
-export function envProxySettings(
-  env: NodeJS.ProcessEnv = process.env,
-  execArgv: string[] = process.execArgv,
-): NodeJS.ProcessEnv | undefined {
-  const on =
-    env.NODE_USE_ENV_PROXY === '1' ||
-    execArgv.includes('--use-env-proxy') ||
-    /(^|\s)--use-env-proxy(\s|$)/.test(env.NODE_OPTIONS ?? '');
-  return on ? env : undefined;
 }
 
 /** How long an idle kept connection lives (undici's default), or less when the server's `Keep-Alive: timeout` says so. */
@@ -44,21 +32,22 @@ const HIGH_WATER_BYTES = 256 * 1024;
 type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
 /**
- * The `fetch` the openai SDK makes model calls with: node:http on keep-alive agents, its
+ * The `fetch` the openai SDK makes every model call with: node:http on keep-alive agents, its
  * response a fetch-shaped object whose body is an async iterable of the bytes as they arrive.
  *
  * Why not the platform's fetch: a call in flight there holds undici's fetch machinery and web
  * streams (a request, its controllers and signals, a stream and its reader per response), and a
  * model call stays in flight for the model's whole answer, long enough for all of it to be
- * promoted out of V8's young generation. With 1,000 streamed calls in flight this client needs
- * about a quarter less CPU a call and 12–15 % less peak memory (bench/findings.md).
+ * promoted out of V8's young generation; this client needs markedly less CPU a call
+ * (bench/findings.md).
  *
  * What it bounds that fetch does not: a response body past `maxResponseBytes` fails the call
  * with `model_response_too_large`, and an error response's text is read up to 1 MB.
  * What it does not do that fetch does: follow redirects (a 3xx is returned as is, and the SDK
  * reports it) and decompress (it asks for none). Like fetch it sends nothing twice: a kept
- * connection that breaks is the step's retry to make. Bodies other than a string or bytes (never
- * sent by a chat completion) and `Request` inputs go to the platform's fetch.
+ * connection that breaks is the step's retry to make. It takes what the SDK sends, a URL and a
+ * string or bytes body, over http: or https:, and refuses anything else (a `Request`, a stream
+ * or form body) rather than sending it some other way.
  */
 export function modelHttpFetch(opts: ModelHttpOptions): FetchLike & { close(): void } {
   const agentOpts: http.AgentOptions = {
@@ -74,11 +63,13 @@ export function modelHttpFetch(opts: ModelHttpOptions): FetchLike & { close(): v
   const agents = { 'http:': new http.Agent(agentOpts), 'https:': new https.Agent(agentOpts) };
 
   const fetchModel = async (input: string | URL | Request, init: RequestInit = {}): Promise<Response> => {
-    const url = input instanceof URL ? input : new URL(typeof input === 'string' ? input : input.url);
+    if (typeof input !== 'string' && !(input instanceof URL))
+      throw new TypeError('the model client takes a URL, not a Request');
+    const url = input instanceof URL ? input : new URL(input);
+    if (!(url.protocol in agents)) throw new TypeError(`the model client speaks http: and https:, not ${url.protocol}`);
     const body = init.body;
-    const plainBody = body === undefined || body === null || typeof body === 'string' || body instanceof Uint8Array;
-    if (!(url.protocol in agents) || !plainBody || (typeof input === 'object' && !(input instanceof URL)))
-      return fetch(input, init);
+    if (!(body === undefined || body === null || typeof body === 'string' || body instanceof Uint8Array))
+      throw new TypeError('the model client sends a string or bytes body');
     const headers = headerRecord(init.headers);
     if (body !== undefined && body !== null)
       headers['content-length'] = String(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength);
@@ -211,7 +202,7 @@ function responseOf(
     arrayBuffer: async () => (await bytes()).buffer,
     blob: async () => new Blob([await bytes()], { type: res.headers['content-type'] ?? '' }),
     clone: () => {
-      throw new TypeError('a model response cannot be cloned (MODEL_HTTP_CLIENT=node)');
+      throw new TypeError('a model response cannot be cloned');
     },
   } as unknown as Response;
 }

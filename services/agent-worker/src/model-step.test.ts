@@ -134,24 +134,16 @@ describe('classifyProviderError', () => {
   });
 });
 
-// Every model call goes through one of the two HTTP clients MODEL_HTTP_CLIENT chooses from.
-describe.each([
-  ['the platform fetch', () => undefined],
-  ['the node:http client', () => modelHttpFetch({ maxResponseBytes: 1 << 20 })],
-])('callModel against an OpenAI-compatible server, through %s', (_name, makeFetch) => {
+// Every model call goes through the node:http client (model-http.ts).
+describe('callModel against an OpenAI-compatible server', () => {
   let llm: ScriptedLlm;
   let client: OpenAI;
-  let modelFetch: ReturnType<typeof makeFetch>;
+  let modelFetch: ReturnType<typeof modelHttpFetch>;
   let next: Reply = { content: 'hi' };
   beforeAll(async () => {
     llm = await startScriptedLlm({ handler: () => next });
-    modelFetch = makeFetch();
-    client = new OpenAI({
-      baseURL: llm.baseURL,
-      apiKey: 'k',
-      maxRetries: 0,
-      ...(modelFetch ? { fetch: modelFetch } : {}),
-    });
+    modelFetch = modelHttpFetch({ maxResponseBytes: 1 << 20 });
+    client = new OpenAI({ baseURL: llm.baseURL, apiKey: 'k', maxRetries: 0, fetch: modelFetch });
   });
   afterAll(async () => {
     modelFetch?.close();
@@ -259,12 +251,7 @@ describe.each([
   it('turns an endpoint that refuses connections into model_unreachable', async () => {
     const closed = await startScriptedLlm({ handler: () => ({ content: 'x' }) });
     await closed.close();
-    const other = new OpenAI({
-      baseURL: closed.baseURL,
-      apiKey: 'k',
-      maxRetries: 0,
-      ...(modelFetch ? { fetch: modelFetch } : {}),
-    });
+    const other = new OpenAI({ baseURL: closed.baseURL, apiKey: 'k', maxRetries: 0, fetch: modelFetch });
     const err = await callModel(other, req()).catch((e) => e);
     expect(err).toBeInstanceOf(RetryableError);
     expect(err.code).toBe('model_unreachable');

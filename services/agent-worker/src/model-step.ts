@@ -1,6 +1,7 @@
 import OpenAI from 'openai';
 import type { AssistantMessage, ChatMessage, ResponseFormat, ToolCall } from '@agentq/shared';
 import { AgentqError, FatalError, RetryableError } from '@agentq/shared';
+import { answerTooLarge, type AnswerHold } from './model-answers-in-flight.js';
 import { tooLarge } from './model-http.js';
 import { startModelCall } from './model-telemetry.js';
 import { SseReader, type SseEvent } from './sse-reader.js';
@@ -24,6 +25,12 @@ export interface ModelRequest {
   idleTimeoutMs: number;
   /** The most bytes of the event stream read (MODEL_RESPONSE_MAX_MB); past it the call fails with model_response_too_large. */
   maxResponseBytes?: number;
+  /**
+   * What the step's answers hold in the worker (MODEL_ANSWERS_IN_FLIGHT_MB): reading waits while
+   * the worker holds too much, and an answer larger than the whole bound is refused
+   * (model_response_too_large). Unset: no bound but maxResponseBytes.
+   */
+  answer?: AnswerHold;
   /** Called with each piece of text as it streams in. */
   onDelta?: (text: string) => void;
 }
@@ -69,6 +76,7 @@ export async function callModel(client: OpenAI, req: ModelRequest): Promise<Mode
     bounds.touch();
     const sse = new SseReader();
     const maxBytes = req.maxResponseBytes ?? Infinity;
+    const hold = req.answer;
     let received = 0;
     /** Takes in one event; true at `[DONE]`. Only events count as a sign of life (not comments). */
     const take = (event: SseEvent): boolean => {
@@ -82,10 +90,20 @@ export async function callModel(client: OpenAI, req: ModelRequest): Promise<Mode
     };
     read: {
       for await (const bytes of (response.body ?? []) as AsyncIterable<Uint8Array>) {
-        // Whatever the HTTP client (the platform's fetch bounds nothing): a stream that never
-        // ends would otherwise grow the answer until the step's deadline.
+        // Whatever the client the SDK was given: a stream that never ends would otherwise grow
+        // the answer until the step's deadline.
         received += bytes.byteLength;
         if (received > maxBytes) throw tooLarge(maxBytes);
+        if (hold) {
+          if (received > hold.capacity) throw answerTooLarge(hold.capacity);
+          const room = hold.charge(bytes.byteLength, bounds.signal);
+          if (room !== undefined) {
+            // Not reading meanwhile: the body's buffer fills and its socket pauses.
+            bounds.pauseIdle();
+            await room;
+            bounds.touch();
+          }
+        }
         for (const event of sse.push(bytes)) if (take(event)) break read;
       }
       for (const event of sse.end()) if (take(event)) break;

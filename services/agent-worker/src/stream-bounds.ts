@@ -33,6 +33,15 @@ export class StreamBounds {
     return this.ctrl.signal;
   }
 
+  /**
+   * The step stops reading for a while of its own accord (waiting for room for its answer): the
+   * provider's silence is not what keeps the stream quiet, so the idle bound stops until `touch`.
+   */
+  pauseIdle(): void {
+    clearTimeout(this.idle);
+    this.idle = undefined;
+  }
+
   /** A chunk arrived (or the stream began): the idle bound starts again (one timer, restarted). */
   touch(): void {
     if (this.idle) this.idle.refresh();

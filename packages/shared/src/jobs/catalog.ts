@@ -168,8 +168,11 @@ export const toolCallJobId = (ref: ToolCallRef) => `${ref.runId}-t${ref.depth}-c
  * Worker lock settings. A job's lock is renewed every lockDuration/2 while it runs, so a
  * 2-minute model call keeps its lock; a killed worker's lock lapses after lockDuration and the
  * next stall check (every stalledInterval) hands the job to another worker: seconds, not
- * BullMQ's default minute.
+ * BullMQ's default minute. A job is handed on after `maxStalledCount` stalls; after one more,
+ * BullMQ fails it when a worker next picks it up, without running it ("job stalled more than
+ * allowable limit"): a job that kills every worker that runs it stops there. Every worker of a
+ * queue must say the same (whichever runs the stall check applies its own).
  */
-export function workerLockOptions(cfg: { JOB_LOCK_MS: number; STALLED_INTERVAL_MS: number }) {
-  return { lockDuration: cfg.JOB_LOCK_MS, stalledInterval: cfg.STALLED_INTERVAL_MS, maxStalledCount: 3 };
+export function workerLockOptions(cfg: { JOB_LOCK_MS: number; STALLED_INTERVAL_MS: number }, maxStalledCount = 3) {
+  return { lockDuration: cfg.JOB_LOCK_MS, stalledInterval: cfg.STALLED_INTERVAL_MS, maxStalledCount };
 }

@@ -11,6 +11,18 @@ const CLOSE_WAIT_MS = 1000;
 /** How far a sweep's window reaches back before the previous sweep began: a job failed meanwhile, clocks differ. */
 const OVERLAP_MS = 5 * 60_000;
 
+/**
+ * The reason BullMQ gives a job that stalled more often than its workers' maxStalledCount (its
+ * worker died, or lost its lock, each time it ran it): BullMQ fails it on its next pickup,
+ * without running it, with this reason (bullmq's moveStalledJobsToWait script).
+ */
+export const STALLED_OUT_REASON = 'job stalled more than allowable limit';
+
+/** Whether BullMQ failed `job` for stalling too often, rather than a processor's error failing it. */
+export function failedByStalling(job: Pick<Job, 'failedReason'>): boolean {
+  return job.failedReason === STALLED_OUT_REASON;
+}
+
 /** What is done for a job that failed for good; true if it did something (a sweep counts those). */
 export type FailedJobHandler = (job: Job) => Promise<boolean>;
 
