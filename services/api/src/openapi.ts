@@ -26,6 +26,56 @@ import {
 type Json = Record<string, unknown>;
 type Meta = { id: string; description?: string };
 
+/** A JSON Schema of the document (`$ref` to a component, or inline). */
+export interface OpenApiSchema {
+  $ref?: string;
+  description?: string;
+  [k: string]: unknown;
+}
+export interface OpenApiMedia {
+  schema?: OpenApiSchema;
+  /** The schema of each event of a stream (`text/event-stream`). */
+  'x-itemSchema'?: OpenApiSchema;
+}
+export interface OpenApiResponse {
+  $ref?: string;
+  description?: string;
+  content?: Record<string, OpenApiMedia>;
+  [k: string]: unknown;
+}
+export interface OpenApiParameter {
+  name: string;
+  in: string;
+  required?: boolean;
+  description?: string;
+  schema?: OpenApiSchema;
+}
+export interface OpenApiOperation {
+  tags?: string[];
+  summary?: string;
+  description?: string;
+  security?: unknown[];
+  parameters?: OpenApiParameter[];
+  requestBody?: { required?: boolean; content: Record<string, OpenApiMedia> };
+  responses: Record<string, OpenApiResponse>;
+  [k: string]: unknown;
+}
+export type OpenApiPathItem = Partial<Record<'get' | 'post' | 'put' | 'patch' | 'delete', OpenApiOperation>>;
+/** The OpenAPI 3.1 document, as far as its readers (the reference page, the tests) look into it. */
+export interface OpenApiDocument {
+  openapi: string;
+  info: { title: string; version: string; summary?: string; description?: string; [k: string]: unknown };
+  tags: Array<{ name: string; description?: string }>;
+  paths: Record<string, OpenApiPathItem>;
+  webhooks?: Record<string, OpenApiPathItem>;
+  components: {
+    schemas: Record<string, OpenApiSchema>;
+    responses: Record<string, OpenApiResponse>;
+    [k: string]: unknown;
+  };
+  [k: string]: unknown;
+}
+
 const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
 
 /**
@@ -177,7 +227,7 @@ const runIdParam = {
 };
 
 /** The query parameters of a list (`GET /v1/runs`, `GET /v1/actions`), from the same zod schema as the route's. */
-function listQueryParams(schema: z.ZodType = listRunsQuerySchema, what = 'runs'): Json[] {
+function listQueryParams(schema: z.ZodType = listRunsQuerySchema, what = 'runs'): OpenApiParameter[] {
   const s = z.toJSONSchema(schema, { io: 'input' }) as { properties: Record<string, Json> };
   const doc: Record<string, string> = {
     status: `Only ${what} with this status.`,
@@ -236,7 +286,7 @@ const linkErrors = {
 };
 
 /** Builds the OpenAPI 3.1 document of the HTTP API. */
-export function buildOpenApiDocument(): Json {
+export function buildOpenApiDocument(): OpenApiDocument {
   return {
     openapi: '3.1.0',
     jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',

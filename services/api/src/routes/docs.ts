@@ -1,7 +1,11 @@
 import { Hono } from 'hono';
-import { buildOpenApiDocument } from '../openapi.js';
-
-type Json = Record<string, any>;
+import {
+  buildOpenApiDocument,
+  type OpenApiDocument,
+  type OpenApiOperation,
+  type OpenApiResponse,
+  type OpenApiSchema,
+} from '../openapi.js';
 
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
 
@@ -16,15 +20,15 @@ function schemaBlock(schema: unknown): string {
   return `<pre>${text.replace(/&#34;#\/components\/schemas\/([A-Za-z0-9_]+)&#34;/g, (_, id) => `&#34;<a href="#schema-${id}">#/components/schemas/${id}</a>&#34;`)}</pre>`;
 }
 
-function refName(schema: Json | undefined): string | null {
-  const r = schema?.$ref as string | undefined;
+function refName(schema: OpenApiSchema | undefined): string | null {
+  const r = schema?.$ref;
   return r ? r.split('/').pop()! : null;
 }
 
-function operationHtml(doc: Json, path: string, method: string, op: Json): string {
+function operationHtml(doc: OpenApiDocument, path: string, method: string, op: OpenApiOperation): string {
   const id = anchor(`${method}-${path}`);
   const open = Array.isArray(op.security) && op.security.length === 0;
-  const params = (op.parameters ?? []) as Json[];
+  const params = op.parameters ?? [];
   const rows = params
     .map(
       (p) =>
@@ -32,7 +36,7 @@ function operationHtml(doc: Json, path: string, method: string, op: Json): strin
     )
     .join('');
   const body = op.requestBody?.content
-    ? Object.entries(op.requestBody.content as Json)
+    ? Object.entries(op.requestBody.content)
         .map(
           ([type, media]) =>
             `<h4>Request body <code>${esc(type)}</code></h4>${refName(media.schema) ? `<p><a href="#schema-${refName(media.schema)}">${esc(refName(media.schema))}</a></p>` : schemaBlock(media.schema)}`,
@@ -41,8 +45,8 @@ function operationHtml(doc: Json, path: string, method: string, op: Json): strin
     : '';
   const responses = Object.entries(op.responses ?? {})
     .map(([status, r]) => {
-      const res = (r as Json).$ref ? doc.components.responses[(r as Json).$ref.split('/').pop()] : (r as Json);
-      const media = Object.entries((res.content ?? {}) as Json)
+      const res: OpenApiResponse = r.$ref ? doc.components.responses[refName(r)!] : r;
+      const media = Object.entries(res.content ?? {})
         .map(([type, m]) => {
           const name = refName(m.schema) ?? refName(m['x-itemSchema']);
           return `<code>${esc(type)}</code>${name ? ` <a href="#schema-${name}">${esc(name)}</a>` : ''}`;
@@ -61,31 +65,33 @@ ${body}
 }
 
 /** The reference page: every operation, webhook and schema of the document, with no script. */
-export function renderDocsPage(doc: Json): string {
+export function renderDocsPage(doc: OpenApiDocument): string {
   const ops: { tag: string; html: string; path: string; method: string; summary: string }[] = [];
-  for (const [path, item] of Object.entries(doc.paths as Json)) {
-    for (const m of METHODS)
-      if (item[m])
+  for (const [path, item] of Object.entries(doc.paths)) {
+    for (const m of METHODS) {
+      const op = item[m];
+      if (op)
         ops.push({
-          tag: item[m].tags?.[0] ?? 'other',
-          html: operationHtml(doc, path, m, item[m]),
+          tag: op.tags?.[0] ?? 'other',
+          html: operationHtml(doc, path, m, op),
           path,
           method: m,
-          summary: item[m].summary,
+          summary: op.summary ?? '',
         });
+    }
   }
-  const tags = (doc.tags as Json[]).map((t) => t.name as string);
+  const tags = doc.tags.map((t) => t.name);
   const byTag = tags.map(
     (t) =>
-      `<h2 id="tag-${anchor(t)}">${esc(t)}</h2><p>${prose((doc.tags as Json[]).find((x) => x.name === t)?.description)}</p>${ops
+      `<h2 id="tag-${anchor(t)}">${esc(t)}</h2><p>${prose(doc.tags.find((x) => x.name === t)?.description)}</p>${ops
         .filter((o) => o.tag === t)
         .map((o) => o.html)
         .join('\n')}`,
   );
-  const hooks = Object.entries((doc.webhooks ?? {}) as Json).map(([name, item]) =>
-    operationHtml(doc, name, 'post', item.post),
+  const hooks = Object.entries(doc.webhooks ?? {}).flatMap(([name, item]) =>
+    item.post ? [operationHtml(doc, name, 'post', item.post)] : [],
   );
-  const schemas = Object.entries(doc.components.schemas as Json).map(
+  const schemas = Object.entries(doc.components.schemas).map(
     ([id, s]) =>
       `<section class="schema" id="schema-${id}"><h3>${esc(id)}</h3>${s.description ? `<p>${prose(s.description)}</p>` : ''}${schemaBlock(s)}</section>`,
   );
