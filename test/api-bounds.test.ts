@@ -576,15 +576,13 @@ describe("a run's live large event", () => {
     const run = (await live.createRun({ input: 'live' })).id;
     const stalled = (await rawGet(live, `/v1/runs/${run}/events`, { stopReading: true })).socket;
     const seen: Array<{ event: string; length: number }> = [];
-    const reader = live
-      .request(`/v1/runs/${run}/events`)
-      .then((res) =>
-        readSse(res, {
-          stopAfter: (e) => (
-            seen.push({ event: e.event, length: JSON.stringify(e.data).length }), e.event === 'step.completed'
-          ),
-        }),
-      );
+    const reader = live.request(`/v1/runs/${run}/events`).then((res) =>
+      readSse(res, {
+        stopAfter: (e) => (
+          seen.push({ event: e.event, length: JSON.stringify(e.data).length }), e.event === 'step.completed'
+        ),
+      }),
+    );
     reader.catch(() => {});
     try {
       await waitFor(async () => (await gauge(live, 'agentq_event_streams_open')) === 2 && seen.length > 0, {
