@@ -21,10 +21,10 @@ import { waitFor } from './fixtures/wait.js';
 
 // The client's and the CLI's side of runs that wait: list the requests, answer them, lose a race.
 
-const firstUser = (req: ChatRequest) => (req.messages.find((m: any) => m.role === 'user')?.content as string) ?? '';
-const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
+const firstUser = (req: ChatRequest) => (req.messages.find((m) => m.role === 'user')?.content as string) ?? '';
+const round = (req: ChatRequest) => req.messages.filter((m) => m.role === 'assistant').length;
 const toolMessages = (req: ChatRequest) =>
-  req.messages.filter((m: any) => m.role === 'tool').map((m: any) => m.content as string);
+  req.messages.filter((m) => m.role === 'tool').map((m) => m.content as string);
 /** A model that makes `calls` in its first step, then answers with the tool messages it got (as JSON). */
 const callsThenEcho =
   (calls: ToolCallReply['tool_calls']) =>

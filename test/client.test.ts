@@ -22,8 +22,8 @@ import { readSse } from './fixtures/sse.js';
 const fits: (r: RunObject) => Run = (r) => r;
 void fits;
 
-const firstUser = (req: ChatRequest) => (req.messages.find((m: any) => m.role === 'user')?.content as string) ?? '';
-const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
+const firstUser = (req: ChatRequest) => (req.messages.find((m) => m.role === 'user')?.content as string) ?? '';
+const round = (req: ChatRequest) => req.messages.filter((m) => m.role === 'assistant').length;
 const scenarios: Array<[string, (req: ChatRequest) => Reply]> = [
   [
     'Look up Alice',

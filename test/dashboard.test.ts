@@ -9,7 +9,7 @@ import { startStack, type Stack } from './fixtures/services.js';
 
 const KEY = 'dashboard-test-key';
 
-const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
+const round = (req: ChatRequest) => req.messages.filter((m) => m.role === 'assistant').length;
 const handler: Handler = (req) =>
   round(req) === 0
     ? {

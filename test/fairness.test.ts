@@ -21,8 +21,8 @@ const KEYS = {
   light: 'light-key-0001',
 };
 const sha = (k: string) => createHash('sha256').update(k).digest('hex');
-const firstUser = (req: ChatRequest) => String(req.messages.find((m: any) => m.role === 'user')?.content ?? '');
-const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
+const firstUser = (req: ChatRequest) => String(req.messages.find((m) => m.role === 'user')?.content ?? '');
+const round = (req: ChatRequest) => req.messages.filter((m) => m.role === 'assistant').length;
 const handler: Handler = (req) => {
   const u = firstUser(req);
   if (u === 'BIG TREE')

@@ -3,15 +3,16 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatRequest, Handler, Reply } from '@agentq/scripted-llm';
-import { RunStore } from '@agentq/shared';
+import { type RunObject, RunStore } from '@agentq/shared';
 import { startStack, type Stack } from './fixtures/services.js';
 import { readSse } from './fixtures/sse.js';
 import { waitFor } from './fixtures/wait.js';
+import { bodyOf, errorOf } from './fixtures/api-client.js';
 
 const scenarios = new Map<string, (req: ChatRequest, round: number) => Reply | Promise<Reply>>();
 const handler: Handler = (req) => {
-  const user = req.messages.find((m: any) => m.role === 'user')?.content as string;
-  const round = req.messages.filter((m: any) => m.role === 'assistant').length;
+  const user = req.messages.find((m) => m.role === 'user')?.content as string;
+  const round = req.messages.filter((m) => m.role === 'assistant').length;
   return scenarios.get(user)?.(req, round) ?? { content: `no scenario for ${user}` };
 };
 /** Job states after which a job runs no more ('unknown': removed). */
@@ -26,7 +27,7 @@ const toolJob = (runId: string, depth: number, index: number) => ({
   arguments: '',
 });
 const requestsFor = (stack: Stack, user: string) =>
-  stack.llm.requests.filter((r) => r.messages.some((m: any) => m.role === 'user' && m.content === user));
+  stack.llm.requests.filter((r) => r.messages.some((m) => m.role === 'user' && m.content === user));
 
 let stack: Stack;
 beforeAll(async () => {
@@ -167,7 +168,7 @@ describe('events (SSE)', () => {
     const { id } = await stack.createRun({ input: user });
     const res = await stack.request(`/v1/runs/${id}/events`, { headers: { 'last-event-id': 'garbage' } });
     expect(res.status).toBe(400);
-    expect((await res.json()).error.code).toBe('validation_error');
+    expect((await errorOf(res)).code).toBe('validation_error');
   });
 });
 
@@ -212,7 +213,7 @@ describe('cancel', () => {
     // Idempotent: a second cancel returns the run unchanged.
     const again = await stack.request(`/v1/runs/${id}/cancel`, { method: 'POST' });
     expect(again.status).toBe(202);
-    expect((await again.json()).completed_at).toBe(run.completed_at);
+    expect((await bodyOf<RunObject>(again)).completed_at).toBe(run.completed_at);
   });
 
   it('cancels during a round of slow calls in one job: every call is abandoned and the job ends', async () => {
@@ -251,7 +252,7 @@ describe('cancel', () => {
     let aborted = false;
     scenarios.set(user, async (_req) => ({ hang: true }));
     stack.llm.setHandler(async (req, ctx) => {
-      const u = req.messages.find((m: any) => m.role === 'user')?.content;
+      const u = req.messages.find((m) => m.role === 'user')?.content;
       if (u === user) ctx.signal.addEventListener('abort', () => (aborted = true));
       return handler(req, ctx);
     });
@@ -315,7 +316,7 @@ describe('webhooks', () => {
       data: { id, status: 'completed', output: { content: 'hooked' } },
     });
     const deliveries = (await stack.getJson(`/v1/runs/${id}/webhook-deliveries`)).data;
-    expect(deliveries.map((d: any) => [d.attempt, d.status_code, d.success])).toEqual([
+    expect(deliveries.map((d) => [d.attempt, d.status_code, d.success])).toEqual([
       [1, 503, false],
       [2, 503, false],
       [3, 200, true],
@@ -376,7 +377,7 @@ describe('webhooks', () => {
       const [first] = await waitFor(
         async () => {
           const d = (await stack.getJson(`/v1/runs/${id}/webhook-deliveries`)).data;
-          return d.length > 0 && d;
+          return d.length > 0 ? d : undefined;
         },
         { what: 'the first delivery' },
       );
@@ -404,14 +405,14 @@ describe('idempotency', () => {
       stack.request('/v1/runs', { method: 'POST', json: body, headers }),
     ]);
     expect([a.status, b.status].sort()).toEqual([200, 202]);
-    const [ra, rb] = [await a.json(), await b.json()];
+    const [ra, rb] = [await bodyOf<RunObject>(a), await bodyOf<RunObject>(b)];
     expect(ra.id).toBe(rb.id);
     const later = await stack.request('/v1/runs', { method: 'POST', json: body, headers });
     expect(later.status).toBe(200);
-    expect((await later.json()).id).toBe(ra.id);
+    expect((await bodyOf<RunObject>(later)).id).toBe(ra.id);
     const other = await stack.request('/v1/runs', { method: 'POST', json: { input: 'Something else' }, headers });
     expect(other.status).toBe(409);
-    expect((await other.json()).error.code).toBe('idempotency_key_reused');
+    expect((await errorOf(other)).code).toBe('idempotency_key_reused');
     await stack.waitForRun(ra.id);
     expect(requestsFor(stack, 'Once only')).toHaveLength(1);
   });
@@ -508,8 +509,8 @@ describe('private webhook URLs', () => {
   ])('refuses %s with a 400', async (url) => {
     const res = await strict.request('/v1/runs', { method: 'POST', json: { input: 'x', webhook: { url } } });
     expect(res.status).toBe(400);
-    const body = await res.json();
-    expect(body.error.code).toBe('validation_error');
-    expect(body.error.details[0].field).toBe('webhook.url');
+    const error = await errorOf(res);
+    expect(error.code).toBe('validation_error');
+    expect(error.details?.[0].field).toBe('webhook.url');
   });
 });

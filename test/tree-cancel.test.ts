@@ -1,15 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RunStore, type RunEvent } from '@agentq/shared';
+import { type RunEvent, type RunObject, RunStore } from '@agentq/shared';
 import type { ChatRequest, Handler } from '@agentq/scripted-llm';
 import { startStack, type Stack } from './fixtures/services.js';
 import { waitFor } from './fixtures/wait.js';
+import { bodyOf } from './fixtures/api-client.js';
 
 // Cancel is O(1) for the workers: a cancel marks the run it names, and every job of every run
 // below it checks its ancestors before it starts a model step or a tool call. The tree's other
 // runs are ended and their queued work removed in bulk after.
 
-const firstUser = (req: ChatRequest) => String(req.messages.find((m: any) => m.role === 'user')?.content ?? '');
-const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
+const firstUser = (req: ChatRequest) => String(req.messages.find((m) => m.role === 'user')?.content ?? '');
+const round = (req: ChatRequest) => req.messages.filter((m) => m.role === 'assistant').length;
 const FANOUT = 12;
 const handler: Handler = (req) => {
   const u = firstUser(req);
@@ -79,7 +80,7 @@ describe('cancelling a run tree', () => {
     const res = await stack.request(`/v1/runs/${id}/cancel`, { method: 'POST' });
     expect(res.status).toBe(202);
     const answeredAt = Date.now();
-    expect((await res.json()).status).toBe('cancelled');
+    expect((await bodyOf<RunObject>(res)).status).toBe('cancelled');
 
     const tree = [id, ...(await store.runs.descendants(id))];
     expect(tree.length).toBeGreaterThan(FANOUT * 4);

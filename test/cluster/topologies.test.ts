@@ -11,7 +11,7 @@ import { waitFor } from '../fixtures/wait.js';
 // agentq past one Redis: cells spread over a Cluster's shards, a shard down is a 503 at /readyz,
 // and a master killed under load (Cluster replica or Sentinel promotion) loses no accepted run.
 
-const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
+const round = (req: ChatRequest) => req.messages.filter((m) => m.role === 'assistant').length;
 // Three rounds of one short tool call each, then the answer: runs that are mid-way for a while.
 const handler: Handler = (req) =>
   round(req) < 3 ? { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 100, label: 'r' } }] } : { content: 'done' };
@@ -162,7 +162,7 @@ describe("a run's shard failing over while its tool calls run", () => {
   const quoting: Handler = (req) =>
     round(req) < 1
       ? { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 3000, label: 'x' } }] }
-      : { content: JSON.stringify(req.messages.filter((m: any) => m.role === 'tool').map((m: any) => m.content)) };
+      : { content: JSON.stringify(req.messages.filter((m) => m.role === 'tool').map((m) => m.content)) };
 
   it('a result that cannot be stored is redone once a replica has taken over: the next step gets the result, never "no result was recorded"', async () => {
     const cluster = await startCluster({ masters: 3, replicasEach: 1 });

@@ -5,11 +5,50 @@ import { runKeys } from '@agentq/shared';
 
 // The benchmark (`npm run bench`) is not part of the suite; these tests keep its parts working:
 // the harness against the built services, the judgement of the targets, the SVG chart.
-const load = (path: string): Promise<any> => import(new URL(path, import.meta.url).href);
+
+// The benchmark is plain JavaScript: what these tests use of its modules.
+interface AgentqStack {
+  prefix: string;
+  stop(): Promise<void>;
+}
+interface Harness {
+  startRedis(): Promise<{ url: string; stop(): Promise<void> }>;
+  startAgentq(
+    ctl: Redis,
+    url: string,
+    opts: { agentConcurrency: number; toolConcurrency: number },
+  ): Promise<AgentqStack>;
+  submitAgentqRun(stack: AgentqStack, input: string): Promise<string>;
+  waitAgentqRun(waiter: Redis, stack: AgentqStack, id: string): Promise<unknown>;
+  agentqRunTimes(
+    ctl: Redis,
+    prefix: string,
+    ids: string[],
+  ): Promise<Array<{ status: string; created: number; completed: number }>>;
+  STEPS: number;
+  TOOL_CALLS: number;
+}
+interface Report {
+  derive(results: unknown): { targets: Array<{ name: string; ok: boolean; value: string }> };
+  compareText(c: Record<string, unknown>): string;
+  chart(results: unknown): string;
+}
+interface SvgChart {
+  barChartSVG(spec: {
+    title: string;
+    subtitle?: string;
+    panels: Array<{
+      title: string;
+      rows: Array<{ label: string; value: number; mark?: number; color: string; note?: string }>;
+    }>;
+    width?: number;
+  }): string;
+}
+const load = <T>(path: string): Promise<T> => import(new URL(path, import.meta.url).href);
 
 describe('the benchmark', () => {
   it('runs agentq as built processes on a Redis of its own and sees its runs finish', async () => {
-    const h = await load('../../bench/lib/harness.mjs');
+    const h = await load<Harness>('../../bench/lib/harness.mjs');
     const redis = await h.startRedis();
     const ctl = new Redis(redis.url);
     const waiter = new Redis(redis.url);
@@ -45,9 +84,9 @@ describe('the benchmark', () => {
   }, 60_000);
 
   it('judges each target from the numbers it measured', async () => {
-    const { derive } = await load('../../bench/lib/report.mjs');
+    const { derive } = await load<Report>('../../bench/lib/report.mjs');
     const base = JSON.parse(readFileSync(new URL('../../bench/results/latest.json', import.meta.url), 'utf8'));
-    const target = (r: any, name: string) => derive(r).targets.find((t: any) => t.name.startsWith(name));
+    const target = (r: unknown, name: string) => derive(r).targets.find((t) => t.name.startsWith(name))!;
     const withOverhead = (agentqP50: number) => {
       const r = structuredClone(base);
       Object.assign(r.overhead.inproc, { p50: 10 });
@@ -115,14 +154,14 @@ describe('the benchmark', () => {
   });
 
   it('compares two checkouts: this ÷ other for the overhead per step and the Redis cost', async () => {
-    const { compareText } = await load('../../bench/lib/report.mjs');
+    const { compareText } = await load<Report>('../../bench/lib/report.mjs');
     const window = (runs: number, commands: number, trips: number) => ({
       runs,
       steps: runs * 4,
       serverCommands: commands * runs * 4,
       trips: trips * runs * 4,
     });
-    const text: string = compareText({
+    const text = compareText({
       roots: { this: '/a', other: '/b' },
       commits: { this: 'aaa', other: 'bbb' },
       steps: 4,
@@ -166,8 +205,8 @@ describe('the benchmark', () => {
   });
 
   it('draws its chart as well-formed SVG whose bars are as long as their numbers', async () => {
-    const { barChartSVG } = await load('../../bench/lib/svg-chart.mjs');
-    const svg: string = barChartSVG({
+    const { barChartSVG } = await load<SvgChart>('../../bench/lib/svg-chart.mjs');
+    const svg = barChartSVG({
       title: 'test chart <&>',
       subtitle: 'two panels',
       panels: [
@@ -236,13 +275,13 @@ describe('the benchmark', () => {
     expect(textOf(panels[0])).toContain('10 / 20 ms');
 
     // BENCHMARKS.md's chart draws the measured numbers: scenario 1's bars are the p50s, in order.
-    const { chart } = await load('../../bench/lib/report.mjs');
+    const { chart } = await load<Report>('../../bench/lib/report.mjs');
     const r = JSON.parse(readFileSync(new URL('../../bench/results/latest.json', import.meta.url), 'utf8'));
     const [first] = all(parseXml(chart(r)), (e) => e.attrs.class === 'panel');
     const p50s = ['inproc', 'bare', 'loop', 'agentq'].map((k) => r.overhead[k].p50);
     const widths = all(first, (e) => e.attrs.class === 'bar').map((b) => Number(b.attrs.width));
     expect(widths).toHaveLength(4);
-    widths.forEach((w, j) => expect(w / widths[3]).toBeCloseTo(p50s[j] / p50s[3], 2));
+    for (const [j, w] of widths.entries()) expect(w / widths[3]).toBeCloseTo(p50s[j] / p50s[3], 2);
     expect(textOf(first)).toContain('agentq');
   });
 });

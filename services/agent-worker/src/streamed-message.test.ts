@@ -37,7 +37,7 @@ afterAll(async () => {
   await llm?.close();
   // Were the accumulator ever to write through a provider's index again, do not let it poison
   // the rest of this process's tests.
-  for (const k of ['id', 'name', 'arguments']) delete (Array.prototype as any)[k];
+  for (const k of ['id', 'name', 'arguments']) delete (Array.prototype as unknown as Record<string, unknown>)[k];
 });
 
 const req: ModelRequest = {
