@@ -54,7 +54,10 @@ export async function cmdActions(
         items = [];
         for await (const i of client.listAllActions({ status, limit })) items.push(i);
       } else ({ data: items, next } = await client.listActions({ status, limit, after: v.after }));
-      if (v.json) return (out(JSON.stringify({ data: items, next }, null, 2)), 0);
+      if (v.json) {
+        out(JSON.stringify({ data: items, next }, null, 2));
+        return 0;
+      }
       const rows = items.map((i) => [
         i.id,
         i.type,
