@@ -151,7 +151,9 @@ export async function untilRedisAnswers(
       if (!ping) {
         const p = client.ping();
         ping = p;
-        p.catch(() => {}).finally(() => ping === p && (ping = undefined));
+        p.catch(() => {}).finally(() => {
+          if (ping === p) ping = undefined;
+        });
       }
       const errored = new Promise<never>((_, reject) => (onError = () => reject(new Error('connection error'))));
       errored.catch(() => {});
