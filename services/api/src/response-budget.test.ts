@@ -6,7 +6,10 @@ const settled = () => new Promise((r) => setImmediate(r));
 /** `wait`, and whether it has resolved yet. */
 function watched<T>(wait: Promise<T>): { done: boolean; wait: Promise<T> } {
   const w = { done: false, wait };
-  w.wait = wait.then((v) => ((w.done = true), v));
+  w.wait = wait.then((v) => {
+    w.done = true;
+    return v;
+  });
   return w;
 }
 
@@ -16,8 +19,14 @@ describe('ResponseBudget.waitFor', () => {
     const signal = new AbortController().signal;
     const a = (await budget.waitFor(6 * MB, signal))!;
     const admitted: string[] = [];
-    const b = budget.waitFor(6 * MB, signal).then((r) => (admitted.push('b'), r));
-    const c = budget.waitFor(1 * MB, signal).then((r) => (admitted.push('c'), r));
+    const b = budget.waitFor(6 * MB, signal).then((r) => {
+      admitted.push('b');
+      return r;
+    });
+    const c = budget.waitFor(1 * MB, signal).then((r) => {
+      admitted.push('c');
+      return r;
+    });
     await settled();
     // c would fit beside a, but b asked first.
     expect(admitted).toEqual([]);
@@ -139,8 +148,14 @@ describe("ResponseBudget: a key's share", () => {
     const a = (await budget.waitFor(4 * MB, signal, 'a'))!;
     const b = (await budget.waitFor(4 * MB, signal, 'b'))!;
     const admitted: string[] = [];
-    const c = budget.waitFor(4 * MB, signal, 'c').then((r) => (admitted.push('c'), r));
-    const d = budget.waitFor(1 * MB, signal, 'd').then((r) => (admitted.push('d'), r));
+    const c = budget.waitFor(4 * MB, signal, 'c').then((r) => {
+      admitted.push('c');
+      return r;
+    });
+    const d = budget.waitFor(1 * MB, signal, 'd').then((r) => {
+      admitted.push('d');
+      return r;
+    });
     await settled();
     // d would fit beside a and b, but c asked first and waits for room (not for its share).
     expect(admitted).toEqual([]);

@@ -176,8 +176,11 @@ export class ResponseBudget {
     if (!hold) {
       const giveUp = new AbortController();
       const created: SharedHold = { holders: 0, giveUp, ready: this.waitFor(bytes, giveUp.signal, key) };
-      void created.ready.then((release) => (created.release = release));
-      this.shared.set(buffer, (hold = created));
+      void created.ready.then((release) => {
+        created.release = release;
+      });
+      hold = created;
+      this.shared.set(buffer, hold);
     }
     const h = hold;
     h.holders++;
@@ -267,7 +270,8 @@ export class ResponseBudget {
     for (let i = 0; i < this.waiters.length; ) {
       const w = this.waiters[i];
       if (w.key !== undefined && (passed?.has(w.key) || !this.withinShare(w.key, w.bytes))) {
-        (passed ??= new Set()).add(w.key);
+        passed ??= new Set();
+        passed.add(w.key);
         i++;
         continue;
       }

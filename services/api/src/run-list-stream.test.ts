@@ -11,9 +11,27 @@ const grown = { ...run('run_d'), output: { role: 'assistant', content: 'z'.repea
 
 /** Three batches, sized 70,000, 90,000 and 20 bytes as stored; each read is logged in `log`. */
 async function* pages(log: string[]): AsyncGenerator<ListedBatch, string | null> {
-  yield { bytes: 70_000, read: async () => (log.push('read 1'), [run('run_a'), run('run_b')]) };
-  yield { bytes: 90_000, read: async () => (log.push('read 2'), [run('run_c')]) };
-  yield { bytes: 20, read: async () => (log.push('read 3'), [grown]) };
+  yield {
+    bytes: 70_000,
+    read: async () => {
+      log.push('read 1');
+      return [run('run_a'), run('run_b')];
+    },
+  };
+  yield {
+    bytes: 90_000,
+    read: async () => {
+      log.push('read 2');
+      return [run('run_c')];
+    },
+  };
+  yield {
+    bytes: 20,
+    read: async () => {
+      log.push('read 3');
+      return [grown];
+    },
+  };
   return 'run_d';
 }
 
