@@ -539,9 +539,14 @@ describe('an SSE stream', () => {
         { what: 'a large answer refused beside the unread stream', timeoutMs: 5_000 },
       );
       // A stream, whose status line is sent, waits for room instead: its small events go out.
-      second = stack
-        .request(`/v1/runs/${run}/events`)
-        .then((res) => readSse(res, { stopAfter: (e) => (seen.push(e.event), false) }));
+      second = stack.request(`/v1/runs/${run}/events`).then((res) =>
+        readSse(res, {
+          stopAfter: (e) => {
+            seen.push(e.event);
+            return false;
+          },
+        }),
+      );
       second.catch(() => {}); // awaited below; ended with the stack if an assertion fails first
       await waitFor(async () => (await gauge(stack, 'agentq_event_streams_waiting_for_room')) === 1, {
         what: 'the second stream waiting for room',
@@ -578,9 +583,10 @@ describe("a run's live large event", () => {
     const seen: Array<{ event: string; length: number }> = [];
     const reader = live.request(`/v1/runs/${run}/events`).then((res) =>
       readSse(res, {
-        stopAfter: (e) => (
-          seen.push({ event: e.event, length: JSON.stringify(e.data).length }), e.event === 'step.completed'
-        ),
+        stopAfter: (e) => {
+          seen.push({ event: e.event, length: JSON.stringify(e.data).length });
+          return e.event === 'step.completed';
+        },
       }),
     );
     reader.catch(() => {});

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
+import { stripVTControlCharacters } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ActionResolvedError,
@@ -497,7 +498,13 @@ describe('the agentq CLI: requests for an answer', () => {
     const typed = new PassThrough();
     let stderr = '';
     let stdout = '';
-    const sink = { write: (s: string) => ((stderr += s), true), isTTY: false };
+    const sink = {
+      write: (s: string) => {
+        stderr += s;
+        return true;
+      },
+      isTTY: false,
+    };
     const prompterOut = new PassThrough();
     prompterOut.on('data', (d) => (stderr += d));
     // Typed ahead: each line answers the next question asked.
@@ -510,7 +517,12 @@ describe('the agentq CLI: requests for an answer', () => {
       ['run', 'THREE three', '--follow', '--approve-tools', 'crm__non_idempotent_write,crm__update_contact'],
       { url: stack.api.url, apiKey: CLI_KEY, color: false },
       {
-        stdout: { write: (s: string) => ((stdout += s), true) },
+        stdout: {
+          write: (s: string) => {
+            stdout += s;
+            return true;
+          },
+        },
         stderr: sink,
         openPrompter: () => linePrompter(typed, prompterOut),
       },
@@ -552,8 +564,18 @@ describe('the agentq CLI: requests for an answer', () => {
       ['run', 'ASK Which desk?', '--human-input', '--follow', '--json'],
       { url: stack.api.url, apiKey: CLI_KEY, color: false },
       {
-        stdout: { write: (s: string) => ((stdout += s), true) },
-        stderr: { write: (s: string) => ((stderr += s), true) },
+        stdout: {
+          write: (s: string) => {
+            stdout += s;
+            return true;
+          },
+        },
+        stderr: {
+          write: (s: string) => {
+            stderr += s;
+            return true;
+          },
+        },
         openPrompter: () => linePrompter(typed, out),
       },
     );
@@ -571,7 +593,12 @@ describe('the agentq CLI: requests for an answer', () => {
       { url: stack.api.url, apiKey: CLI_KEY, color: false },
       {
         stdout: { write: () => true },
-        stderr: { write: (s: string) => ((log += s), true) },
+        stderr: {
+          write: (s: string) => {
+            log += s;
+            return true;
+          },
+        },
         openPrompter: () => linePrompter(ended, new PassThrough()),
       },
     );
@@ -591,7 +618,7 @@ const hasScript = spawnSync('script', ['--version']).status === 0;
 describe.skipIf(!hasScript)('the agentq CLI in a terminal (a pty from script(1))', () => {
   const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
   // Readline's cursor moves and the pty's carriage returns, taken out so the text can be matched.
-  const plainText = (s: string) => s.replace(/\x1b\[[0-9;]*[A-Za-z]/g, '').replace(/\r/g, '');
+  const plainText = (s: string) => stripVTControlCharacters(s).replace(/\r/g, '');
 
   /** Runs the CLI on a pty; each time the next of `answers`' prompts shows, types its keys. */
   function inTerminal(args: string[], answers: Array<[prompt: string, keys: string]>) {

@@ -90,9 +90,11 @@ async function startProxy(port: number, listenPort = 0) {
     get connections() {
       return connections;
     },
-    dropAll: () => sockets.forEach((s) => s.destroy()),
+    dropAll: () => {
+      for (const s of sockets) s.destroy();
+    },
     close() {
-      sockets.forEach((s) => s.destroy()); // idle keep-alive connections would hold close() open
+      for (const s of sockets) s.destroy(); // idle keep-alive connections would hold close() open
       return new Promise((r) => server.close(r));
     },
   };

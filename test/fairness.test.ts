@@ -75,7 +75,10 @@ const maxOverlap = (runs: RunObject[]) => {
     .sort((a, b) => a[0] - b[0] || a[1] - b[1]);
   let now = 0;
   let most = 0;
-  for (const [, d] of edges) most = Math.max(most, (now += d));
+  for (const [, d] of edges) {
+    now += d;
+    most = Math.max(most, now);
+  }
   return most;
 };
 

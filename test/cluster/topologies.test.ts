@@ -264,11 +264,17 @@ describe('Sentinel', () => {
     expect(await runNamed(retried)).toBe(made);
     await sentinel.replica.restart();
     let replayed: Response | undefined;
-    await waitFor(async () => (replayed = await keyed()).status === 200, {
-      what: 'the retry to get the run once the replica is back',
-      timeoutMs: 30_000,
-      intervalMs: 500,
-    });
+    await waitFor(
+      async () => {
+        replayed = await keyed();
+        return replayed.status === 200;
+      },
+      {
+        what: 'the retry to get the run once the replica is back',
+        timeoutMs: 30_000,
+        intervalMs: 500,
+      },
+    );
     expect(((await replayed!.json()) as RunObject).id).toBe(made);
     const listed = ((await stack.getJson('/v1/runs?limit=100')) as { data: RunObject[] }).data.map((r) => r.id);
     // The run accepted, the one refused without a key (made all the same), and the keyed one, once.

@@ -69,7 +69,11 @@ async function storeWith(url: string) {
     for (let i = 0; i < 100 && sent.length < n; i++) await new Promise((r) => setTimeout(r, 20));
     return sent.slice();
   };
-  return { conn, store, complete, stored, commands, close: () => (monitor.close(), conn.disconnect()) };
+  const close = () => {
+    monitor.close();
+    conn.disconnect();
+  };
+  return { conn, store, complete, stored, commands, close };
 }
 
 describe('tool results stored by a Redis function', () => {
