@@ -46,8 +46,8 @@ describe('every event', () => {
     }
     const steps = (await stack.getJson(`/v1/runs/${run.id}/steps`)).data;
     const completed = events.filter((e) => e.event === 'tool.completed').map((e) => e.data);
-    const big = completed.find((d) => d.name === 'crm__fail');
-    const small = completed.find((d) => d.name === 'crm__search_contacts');
+    const big = completed.find((d) => d.name === 'crm__fail')!;
+    const small = completed.find((d) => d.name === 'crm__search_contacts')!;
     const stored = (name: string) => steps[0].tool_calls.find((c) => c.name === name)!.output as string;
     expect(small).toMatchObject({ output: stored('crm__search_contacts'), outcome: 'ok', is_error: false });
     expect(small.truncated).toBeUndefined();

@@ -120,7 +120,7 @@ describe('tool approvals', () => {
     expect(searchDone).toBeGreaterThan(-1);
     expect(searchDone).toBeLessThan(resolved);
     expect(resolved).toBeLessThan(updateStarted);
-    expect(events[required].data.items).toEqual([expect.objectContaining({ id: item.id })]);
+    expect(events[required]).toMatchObject({ data: { items: [expect.objectContaining({ id: item.id })] } });
     expect(events[resolved].data).toMatchObject({ id: item.id, decision: 'approved' });
     const recorded = (await json(`/v1/runs/${id}/steps`)).data[0].tool_calls[1];
     expect(recorded).toMatchObject({
@@ -349,7 +349,10 @@ describe('client tools and questions', () => {
     expect(child.status).toBe('requires_action');
     // The root's stream tells of it too.
     const told = await runEvents(id, (e) => e.event === 'action.required');
-    expect(told.at(-1)!.data.items).toEqual([expect.objectContaining({ id: item.id, run_id: child.id })]);
+    expect(told.at(-1)).toMatchObject({
+      event: 'action.required',
+      data: { items: [expect.objectContaining({ id: item.id, run_id: child.id })] },
+    });
     expect((await respond(id, [{ id: item.id, approve: true }])).status).toBe(200);
     const done = await stack.waitForRun(id);
     expect(done.status).toBe('completed');
