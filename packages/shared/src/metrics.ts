@@ -48,6 +48,8 @@ export function createMetrics(opts: {
   mcpAnswersInFlight?: () => { held: number; readers: number };
   /** An API process's large answers not yet sent and its event streams, read at each scrape. */
   responsesInFlight?: () => { held: number; waiting: number; streams: number };
+  /** An API process's request bodies let in and not yet answered, read at each scrape. */
+  bodiesInFlight?: () => number;
 }): AgentqMetrics {
   const registry = new Registry();
   registry.setDefaultLabels({ service: opts.service });
@@ -107,6 +109,17 @@ export function createMetrics(opts: {
       registers,
       collect() {
         this.set(responses().streams);
+      },
+    });
+  }
+  const bodies = opts.bodiesInFlight;
+  if (bodies) {
+    new Gauge({
+      name: 'agentq_request_body_bytes_in_flight',
+      help: 'Bytes of request bodies the API has let in and not yet answered (bounded by MAX_BODIES_IN_FLIGHT_BYTES)',
+      registers,
+      collect() {
+        this.set(bodies());
       },
     });
   }
