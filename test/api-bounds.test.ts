@@ -7,10 +7,15 @@ import type { Handler } from '@agentq/scripted-llm';
 import { spawnRedisServer, type SpawnedRedis } from './fixtures/redis.js';
 import { monitorRedis } from './fixtures/redis-monitor.js';
 import { startStack, type Stack } from './fixtures/services.js';
+import { bodyOf } from './fixtures/api-client.js';
 import { readSse } from './fixtures/sse.js';
 import { waitFor } from './fixtures/wait.js';
 
 // Every input is hostile until bounded: no request makes the API hold, build or send without end.
+
+// A wait ends as soon as what it waits for happens; its limit, inside the test's own, is only how long a busy
+// machine may take before the failure names what never happened.
+const WAIT_MS = 40_000;
 
 const handler: Handler = () => ({ content: 'ok' });
 let stack: Stack;
@@ -307,7 +312,8 @@ async function sixOfEachAtOnce(steps: string, tree: string) {
         },
       ),
     );
-    await new Promise((r) => setTimeout(r, 50));
+    // Every read the answers made has been reported (MONITOR reports a moment after Redis runs them).
+    await monitor.caughtUp();
     return {
       answers,
       stepsReads: reads.filter((k) => k === stepsKey).length,
@@ -352,7 +358,7 @@ describe('answers that grow with a run', () => {
         // Its 2 messages (question, answer) and the 240 added.
         return res.status === 200 && body.data?.length === 242;
       },
-      { what: 'the transcript served again', timeoutMs: 5_000 },
+      { what: 'the transcript served again', timeoutMs: WAIT_MS },
     );
     const full = (await stack.getJson(`/v1/runs/${steps}/steps`)) as { data: unknown[] };
     expect(full.data.length).toBe(241);
@@ -378,7 +384,7 @@ describe('answers that grow with a run', () => {
         const run = (await res.json()) as RunObject;
         return res.status === 202 && run.output?.content?.length === 24 << 20;
       },
-      { what: 'the room free again', timeoutMs: 5_000 },
+      { what: 'the room free again', timeoutMs: WAIT_MS },
     );
   }, 60_000);
 
@@ -390,7 +396,7 @@ describe('answers that grow with a run', () => {
     try {
       await waitFor(async () => (await gauge(stack, 'agentq_response_bytes_in_flight')) >= 24 << 20, {
         what: 'the unread page held',
-        timeoutMs: 5_000,
+        timeoutMs: WAIT_MS,
       });
       const next = await stack.request(`/v1/runs/${runs[0]}`);
       await next.arrayBuffer();
@@ -400,7 +406,7 @@ describe('answers that grow with a run', () => {
     }
     await waitFor(async () => (await gauge(stack, 'agentq_response_bytes_in_flight')) === 0, {
       what: 'the page let go',
-      timeoutMs: 5_000,
+      timeoutMs: WAIT_MS,
     });
     const page = await stack.request('/v1/runs?limit=2');
     const listed = (await page.json()) as { data: RunObject[] };
@@ -421,10 +427,10 @@ describe('answers that grow with a run', () => {
     try {
       await waitFor(async () => (await gauge(stack, 'agentq_response_bytes_in_flight')) >= 24 << 20, {
         what: 'the unread page held',
-        timeoutMs: 5_000,
+        timeoutMs: WAIT_MS,
       });
       // The first page has read its two runs; from here on, only the second page's reads count.
-      await waitFor(async () => reads === 2, { what: "the first page's reads", timeoutMs: 5_000 });
+      await waitFor(async () => reads === 2, { what: "the first page's reads", timeoutMs: WAIT_MS });
       reads = 0;
       // The same page again, by the same key: it waits for the first to be read.
       second = stack.request('/v1/runs?limit=2').then(async (res) => {
@@ -433,10 +439,11 @@ describe('answers that grow with a run', () => {
       });
       await waitFor(async () => (await gauge(stack, 'agentq_event_streams_waiting_for_room')) >= 1, {
         what: 'the second page waiting for room',
-        timeoutMs: 5_000,
+        timeoutMs: WAIT_MS,
       });
-      await new Promise((r) => setTimeout(r, 300));
       // Sized, not read: its 24 MB are not in memory while it waits (before, it read them first).
+      // Any read it made before it waited has been reported once the monitor has caught up.
+      await monitor.caughtUp();
       expect(reads).toBe(0);
     } finally {
       unread.socket.destroy();
@@ -489,9 +496,12 @@ describe('a run still going: its steps and sub-runs', () => {
   }, 60_000);
 });
 
-/** A gauge of the API's /metrics (NaN when it is not there). */
+/**
+ * A gauge of the API's /metrics (NaN when it is not there), on a connection of its own: a pooled one
+ * could be picked just as a stack with a short CLIENT_IDLE_TIMEOUT_MS closes it for being idle.
+ */
 async function gauge(on: Stack, name: string): Promise<number> {
-  const text = await (await fetch(`${on.api.url}/metrics`)).text();
+  const text = await (await fetch(`${on.api.url}/metrics`, { headers: { connection: 'close' } })).text();
   const m = new RegExp(`^${name}\\{[^}]*\\} (\\S+)$`, 'm').exec(text);
   return m ? Number(m[1]) : NaN;
 }
@@ -536,7 +546,7 @@ describe('an SSE stream', () => {
           await res.arrayBuffer(); // read: an answer not read is held itself
           return res.status === 503;
         },
-        { what: 'a large answer refused beside the unread stream', timeoutMs: 5_000 },
+        { what: 'a large answer refused beside the unread stream', timeoutMs: WAIT_MS },
       );
       // A stream, whose status line is sent, waits for room instead: its small events go out.
       second = stack.request(`/v1/runs/${run}/events`).then((res) =>
@@ -548,10 +558,11 @@ describe('an SSE stream', () => {
         }),
       );
       second.catch(() => {}); // awaited below; ended with the stack if an assertion fails first
-      await waitFor(async () => (await gauge(stack, 'agentq_event_streams_waiting_for_room')) === 1, {
-        what: 'the second stream waiting for room',
-        timeoutMs: 5_000,
-      });
+      // Waiting, and its first event (sent before it waited) read on this side.
+      await waitFor(
+        async () => seen.length > 0 && (await gauge(stack, 'agentq_event_streams_waiting_for_room')) === 1,
+        { what: 'the second stream waiting for room', timeoutMs: WAIT_MS },
+      );
       expect(seen).toEqual(['run.queued']);
     } finally {
       unread.socket.destroy();
@@ -593,7 +604,7 @@ describe("a run's live large event", () => {
     try {
       await waitFor(async () => (await gauge(live, 'agentq_event_streams_open')) === 2 && seen.length > 0, {
         what: 'both streams following the run',
-        timeoutMs: 5_000,
+        timeoutMs: WAIT_MS,
       });
       // A model's 40 MB answer arrives: each subscriber's share counted, 80 MB would not fit in 64.
       const data = {
@@ -615,7 +626,7 @@ describe("a run's live large event", () => {
       // Counted for each subscriber, the reading one would wait for the stalled one's room.
       await waitFor(() => seen.at(-1)?.event === 'step.completed', {
         what: 'the reading stream to get the answer',
-        timeoutMs: 10_000,
+        timeoutMs: WAIT_MS,
       });
       await reader;
       expect(seen.at(-1)!.length).toBeGreaterThan(40 << 20);
@@ -629,7 +640,7 @@ describe("a run's live large event", () => {
     }
     await waitFor(async () => (await gauge(live, 'agentq_response_bytes_in_flight')) === 0, {
       what: 'the room given back',
-      timeoutMs: 5_000,
+      timeoutMs: WAIT_MS,
     });
   }, 60_000);
 });
@@ -646,7 +657,10 @@ describe('a connection that makes no progress', () => {
   afterAll(async () => idle?.close());
 
   it('is closed after CLIENT_IDLE_TIMEOUT_MS, and what its answer held is free again; a stream that has nothing to send stays open on its keep-alives', async () => {
-    const run = (await idle.createRun({ input: 'idle' })).id;
+    // Every request of this test to this API on a connection of its own: it closes idle ones after 1.5 s.
+    const close = { connection: 'close' };
+    const created = await idle.request('/v1/runs', { method: 'POST', json: { input: 'idle' }, headers: close });
+    const run = (await bodyOf<RunObject>(created)).id;
     await idle.redis.hset(
       runKeys(idle.prefix, run).run,
       RUN_FIELDS.output,
@@ -658,10 +672,12 @@ describe('a connection that makes no progress', () => {
         this.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`);
       });
     // A client that asks for the 24 MB run and stops reading (paused, it does not see the close).
+    const askedAt = Date.now();
     const stalled = raw(`/v1/runs/${run}`);
     stalled.once('data', () => stalled.pause());
     // A client that follows the run's events, which has nothing to send.
     const follower = raw(`/v1/runs/${run}/events`);
+    const followedAt = Date.now();
     const comments: string[] = [];
     let followerClosed = false;
     follower.on('data', (d: Buffer) => comments.push(...(d.toString().match(/: keep-alive/g) ?? [])));
@@ -669,23 +685,23 @@ describe('a connection that makes no progress', () => {
     try {
       await waitFor(async () => (await gauge(idle, 'agentq_response_bytes_in_flight')) > 0, {
         what: 'the stalled answer held',
-        timeoutMs: 5_000,
+        timeoutMs: WAIT_MS,
       });
-      const heldAt = Date.now();
       // The API closes the connection once it has taken nothing for 1.5 s, and the room is free.
       await waitFor(async () => (await gauge(idle, 'agentq_response_bytes_in_flight')) === 0, {
         what: 'the stalled connection closed, its room given back',
-        timeoutMs: 10_000,
+        timeoutMs: WAIT_MS,
       });
-      expect(Date.now() - heldAt).toBeGreaterThanOrEqual(1_000);
-      // Three timeouts on, the follower is still there, kept alive every 0.5 s.
-      await new Promise((r) => setTimeout(r, 3 * 1500));
+      expect(Date.now() - askedAt).toBeGreaterThanOrEqual(1_000);
+      // The follower is still there three timeouts on, kept alive every 0.5 s: ten keep-alives take
+      // at least 5 s, and a stream closed as idle would never get them.
+      await waitFor(() => followerClosed || comments.length >= 10, { what: 'ten keep-alives', timeoutMs: WAIT_MS });
       expect(followerClosed).toBe(false);
-      expect(comments.length).toBeGreaterThanOrEqual(6);
+      expect(Date.now() - followedAt).toBeGreaterThanOrEqual(3 * 1500);
     } finally {
       stalled.destroy();
       follower.destroy();
-      await idle.request(`/v1/runs/${run}/cancel`, { method: 'POST' });
+      await idle.request(`/v1/runs/${run}/cancel`, { method: 'POST', headers: close });
     }
   }, 60_000);
 });
@@ -726,7 +742,10 @@ describe('two keys', () => {
   it("one key sending large bodies slowly holds at most half of MAX_BODIES_IN_FLIGHT_BYTES (or one largest body): another key's requests still get in", async () => {
     const first = await slowPost(KEY_A, 3 << 20);
     try {
-      await new Promise((r) => setTimeout(r, 200));
+      await waitFor(async () => (await gauge(two, 'agentq_request_body_bytes_in_flight')) === 3 << 20, {
+        what: 'the first body held',
+        timeoutMs: WAIT_MS,
+      });
       // The key's second body would pass its share (3 MB: one largest body, more than half of 4).
       const second = await slowPost(KEY_A, 1 << 20, true);
       expect(await second.answer).toBe('503');
@@ -737,7 +756,7 @@ describe('two keys', () => {
     } finally {
       first.socket.destroy();
     }
-  });
+  }, 60_000);
 
   it("one key that does not read its large answers holds at most half of MAX_RESPONSES_IN_FLIGHT_BYTES: another key's large answers still go out", async () => {
     // Runs of 12 MB outputs, one of each key (written straight in Redis, as a long answer would be).
@@ -794,7 +813,7 @@ describe('two keys: event streams', () => {
         unread.push((await rawGet(two, `/v1/runs/${a}/events`, { key: KEY_A, stopReading: true })).socket);
       await waitFor(async () => (await gauge(two, 'agentq_event_streams_waiting_for_room')) === 3, {
         what: "key A's streams past its share to wait",
-        timeoutMs: 5_000,
+        timeoutMs: WAIT_MS,
       });
       const events = await readSse(await two.request(`/v1/runs/${b}/events`, { key: KEY_B }));
       expect((events[1].data as { content: string }).content).toHaveLength(6 << 20);
@@ -855,7 +874,7 @@ describe('event streams held open', () => {
           sockets.push(again.socket);
           return again.status === '200';
         },
-        { what: "a stream of A's again", timeoutMs: 5_000 },
+        { what: "a stream of A's again", timeoutMs: WAIT_MS },
       );
     } finally {
       for (const s of sockets) s.destroy();
@@ -863,7 +882,7 @@ describe('event streams held open', () => {
       await held.request(`/v1/runs/${runA}/cancel`, { method: 'POST', key: KEY_A });
       await held.request(`/v1/runs/${runB}/cancel`, { method: 'POST', key: KEY_B });
     }
-  });
+  }, 60_000);
 });
 
 describe('a Redis out of memory', () => {
