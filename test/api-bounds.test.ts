@@ -32,7 +32,10 @@ beforeAll(async () => {
 });
 afterAll(async () => stack?.close());
 
-/** POSTs `bytes` of JSON with a plain http client that writes the whole body; resolves with the status or the socket error. */
+/**
+ * POSTs `bytes` of JSON with a plain http client that writes the whole body; resolves with the status or the
+ * socket error.
+ */
 function postRaw(url: string, bytes: number): Promise<number | string> {
   return new Promise((resolve) => {
     const body = Buffer.alloc(bytes, 'a');
@@ -50,7 +53,10 @@ function postRaw(url: string, bytes: number): Promise<number | string> {
   });
 }
 
-/** POSTs `body` in chunks (Transfer-Encoding: chunked, no Content-Length); resolves with the status and the answer's error code. */
+/**
+ * POSTs `body` in chunks (Transfer-Encoding: chunked, no Content-Length); resolves with the status and the
+ * answer's error code.
+ */
 function postChunked(url: string, body: string): Promise<{ status: number | string; code?: string }> {
   return new Promise((resolve) => {
     const req = request(
@@ -200,7 +206,10 @@ async function finishedRun(): Promise<string> {
   return id;
 }
 
-/** A finished run whose transcript (`messages`), steps (`steps`), sub-runs (`children`, 4 of them with large outputs) or output (`output`) the test makes about `mb` MB large, straight in Redis. */
+/**
+ * A finished run whose transcript (`messages`), steps (`steps`), sub-runs (`children`, 4 of them with large
+ * outputs) or output (`output`) the test makes about `mb` MB large, straight in Redis.
+ */
 async function largeRun(mb: number, what: 'messages' | 'steps' | 'children' | 'output'): Promise<string> {
   const id = await finishedRun();
   const k = runKeys(stack.prefix, id);

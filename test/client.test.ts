@@ -66,7 +66,10 @@ let hooks: Server;
 let hookUrl: string;
 const received: Array<{ headers: IncomingHttpHeaders; body: string }> = [];
 
-/** A TCP proxy in front of the API whose connections the test can cut; it listens on `listenPort` (default: any free one). */
+/**
+ * A TCP proxy in front of the API whose connections the test can cut; it listens on `listenPort` (default:
+ * any free one).
+ */
 async function startProxy(port: number, listenPort = 0) {
   const sockets = new Set<Socket>();
   let connections = 0;

@@ -94,7 +94,10 @@ export interface HangReply {
 /** What a handler tells the server to do with one request. */
 export type Reply = TextReply | ToolCallReply | ErrorReply | DropReply | HangReply | RawStreamReply;
 
-/** Decides the reply to each request; `callIndex` counts requests from 0 and `signal` aborts when the client goes away. */
+/**
+ * Decides the reply to each request; `callIndex` counts requests from 0 and `signal` aborts when the client
+ * goes away.
+ */
 export type Handler = (req: ChatRequest, ctx: { callIndex: number; signal: AbortSignal }) => Reply | Promise<Reply>;
 
 /** A running scripted server. */

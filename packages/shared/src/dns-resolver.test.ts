@@ -110,7 +110,10 @@ describe('boundedDnsResolver', () => {
   });
 });
 
-/** A system lookup under the test's control: records each call; answers `answers[host]`, never answers other names until released. */
+/**
+ * A system lookup under the test's control: records each call; answers `answers[host]`, never answers other
+ * names until released.
+ */
 function heldLookup(answers: Record<string, LookupAddress[]>) {
   const calls: string[] = [];
   const held: Array<() => void> = [];

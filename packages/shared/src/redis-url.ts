@@ -30,7 +30,10 @@ export function redactUrl(url: string): string {
   return url.replace(/\/\/.*@/, '//***@').replace(/(sentinel_password=)[^&#]*/gi, '$1***');
 }
 
-/** A percent-encoded part of a URL, decoded; an error that names the part (never its value) if it is not valid percent-encoding. */
+/**
+ * A percent-encoded part of a URL, decoded; an error that names the part (never its value) if it is not valid
+ * percent-encoding.
+ */
 function decoded(part: string, what: string): string {
   try {
     return decodeURIComponent(part);

@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { SseReader, type SseEvent } from './sse-reader.js';
 
-/** Every event of `text` (a string, or bytes) fed to one reader in the pieces `cuts` (byte offsets) make, then its end. */
+/**
+ * Every event of `text` (a string, or bytes) fed to one reader in the pieces `cuts` (byte offsets) make, then
+ * its end.
+ */
 function read(text: string | Buffer, cuts: number[] = []): SseEvent[] {
   const bytes = typeof text === 'string' ? Buffer.from(text, 'utf8') : text;
   const reader = new SseReader();

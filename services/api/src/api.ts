@@ -45,7 +45,10 @@ export interface ApiOptions {
   tracing?: Tracing;
   /** Per-key limits; by default from TENANTS_CONFIG. */
   tenants?: TenantTable;
-  /** How webhook hosts are resolved at submission (a test's DNS). @defaultValue bounded DNS queries (boundedDnsResolver) */
+  /**
+   * How webhook hosts are resolved at submission (a test's DNS).
+   * @defaultValue bounded DNS queries (boundedDnsResolver)
+   */
   resolve?: Resolver;
 }
 

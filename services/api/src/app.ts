@@ -61,7 +61,10 @@ export interface AppDeps {
   metrics?: AgentqMetrics;
   logger: Logger;
   apiKeys: string[];
-  /** Keys that open the dashboard (it shows every tenant's jobs), beside API keys marked admin in `tenants`; no API key opens it otherwise. */
+  /**
+   * Keys that open the dashboard (it shows every tenant's jobs), beside API keys marked admin in `tenants`;
+   * no API key opens it otherwise.
+   */
   adminKeys?: string[];
   defaultModel?: string;
   limits: { maxBodyBytes: number; maxInputBytes: number; maxContextBytes: number };

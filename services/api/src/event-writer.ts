@@ -38,7 +38,10 @@ export class EventWriter {
     private readonly key?: string,
   ) {}
 
-  /** Waits for room for `bytes` the caller will hold (see ResponseBudget.waitFor); null if the client went away first. */
+  /**
+   * Waits for room for `bytes` the caller will hold (see ResponseBudget.waitFor); null if the client went
+   * away first.
+   */
   room(bytes: number): Promise<(() => void) | null> {
     return this.keptAlive(this.responses.waitFor(bytes, this.gone, this.key));
   }

@@ -49,7 +49,10 @@ export function eventsRoutes(deps: {
   hub: EventHub;
   responses: ResponseBudget;
   streams: StreamSlots;
-  /** How often a stream with nothing to send writes a keep-alive comment (a third of CLIENT_IDLE_TIMEOUT_MS, at most 15 s). */
+  /**
+   * How often a stream with nothing to send writes a keep-alive comment (a third of CLIENT_IDLE_TIMEOUT_MS,
+   * at most 15 s).
+   */
   keepAliveMs: number;
   logger: Logger;
   ownRun: (owner: string, id: string) => Promise<unknown>;
