@@ -95,7 +95,8 @@ export async function cmdActions(
     case 'answer': {
       if (!id || !rest.length)
         throw new UsageError(
-          'agentq actions answer takes a request id and the answer: agentq actions answer <action-id> <text…> ("-" reads stdin)',
+          'agentq actions answer takes a request id and the answer: ' +
+            'agentq actions answer <action-id> <text…> ("-" reads stdin)',
         );
       let text = rest.join(' ');
       // Only the final newline of piped text goes: a tool's output keeps its own spacing.

@@ -186,7 +186,8 @@ describe('privateNetworkResolver (WEBHOOK_ALLOW_PRIVATE)', () => {
     hostsPath = join(dir, 'hosts');
     writeFileSync(
       hostsPath,
-      '# a hosts file\n10.9.9.9  listed.example listed   # overrides DNS\nfe80::1 listed.example\nnot-an-address nowhere.example\n',
+      '# a hosts file\n10.9.9.9  listed.example listed   # overrides DNS\n' +
+        'fe80::1 listed.example\nnot-an-address nowhere.example\n',
     );
   });
   afterAll(() => {

@@ -39,7 +39,8 @@ function decoded(part: string, what: string): string {
     return decodeURIComponent(part);
   } catch {
     throw new Error(
-      `the ${what} in the URL is not valid percent-encoding: write a % in it as %25 (and an @ / : ? # as %40 %2F %3A %3F %23)`,
+      `the ${what} in the URL is not valid percent-encoding: ` +
+        `write a % in it as %25 (and an @ / : ? # as %40 %2F %3A %3F %23)`,
     );
   }
 }

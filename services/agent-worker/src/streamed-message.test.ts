@@ -158,7 +158,8 @@ describe('the event stream itself', () => {
   it('is read with CRLF line ends and comments between its events', async () => {
     const data = (c: object) => `data: ${JSON.stringify(c)}\r\n\r\n`;
     const res = await callRaw(
-      `: processing\r\n\r\n${data(chunk({ role: 'assistant', content: '' }))}${data(chunk({ content: 'héllo ' }))}: still here\r\n\r\n${data(chunk({ content: '✓' }))}${data(chunk({}, 'stop'))}data: [DONE]\r\n\r\n`,
+      `: processing\r\n\r\n${data(chunk({ role: 'assistant', content: '' }))}${data(chunk({ content: 'héllo ' }))}` +
+        `: still here\r\n\r\n${data(chunk({ content: '✓' }))}${data(chunk({}, 'stop'))}data: [DONE]\r\n\r\n`,
     );
     expect(res.message.content).toBe('héllo ✓');
     expect(res.finishReason).toBe('stop');
@@ -195,7 +196,8 @@ describe('the event stream itself', () => {
     const data = (c: object) => `data: ${JSON.stringify(c)}\n\n`;
     expect(
       await callRaw(
-        `${data(chunk({ role: 'assistant', content: '' }))}event: error\ndata: {"message":"stream reset by the upstream"}\n\n`,
+        `${data(chunk({ role: 'assistant', content: '' }))}` +
+          `event: error\ndata: {"message":"stream reset by the upstream"}\n\n`,
       ),
     ).toMatchObject({
       code: 'model_unavailable',

@@ -57,13 +57,15 @@ export class BodyBudget {
       if (this.#inFlight > 0 && this.#inFlight + size > opts.maxInFlightBytes) {
         throw await busy(
           c,
-          `this API process is reading ${this.#inFlight} bytes of other requests (MAX_BODIES_IN_FLIGHT_BYTES); retry shortly`,
+          `this API process is reading ${this.#inFlight} bytes of other requests (MAX_BODIES_IN_FLIGHT_BYTES); ` +
+            `retry shortly`,
         );
       }
       if (!shares.allows(key, size)) {
         throw await busy(
           c,
-          `this API process is reading ${shares.of(key)} bytes of this key's other requests (at most ${shares.maxPerKey}: half of MAX_BODIES_IN_FLIGHT_BYTES, or MAX_BODY_BYTES); retry shortly`,
+          `this API process is reading ${shares.of(key)} bytes of this key's other requests ` +
+            `(at most ${shares.maxPerKey}: half of MAX_BODIES_IN_FLIGHT_BYTES, or MAX_BODY_BYTES); retry shortly`,
         );
       }
       this.#inFlight += size;

@@ -93,19 +93,22 @@ function componentSchemas(): Record<string, Json> {
   requests.add(linkAnswerSchema, {
     id: 'LinkAnswer',
     description:
-      'One answer sent to a signed link: as a response of ActionResponses, its request named by the link ("id" optional, and then that request\'s).',
+      'One answer sent to a signed link: as a response of ActionResponses, its request named by the link ("id" ' +
+      "optional, and then that request's).",
   });
   requests.add(respondBodySchema, {
     id: 'ActionResponses',
     description:
-      "Answers to requests of a run tree: approve (maybe with edited arguments) or reject an approval, a client tool's output, an answer to a question.",
+      'Answers to requests of a run tree: approve (maybe with edited arguments) or reject an approval, a client ' +
+      "tool's output, an answer to a question.",
   });
 
   const responses = z.registry<Meta>();
   responses.add(apiErrorSchema, {
     id: 'Error',
     description:
-      'Every error response: a snake_case code, a message that says how to fix it, and optional details (for a 400, one entry per bad field).',
+      'Every error response: a snake_case code, a message that says how to fix it, and optional details (for a ' +
+      '400, one entry per bad field).',
   });
   responses.add(actionItemSchema, {
     id: 'ActionItem',
@@ -190,17 +193,20 @@ const ERRORS = {
   400: errorResponse('Bad JSON or failed validation; `details` names each bad field.'),
   401: errorResponse('No or an unknown API key (only when API_KEYS is set).'),
   403: errorResponse(
-    "The dashboard refuses API keys (it shows every tenant's jobs): only ADMIN_API_KEYS, and API keys TENANTS_CONFIG marks admin, open it.",
+    "The dashboard refuses API keys (it shows every tenant's jobs): only ADMIN_API_KEYS, and API keys " +
+      'TENANTS_CONFIG marks admin, open it.',
   ),
   404: errorResponse('No such run, or a run of another API key.'),
   409: errorResponse(
-    'The Idempotency-Key was used before with a different body, or its first request is still being processed; for an answer: the request was decided before (`action_resolved`).',
+    'The Idempotency-Key was used before with a different body, or its first request is still being processed; ' +
+      'for an answer: the request was decided before (`action_resolved`).',
   ),
   413: errorResponse('The body, or one of its fields, is larger than the limit; the message names the field.'),
   415: errorResponse('The body is not sent as application/json.'),
   429: {
     ...errorResponse(
-      "Over one of the key's limits (requests_per_minute; for a new run also max_queued_runs or max_tokens_per_day): `rate_limited`.",
+      "Over one of the key's limits (requests_per_minute; for a new run also max_queued_runs or " +
+        'max_tokens_per_day): `rate_limited`.',
     ),
     headers: {
       'Retry-After': { description: 'Seconds until the request may succeed.', schema: { type: 'integer', minimum: 1 } },
@@ -277,11 +283,13 @@ const linkParams = [
 ];
 const linkErrors = {
   403: linkError(
-    "The token does not open this request (tampered, truncated, another request's): one answer for all, revealing nothing.",
+    "The token does not open this request (tampered, truncated, another request's): " +
+      'one answer for all, revealing nothing.',
   ),
   404: linkError('Answering by link is off (ACTION_LINK_SECRET is not set).'),
   410: linkError(
-    'The request no longer waits: answered (the link was used), expired, cancelled or gone (`action_resolved` with the decision, or `link_gone`).',
+    'The request no longer waits: answered (the link was used), expired, cancelled or gone (`action_resolved` with ' +
+      'the decision, or `link_gone`).',
   ),
 };
 
@@ -295,9 +303,11 @@ export function buildOpenApiDocument(): OpenApiDocument {
       version: '1.0.0',
       summary: 'A durable agent runtime: tool-using LLM agents run as jobs on Redis.',
       description:
-        'Version 1 of the HTTP API. JSON everywhere, timestamps ISO 8601 UTC, ids opaque strings with a prefix (`run_…`). ' +
-        'Responses may gain fields: clients must ignore fields they do not know. ' +
-        'When the server has API_KEYS set, every /v1/* and /admin/* request needs `Authorization: Bearer <key>` (but a signed link, /v1/actions/{id}/respond, whose token is its key), and a run is visible only to the key that created it.',
+        'Version 1 of the HTTP API. JSON everywhere, timestamps ISO 8601 UTC, ids opaque strings with a prefix ' +
+        '(`run_…`). Responses may gain fields: clients must ignore fields they do not know. ' +
+        'When the server has API_KEYS set, every /v1/* and /admin/* request needs `Authorization: ' +
+        'Bearer <key>` (but a signed link, /v1/actions/{id}/respond, whose token is its key), and a run is visible ' +
+        'only to the key that created it.',
       license: { name: 'MIT', identifier: 'MIT' },
     },
     tags: [
@@ -315,7 +325,8 @@ export function buildOpenApiDocument(): OpenApiDocument {
           operationId: 'createRun',
           summary: 'Start a run',
           description:
-            'Queues a run and returns it at once. With an Idempotency-Key, the same key and body return the same run (200), a different body a 409.',
+            'Queues a run and returns it at once. With an Idempotency-Key, the same key and body return the same ' +
+            'run (200), a different body a 409.',
           parameters: [
             {
               name: 'Idempotency-Key',
@@ -380,9 +391,12 @@ export function buildOpenApiDocument(): OpenApiDocument {
           operationId: 'streamRunEvents',
           summary: 'Follow a run’s events',
           description:
-            'Server-sent events: each has `id:` (resumable with Last-Event-ID), `event:` (the type) and JSON `data:`. A late subscriber first gets the history. ' +
-            'The stream closes after the one terminal event (run.completed, run.failed, run.cancelled or run.incomplete). Comment lines keep idle connections open. ' +
-            'Each event, parsed, is a RunEvent. An API process holds at most MAX_EVENT_STREAMS_PER_KEY open streams of one key (past it 429 rate_limited) and MAX_EVENT_STREAMS in all (503 server_busy).',
+            'Server-sent events: each has `id:` (resumable with Last-Event-ID), `event:` (the type) and JSON ' +
+            '`data:`. A late subscriber first gets the history. The stream closes after the one terminal event ' +
+            '(run.completed, run.failed, run.cancelled or run.incomplete). ' +
+            'Comment lines keep idle connections open. Each event, parsed, is a RunEvent. ' +
+            'An API process holds at most MAX_EVENT_STREAMS_PER_KEY open streams of one key (past it 429 ' +
+            'rate_limited) and MAX_EVENT_STREAMS in all (503 server_busy).',
           parameters: [
             runIdParam,
             {
@@ -390,7 +404,8 @@ export function buildOpenApiDocument(): OpenApiDocument {
               in: 'header',
               required: false,
               description:
-                "Resume after this event id: `<ms>-<seq>`, each part below 2^64, not after the run's last event (else 400 naming the header).",
+                "Resume after this event id: `<ms>-<seq>`, each part below 2^64, not after the run's last event " +
+                '(else 400 naming the header).',
               schema: { type: 'string', pattern: '^\\d{1,20}-\\d{1,20}$' },
             },
             {
@@ -416,7 +431,8 @@ export function buildOpenApiDocument(): OpenApiDocument {
           operationId: 'cancelRun',
           summary: 'Cancel a run',
           description:
-            'Idempotent. No model step or tool call of the run or its sub-runs starts after it; queued work is removed. A finished run is returned unchanged.',
+            'Idempotent. No model step or tool call of the run or its sub-runs starts after it; ' +
+            'queued work is removed. A finished run is returned unchanged.',
           parameters: [runIdParam],
           responses: {
             202: json('The run, cancelled (or as it finished).', ref('Run')),
@@ -430,8 +446,10 @@ export function buildOpenApiDocument(): OpenApiDocument {
           operationId: 'respondToActions',
           summary: 'Answer what a run waits for',
           description:
-            "Answers requests of the run or of its sub-runs (`required_action.items`); partial answers are fine. Every response is checked first: an unknown request (or another key's) is a 404, " +
-            "a response of the wrong kind or edited arguments that do not fit the tool's input schema a 400, and nothing is stored. A request is decided once: a second answer gets 409 `action_resolved`.",
+            'Answers requests of the run or of its sub-runs (`required_action.items`); partial answers are fine. ' +
+            "Every response is checked first: an unknown request (or another key's) is a 404, a response of the " +
+            "wrong kind or edited arguments that do not fit the tool's input schema a 400, and nothing is stored. " +
+            'A request is decided once: a second answer gets 409 `action_resolved`.',
           parameters: [runIdParam],
           requestBody: { required: true, content: { 'application/json': { schema: ref('ActionResponses') } } },
           responses: {
@@ -456,8 +474,10 @@ export function buildOpenApiDocument(): OpenApiDocument {
           operationId: 'showActionLink',
           summary: "A signed link's page",
           description:
-            'With ACTION_LINK_SECRET set, every pending request carries a `respond_url`: this path with a `token` that opens that one request, until it is answered or expires. ' +
-            'No API key: the token is the key, and it opens nothing else. The page (HTML, no script, no external resources) shows the tool call or the question with its choices, and forms that answer it.',
+            'With ACTION_LINK_SECRET set, every pending request carries a `respond_url`: ' +
+            'this path with a `token` that opens that one request, until it is answered or expires. No API key: ' +
+            'the token is the key, and it opens nothing else. The page (HTML, no script, no external resources) ' +
+            'shows the tool call or the question with its choices, and forms that answer it.',
           security: [],
           parameters: linkParams,
           responses: {
@@ -470,8 +490,10 @@ export function buildOpenApiDocument(): OpenApiDocument {
           operationId: 'answerActionLink',
           summary: 'Answer by a signed link',
           description:
-            'Answers the one request of the link, as a response of POST /v1/runs/{id}/actions does (checked the same way; recorded as decided `by: "link"`). ' +
-            'A form (what the page sends: `approve` = `true`/`false`, `reason`, `arguments`, `output`, `answer`) is answered with a page, JSON with JSON. At most 2 MiB.',
+            'Answers the one request of the link, as a response of POST /v1/runs/{id}/actions does (checked the ' +
+            'same way; recorded as decided `by: "link"`). A form (what the page sends: ' +
+            '`approve` = `true`/`false`, `reason`, `arguments`, `output`, `answer`) is answered with a page, JSON ' +
+            'with JSON. At most 2 MiB.',
           security: [],
           parameters: linkParams,
           requestBody: {
@@ -502,7 +524,8 @@ export function buildOpenApiDocument(): OpenApiDocument {
               },
             },
             400: linkError(
-              "The answer does not fit the request (wrong kind, edited arguments that fail the tool's input schema, an unknown field); `details` names the field.",
+              "The answer does not fit the request (wrong kind, edited arguments that fail the tool's input " +
+                'schema, an unknown field); `details` names the field.',
             ),
             413: linkError('The body is larger than 2 MiB (or MAX_BODY_BYTES).'),
             415: errorResponse('The body is neither a form (application/x-www-form-urlencoded) nor JSON.'),
@@ -585,7 +608,9 @@ export function buildOpenApiDocument(): OpenApiDocument {
           operationId: 'dashboard',
           summary: 'Bull Board dashboard',
           description:
-            "The queues (agent, tool, webhook) and their jobs; job names carry the run id, step and tool. It shows every tenant's jobs: with API_KEYS set, only the ADMIN_API_KEYS and the API keys TENANTS_CONFIG marks admin open it.",
+            'The queues (agent, tool, webhook) and their jobs; job names carry the run id, step and tool. ' +
+            "It shows every tenant's jobs: with API_KEYS set, only the ADMIN_API_KEYS and the API keys " +
+            'TENANTS_CONFIG marks admin open it.',
           responses: {
             200: { description: 'The dashboard.', content: { 'text/html': { schema: { type: 'string' } } } },
             ...errors(401, 403),
@@ -598,8 +623,9 @@ export function buildOpenApiDocument(): OpenApiDocument {
         post: {
           summary: 'A run reached a terminal status, or started waiting (run.requires_action)',
           description:
-            'Signed per Standard Webhooks: `webhook-signature` is `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">` with the secret ' +
-            '(a `whsec_` secret is base64 after the prefix). Any 2xx is success; otherwise retried with exponential backoff; 410 stops the retries.',
+            'Signed per Standard Webhooks: `webhook-signature` is `v1,<base64 HMAC-SHA256 of ' +
+            '"<webhook-id>.<webhook-timestamp>.<body>">` with the secret (a `whsec_` secret is base64 after the ' +
+            'prefix). Any 2xx is success; otherwise retried with exponential backoff; 410 stops the retries.',
           security: [],
           parameters: [
             {

@@ -109,7 +109,8 @@ export class ResponseBudget {
       throw new HttpError(
         503,
         'server_busy',
-        `this API process is sending ${this.shares.of(key)} bytes of this key's other answers (at most half of MAX_RESPONSES_IN_FLIGHT_BYTES a key); retry shortly`,
+        `this API process is sending ${this.shares.of(key)} bytes of this key's other answers ` +
+          `(at most half of MAX_RESPONSES_IN_FLIGHT_BYTES a key); retry shortly`,
         undefined,
         {
           'retry-after': '1',
@@ -121,7 +122,8 @@ export class ResponseBudget {
       throw new HttpError(
         503,
         'server_busy',
-        `this API process is sending ${this.inFlight} bytes of other answers (MAX_RESPONSES_IN_FLIGHT_BYTES); retry shortly`,
+        `this API process is sending ${this.inFlight} bytes of other answers (MAX_RESPONSES_IN_FLIGHT_BYTES); ` +
+          `retry shortly`,
         undefined,
         {
           'retry-after': '1',

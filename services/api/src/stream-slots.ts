@@ -20,7 +20,8 @@ export class StreamSlots {
     const mine = this.byOwner.get(owner) ?? 0;
     if (mine >= this.limits.perKey) {
       throw rateLimited(
-        `this key has ${mine} event streams open on this API process (MAX_EVENT_STREAMS_PER_KEY); close one, or retry once one has ended`,
+        `this key has ${mine} event streams open on this API process (MAX_EVENT_STREAMS_PER_KEY); ` +
+          `close one, or retry once one has ended`,
         1000,
       );
     }

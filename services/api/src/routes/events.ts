@@ -36,7 +36,9 @@ const PAGE_BYTES = UNCOUNTED_BELOW_BYTES - 1;
 /** A resume point given as `field` (the header or the query parameter), or a 400 naming it. */
 function resumePoint(field: string, value: string): string {
   if (isStreamId(value)) return value;
-  const message = `${field} must be an event id this stream sent: "<ms>-<seq>", each part a whole number below 2^64 (like "1700000000000-0")`;
+  const message =
+    `${field} must be an event id this stream sent: ` +
+    `"<ms>-<seq>", each part a whole number below 2^64 (like "1700000000000-0")`;
   throw new HttpError(400, 'validation_error', message, [{ field, message }]);
 }
 
