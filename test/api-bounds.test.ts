@@ -738,7 +738,8 @@ describe('two keys', () => {
       const { port } = new URL(two.api.url);
       const socket = connect(Number(port), '127.0.0.1', () => {
         socket.write(
-          `POST /v1/runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${bytes}\r\n\r\n{`,
+          `POST /v1/runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\n` +
+            `Content-Type: application/json\r\nContent-Length: ${bytes}\r\n\r\n{`,
         );
         if (whole) socket.write(' '.repeat(bytes - 1));
         const answer = new Promise<string>((r) => socket.once('data', (d: Buffer) => r(d.toString('latin1', 9, 12))));

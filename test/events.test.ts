@@ -78,7 +78,8 @@ describe('the events response on the Node server', () => {
       let text = '';
       const socket = connect(Number(port), '127.0.0.1', () =>
         socket.write(
-          `HEAD /v1/runs/${run.id}/events HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+          `HEAD /v1/runs/${run.id}/events HTTP/1.1\r\nHost: ` +
+            `x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
         ),
       );
       socket.on('data', (d: Buffer) => (text += d.toString()));

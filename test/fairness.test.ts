@@ -120,7 +120,8 @@ describe('a key that floods', () => {
     );
     expect(startedMeanwhile.length).toBeLessThanOrEqual(4);
     console.info(
-      `calm key's run started ${Date.parse(calm.started_at!) - Date.parse(calm.created_at)} ms after its POST, behind ${flood.length} flood runs (${usage.queued_runs} in line)`,
+      `calm key's run started ${Date.parse(calm.started_at!) - Date.parse(calm.created_at)} ms after its POST, ` +
+        `behind ${flood.length} flood runs (${usage.queued_runs} in line)`,
     );
     // Most of the flood is still waiting in its line, and it never ran more than 3 at once.
     expect(flood.filter((r) => r.status === 'queued').length).toBeGreaterThan(100);

@@ -206,7 +206,8 @@ describe('a hostile Last-Event-ID (finding 10)', () => {
     const lags = seen.map((e) => receivedAt.get(e.id!)! - Date.parse(e.data.at)).sort((x, y) => x - y);
     const pct = (q: number) => lags[Math.min(lags.length - 1, Math.floor(q * lags.length))];
     console.info(
-      `finding 10: run A's ${lags.length} events reached its subscriber with lag p50 ${pct(0.5)} ms, p95 ${pct(0.95)} ms, max ${lags.at(-1)} ms, beside ${answers.length} hostile resumes of run B`,
+      `finding 10: run A's ${lags.length} events reached its subscriber with lag p50 ${pct(0.5)} ms, ` +
+        `p95 ${pct(0.95)} ms, max ${lags.at(-1)} ms, beside ${answers.length} hostile resumes of run B`,
     );
 
     for (const r of answers) {

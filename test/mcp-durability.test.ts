@@ -184,7 +184,10 @@ describe('a stdio server that answers one call with more than a message may hold
       attempts: 1,
     });
     expect(calls[1].output).toMatch(
-      /^Error executing big__big_output: the server's answer was over the 10485760-byte limit on one MCP message \(\d+ bytes\)/,
+      new RegExp(
+        "^Error executing big__big_output: the server's answer was over the 10485760-byte limit " +
+          String.raw`on one MCP message \(\d+ bytes\)`,
+      ),
     );
     expect(count('big', `big_output ${BIG}`)).toBe(1);
     expect(calls[0]).toMatchObject({ outcome: 'ok', output: 'wrote other', attempts: 1 });

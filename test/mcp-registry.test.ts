@@ -388,7 +388,9 @@ describe('McpRegistry over stdio (server-memory)', () => {
 
   it('caps stderr lines and reports the last ones when a server dies at start', async () => {
     const script =
-      "process.stderr.write('x'.repeat(10000) + '\\n'); for (let i = 0; i < 200; i++) process.stderr.write('line ' + i + '\\n'); process.stderr.write('fatal: bad config\\n', () => process.exit(1));";
+      "process.stderr.write('x'.repeat(10000) + '\\n'); " +
+      "for (let i = 0; i < 200; i++) process.stderr.write('line ' + i + '\\n'); " +
+      "process.stderr.write('fatal: bad config\\n', () => process.exit(1));";
     const { registry: own, lines: logs } = registryFor(
       { broken: { command: process.execPath, args: ['-e', script] } },
       { restartBackoffMs: 60_000 },

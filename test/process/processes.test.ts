@@ -73,7 +73,8 @@ async function until<T>(what: string, fn: () => Promise<T | undefined | false>, 
   for (;;) {
     if (p.child.exitCode !== null || p.child.signalCode !== null) {
       throw new Error(
-        `${what}: the process exited (${p.child.exitCode ?? p.child.signalCode})\nstdout: ${p.out().slice(-2000)}\nstderr: ${p.err().slice(-2000)}`,
+        `${what}: the process exited (${p.child.exitCode ?? p.child.signalCode})\nstdout: ` +
+          `${p.out().slice(-2000)}\nstderr: ${p.err().slice(-2000)}`,
       );
     }
     const v = await fn().catch(() => undefined);
