@@ -65,43 +65,53 @@ const crmCalls = (tool: string) => stack.crm.calls.filter((c) => c.tool === tool
 const step = async (id: string, index = 0) => (await json(`/v1/runs/${id}/steps`)).data[0].tool_calls[index];
 
 describe('a signed link answers its request without an API key', () => {
-  it('shows a link on every pending item (the run, the list, the inbox); a form POST approves, the call runs, the run completes', async () => {
-    on('LINK approve', callsThenEcho([{ name: 'crm__update_contact', arguments: { id: 'c1', company: 'Linked Co' } }]));
-    const { id } = await stack.createRun({ input: 'LINK approve', approval: { tools: ['crm__update_contact'] } });
-    const [item] = await waitingItems(id);
-    expect(item.respond_url).toMatch(new RegExp(`^/v1/actions/${item.id}/respond\\?token=n\\.[A-Za-z0-9_-]{43}$`));
-    const listed = (await json('/v1/runs?status=requires_action')).data.find((r) => r.id === id);
-    expect(listed?.required_action?.items[0].respond_url).toBe(item.respond_url);
-    const inbox = (await json('/v1/actions?status=pending')).data.find((a) => a.id === item.id);
-    expect(inbox?.respond_url).toBe(item.respond_url);
+  it(
+    'shows a link on every pending item (the run, the list, ' +
+      'the inbox); a form POST approves, the call runs, the run completes',
+    async () => {
+      on(
+        'LINK approve',
+        callsThenEcho([{ name: 'crm__update_contact', arguments: { id: 'c1', company: 'Linked Co' } }]),
+      );
+      const { id } = await stack.createRun({ input: 'LINK approve', approval: { tools: ['crm__update_contact'] } });
+      const [item] = await waitingItems(id);
+      expect(item.respond_url).toMatch(new RegExp(`^/v1/actions/${item.id}/respond\\?token=n\\.[A-Za-z0-9_-]{43}$`));
+      const listed = (await json('/v1/runs?status=requires_action')).data.find((r) => r.id === id);
+      expect(listed?.required_action?.items[0].respond_url).toBe(item.respond_url);
+      const inbox = (await json('/v1/actions?status=pending')).data.find((a) => a.id === item.id);
+      expect(inbox?.respond_url).toBe(item.respond_url);
 
-    const res = await postForm(item.respond_url, { approve: 'true' });
-    expect(res.status).toBe(200);
-    expect(res.headers.get('content-type')).toMatch(/^text\/html/);
-    expect(await res.text()).toContain('Approved: the tool call runs now.');
-    const done = await stack.waitForRun(id);
-    expect(done.status).toBe('completed');
-    expect(JSON.parse(JSON.parse(done.output!.content as string)[0])).toMatchObject({ id: 'c1', company: 'Linked Co' });
-    expect(crmCalls('update_contact').filter((c) => c.args.company === 'Linked Co')).toHaveLength(1);
-    expect((await step(id)).approval).toMatchObject({ decision: 'approved', by: 'link' });
-    // The inbox shows it resolved, with no link any more.
-    const resolved = (await json('/v1/actions?status=resolved')).data.find((a) => a.id === item.id);
-    expect(resolved).toMatchObject({ status: 'resolved', decision: 'approved' });
-    expect(resolved?.respond_url).toBeUndefined();
+      const res = await postForm(item.respond_url, { approve: 'true' });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toMatch(/^text\/html/);
+      expect(await res.text()).toContain('Approved: the tool call runs now.');
+      const done = await stack.waitForRun(id);
+      expect(done.status).toBe('completed');
+      expect(JSON.parse(JSON.parse(done.output!.content as string)[0])).toMatchObject({
+        id: 'c1',
+        company: 'Linked Co',
+      });
+      expect(crmCalls('update_contact').filter((c) => c.args.company === 'Linked Co')).toHaveLength(1);
+      expect((await step(id)).approval).toMatchObject({ decision: 'approved', by: 'link' });
+      // The inbox shows it resolved, with no link any more.
+      const resolved = (await json('/v1/actions?status=resolved')).data.find((a) => a.id === item.id);
+      expect(resolved).toMatchObject({ status: 'resolved', decision: 'approved' });
+      expect(resolved?.respond_url).toBeUndefined();
 
-    // Used: the page and every answer are refused with 410, and nothing runs twice.
-    const page = await follow(item.respond_url);
-    expect(page.status).toBe(410);
-    expect(await page.text()).toContain('already decided: approved');
-    expect((await postForm(item.respond_url, { approve: 'false' })).status).toBe(410);
-    const again = await postJson(item.respond_url, { approve: true });
-    expect(again.status).toBe(410);
-    expect(await errorOf(again)).toMatchObject({
-      code: 'action_resolved',
-      details: [{ decision: 'approved', at: expect.any(String) }],
-    });
-    expect(crmCalls('update_contact').filter((c) => c.args.company === 'Linked Co')).toHaveLength(1);
-  });
+      // Used: the page and every answer are refused with 410, and nothing runs twice.
+      const page = await follow(item.respond_url);
+      expect(page.status).toBe(410);
+      expect(await page.text()).toContain('already decided: approved');
+      expect((await postForm(item.respond_url, { approve: 'false' })).status).toBe(410);
+      const again = await postJson(item.respond_url, { approve: true });
+      expect(again.status).toBe(410);
+      expect(await errorOf(again)).toMatchObject({
+        code: 'action_resolved',
+        details: [{ decision: 'approved', at: expect.any(String) }],
+      });
+      expect(crmCalls('update_contact').filter((c) => c.args.company === 'Linked Co')).toHaveLength(1);
+    },
+  );
 
   it('takes a JSON answer to a question and answers with JSON; a second answer gets 410', async () => {
     on(

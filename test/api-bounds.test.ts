@@ -334,7 +334,8 @@ async function sixOfEachAtOnce(steps: string, tree: string) {
 }
 
 describe('answers that grow with a run', () => {
-  it('a client that does not read its large answers holds MAX_RESPONSES_IN_FLIGHT_BYTES at most: the next gets 503 until those are sent', async () => {
+  it('a client that does not read its large answers holds MAX_RESPONSES_IN_FLIGHT_BYTES at most: ' +
+    'the next gets 503 until those are sent', async () => {
     const transcript = await largeRun(24, 'messages');
     const steps = await largeRun(24, 'steps');
     const tree = await largeRun(24, 'children');
@@ -397,7 +398,8 @@ describe('answers that grow with a run', () => {
     );
   }, 60_000);
 
-  it('the run list: an unread page of runs with large outputs holds its room until it is read; meanwhile the next large answer gets 503', async () => {
+  it('the run list: an unread page of runs with large outputs holds its ' +
+    'room until it is read; meanwhile the next large answer gets 503', async () => {
     const runs = [await largeRun(12, 'output'), await largeRun(12, 'output')];
     // The two newest runs, in one batch of 24 MB.
     const unread = await askAndNotRead('/v1/runs?limit=2');
@@ -540,7 +542,8 @@ async function largeEventRun(mb: number, on: Stack = stack, key?: string): Promi
 }
 
 describe('an SSE stream', () => {
-  it('holds its large events within MAX_RESPONSES_IN_FLIGHT_BYTES: while its client does not read, large answers get 503 and other streams wait, then go on', async () => {
+  it('holds its large events within MAX_RESPONSES_IN_FLIGHT_BYTES: ' +
+    'while its client does not read, large answers get 503 and other streams wait, then go on', async () => {
     const run = await largeEventRun(24);
     const answer = await largeRun(24, 'output');
     const unread = await askAndNotRead(`/v1/runs/${run}/events`);
@@ -665,7 +668,8 @@ describe('a connection that makes no progress', () => {
   });
   afterAll(async () => idle?.close());
 
-  it('is closed after CLIENT_IDLE_TIMEOUT_MS, and what its answer held is free again; a stream that has nothing to send stays open on its keep-alives', async () => {
+  it('is closed after CLIENT_IDLE_TIMEOUT_MS, and what its answer held is free again; ' +
+    'a stream that has nothing to send stays open on its keep-alives', async () => {
     // Every request of this test to this API on a connection of its own: it closes idle ones after 1.5 s.
     const close = { connection: 'close' };
     const created = await idle.request('/v1/runs', { method: 'POST', json: { input: 'idle' }, headers: close });
@@ -749,7 +753,8 @@ describe('two keys', () => {
     });
   }
 
-  it("one key sending large bodies slowly holds at most half of MAX_BODIES_IN_FLIGHT_BYTES (or one largest body): another key's requests still get in", async () => {
+  it('one key sending large bodies slowly holds at most half of MAX_BODIES_IN_FLIGHT_BYTES ' +
+    "(or one largest body): another key's requests still get in", async () => {
     const first = await slowPost(KEY_A, 3 << 20);
     try {
       await waitFor(async () => (await gauge(two, 'agentq_request_body_bytes_in_flight')) === 3 << 20, {
@@ -768,7 +773,8 @@ describe('two keys', () => {
     }
   }, 60_000);
 
-  it("one key that does not read its large answers holds at most half of MAX_RESPONSES_IN_FLIGHT_BYTES: another key's large answers still go out", async () => {
+  it('one key that does not read its large answers holds at most half of ' +
+    "MAX_RESPONSES_IN_FLIGHT_BYTES: another key's large answers still go out", async () => {
     // Runs of 12 MB outputs, one of each key (written straight in Redis, as a long answer would be).
     const bigRun = async (key: string) => {
       const { id } = await two.createRun({ input: 'big' }, key);
@@ -813,7 +819,8 @@ describe('two keys: event streams', () => {
   });
   afterAll(async () => two?.close());
 
-  it("one key that opens streams of large events and reads none holds at most half of MAX_RESPONSES_IN_FLIGHT_BYTES: another key's stream still gets its large event", async () => {
+  it('one key that opens streams of large events and reads none holds at most half of ' +
+    "MAX_RESPONSES_IN_FLIGHT_BYTES: another key's stream still gets its large event", async () => {
     const [a, b] = [await largeEventRun(6, two, KEY_A), await largeEventRun(6, two, KEY_B)];
     // Each 6 MB event is read alone, with room for it and its frame (12 MB). Four unread streams
     // of key A would hold 36 MB of the 40 and queue a fourth: key A's share (20 MB) lets one in.
@@ -858,7 +865,8 @@ describe('event streams held open', () => {
     }
   }
 
-  it('are at most MAX_EVENT_STREAMS_PER_KEY a key (429) and MAX_EVENT_STREAMS in all (503); a slot is free again once its stream ends', async () => {
+  it('are at most MAX_EVENT_STREAMS_PER_KEY a key (429) ' +
+    'and MAX_EVENT_STREAMS in all (503); a slot is free again once its stream ends', async () => {
     const runA = (await held.createRun({ input: 'a' }, KEY_A)).id;
     const runB = (await held.createRun({ input: 'b' }, KEY_B)).id;
     const sockets: Socket[] = [];

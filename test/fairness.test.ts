@@ -83,7 +83,8 @@ const maxOverlap = (runs: RunObject[]) => {
 };
 
 describe('a key that floods', () => {
-  it("queues in its own line: another key's run starts at once, the flood runs max_active_runs at a time, and past max_queued_runs it gets 429", async () => {
+  it("queues in its own line: another key's run starts at once, " +
+    'the flood runs max_active_runs at a time, and past max_queued_runs it gets 429', async () => {
     const floods: string[] = [];
     let refused = 0;
     let retryAfter: string | null = null;
@@ -191,7 +192,8 @@ describe('free capacity shared by weight', () => {
     rmSync(sharedDir, { recursive: true, force: true });
   });
 
-  it('when both keys wait, the one of weight 3 gets about three runs started for every one of the weight-1 key, and neither starves', async () => {
+  it('when both keys wait, the one of weight 3 gets about three runs ' +
+    'started for every one of the weight-1 key, and neither starves', async () => {
     const ask = async (key: string, n: number) => {
       const res = await shared.request('/v1/runs', { method: 'POST', json: { input: `${key} ${n}` }, key });
       expect(res.status).toBe(202);

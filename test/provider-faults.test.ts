@@ -73,17 +73,21 @@ describe('provider faults', () => {
     expect(t.at(-1)! - t[0], String(gaps)).toBeGreaterThanOrEqual(600);
   });
 
-  it('429 for longer than MODEL_RATE_LIMIT_MAX_WAIT_MS: the run fails with model_rate_limited instead of waiting for ever', async () => {
-    const u = 'rate limited for good';
-    scripts.set(u, [{ error: { status: 429, message: 'quota exhausted', headers: { 'retry-after-ms': '500' } } }]);
-    const run = await stack.waitForRun((await stack.createRun({ input: u })).id, { timeoutMs: 15_000 });
-    expect(run).toMatchObject({ status: 'failed', stop_reason: 'error', error: { code: 'model_rate_limited' } });
-    expect(run.error?.message).toMatch(/quota exhausted.*MODEL_RATE_LIMIT_MAX_WAIT_MS/);
-    // It waited out the 429s (every 500 ms) until the next wait would pass the bound.
-    const t = arrivals.get(u)!;
-    expect(t.at(-1)! - t[0]).toBeGreaterThanOrEqual(3_000);
-    expect((await stack.getJson('/v1/usage')).active_runs).toBe(0);
-  });
+  it(
+    '429 for longer than MODEL_RATE_LIMIT_MAX_WAIT_MS: ' +
+      'the run fails with model_rate_limited instead of waiting for ever',
+    async () => {
+      const u = 'rate limited for good';
+      scripts.set(u, [{ error: { status: 429, message: 'quota exhausted', headers: { 'retry-after-ms': '500' } } }]);
+      const run = await stack.waitForRun((await stack.createRun({ input: u })).id, { timeoutMs: 15_000 });
+      expect(run).toMatchObject({ status: 'failed', stop_reason: 'error', error: { code: 'model_rate_limited' } });
+      expect(run.error?.message).toMatch(/quota exhausted.*MODEL_RATE_LIMIT_MAX_WAIT_MS/);
+      // It waited out the 429s (every 500 ms) until the next wait would pass the bound.
+      const t = arrivals.get(u)!;
+      expect(t.at(-1)! - t[0]).toBeGreaterThanOrEqual(3_000);
+      expect((await stack.getJson('/v1/usage')).active_runs).toBe(0);
+    },
+  );
 
   it('429 with a Retry-After past MODEL_RATE_LIMIT_MAX_WAIT_MS: the wait is cut to the bound, for one more try there', async () => {
     const u = 'rate limited, come back in ten seconds';

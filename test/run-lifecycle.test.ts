@@ -324,38 +324,42 @@ describe('webhooks', () => {
     ]);
   });
 
-  it("sends a run's terminal webhook when the process that ended the run died before queuing it: the run's next step job queues it", async () => {
-    const user = 'Hook after a crash';
-    let release!: () => void;
-    const ended = new Promise<void>((r) => (release = r));
-    // The model call is in flight while the run is ended elsewhere, then drops: the step comes again.
-    scenarios.set(user, async () => {
-      await ended;
-      return { drop: true };
-    });
-    received.length = 0;
-    failFirst = 0;
-    const { id } = await stack.createRun({ input: user, webhook: { url, secret: 's' } });
-    await waitFor(() => requestsFor(stack, user).length === 1, { what: 'the model call' });
-    // Ended in Redis by a process that died before it queued the webhook.
-    const store = new RunStore({ redis: stack.redis, prefix: stack.prefix, retentionSeconds: 3600 });
-    expect(
-      await store.runs.finish(id, {
-        status: 'completed',
-        stopReason: 'stop',
-        output: { role: 'assistant', content: 'ended elsewhere' },
-      }),
-    ).not.toBeNull();
-    release();
-    await waitFor(() => received.some((r) => r.status === 200), { what: "the run's webhook", timeoutMs: 15_000 });
-    expect(received).toHaveLength(1);
-    expect(JSON.parse(received[0].body)).toMatchObject({
-      type: 'run.completed',
-      data: { id, output: { content: 'ended elsewhere' } },
-    });
-    // Its id is the run's: sent again, it is the same message.
-    expect(received[0].headers['webhook-id']).toBe(`whk_${id.slice('run_'.length)}`);
-  });
+  it(
+    "sends a run's terminal webhook when the process that ended the " +
+      "run died before queuing it: the run's next step job queues it",
+    async () => {
+      const user = 'Hook after a crash';
+      let release!: () => void;
+      const ended = new Promise<void>((r) => (release = r));
+      // The model call is in flight while the run is ended elsewhere, then drops: the step comes again.
+      scenarios.set(user, async () => {
+        await ended;
+        return { drop: true };
+      });
+      received.length = 0;
+      failFirst = 0;
+      const { id } = await stack.createRun({ input: user, webhook: { url, secret: 's' } });
+      await waitFor(() => requestsFor(stack, user).length === 1, { what: 'the model call' });
+      // Ended in Redis by a process that died before it queued the webhook.
+      const store = new RunStore({ redis: stack.redis, prefix: stack.prefix, retentionSeconds: 3600 });
+      expect(
+        await store.runs.finish(id, {
+          status: 'completed',
+          stopReason: 'stop',
+          output: { role: 'assistant', content: 'ended elsewhere' },
+        }),
+      ).not.toBeNull();
+      release();
+      await waitFor(() => received.some((r) => r.status === 200), { what: "the run's webhook", timeoutMs: 15_000 });
+      expect(received).toHaveLength(1);
+      expect(JSON.parse(received[0].body)).toMatchObject({
+        type: 'run.completed',
+        data: { id, output: { content: 'ended elsewhere' } },
+      });
+      // Its id is the run's: sent again, it is the same message.
+      expect(received[0].headers['webhook-id']).toBe(`whk_${id.slice('run_'.length)}`);
+    },
+  );
 
   it('signs with WEBHOOK_SECRET in its whsec_ form when the run gives none', async () => {
     scenarios.set('Hook me by default', () => ({ content: 'hooked' }));

@@ -259,29 +259,33 @@ describe('a run that ends on an expiry', () => {
 });
 
 describe('late answers', () => {
-  it('an answer after the request expired is too late, even before its job woke to expire it: 409 expired, the call never runs', async () => {
-    on('LATE approval', callsThenEcho([{ name: 'crm__non_idempotent_write', arguments: { key: 'late-write' } }]));
-    const { id } = await stack.createRun({
-      input: 'LATE approval',
-      approval: { tools: ['crm__non_idempotent_write'], timeout_ms: 1500, on_timeout: 'stop' },
-    });
-    const [item] = (await waiting(id)).required_action.items;
-    // The tool queue is busy: the request's job does not wake when the request expires.
-    const release = await stack.holdToolQueue();
-    try {
-      await new Promise((r) => setTimeout(r, Math.max(0, Date.parse(item.expires_at!) + 100 - Date.now())));
-      const late = await respond(id, [{ id: item.id, approve: true }]);
-      expect(late.status).toBe(409);
-      expect(await late.json()).toMatchObject({
-        error: { code: 'action_resolved', details: [{ id: item.id, decision: 'expired' }] },
+  it(
+    'an answer after the request expired is too late, ' +
+      'even before its job woke to expire it: 409 expired, the call never runs',
+    async () => {
+      on('LATE approval', callsThenEcho([{ name: 'crm__non_idempotent_write', arguments: { key: 'late-write' } }]));
+      const { id } = await stack.createRun({
+        input: 'LATE approval',
+        approval: { tools: ['crm__non_idempotent_write'], timeout_ms: 1500, on_timeout: 'stop' },
       });
-    } finally {
-      await release();
-    }
-    const done = await stack.waitForRun(id);
-    expect(done).toMatchObject({ status: 'incomplete', stop_reason: 'approval_timeout' });
-    expect(stack.crm.calls.filter((c) => c.args?.key === 'late-write')).toEqual([]);
-  });
+      const [item] = (await waiting(id)).required_action.items;
+      // The tool queue is busy: the request's job does not wake when the request expires.
+      const release = await stack.holdToolQueue();
+      try {
+        await new Promise((r) => setTimeout(r, Math.max(0, Date.parse(item.expires_at!) + 100 - Date.now())));
+        const late = await respond(id, [{ id: item.id, approve: true }]);
+        expect(late.status).toBe(409);
+        expect(await late.json()).toMatchObject({
+          error: { code: 'action_resolved', details: [{ id: item.id, decision: 'expired' }] },
+        });
+      } finally {
+        await release();
+      }
+      const done = await stack.waitForRun(id);
+      expect(done).toMatchObject({ status: 'incomplete', stop_reason: 'approval_timeout' });
+      expect(stack.crm.calls.filter((c) => c.args?.key === 'late-write')).toEqual([]);
+    },
+  );
 });
 
 describe('client tools and questions', () => {

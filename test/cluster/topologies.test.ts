@@ -108,7 +108,8 @@ describe('cells on a Redis Cluster', () => {
 });
 
 describe('REDIS_WAIT_REPLICAS on a Cluster', () => {
-  it("waits for the Idempotency-Key's claim on its own shard too: with that shard's replica gone, a keyed run is refused (503), never accepted unconfirmed", async () => {
+  it("waits for the Idempotency-Key's claim on its own shard too: " +
+    "with that shard's replica gone, a keyed run is refused (503), never accepted unconfirmed", async () => {
     const cluster = await startCluster({ masters: 3, replicasEach: 1 });
     topologies.push(cluster);
     const stack = await stackOn(cluster.url, { REDIS_WAIT_REPLICAS: '1', REDIS_WAIT_TIMEOUT_MS: '500' });
@@ -164,7 +165,8 @@ describe("a run's shard failing over while its tool calls run", () => {
       ? { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 3000, label: 'x' } }] }
       : { content: JSON.stringify(req.messages.filter((m) => m.role === 'tool').map((m) => m.content)) };
 
-  it('a result that cannot be stored is redone once a replica has taken over: the next step gets the result, never "no result was recorded"', async () => {
+  it('a result that cannot be stored is redone once a replica has taken over: ' +
+    'the next step gets the result, never "no result was recorded"', async () => {
     const cluster = await startCluster({ masters: 3, replicasEach: 1 });
     topologies.push(cluster);
     const stack = await startStack({
@@ -201,7 +203,8 @@ describe("a run's shard failing over while its tool calls run", () => {
 });
 
 describe('Sentinel', () => {
-  it('a master killed under load: the replica is promoted, every process follows it, no accepted run is lost; the old master back as a replica changes nothing', async () => {
+  it('a master killed under load: the replica is promoted, every process follows it, ' +
+    'no accepted run is lost; the old master back as a replica changes nothing', async () => {
     const sentinel = await startSentinel();
     topologies.push(sentinel);
     const stack = await stackOn(sentinel.url);

@@ -186,7 +186,8 @@ function wellFormed(msgs: ChatMessage[]): string | null {
 }
 
 describe('worker crashes', () => {
-  it('kill -9 of the agent-worker and the tool-worker in the middle of many runs: every run completes, transcripts intact', async () => {
+  it('kill -9 of the agent-worker and the tool-worker in the ' +
+    'middle of many runs: every run completes, transcripts intact', async () => {
     let agent = await start('agent-worker');
     let tool = await start('tool-worker');
     const ids = await Promise.all(Array.from({ length: 30 }, (_, i) => post(`many ${i}`)));
@@ -305,7 +306,8 @@ describe('worker crashes', () => {
     await tool.kill('SIGTERM');
   }, 60_000);
 
-  it("a round's job whose tool-worker is killed every time it runs it fails for good, and the run goes on: its next step answers the calls", async () => {
+  it("a round's job whose tool-worker is killed every time it runs it fails for good, " +
+    'and the run goes on: its next step answers the calls', async () => {
     // No flow waits for a round that is one job: the job adds the next step. Killed more often
     // than BullMQ's stall limit allows (3), the job is failed on its next pickup without running,
     // and the worker that failed it adds the next step, as a flow would have released it.

@@ -171,7 +171,8 @@ describe('a Redis over TLS (rediss://) with a password', () => {
     expect(run.output?.content).toMatch(/^found: /);
   }, 60_000);
 
-  it('a certificate not trusted, naming another host, or the port spoken to without TLS: the service says which and waits', async () => {
+  it('a certificate not trusted, naming another host, ' +
+    'or the port spoken to without TLS: the service says which and waits', async () => {
     const port = await redisServer(tls(), client(), true);
     const cases = [
       {
@@ -232,7 +233,8 @@ describe('a Redis Cluster and a Sentinel group, over TLS with a password (rediss
     );
   }, 90_000);
 
-  it('through Sentinels (TLS too, and a password of their own), a run with a tool call completes; their certificate not trusted, a worker says so', async () => {
+  it('through Sentinels (TLS too, and a password of their own), ' +
+    'a run with a tool call completes; their certificate not trusted, a worker says so', async () => {
     const sentinel = await startSentinel({ security: { ...security(), sentinelPassword: 'sentinel:pw' } });
     await completesOn(
       sentinel,

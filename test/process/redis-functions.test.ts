@@ -77,45 +77,53 @@ async function storeWith(url: string) {
 }
 
 describe('tool results stored by a Redis function', () => {
-  it('are stored by the script until the function is loaded over the connection, by the function after, and by the script again after a reconnect', async () => {
-    const s = await storeWith(server.url);
-    try {
-      await s.complete(0); // not loaded yet: the script, and loading starts
-      await s.store.toolCalls.prepareCompletions();
-      await s.complete(1);
-      // Another socket may be another Redis (a failover, a restart): the script until loaded there.
-      const ready = new Promise((r) => s.conn.once('ready', r));
-      s.conn.disconnect(true);
-      await ready;
-      await s.complete(2);
-      await s.store.toolCalls.prepareCompletions();
-      await s.complete(3);
-      expect(await s.commands(4)).toEqual(['eval', 'fcall', 'eval', 'fcall']);
-      for (const i of [0, 1, 2, 3]) expect(await s.stored(i)).toBe(`out ${i}`);
-      const [library] = (await admin.call('FUNCTION', 'LIST')) as unknown[][];
-      expect(String(library[1])).toMatch(/^agentq_complete_tool_calls_[0-9a-f]{16}$/);
-    } finally {
-      s.close();
-    }
-  });
+  it(
+    'are stored by the script until the function is loaded over the connection, ' +
+      'by the function after, and by the script again after a reconnect',
+    async () => {
+      const s = await storeWith(server.url);
+      try {
+        await s.complete(0); // not loaded yet: the script, and loading starts
+        await s.store.toolCalls.prepareCompletions();
+        await s.complete(1);
+        // Another socket may be another Redis (a failover, a restart): the script until loaded there.
+        const ready = new Promise((r) => s.conn.once('ready', r));
+        s.conn.disconnect(true);
+        await ready;
+        await s.complete(2);
+        await s.store.toolCalls.prepareCompletions();
+        await s.complete(3);
+        expect(await s.commands(4)).toEqual(['eval', 'fcall', 'eval', 'fcall']);
+        for (const i of [0, 1, 2, 3]) expect(await s.stored(i)).toBe(`out ${i}`);
+        const [library] = (await admin.call('FUNCTION', 'LIST')) as unknown[][];
+        expect(String(library[1])).toMatch(/^agentq_complete_tool_calls_[0-9a-f]{16}$/);
+      } finally {
+        s.close();
+      }
+    },
+  );
 
-  it('after FUNCTION FLUSH: the result sent meanwhile is not stored (a write Redis refused), the next is, by the script, then by the function loaded again', async () => {
-    const s = await storeWith(server.url);
-    try {
-      await s.store.toolCalls.prepareCompletions();
-      await s.complete(0);
-      await admin.call('FUNCTION', 'FLUSH');
-      await expect(s.complete(1)).rejects.toThrow(/function not found/i);
-      expect(await s.stored(1)).toBeNull();
-      await s.complete(2);
-      await s.store.toolCalls.prepareCompletions();
-      await s.complete(3);
-      expect(await s.commands(4)).toEqual(['fcall', 'fcall', 'eval', 'fcall']);
-      expect(await Promise.all([0, 2, 3].map(s.stored))).toEqual(['out 0', 'out 2', 'out 3']);
-    } finally {
-      s.close();
-    }
-  });
+  it(
+    'after FUNCTION FLUSH: the result sent meanwhile is not stored (a write Redis refused), ' +
+      'the next is, by the script, then by the function loaded again',
+    async () => {
+      const s = await storeWith(server.url);
+      try {
+        await s.store.toolCalls.prepareCompletions();
+        await s.complete(0);
+        await admin.call('FUNCTION', 'FLUSH');
+        await expect(s.complete(1)).rejects.toThrow(/function not found/i);
+        expect(await s.stored(1)).toBeNull();
+        await s.complete(2);
+        await s.store.toolCalls.prepareCompletions();
+        await s.complete(3);
+        expect(await s.commands(4)).toEqual(['fcall', 'fcall', 'eval', 'fcall']);
+        expect(await Promise.all([0, 2, 3].map(s.stored))).toEqual(['out 0', 'out 2', 'out 3']);
+      } finally {
+        s.close();
+      }
+    },
+  );
 
   it('by the script alone where Redis refuses to load functions (here an ACL)', async () => {
     await admin.call('ACL', 'SETUSER', 'nofunctions', 'on', '>pw', '~*', '&*', '+@all', '-function');

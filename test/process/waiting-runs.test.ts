@@ -115,7 +115,8 @@ const writesOf = (key: string) =>
   crm.calls.filter((c) => c.tool === 'non_idempotent_write' && c.args.key === key).length;
 
 describe('runs that wait, across crashes', () => {
-  it('kill -9 of every worker while 20 runs wait: answered from two API processes, every run ends, no rejected call ever runs', async () => {
+  it('kill -9 of every worker while 20 runs wait: ' +
+    'answered from two API processes, every run ends, no rejected call ever runs', async () => {
     const agent = await start('agent-worker');
     const tool = await start('tool-worker');
     const keys = Array.from({ length: 20 }, (_, i) => `crash-${i}-${randomBytes(2).toString('hex')}`);
