@@ -28,7 +28,8 @@ export default defineConfig({
     // - process: `test/process/*.test.ts`: tests that start and kill processes of their own:
     //   the built services (`npm run build` first) or a Redis server.
     // - cluster: the core of the loop's end-to-end tests again, on a local Redis Cluster of three
-    //   masters (test/global-setup-cluster.ts), the store's sub-run writes (a Cluster's own path), crash recovery with the built services killed on it, and `test/cluster/*.test.ts` (cells, failover,
+    //   masters (test/global-setup-cluster.ts), the store's sub-run writes (a Cluster's own path), crash
+    //   recovery with the built services killed on it, and `test/cluster/*.test.ts` (cells, failover,
     //   Sentinel), which start the topologies they need.
     // Only integration, process and cluster get a Redis (`inject('redisUrl')`).
     projects: [

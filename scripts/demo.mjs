@@ -100,7 +100,8 @@ async function main() {
   });
   say(
     style.dim(
-      `Redis ${settings.redisUrl}, QUEUE_PREFIX=${stack.prefix}; api, agent-worker, tool-worker (pids ${stack.pids.join(', ')}); model at ${stack.modelUrl}`,
+      `Redis ${settings.redisUrl}, QUEUE_PREFIX=${stack.prefix}; ` +
+        `api, agent-worker, tool-worker (pids ${stack.pids.join(', ')}); model at ${stack.modelUrl}`,
     ),
   );
 
@@ -116,7 +117,8 @@ async function main() {
   const run = await client.createRun({
     input: TASK,
     instructions:
-      'You keep the CRM in the memory knowledge graph up to date. Look people up before changing them and check your changes.',
+      'You keep the CRM in the memory knowledge graph up to date. ' +
+      'Look people up before changing them and check your changes.',
     tools: ['memory__*'],
     max_depth: 10,
     metadata: { source: 'npm run demo' },
@@ -143,7 +145,9 @@ async function main() {
   const toolMs = calls.reduce((sum, c) => sum + (c.duration_ms ?? 0), 0);
   say(
     style.dim(
-      `from its steps: the model took ${modelMs} ms in ${steps.length} steps, the tools ${toolMs} ms in ${calls.length} calls over ${done.depth} rounds, the run ${ms(done.created_at, done.completed_at)} ms in all`,
+      `from its steps: the model took ${modelMs} ms in ${steps.length} steps, ` +
+        `the tools ${toolMs} ms in ${calls.length} calls over ${done.depth} rounds, ` +
+        `the run ${ms(done.created_at, done.completed_at)} ms in all`,
     ),
   );
 

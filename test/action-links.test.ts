@@ -1,8 +1,9 @@
 import { createHash, createHmac } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { ActionItem } from '@agentq/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TestRequestInit } from './fixtures/api-client.js';
+import { bodyOf, errorOf, type GetBody, type TestRequestInit } from './fixtures/api-client.js';
 import { startApp } from './fixtures/app.js';
 import { callsThenEcho, scenarioModel } from './fixtures/scenarios.js';
 import { startStack, type Stack } from './fixtures/services.js';
@@ -42,18 +43,19 @@ afterAll(async () => {
   await new Promise((r) => hooks?.close(r));
 });
 
-const json = async (path: string) => (await stack.request(path)).json();
+const json = async <P extends string>(path: P): Promise<GetBody<P>> => bodyOf(await stack.request(path));
+/** With ACTION_LINK_SECRET set, every item carries its link. */
+type LinkedItem = ActionItem & { respond_url: string };
 /** Waits until the run waits for `count` answers, and returns its items. */
-const waitingItems = async (id: string, count = 1): Promise<any[]> =>
-  (
-    await waitFor(
-      async () => {
-        const run = await json(`/v1/runs/${id}`);
-        return run.status === 'requires_action' && run.required_action.items.length === count ? run : undefined;
-      },
-      { what: `run ${id} to wait for ${count} answers` },
-    )
-  ).required_action.items;
+const waitingItems = async (id: string, count = 1): Promise<LinkedItem[]> =>
+  waitFor(
+    async () => {
+      const run = await json(`/v1/runs/${id}`);
+      const items = run.required_action?.items ?? [];
+      return run.status === 'requires_action' && items.length === count ? (items as LinkedItem[]) : undefined;
+    },
+    { what: `run ${id} to wait for ${count} answers` },
+  );
 /** A request to a link with no API key: what a person's browser, or a chat bot, sends. */
 const follow = (url: string, init: TestRequestInit = {}) => stack.request(url, { ...init, key: null });
 const postForm = (url: string, fields: Record<string, string>) =>
@@ -63,43 +65,53 @@ const crmCalls = (tool: string) => stack.crm.calls.filter((c) => c.tool === tool
 const step = async (id: string, index = 0) => (await json(`/v1/runs/${id}/steps`)).data[0].tool_calls[index];
 
 describe('a signed link answers its request without an API key', () => {
-  it('shows a link on every pending item (the run, the list, the inbox); a form POST approves, the call runs, the run completes', async () => {
-    on('LINK approve', callsThenEcho([{ name: 'crm__update_contact', arguments: { id: 'c1', company: 'Linked Co' } }]));
-    const { id } = await stack.createRun({ input: 'LINK approve', approval: { tools: ['crm__update_contact'] } });
-    const [item] = await waitingItems(id);
-    expect(item.respond_url).toMatch(new RegExp(`^/v1/actions/${item.id}/respond\\?token=n\\.[A-Za-z0-9_-]{43}$`));
-    const listed = (await json('/v1/runs?status=requires_action')).data.find((r: any) => r.id === id);
-    expect(listed.required_action.items[0].respond_url).toBe(item.respond_url);
-    const inbox = (await json('/v1/actions?status=pending')).data.find((a: any) => a.id === item.id);
-    expect(inbox.respond_url).toBe(item.respond_url);
+  it(
+    'shows a link on every pending item (the run, the list, ' +
+      'the inbox); a form POST approves, the call runs, the run completes',
+    async () => {
+      on(
+        'LINK approve',
+        callsThenEcho([{ name: 'crm__update_contact', arguments: { id: 'c1', company: 'Linked Co' } }]),
+      );
+      const { id } = await stack.createRun({ input: 'LINK approve', approval: { tools: ['crm__update_contact'] } });
+      const [item] = await waitingItems(id);
+      expect(item.respond_url).toMatch(new RegExp(`^/v1/actions/${item.id}/respond\\?token=n\\.[A-Za-z0-9_-]{43}$`));
+      const listed = (await json('/v1/runs?status=requires_action')).data.find((r) => r.id === id);
+      expect(listed?.required_action?.items[0].respond_url).toBe(item.respond_url);
+      const inbox = (await json('/v1/actions?status=pending')).data.find((a) => a.id === item.id);
+      expect(inbox?.respond_url).toBe(item.respond_url);
 
-    const res = await postForm(item.respond_url, { approve: 'true' });
-    expect(res.status).toBe(200);
-    expect(res.headers.get('content-type')).toMatch(/^text\/html/);
-    expect(await res.text()).toContain('Approved: the tool call runs now.');
-    const done = await stack.waitForRun(id);
-    expect(done.status).toBe('completed');
-    expect(JSON.parse(JSON.parse(done.output!.content as string)[0])).toMatchObject({ id: 'c1', company: 'Linked Co' });
-    expect(crmCalls('update_contact').filter((c) => c.args.company === 'Linked Co')).toHaveLength(1);
-    expect((await step(id)).approval).toMatchObject({ decision: 'approved', by: 'link' });
-    // The inbox shows it resolved, with no link any more.
-    const resolved = (await json('/v1/actions?status=resolved')).data.find((a: any) => a.id === item.id);
-    expect(resolved).toMatchObject({ status: 'resolved', decision: 'approved' });
-    expect(resolved.respond_url).toBeUndefined();
+      const res = await postForm(item.respond_url, { approve: 'true' });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toMatch(/^text\/html/);
+      expect(await res.text()).toContain('Approved: the tool call runs now.');
+      const done = await stack.waitForRun(id);
+      expect(done.status).toBe('completed');
+      expect(JSON.parse(JSON.parse(done.output!.content as string)[0])).toMatchObject({
+        id: 'c1',
+        company: 'Linked Co',
+      });
+      expect(crmCalls('update_contact').filter((c) => c.args.company === 'Linked Co')).toHaveLength(1);
+      expect((await step(id)).approval).toMatchObject({ decision: 'approved', by: 'link' });
+      // The inbox shows it resolved, with no link any more.
+      const resolved = (await json('/v1/actions?status=resolved')).data.find((a) => a.id === item.id);
+      expect(resolved).toMatchObject({ status: 'resolved', decision: 'approved' });
+      expect(resolved?.respond_url).toBeUndefined();
 
-    // Used: the page and every answer are refused with 410, and nothing runs twice.
-    const page = await follow(item.respond_url);
-    expect(page.status).toBe(410);
-    expect(await page.text()).toContain('already decided: approved');
-    expect((await postForm(item.respond_url, { approve: 'false' })).status).toBe(410);
-    const again = await postJson(item.respond_url, { approve: true });
-    expect(again.status).toBe(410);
-    expect((await again.json()).error).toMatchObject({
-      code: 'action_resolved',
-      details: [{ decision: 'approved', at: expect.any(String) }],
-    });
-    expect(crmCalls('update_contact').filter((c) => c.args.company === 'Linked Co')).toHaveLength(1);
-  });
+      // Used: the page and every answer are refused with 410, and nothing runs twice.
+      const page = await follow(item.respond_url);
+      expect(page.status).toBe(410);
+      expect(await page.text()).toContain('already decided: approved');
+      expect((await postForm(item.respond_url, { approve: 'false' })).status).toBe(410);
+      const again = await postJson(item.respond_url, { approve: true });
+      expect(again.status).toBe(410);
+      expect(await errorOf(again)).toMatchObject({
+        code: 'action_resolved',
+        details: [{ decision: 'approved', at: expect.any(String) }],
+      });
+      expect(crmCalls('update_contact').filter((c) => c.args.company === 'Linked Co')).toHaveLength(1);
+    },
+  );
 
   it('takes a JSON answer to a question and answers with JSON; a second answer gets 410', async () => {
     on(
@@ -125,7 +137,7 @@ describe('a signed link answers its request without an API key', () => {
     expect(JSON.parse(done.output!.content as string)).toEqual(['IT']);
     const late = await postJson(item.respond_url, { answer: 'Sales' });
     expect(late.status).toBe(410);
-    expect((await late.json()).error.code).toBe('action_resolved');
+    expect((await errorOf(late)).code).toBe('action_resolved');
   });
 
   it("refuses a token on another item's URL and a tampered token alike (403), and opens no other endpoint", async () => {
@@ -138,11 +150,13 @@ describe('a signed link answers its request without an API key', () => {
     );
     const { id } = await stack.createRun({ input: 'LINK two', approval: { tools: ['crm__non_idempotent_write'] } });
     const [a, b] = await waitingItems(id, 2);
-    const tokenOf = (item: any) => new URL(item.respond_url, 'http://x').searchParams.get('token')!;
-    const pathOf = (item: any) => `/v1/actions/${item.id}/respond`;
+    const tokenOf = (item: LinkedItem) => new URL(item.respond_url, 'http://x').searchParams.get('token')!;
+    const pathOf = (item: ActionItem) => `/v1/actions/${item.id}/respond`;
     const aOnB = `${pathOf(b)}?token=${tokenOf(a)}`;
     const [expiry, signature] = tokenOf(b).split('.');
     const flipped = signature.slice(0, -1) + (signature.endsWith('A') ? 'B' : 'A');
+    // Signed as a token of b is, with another secret.
+    const forged = createHmac('sha256', 'another-secret-of-at-least-32-characters').update(b.id).digest('base64url');
     const refused = [
       aOnB,
       `${pathOf(b)}?token=${expiry}.${flipped}`,
@@ -150,7 +164,7 @@ describe('a signed link answers its request without an API key', () => {
       `${pathOf(b)}?token=${tokenOf(b).slice(0, -1)}`,
       `${pathOf(b)}?token=`,
       pathOf(b),
-      `${pathOf(b)}?token=${createHmac('sha256', 'another-secret-of-at-least-32-characters').update(b.id).digest('base64url')}`,
+      `${pathOf(b)}?token=${forged}`,
     ];
     const messages = new Set<string>();
     for (const url of refused) {
@@ -160,7 +174,7 @@ describe('a signed link answers its request without an API key', () => {
       expect((await postForm(url, { approve: 'true' })).status, url).toBe(403);
       const viaJson = await postJson(url, { approve: true });
       expect(viaJson.status, url).toBe(403);
-      messages.add(JSON.stringify((await viaJson.json()).error));
+      messages.add(JSON.stringify(await errorOf(viaJson)));
     }
     // One answer for all of them: a refusal tells nothing about the request or the token.
     expect(messages.size).toBe(1);
@@ -168,7 +182,7 @@ describe('a signed link answers its request without an API key', () => {
       JSON.stringify({ code: 'forbidden', message: 'this link is not valid: its token does not open this request' }),
     );
     // Nothing was answered: both still wait, and nothing ran.
-    expect((await json(`/v1/runs/${id}`)).required_action.items.map((i: any) => i.id)).toEqual([a.id, b.id]);
+    expect((await json(`/v1/runs/${id}`)).required_action?.items.map((i) => i.id)).toEqual([a.id, b.id]);
     expect(stack.crm.calls.filter((c) => String(c.args?.key).startsWith('link-'))).toEqual([]);
 
     // The token is no key: with it, and without a key, the run and the other endpoints stay shut.
@@ -212,15 +226,16 @@ describe('a signed link answers its request without an API key', () => {
     });
     const [item] = await waitingItems(id);
     // The token carries the request's expiry.
-    expect(item.respond_url).toContain(`?token=${Date.parse(item.expires_at)}.`);
+    const expiresAt = Date.parse(item.expires_at!);
+    expect(item.respond_url).toContain(`?token=${expiresAt}.`);
     expect((await follow(item.respond_url)).status).toBe(200);
-    await waitFor(() => Date.now() > Date.parse(item.expires_at), { what: 'the request to expire', timeoutMs: 5_000 });
+    await waitFor(() => Date.now() > expiresAt, { what: 'the request to expire', timeoutMs: 5_000 });
     const page = await follow(item.respond_url);
     expect(page.status).toBe(410);
     expect(await page.text()).toContain('This link no longer works');
     const late = await postJson(item.respond_url, { approve: true });
     expect(late.status).toBe(410);
-    expect((await late.json()).error.code).toMatch(/^(link_gone|action_resolved)$/);
+    expect((await errorOf(late)).code).toMatch(/^(link_gone|action_resolved)$/);
     expect((await postForm(item.respond_url, { approve: 'true' })).status).toBe(410);
     const done = await stack.waitForRun(id);
     expect(JSON.parse(done.output!.content as string)).toEqual([
@@ -241,16 +256,21 @@ describe('the page', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/html; charset=UTF-8/i);
     const csp = res.headers.get('content-security-policy')!;
-    expect(csp).toMatch(
-      /^default-src 'none'; style-src 'sha256-[A-Za-z0-9+/]+=*'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'$/,
-    );
+    expect(csp.split('; ')).toEqual([
+      "default-src 'none'",
+      expect.stringMatching(/^style-src 'sha256-[A-Za-z0-9+/]+=*'$/),
+      "form-action 'self'",
+      "base-uri 'none'",
+      "frame-ancestors 'none'",
+    ]);
     expect(res.headers.get('referrer-policy')).toBe('no-referrer');
     expect(res.headers.get('cache-control')).toBe('no-store');
     const html = await res.text();
     expect(html).toContain('<code>crm__update_contact</code>');
     // The arguments, pretty-printed and escaped: the text is there, no markup of it is.
     expect(html).toContain(
-      '&#60;script&#62;alert(\\&#34;x\\&#34;)&#60;/script&#62; &#38; &#60;/textarea&#62;&#60;b&#62;bold&#60;/b&#62; &#39;q&#39;',
+      '&#60;script&#62;alert(\\&#34;x\\&#34;)&#60;/script&#62; &#38; ' +
+        '&#60;/textarea&#62;&#60;b&#62;bold&#60;/b&#62; &#39;q&#39;',
     );
     expect(html).toContain('  &#34;id&#34;: &#34;c2&#34;,\n');
     expect(html).not.toMatch(/<script|<b>|<img|<link|src=|url\(/i);
@@ -273,7 +293,7 @@ describe('the page', () => {
     await stack.waitForRun(id);
     const approval = (await step(id)).approval;
     expect(approval).toMatchObject({ decision: 'approved', by: 'link' });
-    expect(approval.arguments).toBeUndefined();
+    expect(approval?.arguments).toBeUndefined();
     expect(
       crmCalls('update_contact')
         .filter((c) => c.args.id === 'c2')
@@ -301,7 +321,7 @@ describe('the page', () => {
     });
     expect(
       crmCalls('update_contact')
-        .filter((c) => ['Before', 'After'].includes(c.args.company))
+        .filter((c) => ['Before', 'After'].includes(String(c.args.company)))
         .map((c) => c.args.company),
     ).toEqual(['After']);
 
@@ -333,7 +353,7 @@ describe('the page', () => {
     const url = item.respond_url;
     const fieldOf = async (res: Response) => {
       expect(res.status).toBe(400);
-      return (await res.json()).error.details[0].field;
+      return (await errorOf(res)).details?.[0].field;
     };
     expect(await fieldOf(await postJson(url, { output: 'x' }))).toBe('approve');
     expect(await fieldOf(await postJson(url, { approve: true, surprise: 1 }))).toBe('surprise');
@@ -369,7 +389,7 @@ describe('the page', () => {
     const big = await postJson(url, { approve: false, reason: 'x'.repeat(3 * 1024 * 1024) });
     expect(big.status).toBe(413);
     // None of it was taken.
-    expect((await json(`/v1/runs/${id}`)).required_action.items.map((i: any) => i.id)).toEqual([item.id]);
+    expect((await json(`/v1/runs/${id}`)).required_action?.items.map((i) => i.id)).toEqual([item.id]);
     expect((await stack.request(`/v1/runs/${id}/cancel`, { method: 'POST' })).status).toBe(202);
     expect((await follow(url)).status).toBe(410);
     expect(stack.crm.calls.filter((c) => c.args?.key === 'link-malformed')).toEqual([]);

@@ -6,14 +6,14 @@ import { startStack, type Stack } from './fixtures/services.js';
 // Each scenario is keyed by the user's text, so one scripted model serves every test here.
 const scenarios = new Map<string, (req: ChatRequest, round: number) => Reply>();
 const handler: Handler = (req) => {
-  const user = req.messages.find((m: any) => m.role === 'user')?.content as string;
-  const round = req.messages.filter((m: any) => m.role === 'assistant').length;
+  const user = req.messages.find((m) => m.role === 'user')?.content as string;
+  const round = req.messages.filter((m) => m.role === 'assistant').length;
   const script = scenarios.get(user);
   if (!script) return { content: `no scenario for ${JSON.stringify(user)}` };
   return script(req, round);
 };
 
-const toolMessages = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'tool');
+const toolMessages = (req: ChatRequest) => req.messages.filter((m) => m.role === 'tool');
 
 let stack: Stack;
 beforeAll(async () => {
@@ -41,7 +41,7 @@ describe('the durable agent loop', () => {
     expect(run.usage.total_tokens).toBeGreaterThan(0);
     expect(run.usage_total.total_tokens).toBe(run.usage.total_tokens);
     const msgs = await stack.getJson(`/v1/runs/${run.id}/messages`);
-    expect(msgs.data.map((m: any) => m.role)).toEqual(['system', 'user', 'assistant']);
+    expect(msgs.data.map((m) => m.role)).toEqual(['system', 'user', 'assistant']);
   });
 
   it("runs the seeds' three-round example: search → get → update → answer", async () => {
@@ -65,7 +65,7 @@ describe('the durable agent loop', () => {
     expect(stack.crm.contacts.get('c1')?.company).toBe('EPAM');
 
     const msgs = (await stack.getJson(`/v1/runs/${id}/messages`)).data;
-    expect(msgs.map((m: any) => m.role)).toEqual([
+    expect(msgs.map((m) => m.role)).toEqual([
       'user',
       'assistant',
       'tool',
@@ -75,10 +75,15 @@ describe('the durable agent loop', () => {
       'tool',
       'assistant',
     ]);
-    for (let i = 1; i < 7; i += 2) expect(msgs[i + 1].tool_call_id).toBe(msgs[i].tool_calls[0].id);
+    for (let i = 1; i < 7; i += 2) {
+      const call = msgs[i];
+      const callId = call.role === 'assistant' ? call.tool_calls?.[0]?.id : undefined;
+      expect(callId).toBeTypeOf('string');
+      expect(msgs[i + 1].tool_call_id).toBe(callId);
+    }
 
     const steps = (await stack.getJson(`/v1/runs/${id}/steps`)).data;
-    expect(steps.map((s: any) => s.depth)).toEqual([0, 1, 2, 3]);
+    expect(steps.map((s) => s.depth)).toEqual([0, 1, 2, 3]);
     expect(steps[0].tool_calls[0]).toMatchObject({
       name: 'crm__search_contacts',
       status: 'completed',
@@ -101,7 +106,7 @@ describe('the durable agent loop', () => {
         };
       return {
         content: toolMessages(req)
-          .map((m: any) => m.content)
+          .map((m) => m.content)
           .join(' | '),
       };
     });
@@ -112,7 +117,7 @@ describe('the durable agent loop', () => {
     const sleeps = stack.crm.calls.filter((c) => c.tool === 'sleep').map((c) => c.args.label);
     expect(sleeps).toContain('slow');
     const steps = (await stack.getJson(`/v1/runs/${id}/steps`)).data;
-    const [slow, fast] = steps[0].tool_calls;
+    const [slow] = steps[0].tool_calls;
     expect(slow.duration_ms).toBeGreaterThanOrEqual(400);
     // In parallel: the fast call started before the slow one had finished (in a row, it could not).
     const fastStart = stack.crm.calls.find((c) => c.args.label === 'fast')!.at;
@@ -132,7 +137,7 @@ describe('the durable agent loop', () => {
         };
       return {
         content: toolMessages(req)
-          .map((m: any) => m.content)
+          .map((m) => m.content)
           .join(' | '),
       };
     });
@@ -143,7 +148,7 @@ describe('the durable agent loop', () => {
     for (const index of [1, 2]) expect(await stack.toolJobState(id, 0, index)).toBe('unknown');
     // Each call has its own record, events and timing, and the three ran at once.
     const calls = (await stack.getJson(`/v1/runs/${id}/steps`)).data[0].tool_calls;
-    expect(calls.map((c: any) => c.outcome)).toEqual(['ok', 'ok', 'ok']);
+    expect(calls.map((c) => c.outcome)).toEqual(['ok', 'ok', 'ok']);
     const starts = stack.crm.calls.filter((c) => String(c.args.label).startsWith('one-job-')).map((c) => c.at);
     const ends = stack.crm.slept.filter((c) => c.label.startsWith('one-job-')).map((c) => c.at);
     expect(starts).toHaveLength(3);
@@ -161,7 +166,7 @@ describe('the durable agent loop', () => {
         };
       return {
         content: toolMessages(req)
-          .map((m: any) => m.content)
+          .map((m) => m.content)
           .join(' | '),
       };
     });
@@ -200,13 +205,13 @@ describe('the durable agent loop', () => {
     const run = await stack.waitForRun(id);
     expect(run.status).toBe('completed');
     const msgs = (await stack.getJson(`/v1/runs/${id}/messages`)).data;
-    const tools = msgs.filter((m: any) => m.role === 'tool').map((m: any) => m.content);
+    const tools = msgs.filter((m) => m.role === 'tool').map((m) => m.content);
     expect(tools[0]).toContain('the CRM is on fire');
     expect(tools[1]).toMatch(/Error executing crm__no_such_tool: .*unknown tool/);
     expect(tools[2]).toMatch(/Error executing crm__get_contact: .*not valid JSON/);
     expect(tools[3]).toMatch(/Error executing crm__get_contact: .*invalid arguments.*id/);
     const steps = (await stack.getJson(`/v1/runs/${id}/steps`)).data;
-    expect(steps[0].tool_calls.map((t: any) => t.is_error)).toEqual([true, true, true, true]);
+    expect(steps[0].tool_calls.map((t) => t.is_error)).toEqual([true, true, true, true]);
     // The model saw all four and answered.
     expect(run.output?.content).toBe('saw 4 errors');
   });
@@ -250,7 +255,7 @@ describe('budgets', () => {
     });
     expect(run.usage).toMatchObject({ model_calls: 3, tool_calls: 2 });
     const lastReq = stack.llm.requests
-      .filter((r) => r.messages.some((m: any) => m.content === 'Loop forever (final)'))
+      .filter((r) => r.messages.some((m) => m.content === 'Loop forever (final)'))
       .at(-1)!;
     expect(lastReq.tool_choice).toBe('none');
   });
@@ -273,11 +278,11 @@ describe('allowlist and structured output', () => {
       if (round === 0)
         return { tool_calls: [{ name: 'crm__update_contact', arguments: { id: 'c2', company: 'Evil' } }] };
       return {
-        content: `${(req.tools ?? []).map((t: any) => t.function.name).join(',')} :: ${toolMessages(req)[0].content}`,
+        content: `${(req.tools ?? []).map((t) => t.function.name).join(',')} :: ${toolMessages(req)[0].content}`,
       };
     });
     const run = await stack.waitForRun((await stack.createRun({ input: user, tools: ['crm__search_*'] })).id);
-    const [offered, result] = (run.output?.content as string).split(' :: ');
+    const [offered, result] = (run.output?.content ?? '').split(' :: ');
     expect(offered).toBe('crm__search_contacts');
     expect(result).toMatch(/not allowed/);
     expect(stack.crm.contacts.get('c2')?.company).toBe('Globex');
@@ -297,7 +302,11 @@ describe('allowlist and structured output', () => {
 
   it('parses and validates the final answer into output_parsed', async () => {
     scenarios.set('Structured please', (req) => ({
-      content: JSON.stringify({ name: 'Bob', age: 41, format: (req.response_format as any)?.type }),
+      content: JSON.stringify({
+        name: 'Bob',
+        age: 41,
+        format: (req.response_format as { type?: string } | undefined)?.type,
+      }),
     }));
     const run = await stack.waitForRun(
       (await stack.createRun({ input: 'Structured please', response_format: schema })).id,

@@ -7,10 +7,15 @@ import type { Handler } from '@agentq/scripted-llm';
 import { spawnRedisServer, type SpawnedRedis } from './fixtures/redis.js';
 import { monitorRedis } from './fixtures/redis-monitor.js';
 import { startStack, type Stack } from './fixtures/services.js';
+import { bodyOf } from './fixtures/api-client.js';
 import { readSse } from './fixtures/sse.js';
 import { waitFor } from './fixtures/wait.js';
 
 // Every input is hostile until bounded: no request makes the API hold, build or send without end.
+
+// A wait ends as soon as what it waits for happens; its limit, inside the test's own, is only how long a busy
+// machine may take before the failure names what never happened.
+const WAIT_MS = 40_000;
 
 const handler: Handler = () => ({ content: 'ok' });
 let stack: Stack;
@@ -27,7 +32,10 @@ beforeAll(async () => {
 });
 afterAll(async () => stack?.close());
 
-/** POSTs `bytes` of JSON with a plain http client that writes the whole body; resolves with the status or the socket error. */
+/**
+ * POSTs `bytes` of JSON with a plain http client that writes the whole body; resolves with the status or the
+ * socket error.
+ */
 function postRaw(url: string, bytes: number): Promise<number | string> {
   return new Promise((resolve) => {
     const body = Buffer.alloc(bytes, 'a');
@@ -45,7 +53,10 @@ function postRaw(url: string, bytes: number): Promise<number | string> {
   });
 }
 
-/** POSTs `body` in chunks (Transfer-Encoding: chunked, no Content-Length); resolves with the status and the answer's error code. */
+/**
+ * POSTs `body` in chunks (Transfer-Encoding: chunked, no Content-Length); resolves with the status and the
+ * answer's error code.
+ */
 function postChunked(url: string, body: string): Promise<{ status: number | string; code?: string }> {
   return new Promise((resolve) => {
     const req = request(
@@ -195,7 +206,10 @@ async function finishedRun(): Promise<string> {
   return id;
 }
 
-/** A finished run whose transcript (`messages`), steps (`steps`), sub-runs (`children`, 4 of them with large outputs) or output (`output`) the test makes about `mb` MB large, straight in Redis. */
+/**
+ * A finished run whose transcript (`messages`), steps (`steps`), sub-runs (`children`, 4 of them with large
+ * outputs) or output (`output`) the test makes about `mb` MB large, straight in Redis.
+ */
 async function largeRun(mb: number, what: 'messages' | 'steps' | 'children' | 'output'): Promise<string> {
   const id = await finishedRun();
   const k = runKeys(stack.prefix, id);
@@ -307,7 +321,8 @@ async function sixOfEachAtOnce(steps: string, tree: string) {
         },
       ),
     );
-    await new Promise((r) => setTimeout(r, 50));
+    // Every read the answers made has been reported (MONITOR reports a moment after Redis runs them).
+    await monitor.caughtUp();
     return {
       answers,
       stepsReads: reads.filter((k) => k === stepsKey).length,
@@ -319,7 +334,8 @@ async function sixOfEachAtOnce(steps: string, tree: string) {
 }
 
 describe('answers that grow with a run', () => {
-  it('a client that does not read its large answers holds MAX_RESPONSES_IN_FLIGHT_BYTES at most: the next gets 503 until those are sent', async () => {
+  it('a client that does not read its large answers holds MAX_RESPONSES_IN_FLIGHT_BYTES at most: ' +
+    'the next gets 503 until those are sent', async () => {
     const transcript = await largeRun(24, 'messages');
     const steps = await largeRun(24, 'steps');
     const tree = await largeRun(24, 'children');
@@ -352,7 +368,7 @@ describe('answers that grow with a run', () => {
         // Its 2 messages (question, answer) and the 240 added.
         return res.status === 200 && body.data?.length === 242;
       },
-      { what: 'the transcript served again', timeoutMs: 5_000 },
+      { what: 'the transcript served again', timeoutMs: WAIT_MS },
     );
     const full = (await stack.getJson(`/v1/runs/${steps}/steps`)) as { data: unknown[] };
     expect(full.data.length).toBe(241);
@@ -378,11 +394,12 @@ describe('answers that grow with a run', () => {
         const run = (await res.json()) as RunObject;
         return res.status === 202 && run.output?.content?.length === 24 << 20;
       },
-      { what: 'the room free again', timeoutMs: 5_000 },
+      { what: 'the room free again', timeoutMs: WAIT_MS },
     );
   }, 60_000);
 
-  it('the run list: an unread page of runs with large outputs holds its room until it is read; meanwhile the next large answer gets 503', async () => {
+  it('the run list: an unread page of runs with large outputs holds its ' +
+    'room until it is read; meanwhile the next large answer gets 503', async () => {
     const runs = [await largeRun(12, 'output'), await largeRun(12, 'output')];
     // The two newest runs, in one batch of 24 MB.
     const unread = await askAndNotRead('/v1/runs?limit=2');
@@ -390,7 +407,7 @@ describe('answers that grow with a run', () => {
     try {
       await waitFor(async () => (await gauge(stack, 'agentq_response_bytes_in_flight')) >= 24 << 20, {
         what: 'the unread page held',
-        timeoutMs: 5_000,
+        timeoutMs: WAIT_MS,
       });
       const next = await stack.request(`/v1/runs/${runs[0]}`);
       await next.arrayBuffer();
@@ -400,7 +417,7 @@ describe('answers that grow with a run', () => {
     }
     await waitFor(async () => (await gauge(stack, 'agentq_response_bytes_in_flight')) === 0, {
       what: 'the page let go',
-      timeoutMs: 5_000,
+      timeoutMs: WAIT_MS,
     });
     const page = await stack.request('/v1/runs?limit=2');
     const listed = (await page.json()) as { data: RunObject[] };
@@ -421,10 +438,10 @@ describe('answers that grow with a run', () => {
     try {
       await waitFor(async () => (await gauge(stack, 'agentq_response_bytes_in_flight')) >= 24 << 20, {
         what: 'the unread page held',
-        timeoutMs: 5_000,
+        timeoutMs: WAIT_MS,
       });
       // The first page has read its two runs; from here on, only the second page's reads count.
-      await waitFor(async () => reads === 2, { what: "the first page's reads", timeoutMs: 5_000 });
+      await waitFor(async () => reads === 2, { what: "the first page's reads", timeoutMs: WAIT_MS });
       reads = 0;
       // The same page again, by the same key: it waits for the first to be read.
       second = stack.request('/v1/runs?limit=2').then(async (res) => {
@@ -433,10 +450,11 @@ describe('answers that grow with a run', () => {
       });
       await waitFor(async () => (await gauge(stack, 'agentq_event_streams_waiting_for_room')) >= 1, {
         what: 'the second page waiting for room',
-        timeoutMs: 5_000,
+        timeoutMs: WAIT_MS,
       });
-      await new Promise((r) => setTimeout(r, 300));
       // Sized, not read: its 24 MB are not in memory while it waits (before, it read them first).
+      // Any read it made before it waited has been reported once the monitor has caught up.
+      await monitor.caughtUp();
       expect(reads).toBe(0);
     } finally {
       unread.socket.destroy();
@@ -489,9 +507,12 @@ describe('a run still going: its steps and sub-runs', () => {
   }, 60_000);
 });
 
-/** A gauge of the API's /metrics (NaN when it is not there). */
+/**
+ * A gauge of the API's /metrics (NaN when it is not there), on a connection of its own: a pooled one
+ * could be picked just as a stack with a short CLIENT_IDLE_TIMEOUT_MS closes it for being idle.
+ */
 async function gauge(on: Stack, name: string): Promise<number> {
-  const text = await (await fetch(`${on.api.url}/metrics`)).text();
+  const text = await (await fetch(`${on.api.url}/metrics`, { headers: { connection: 'close' } })).text();
   const m = new RegExp(`^${name}\\{[^}]*\\} (\\S+)$`, 'm').exec(text);
   return m ? Number(m[1]) : NaN;
 }
@@ -521,7 +542,8 @@ async function largeEventRun(mb: number, on: Stack = stack, key?: string): Promi
 }
 
 describe('an SSE stream', () => {
-  it('holds its large events within MAX_RESPONSES_IN_FLIGHT_BYTES: while its client does not read, large answers get 503 and other streams wait, then go on', async () => {
+  it('holds its large events within MAX_RESPONSES_IN_FLIGHT_BYTES: ' +
+    'while its client does not read, large answers get 503 and other streams wait, then go on', async () => {
     const run = await largeEventRun(24);
     const answer = await largeRun(24, 'output');
     const unread = await askAndNotRead(`/v1/runs/${run}/events`);
@@ -536,17 +558,23 @@ describe('an SSE stream', () => {
           await res.arrayBuffer(); // read: an answer not read is held itself
           return res.status === 503;
         },
-        { what: 'a large answer refused beside the unread stream', timeoutMs: 5_000 },
+        { what: 'a large answer refused beside the unread stream', timeoutMs: WAIT_MS },
       );
       // A stream, whose status line is sent, waits for room instead: its small events go out.
-      second = stack
-        .request(`/v1/runs/${run}/events`)
-        .then((res) => readSse(res, { stopAfter: (e) => (seen.push(e.event), false) }));
+      second = stack.request(`/v1/runs/${run}/events`).then((res) =>
+        readSse(res, {
+          stopAfter: (e) => {
+            seen.push(e.event);
+            return false;
+          },
+        }),
+      );
       second.catch(() => {}); // awaited below; ended with the stack if an assertion fails first
-      await waitFor(async () => (await gauge(stack, 'agentq_event_streams_waiting_for_room')) === 1, {
-        what: 'the second stream waiting for room',
-        timeoutMs: 5_000,
-      });
+      // Waiting, and its first event (sent before it waited) read on this side.
+      await waitFor(
+        async () => seen.length > 0 && (await gauge(stack, 'agentq_event_streams_waiting_for_room')) === 1,
+        { what: 'the second stream waiting for room', timeoutMs: WAIT_MS },
+      );
       expect(seen).toEqual(['run.queued']);
     } finally {
       unread.socket.destroy();
@@ -578,16 +606,17 @@ describe("a run's live large event", () => {
     const seen: Array<{ event: string; length: number }> = [];
     const reader = live.request(`/v1/runs/${run}/events`).then((res) =>
       readSse(res, {
-        stopAfter: (e) => (
-          seen.push({ event: e.event, length: JSON.stringify(e.data).length }), e.event === 'step.completed'
-        ),
+        stopAfter: (e) => {
+          seen.push({ event: e.event, length: JSON.stringify(e.data).length });
+          return e.event === 'step.completed';
+        },
       }),
     );
     reader.catch(() => {});
     try {
       await waitFor(async () => (await gauge(live, 'agentq_event_streams_open')) === 2 && seen.length > 0, {
         what: 'both streams following the run',
-        timeoutMs: 5_000,
+        timeoutMs: WAIT_MS,
       });
       // A model's 40 MB answer arrives: each subscriber's share counted, 80 MB would not fit in 64.
       const data = {
@@ -609,7 +638,7 @@ describe("a run's live large event", () => {
       // Counted for each subscriber, the reading one would wait for the stalled one's room.
       await waitFor(() => seen.at(-1)?.event === 'step.completed', {
         what: 'the reading stream to get the answer',
-        timeoutMs: 10_000,
+        timeoutMs: WAIT_MS,
       });
       await reader;
       expect(seen.at(-1)!.length).toBeGreaterThan(40 << 20);
@@ -623,7 +652,7 @@ describe("a run's live large event", () => {
     }
     await waitFor(async () => (await gauge(live, 'agentq_response_bytes_in_flight')) === 0, {
       what: 'the room given back',
-      timeoutMs: 5_000,
+      timeoutMs: WAIT_MS,
     });
   }, 60_000);
 });
@@ -639,8 +668,12 @@ describe('a connection that makes no progress', () => {
   });
   afterAll(async () => idle?.close());
 
-  it('is closed after CLIENT_IDLE_TIMEOUT_MS, and what its answer held is free again; a stream that has nothing to send stays open on its keep-alives', async () => {
-    const run = (await idle.createRun({ input: 'idle' })).id;
+  it('is closed after CLIENT_IDLE_TIMEOUT_MS, and what its answer held is free again; ' +
+    'a stream that has nothing to send stays open on its keep-alives', async () => {
+    // Every request of this test to this API on a connection of its own: it closes idle ones after 1.5 s.
+    const close = { connection: 'close' };
+    const created = await idle.request('/v1/runs', { method: 'POST', json: { input: 'idle' }, headers: close });
+    const run = (await bodyOf<RunObject>(created)).id;
     await idle.redis.hset(
       runKeys(idle.prefix, run).run,
       RUN_FIELDS.output,
@@ -652,10 +685,12 @@ describe('a connection that makes no progress', () => {
         this.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`);
       });
     // A client that asks for the 24 MB run and stops reading (paused, it does not see the close).
+    const askedAt = Date.now();
     const stalled = raw(`/v1/runs/${run}`);
     stalled.once('data', () => stalled.pause());
     // A client that follows the run's events, which has nothing to send.
     const follower = raw(`/v1/runs/${run}/events`);
+    const followedAt = Date.now();
     const comments: string[] = [];
     let followerClosed = false;
     follower.on('data', (d: Buffer) => comments.push(...(d.toString().match(/: keep-alive/g) ?? [])));
@@ -663,23 +698,23 @@ describe('a connection that makes no progress', () => {
     try {
       await waitFor(async () => (await gauge(idle, 'agentq_response_bytes_in_flight')) > 0, {
         what: 'the stalled answer held',
-        timeoutMs: 5_000,
+        timeoutMs: WAIT_MS,
       });
-      const heldAt = Date.now();
       // The API closes the connection once it has taken nothing for 1.5 s, and the room is free.
       await waitFor(async () => (await gauge(idle, 'agentq_response_bytes_in_flight')) === 0, {
         what: 'the stalled connection closed, its room given back',
-        timeoutMs: 10_000,
+        timeoutMs: WAIT_MS,
       });
-      expect(Date.now() - heldAt).toBeGreaterThanOrEqual(1_000);
-      // Three timeouts on, the follower is still there, kept alive every 0.5 s.
-      await new Promise((r) => setTimeout(r, 3 * 1500));
+      expect(Date.now() - askedAt).toBeGreaterThanOrEqual(1_000);
+      // The follower is still there three timeouts on, kept alive every 0.5 s: ten keep-alives take
+      // at least 5 s, and a stream closed as idle would never get them.
+      await waitFor(() => followerClosed || comments.length >= 10, { what: 'ten keep-alives', timeoutMs: WAIT_MS });
       expect(followerClosed).toBe(false);
-      expect(comments.length).toBeGreaterThanOrEqual(6);
+      expect(Date.now() - followedAt).toBeGreaterThanOrEqual(3 * 1500);
     } finally {
       stalled.destroy();
       follower.destroy();
-      await idle.request(`/v1/runs/${run}/cancel`, { method: 'POST' });
+      await idle.request(`/v1/runs/${run}/cancel`, { method: 'POST', headers: close });
     }
   }, 60_000);
 });
@@ -707,7 +742,8 @@ describe('two keys', () => {
       const { port } = new URL(two.api.url);
       const socket = connect(Number(port), '127.0.0.1', () => {
         socket.write(
-          `POST /v1/runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${bytes}\r\n\r\n{`,
+          `POST /v1/runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\n` +
+            `Content-Type: application/json\r\nContent-Length: ${bytes}\r\n\r\n{`,
         );
         if (whole) socket.write(' '.repeat(bytes - 1));
         const answer = new Promise<string>((r) => socket.once('data', (d: Buffer) => r(d.toString('latin1', 9, 12))));
@@ -717,10 +753,14 @@ describe('two keys', () => {
     });
   }
 
-  it("one key sending large bodies slowly holds at most half of MAX_BODIES_IN_FLIGHT_BYTES (or one largest body): another key's requests still get in", async () => {
+  it('one key sending large bodies slowly holds at most half of MAX_BODIES_IN_FLIGHT_BYTES ' +
+    "(or one largest body): another key's requests still get in", async () => {
     const first = await slowPost(KEY_A, 3 << 20);
     try {
-      await new Promise((r) => setTimeout(r, 200));
+      await waitFor(async () => (await gauge(two, 'agentq_request_body_bytes_in_flight')) === 3 << 20, {
+        what: 'the first body held',
+        timeoutMs: WAIT_MS,
+      });
       // The key's second body would pass its share (3 MB: one largest body, more than half of 4).
       const second = await slowPost(KEY_A, 1 << 20, true);
       expect(await second.answer).toBe('503');
@@ -731,9 +771,10 @@ describe('two keys', () => {
     } finally {
       first.socket.destroy();
     }
-  });
+  }, 60_000);
 
-  it("one key that does not read its large answers holds at most half of MAX_RESPONSES_IN_FLIGHT_BYTES: another key's large answers still go out", async () => {
+  it('one key that does not read its large answers holds at most half of ' +
+    "MAX_RESPONSES_IN_FLIGHT_BYTES: another key's large answers still go out", async () => {
     // Runs of 12 MB outputs, one of each key (written straight in Redis, as a long answer would be).
     const bigRun = async (key: string) => {
       const { id } = await two.createRun({ input: 'big' }, key);
@@ -778,7 +819,8 @@ describe('two keys: event streams', () => {
   });
   afterAll(async () => two?.close());
 
-  it("one key that opens streams of large events and reads none holds at most half of MAX_RESPONSES_IN_FLIGHT_BYTES: another key's stream still gets its large event", async () => {
+  it('one key that opens streams of large events and reads none holds at most half of ' +
+    "MAX_RESPONSES_IN_FLIGHT_BYTES: another key's stream still gets its large event", async () => {
     const [a, b] = [await largeEventRun(6, two, KEY_A), await largeEventRun(6, two, KEY_B)];
     // Each 6 MB event is read alone, with room for it and its frame (12 MB). Four unread streams
     // of key A would hold 36 MB of the 40 and queue a fourth: key A's share (20 MB) lets one in.
@@ -788,7 +830,7 @@ describe('two keys: event streams', () => {
         unread.push((await rawGet(two, `/v1/runs/${a}/events`, { key: KEY_A, stopReading: true })).socket);
       await waitFor(async () => (await gauge(two, 'agentq_event_streams_waiting_for_room')) === 3, {
         what: "key A's streams past its share to wait",
-        timeoutMs: 5_000,
+        timeoutMs: WAIT_MS,
       });
       const events = await readSse(await two.request(`/v1/runs/${b}/events`, { key: KEY_B }));
       expect((events[1].data as { content: string }).content).toHaveLength(6 << 20);
@@ -823,7 +865,8 @@ describe('event streams held open', () => {
     }
   }
 
-  it('are at most MAX_EVENT_STREAMS_PER_KEY a key (429) and MAX_EVENT_STREAMS in all (503); a slot is free again once its stream ends', async () => {
+  it('are at most MAX_EVENT_STREAMS_PER_KEY a key (429) ' +
+    'and MAX_EVENT_STREAMS in all (503); a slot is free again once its stream ends', async () => {
     const runA = (await held.createRun({ input: 'a' }, KEY_A)).id;
     const runB = (await held.createRun({ input: 'b' }, KEY_B)).id;
     const sockets: Socket[] = [];
@@ -849,7 +892,7 @@ describe('event streams held open', () => {
           sockets.push(again.socket);
           return again.status === '200';
         },
-        { what: "a stream of A's again", timeoutMs: 5_000 },
+        { what: "a stream of A's again", timeoutMs: WAIT_MS },
       );
     } finally {
       for (const s of sockets) s.destroy();
@@ -857,7 +900,7 @@ describe('event streams held open', () => {
       await held.request(`/v1/runs/${runA}/cancel`, { method: 'POST', key: KEY_A });
       await held.request(`/v1/runs/${runB}/cancel`, { method: 'POST', key: KEY_B });
     }
-  });
+  }, 60_000);
 });
 
 describe('a Redis out of memory', () => {

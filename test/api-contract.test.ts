@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Handler } from '@agentq/scripted-llm';
-import type { RunObject } from '@agentq/shared';
-import type { ApiClient, TestRequestInit } from './fixtures/api-client.js';
+import type { ApiError, RunObject } from '@agentq/shared';
+import type { ApiClient, GetBody, TestRequestInit } from './fixtures/api-client.js';
 import { startApp, type TestApp } from './fixtures/app.js';
 import { startStack, type Stack } from './fixtures/services.js';
 import { readSse } from './fixtures/sse.js';
@@ -30,8 +30,8 @@ const env = {
 };
 
 const handler: Handler = (req) => {
-  const user = String(req.messages.find((m: any) => m.role === 'user')?.content ?? '');
-  const rounds = req.messages.filter((m: any) => m.role === 'assistant').length;
+  const user = String(req.messages.find((m) => m.role === 'user')?.content ?? '');
+  const rounds = req.messages.filter((m) => m.role === 'assistant').length;
   if (user.startsWith('fail:')) return { error: { status: 401, message: 'Incorrect API key provided' } };
   if (user.startsWith('tool:') && rounds === 0)
     return { tool_calls: [{ name: 'crm__get_contact', arguments: { id: 'c1' } }] };
@@ -57,33 +57,40 @@ async function storedSoFar(): Promise<{ runs: string[]; agentJobs: number }> {
   return { runs: runs.sort(), agentJobs: Object.values(counts).reduce((a, n) => a + (n ?? 0), 0) };
 }
 
-/** A request whose answer must never be a 500 nor carry a stack trace. */
-async function call(path: string, init: TestRequestInit = {}, via: Pick<ApiClient, 'request'> = app) {
+/**
+ * A request whose answer must never be a 500 nor carry a stack trace. `json` is the body parsed, as the `T` the
+ * caller expects (undefined when the body is not JSON).
+ */
+async function call<T = unknown>(path: string, init: TestRequestInit = {}, via: Pick<ApiClient, 'request'> = app) {
   const res = await via.request(path, init);
   const text = await res.text();
   expect(res.status, `${init.method ?? 'GET'} ${path} → ${res.status}: ${text.slice(0, 300)}`).toBeLessThan(500);
   expect(text).not.toMatch(/\n\s+at .+:\d+:\d+/);
-  let json: any;
+  let json: T;
   try {
     json = JSON.parse(text);
   } catch {
-    json = undefined;
+    json = undefined as T;
   }
   return { res, status: res.status, text, json };
 }
 
 /** Asserts the contract's error shape and returns the error. */
-function errorOf(r: { json: any; text: string }) {
+function errorOf(r: { json: unknown; text: string }) {
   expect(r.json, r.text.slice(0, 300)).toBeTypeOf('object');
-  expect(r.json.error).toBeTypeOf('object');
-  expect(r.json.error.code).toMatch(/^[a-z][a-z0-9_]*$/);
-  expect(r.json.error.message).toBeTypeOf('string');
-  expect(r.json.error.message.length).toBeGreaterThan(0);
-  return r.json.error as { code: string; message: string; details?: unknown };
+  const { error } = r.json as ApiError;
+  expect(error).toBeTypeOf('object');
+  expect(error.code).toMatch(/^[a-z][a-z0-9_]*$/);
+  expect(error.message).toBeTypeOf('string');
+  expect(error.message.length).toBeGreaterThan(0);
+  return error;
 }
 
+/** What the dashboard's API answers about its queues (the fields these tests read). */
+type BoardQueues = { queues: Array<{ name: string; jobs: Array<{ name: string }> }> };
+
 const post = (body: unknown, init: TestRequestInit = {}, via: Pick<ApiClient, 'request'> = app) =>
-  call('/v1/runs', { method: 'POST', json: body, ...init }, via);
+  call<RunObject>('/v1/runs', { method: 'POST', json: body, ...init }, via);
 
 /** Posts a body that must be refused with 400 and returns the fields its details name. */
 async function refused(
@@ -374,7 +381,12 @@ describe("GET /v1/runs/:id/events without a Node server (app.request(): hono's s
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('text/event-stream');
     const seen: string[] = [];
-    const events = readSse(res, { stopAfter: (e) => (seen.push(e.event), false) });
+    const events = readSse(res, {
+      stopAfter: (e) => {
+        seen.push(e.event);
+        return false;
+      },
+    });
     await waitFor(() => seen.includes('run.queued'), { what: 'the history' });
     // No worker here: the run is still queued, and its cancel is a live event.
     expect((await call(`/v1/runs/${run.id}/cancel`, { method: 'POST', key: KEY_A })).status).toBe(202);
@@ -435,11 +447,11 @@ describe('auth and tenancy', () => {
     }
     const cancel = await call(`/v1/runs/${run.id}/cancel`, { method: 'POST', key: KEY_B });
     expect(cancel.status).toBe(404);
-    const listB = await call('/v1/runs?limit=100', { key: KEY_B });
+    const listB = await call<GetBody<'/v1/runs'>>('/v1/runs?limit=100', { key: KEY_B });
     expect(listB.status).toBe(200);
-    expect(listB.json.data.map((r: RunObject) => r.id)).not.toContain(run.id);
-    const listA = await call('/v1/runs?limit=100', { key: KEY_A });
-    expect(listA.json.data.map((r: RunObject) => r.id)).toContain(run.id);
+    expect(listB.json.data.map((r) => r.id)).not.toContain(run.id);
+    const listA = await call<GetBody<'/v1/runs'>>('/v1/runs?limit=100', { key: KEY_A });
+    expect(listA.json.data.map((r) => r.id)).toContain(run.id);
   });
 });
 
@@ -489,7 +501,7 @@ describe('with workers: runs that finish', () => {
     it('answers 202 with the run and a Location header that leads to it', async () => {
       const r = await post({ input: 'hello there', metadata: { ticket: 7 } }, {}, stack);
       expect(r.status).toBe(202);
-      const run = r.json as RunObject;
+      const run = r.json;
       expect(run).toMatchObject({
         object: 'run',
         status: 'queued',
@@ -503,7 +515,7 @@ describe('with workers: runs that finish', () => {
       expect(run.id).toMatch(/^run_/);
       const location = r.res.headers.get('location');
       expect(location).toBeTruthy();
-      const again = await call(new URL(location!, stack.api.url).pathname, {}, stack);
+      const again = await call<RunObject>(new URL(location!, stack.api.url).pathname, {}, stack);
       expect(again.status).toBe(200);
       expect(again.json.id).toBe(run.id);
       const done = await stack.waitForRun(run.id);
@@ -512,9 +524,9 @@ describe('with workers: runs that finish', () => {
   });
 
   describe('GET /v1/runs', () => {
-    const list = (query: string) => call(`/v1/runs${query}`, { key: KEY_LIST }, stack);
+    const list = (query: string) => call<GetBody<'/v1/runs'>>(`/v1/runs${query}`, { key: KEY_LIST }, stack);
     let created: string[] = [];
-    let failing: string[] = [];
+    const failing: string[] = [];
 
     beforeAll(async () => {
       created = [];
@@ -532,7 +544,7 @@ describe('with workers: runs that finish', () => {
     it('lists the runs newest first', async () => {
       const r = await list('?limit=100');
       expect(r.status).toBe(200);
-      expect(r.json.data.map((run: RunObject) => run.id)).toEqual([...created].reverse());
+      expect(r.json.data.map((run) => run.id)).toEqual([...created].reverse());
       expect(r.json.next).toBeNull();
       expect(r.json.data[0]).toMatchObject({ object: 'run' });
     });
@@ -544,7 +556,7 @@ describe('with workers: runs that finish', () => {
         const r = await list(`?limit=3${cursor ? `&after=${cursor}` : ''}`);
         expect(r.status).toBe(200);
         expect(r.json.data.length).toBeLessThanOrEqual(3);
-        seen.push(...r.json.data.map((run: RunObject) => run.id));
+        seen.push(...r.json.data.map((run) => run.id));
         cursor = r.json.next;
         if (!cursor) break;
       }
@@ -561,12 +573,10 @@ describe('with workers: runs that finish', () => {
     it('filters by status', async () => {
       const failed = await list('?status=failed&limit=100');
       expect(failed.status).toBe(200);
-      expect(failed.json.data.map((run: RunObject) => run.id)).toEqual([...failing].reverse());
+      expect(failed.json.data.map((run) => run.id)).toEqual([...failing].reverse());
       for (const run of failed.json.data) expect(run.status).toBe('failed');
       const completed = await list('?status=completed&limit=100');
-      expect(completed.json.data.map((run: RunObject) => run.id)).toEqual(
-        created.filter((id) => !failing.includes(id)).reverse(),
-      );
+      expect(completed.json.data.map((run) => run.id)).toEqual(created.filter((id) => !failing.includes(id)).reverse());
       const queued = await list('?status=queued');
       expect(queued.json.data).toEqual([]);
     });
@@ -577,7 +587,7 @@ describe('with workers: runs that finish', () => {
       let cursor: string | null = null;
       for (let page = 0; page < 10; page++) {
         const r = await list(`?status=completed&limit=2${cursor ? `&after=${cursor}` : ''}`);
-        seen.push(...r.json.data.map((run: RunObject) => run.id));
+        seen.push(...r.json.data.map((run) => run.id));
         cursor = r.json.next;
         if (!cursor) break;
       }
@@ -588,11 +598,11 @@ describe('with workers: runs that finish', () => {
   describe('tools and the dashboard', () => {
     it('lists the MCP tools as <server>__<tool> with input_schema and server', async () => {
       // The tool-worker publishes its catalog once its MCP servers are connected.
-      const tools: any[] = await waitFor(
+      const tools = await waitFor(
         async () => {
-          const r = await call('/v1/tools', {}, stack);
+          const r = await call<GetBody<'/v1/tools'>>('/v1/tools', {}, stack);
           expect(r.status).toBe(200);
-          return r.json.data.some((t: any) => t.name === 'crm__get_contact') && r.json.data;
+          return r.json.data.some((t) => t.name === 'crm__get_contact') ? r.json.data : undefined;
         },
         { what: 'crm__get_contact in /v1/tools', intervalMs: 50 },
       );
@@ -605,7 +615,7 @@ describe('with workers: runs that finish', () => {
         expect(t.description).toBeTypeOf('string');
         expect(t.input_schema).toMatchObject({ type: 'object' });
       }
-      expect(crm.find((t) => t.name === 'crm__get_contact').input_schema.properties).toHaveProperty('id');
+      expect(crm.find((t) => t.name === 'crm__get_contact')?.input_schema.properties).toHaveProperty('id');
     });
 
     it('lists the agent, tool and webhook queues in the dashboard API, with jobs named by run and step/tool', async () => {
@@ -613,19 +623,19 @@ describe('with workers: runs that finish', () => {
       const done = await stack.waitForRun(run.id);
       expect(done.status).toBe('completed');
 
-      const r = await call('/admin/queues/api/queues', { key: KEY_ADMIN }, stack);
+      const r = await call<BoardQueues>('/admin/queues/api/queues', { key: KEY_ADMIN }, stack);
       expect(r.status).toBe(200);
-      const names = r.json.queues.map((q: any) => q.name);
+      const names = r.json.queues.map((q) => q.name);
       expect(names).toEqual(expect.arrayContaining(['agent', 'tool', 'webhook']));
 
       const jobsOf = async (queue: string) => {
-        const res = await call(
+        const res = await call<BoardQueues>(
           `/admin/queues/api/queues?activeQueue=${queue}&status=completed&jobsPerPage=1000`,
           { key: KEY_ADMIN },
           stack,
         );
         expect(res.status).toBe(200);
-        return res.json.queues.find((q: any) => q.name === queue).jobs.map((j: any) => String(j.name)) as string[];
+        return res.json.queues.find((q) => q.name === queue)!.jobs.map((j) => j.name);
       };
       const agentJobs = (await jobsOf('agent')).filter((n) => n.includes(run.id));
       expect(agentJobs.some((n) => /step 0/.test(n))).toBe(true);

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
+import { stripVTControlCharacters } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ActionResolvedError,
@@ -21,10 +22,10 @@ import { waitFor } from './fixtures/wait.js';
 
 // The client's and the CLI's side of runs that wait: list the requests, answer them, lose a race.
 
-const firstUser = (req: ChatRequest) => (req.messages.find((m: any) => m.role === 'user')?.content as string) ?? '';
-const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
+const firstUser = (req: ChatRequest) => (req.messages.find((m) => m.role === 'user')?.content as string) ?? '';
+const round = (req: ChatRequest) => req.messages.filter((m) => m.role === 'assistant').length;
 const toolMessages = (req: ChatRequest) =>
-  req.messages.filter((m: any) => m.role === 'tool').map((m: any) => m.content as string);
+  req.messages.filter((m) => m.role === 'tool').map((m) => m.content as string);
 /** A model that makes `calls` in its first step, then answers with the tool messages it got (as JSON). */
 const callsThenEcho =
   (calls: ToolCallReply['tool_calls']) =>
@@ -207,33 +208,37 @@ describe('AgentqClient: requests for an answer', () => {
     expect(toolMessagesOf(await client.waitForRun(created.id, { timeoutMs: 20_000 }))).toEqual(['Berlin']);
   });
 
-  it('lets exactly one of two racing answers win; the loser gets ActionResolvedError (409 action_resolved) saying how it was decided', async () => {
-    const created = await client.createRun({ input: 'WRITE race-me', ...gated });
-    const [item] = (await waiting(client, created.id)).required_action!.items;
-    const other = new AgentqClient({ baseUrl: stack.api.url, apiKey: KEY });
-    const results = await Promise.allSettled([
-      client.approve(created.id, item.id),
-      other.reject(created.id, item.id, 'too late?'),
-    ]);
-    const won = results.filter((r) => r.status === 'fulfilled');
-    const lost = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
-    expect(won).toHaveLength(1);
-    expect(lost).toHaveLength(1);
-    const err = lost[0].reason;
-    expect(err).toBeInstanceOf(ActionResolvedError);
-    expect(err).toBeInstanceOf(AgentqApiError);
-    expect(err).toMatchObject({ status: 409, code: 'action_resolved' });
-    const winner = results[0].status === 'fulfilled' ? 'approved' : 'rejected';
-    expect(err.resolved).toEqual([{ id: item.id, decision: winner, at: expect.any(String) }]);
+  it(
+    'lets exactly one of two racing answers win; ' +
+      'the loser gets ActionResolvedError (409 action_resolved) saying how it was decided',
+    async () => {
+      const created = await client.createRun({ input: 'WRITE race-me', ...gated });
+      const [item] = (await waiting(client, created.id)).required_action!.items;
+      const other = new AgentqClient({ baseUrl: stack.api.url, apiKey: KEY });
+      const results = await Promise.allSettled([
+        client.approve(created.id, item.id),
+        other.reject(created.id, item.id, 'too late?'),
+      ]);
+      const won = results.filter((r) => r.status === 'fulfilled');
+      const lost = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+      expect(won).toHaveLength(1);
+      expect(lost).toHaveLength(1);
+      const err = lost[0].reason;
+      expect(err).toBeInstanceOf(ActionResolvedError);
+      expect(err).toBeInstanceOf(AgentqApiError);
+      expect(err).toMatchObject({ status: 409, code: 'action_resolved' });
+      const winner = results[0].status === 'fulfilled' ? 'approved' : 'rejected';
+      expect(err.resolved).toEqual([{ id: item.id, decision: winner, at: expect.any(String) }]);
 
-    const done = await client.waitForRun(created.id, { timeoutMs: 20_000 });
-    expect(writes('race-me')).toHaveLength(winner === 'approved' ? 1 : 0);
-    // Once decided, every later answer is refused the same way.
-    const late = await client.approve(created.id, item.id).catch((e) => e);
-    expect(late).toBeInstanceOf(ActionResolvedError);
-    expect(late.resolved[0]).toMatchObject({ id: item.id, decision: winner });
-    expect(done.status).toBe('completed');
-  });
+      const done = await client.waitForRun(created.id, { timeoutMs: 20_000 });
+      expect(writes('race-me')).toHaveLength(winner === 'approved' ? 1 : 0);
+      // Once decided, every later answer is refused the same way.
+      const late = await client.approve(created.id, item.id).catch((e) => e);
+      expect(late).toBeInstanceOf(ActionResolvedError);
+      expect(late.resolved[0]).toMatchObject({ id: item.id, decision: winner });
+      expect(done.status).toBe('completed');
+    },
+  );
 
   it("answers a sub-run's request on the sub-run itself as well as on the root", async () => {
     const created = await client.createRun({ input: 'DELEGATE child-write', subagents: { enabled: true }, ...gated });
@@ -274,7 +279,8 @@ describe('the agentq CLI: requests for an answer', () => {
     expect(lines.slice(1).map((l) => l.split(/\s+/)[0])).toEqual([location.id, question.id, refused.id, write.id]);
     expect(ls.stdout).toMatch(
       new RegExp(
-        `^${write.id}\\s+approval\\s+pending\\s+${write.created_at}\\s+approve crm__non_idempotent_write \\{"key":"cli-approve"\\}$`,
+        `^${write.id}\\s+approval\\s+pending\\s+${write.created_at}\\s+approve ` +
+          `crm__non_idempotent_write \\{"key":"cli-approve"\\}$`,
         'm',
       ),
     );
@@ -331,37 +337,41 @@ describe('the agentq CLI: requests for an answer', () => {
     expect((await cli(['actions', 'ls', '--status', 'pending'])).stdout).toBe('nothing waits for an answer\n');
   });
 
-  it('approve --arguments: a local check for JSON, the API for the schema; a sub-run request answered on the sub-run or, with --run, on the root', async () => {
-    const update = await waitingItem('UPDATE Wrong Co', gated);
-    const notJson = await cli(['actions', 'approve', update.id, '--arguments', '{"id":']);
-    expect(notJson.code).toBe(64);
-    expect(notJson.stderr).toMatch(/^agentq: --arguments: not JSON/);
-    const badSchema = await cli(['actions', 'approve', update.id, '--arguments', '{"id":"c2","company":7}']);
-    expect(badSchema.code).toBe(4);
-    expect(badSchema.stderr).toMatch(
-      /400 validation_error: responses\.0\.arguments: do not fit the input schema of crm__update_contact/,
-    );
-    const edited = await cli(['actions', 'approve', update.id, '--arguments', '{"id":"c2","company":"Hooli"}']);
-    expect(edited.code, edited.stderr).toBe(0);
-    expect(edited.stdout).toMatch(/ approved with the edited arguments · /);
-    await cliClient.waitForRun(update.run_id, { timeoutMs: 20_000 });
-    expect(stack.crm.calls.filter((c) => c.tool === 'update_contact' && c.args?.company === 'Hooli')).toHaveLength(1);
+  it(
+    'approve --arguments: a local check for JSON, the API for the schema; ' +
+      'a sub-run request answered on the sub-run or, with --run, on the root',
+    async () => {
+      const update = await waitingItem('UPDATE Wrong Co', gated);
+      const notJson = await cli(['actions', 'approve', update.id, '--arguments', '{"id":']);
+      expect(notJson.code).toBe(64);
+      expect(notJson.stderr).toMatch(/^agentq: --arguments: not JSON/);
+      const badSchema = await cli(['actions', 'approve', update.id, '--arguments', '{"id":"c2","company":7}']);
+      expect(badSchema.code).toBe(4);
+      expect(badSchema.stderr).toMatch(
+        /400 validation_error: responses\.0\.arguments: do not fit the input schema of crm__update_contact/,
+      );
+      const edited = await cli(['actions', 'approve', update.id, '--arguments', '{"id":"c2","company":"Hooli"}']);
+      expect(edited.code, edited.stderr).toBe(0);
+      expect(edited.stdout).toMatch(/ approved with the edited arguments · /);
+      await cliClient.waitForRun(update.run_id, { timeoutMs: 20_000 });
+      expect(stack.crm.calls.filter((c) => c.tool === 'update_contact' && c.args?.company === 'Hooli')).toHaveLength(1);
 
-    for (const [key, onRoot] of [
-      ['sub-default', false],
-      ['sub-on-root', true],
-    ] as const) {
-      const root = await cliClient.createRun({ input: `DELEGATE ${key}`, subagents: { enabled: true }, ...gated });
-      const [item] = (await waiting(cliClient, root.id)).required_action!.items;
-      expect(item.run_id).not.toBe(root.id);
-      const r = await cli(['actions', 'approve', item.id, ...(onRoot ? ['--run', root.id] : [])]);
-      expect(r.code, r.stderr).toBe(0);
-      // The run the answer went to is the one it names.
-      expect(r.stdout).toMatch(new RegExp(`^${item.id} approved · ${onRoot ? root.id : item.run_id} is `));
-      await cliClient.waitForRun(root.id, { timeoutMs: 20_000 });
-      expect(writes(key)).toHaveLength(1);
-    }
-  });
+      for (const [key, onRoot] of [
+        ['sub-default', false],
+        ['sub-on-root', true],
+      ] as const) {
+        const root = await cliClient.createRun({ input: `DELEGATE ${key}`, subagents: { enabled: true }, ...gated });
+        const [item] = (await waiting(cliClient, root.id)).required_action!.items;
+        expect(item.run_id).not.toBe(root.id);
+        const r = await cli(['actions', 'approve', item.id, ...(onRoot ? ['--run', root.id] : [])]);
+        expect(r.code, r.stderr).toBe(0);
+        // The run the answer went to is the one it names.
+        expect(r.stdout).toMatch(new RegExp(`^${item.id} approved · ${onRoot ? root.id : item.run_id} is `));
+        await cliClient.waitForRun(root.id, { timeoutMs: 20_000 });
+        expect(writes(key)).toHaveLength(1);
+      }
+    },
+  );
 
   it('refuses bad usage with 64 and names what is wrong', async () => {
     const question = await waitingItem('ASK Approve me?', { human_input: true });
@@ -383,7 +393,8 @@ describe('the agentq CLI: requests for an answer', () => {
     const write = await waitingItem('WRITE cli-usage', gated);
     const get = await cli(['runs', 'get', write.run_id]);
     expect(get.stdout).toContain(
-      `requires_action · depth 0/10\n  ⏸ approve crm__non_idempotent_write {"key":"cli-usage"} · ${write.id}\n    agentq actions approve ${write.id} `,
+      `requires_action · depth 0/10\n  ⏸ approve crm__non_idempotent_write ` +
+        `{"key":"cli-usage"} · ${write.id}\n    agentq actions approve ${write.id} `,
     );
     const text = await cli(['actions', 'answer', write.id, 'yes']);
     expect(text.code).toBe(64);
@@ -397,83 +408,96 @@ describe('the agentq CLI: requests for an answer', () => {
     for (const run of [write.run_id, question.run_id]) await cliClient.cancelRun(run);
   });
 
-  it('run --follow with stdin not a terminal asks nothing: it prints the request and the command that answers it, and goes on when it is answered', async () => {
-    const p = startCli(['run', 'WRITE follow-hint', '--follow', '--approve-tools', 'crm__non_idempotent_write'], {
-      url: stack.api.url,
-      apiKey: CLI_KEY,
-    });
-    // What is piped in is not taken as an answer.
-    p.child.stdin.write('a\n');
-    const id = (await waitFor(() => /agentq actions approve (act_\w+)/.exec(p.stderr)?.[1], {
-      what: 'the hint',
-      timeoutMs: 20_000,
-    }))!;
-    expect(p.stderr).toMatch(
-      new RegExp(`^ {2}⏸ approve crm__non_idempotent_write \\{"key":"follow-hint"\\} · ${id}$`, 'm'),
-    );
-    expect(p.stderr).toContain('waiting for an answer (no terminal to ask in); answer from another shell:');
-    expect(p.stderr).toContain(
-      `    agentq actions approve ${id} [--arguments '<json>']  or  agentq actions reject ${id} [--reason '<why>']`,
-    );
-    const runId = `run_${id.split('_')[1]}`;
-    await new Promise((r) => setTimeout(r, 300));
-    expect((await cliClient.getRun(runId)).status).toBe('requires_action');
-    expect(writes('follow-hint')).toEqual([]);
+  it(
+    'run --follow with stdin not a terminal asks nothing: ' +
+      'it prints the request and the command that answers it, and goes on when it is answered',
+    async () => {
+      const p = startCli(['run', 'WRITE follow-hint', '--follow', '--approve-tools', 'crm__non_idempotent_write'], {
+        url: stack.api.url,
+        apiKey: CLI_KEY,
+      });
+      // What is piped in is not taken as an answer.
+      p.child.stdin.write('a\n');
+      const id = (await waitFor(() => /agentq actions approve (act_\w+)/.exec(p.stderr)?.[1], {
+        what: 'the hint',
+        timeoutMs: 20_000,
+      }))!;
+      expect(p.stderr).toMatch(
+        new RegExp(`^ {2}⏸ approve crm__non_idempotent_write \\{"key":"follow-hint"\\} · ${id}$`, 'm'),
+      );
+      expect(p.stderr).toContain('waiting for an answer (no terminal to ask in); answer from another shell:');
+      expect(p.stderr).toContain(
+        `    agentq actions approve ${id} [--arguments '<json>']  or  agentq actions reject ${id} [--reason '<why>']`,
+      );
+      const runId = `run_${id.split('_')[1]}`;
+      await new Promise((r) => setTimeout(r, 300));
+      expect((await cliClient.getRun(runId)).status).toBe('requires_action');
+      expect(writes('follow-hint')).toEqual([]);
 
-    expect((await cli(['actions', 'approve', id])).code).toBe(0);
-    const done = await p.exited;
-    expect(done.code, done.stderr).toBe(0);
-    expect(done.stderr).toContain(`  ✓ ${id} approved`);
-    expect(done.stderr).toMatch(/completed \(stop\)/);
-    expect(JSON.parse(done.stdout)).toEqual([expect.stringContaining('follow-hint')]);
-  });
+      expect((await cli(['actions', 'approve', id])).code).toBe(0);
+      const done = await p.exited;
+      expect(done.code, done.stderr).toBe(0);
+      expect(done.stderr).toContain(`  ✓ ${id} approved`);
+      expect(done.stderr).toMatch(/completed \(stop\)/);
+      expect(JSON.parse(done.stdout)).toEqual([expect.stringContaining('follow-hint')]);
+    },
+  );
 
-  it("run's waiting options: --client-tools (JSON or @file), --approve-destructive with a timeout that stops the run (exit 2), and their misuse (64)", async () => {
-    const toolsDir = mkdtempSync(join(tmpdir(), 'agentq-cli-'));
-    const file = join(toolsDir, 'tools.json');
-    writeFileSync(file, JSON.stringify([locationTool]));
-    const detached = await cli(['run', 'LOCATE', '--client-tools', `@${file}`, '--detach']);
-    rmSync(toolsDir, { recursive: true, force: true });
-    expect(detached.code, detached.stderr).toBe(0);
-    const [item] = (await waiting(cliClient, detached.stdout.trim())).required_action!.items;
-    expect(item).toMatchObject({ type: 'client_tool', name: 'get_location' });
-    await cliClient.cancelRun(item.run_id);
+  it(
+    "run's waiting options: --client-tools (JSON or @file), " +
+      '--approve-destructive with a timeout that stops the run (exit 2), and their misuse (64)',
+    async () => {
+      const toolsDir = mkdtempSync(join(tmpdir(), 'agentq-cli-'));
+      const file = join(toolsDir, 'tools.json');
+      writeFileSync(file, JSON.stringify([locationTool]));
+      const detached = await cli(['run', 'LOCATE', '--client-tools', `@${file}`, '--detach']);
+      rmSync(toolsDir, { recursive: true, force: true });
+      expect(detached.code, detached.stderr).toBe(0);
+      const [item] = (await waiting(cliClient, detached.stdout.trim())).required_action!.items;
+      expect(item).toMatchObject({ type: 'client_tool', name: 'get_location' });
+      await cliClient.cancelRun(item.run_id);
 
-    const stopped = await cli([
-      'run',
-      'WRITE cli-expire',
-      '--approve-destructive',
-      '--approval-timeout-ms',
-      '300',
-      '--on-approval-timeout',
-      'stop',
-    ]);
-    expect(stopped.code, stopped.stderr).toBe(2);
-    expect(stopped.stderr).toMatch(/⏸ approve crm__non_idempotent_write \{"key":"cli-expire"\} · act_\w+\n/);
-    expect(stopped.stderr).toMatch(/incomplete \(approval_timeout\)/);
-    expect(writes('cli-expire')).toEqual([]);
+      const stopped = await cli([
+        'run',
+        'WRITE cli-expire',
+        '--approve-destructive',
+        '--approval-timeout-ms',
+        '300',
+        '--on-approval-timeout',
+        'stop',
+      ]);
+      expect(stopped.code, stopped.stderr).toBe(2);
+      expect(stopped.stderr).toMatch(/⏸ approve crm__non_idempotent_write \{"key":"cli-expire"\} · act_\w+\n/);
+      expect(stopped.stderr).toMatch(/incomplete \(approval_timeout\)/);
+      expect(writes('cli-expire')).toEqual([]);
 
-    const misuse: Array<[string[], RegExp]> = [
-      [['--client-tools', '{'], /--client-tools must be a JSON array/],
-      [['--client-tools', '{"type":"function"}'], /--client-tools must be a JSON array/],
-      [
-        ['--client-tools', '@/nonexistent/tools.json'],
-        /--client-tools: cannot read \/nonexistent\/tools\.json \(ENOENT\)/,
-      ],
-      [['--on-approval-timeout', 'stop'], /go with --approve-tools or --approve-destructive/],
-      [['--approve-destructive', '--on-approval-timeout', 'later'], /--on-approval-timeout is reject or stop/],
-      [['--approve-destructive', '--approval-timeout-ms', 'soon'], /--approval-timeout-ms must be a whole number/],
-    ];
-    for (const [flags, why] of misuse) {
-      const r = await cli(['run', 'WRITE never', ...flags]);
-      expect(r.code, flags.join(' ')).toBe(64);
-      expect(r.stderr).toMatch(why);
-    }
-    // What the API refuses in a client tool, it names.
-    const refused = await cli(['run', 'LOCATE', '--client-tools', '[{"type":"function","function":{"name":"a__b"}}]']);
-    expect(refused.code).toBe(4);
-    expect(refused.stderr).toMatch(/client_tools\.0\.function\.name/);
-  });
+      const misuse: Array<[string[], RegExp]> = [
+        [['--client-tools', '{'], /--client-tools must be a JSON array/],
+        [['--client-tools', '{"type":"function"}'], /--client-tools must be a JSON array/],
+        [
+          ['--client-tools', '@/nonexistent/tools.json'],
+          /--client-tools: cannot read \/nonexistent\/tools\.json \(ENOENT\)/,
+        ],
+        [['--on-approval-timeout', 'stop'], /go with --approve-tools or --approve-destructive/],
+        [['--approve-destructive', '--on-approval-timeout', 'later'], /--on-approval-timeout is reject or stop/],
+        [['--approve-destructive', '--approval-timeout-ms', 'soon'], /--approval-timeout-ms must be a whole number/],
+      ];
+      for (const [flags, why] of misuse) {
+        const r = await cli(['run', 'WRITE never', ...flags]);
+        expect(r.code, flags.join(' ')).toBe(64);
+        expect(r.stderr).toMatch(why);
+      }
+      // What the API refuses in a client tool, it names.
+      const refused = await cli([
+        'run',
+        'LOCATE',
+        '--client-tools',
+        '[{"type":"function","function":{"name":"a__b"}}]',
+      ]);
+      expect(refused.code).toBe(4);
+      expect(refused.stderr).toMatch(/client_tools\.0\.function\.name/);
+    },
+  );
 
   it('run without --follow says the same about a question, describing it, then prints the answer', async () => {
     const p = startCli(['run', 'ASK Which floor?', '--human-input', '--json'], {
@@ -493,95 +517,129 @@ describe('the agentq CLI: requests for an answer', () => {
     expect(toolMessagesOf(JSON.parse(done.stdout))).toEqual(['the third']);
   });
 
-  it('run --follow in a terminal asks for each request: approve, reject with a reason, edit (asked again when the API refuses the edit)', async () => {
-    const typed = new PassThrough();
-    let stderr = '';
-    let stdout = '';
-    const sink = { write: (s: string) => ((stderr += s), true), isTTY: false };
-    const prompterOut = new PassThrough();
-    prompterOut.on('data', (d) => (stderr += d));
-    // Typed ahead: each line answers the next question asked.
-    typed.write(
-      ['a', 'r', 'not that key', 'e', '{"id":"c1","company":7}', 'e', '{"id":"c1","company":"Initech"}']
-        .map((l) => `${l}\n`)
-        .join(''),
-    );
-    const code = await main(
-      ['run', 'THREE three', '--follow', '--approve-tools', 'crm__non_idempotent_write,crm__update_contact'],
-      { url: stack.api.url, apiKey: CLI_KEY, color: false },
-      {
-        stdout: { write: (s: string) => ((stdout += s), true) },
-        stderr: sink,
-        openPrompter: () => linePrompter(typed, prompterOut),
-      },
-    );
-    expect(code, stderr).toBe(0);
-    const [approved, rejected, edited] = ['_0_0', '_0_1', '_0_2'].map(
-      (suffix) => new RegExp(`(act_\\w+${suffix})`).exec(stderr)![1],
-    );
-    expect(stderr).toContain(`? approve a call of crm__non_idempotent_write (${approved})`);
-    expect(stderr).toContain(`  ${approved} approved`);
-    expect(stderr).toContain(`  ${rejected} rejected`);
-    // The first edit passed the local check (a JSON object) and failed the tool's schema at the API.
-    expect(stderr).toMatch(
-      / {2}refused: responses\.0\.arguments: do not fit the input schema of crm__update_contact: \/company must be string/,
-    );
-    expect(stderr).toContain(`  ${edited} approved with the edited arguments`);
-    expect(JSON.parse(stdout)).toEqual([
-      expect.stringContaining('three-approved'),
-      'The user rejected this call: not that key',
-      expect.stringContaining(
-        'The user edited the arguments before the call ran; it ran with {"id":"c1","company":"Initech"}',
-      ),
-    ]);
-    expect(writes('three-approved')).toHaveLength(1);
-    expect(writes('three-rejected')).toEqual([]);
-    expect(
-      stack.crm.calls.filter((c) => c.tool === 'update_contact' && c.args?.id === 'c1').map((c) => c.args.company),
-    ).toEqual(['Initech']);
-  });
+  it(
+    'run --follow in a terminal asks for each request: approve, ' +
+      'reject with a reason, edit (asked again when the API refuses the edit)',
+    async () => {
+      const typed = new PassThrough();
+      let stderr = '';
+      let stdout = '';
+      const sink = {
+        write: (s: string) => {
+          stderr += s;
+          return true;
+        },
+        isTTY: false,
+      };
+      const prompterOut = new PassThrough();
+      prompterOut.on('data', (d) => (stderr += d));
+      // Typed ahead: each line answers the next question asked.
+      typed.write(
+        ['a', 'r', 'not that key', 'e', '{"id":"c1","company":7}', 'e', '{"id":"c1","company":"Initech"}']
+          .map((l) => `${l}\n`)
+          .join(''),
+      );
+      const code = await main(
+        ['run', 'THREE three', '--follow', '--approve-tools', 'crm__non_idempotent_write,crm__update_contact'],
+        { url: stack.api.url, apiKey: CLI_KEY, color: false },
+        {
+          stdout: {
+            write: (s: string) => {
+              stdout += s;
+              return true;
+            },
+          },
+          stderr: sink,
+          openPrompter: () => linePrompter(typed, prompterOut),
+        },
+      );
+      expect(code, stderr).toBe(0);
+      const [approved, rejected, edited] = ['_0_0', '_0_1', '_0_2'].map(
+        (suffix) => new RegExp(`(act_\\w+${suffix})`).exec(stderr)![1],
+      );
+      expect(stderr).toContain(`? approve a call of crm__non_idempotent_write (${approved})`);
+      expect(stderr).toContain(`  ${approved} approved`);
+      expect(stderr).toContain(`  ${rejected} rejected`);
+      // The first edit passed the local check (a JSON object) and failed the tool's schema at the API.
+      expect(stderr).toContain(
+        '  refused: responses.0.arguments: do not fit the input schema of crm__update_contact: /company must be string',
+      );
+      expect(stderr).toContain(`  ${edited} approved with the edited arguments`);
+      expect(JSON.parse(stdout)).toEqual([
+        expect.stringContaining('three-approved'),
+        'The user rejected this call: not that key',
+        expect.stringContaining(
+          'The user edited the arguments before the call ran; it ran with {"id":"c1","company":"Initech"}',
+        ),
+      ]);
+      expect(writes('three-approved')).toHaveLength(1);
+      expect(writes('three-rejected')).toEqual([]);
+      expect(
+        stack.crm.calls.filter((c) => c.tool === 'update_contact' && c.args?.id === 'c1').map((c) => c.args.company),
+      ).toEqual(['Initech']);
+    },
+  );
 
-  it('run in a terminal picks a choice by its number, and leaves the rest to the agentq actions commands once the input ends', async () => {
-    const typed = new PassThrough();
-    let stderr = '';
-    let stdout = '';
-    const out = new PassThrough();
-    out.on('data', (d) => (stderr += d));
-    typed.end('2\n');
-    const code = await main(
-      ['run', 'ASK Which desk?', '--human-input', '--follow', '--json'],
-      { url: stack.api.url, apiKey: CLI_KEY, color: false },
-      {
-        stdout: { write: (s: string) => ((stdout += s), true) },
-        stderr: { write: (s: string) => ((stderr += s), true) },
-        openPrompter: () => linePrompter(typed, out),
-      },
-    );
-    expect(code, stderr).toBe(0);
-    expect(stderr).toMatch(/\? Which desk\? \(act_\w+\)\n {2}1\) Sales\n {2}2\) IT\n/);
-    expect(stderr).toMatch(/ {2}act_\w+ answer sent\n/);
-    expect(toolMessagesOf(JSON.parse(stdout))).toEqual(['IT']);
+  it(
+    'run in a terminal picks a choice by its number, ' +
+      'and leaves the rest to the agentq actions commands once the input ends',
+    async () => {
+      const typed = new PassThrough();
+      let stderr = '';
+      let stdout = '';
+      const out = new PassThrough();
+      out.on('data', (d) => (stderr += d));
+      typed.end('2\n');
+      const code = await main(
+        ['run', 'ASK Which desk?', '--human-input', '--follow', '--json'],
+        { url: stack.api.url, apiKey: CLI_KEY, color: false },
+        {
+          stdout: {
+            write: (s: string) => {
+              stdout += s;
+              return true;
+            },
+          },
+          stderr: {
+            write: (s: string) => {
+              stderr += s;
+              return true;
+            },
+          },
+          openPrompter: () => linePrompter(typed, out),
+        },
+      );
+      expect(code, stderr).toBe(0);
+      expect(stderr).toMatch(/\? Which desk\? \(act_\w+\)\n {2}1\) Sales\n {2}2\) IT\n/);
+      expect(stderr).toMatch(/ {2}act_\w+ answer sent\n/);
+      expect(toolMessagesOf(JSON.parse(stdout))).toEqual(['IT']);
 
-    // The input has ended: the next request gets the hint instead of a question.
-    const ended = new PassThrough();
-    ended.end();
-    let log = '';
-    const runningToo = main(
-      ['run', 'WRITE after-eof', '--follow', '--approve-tools', 'crm__non_idempotent_write'],
-      { url: stack.api.url, apiKey: CLI_KEY, color: false },
-      {
-        stdout: { write: () => true },
-        stderr: { write: (s: string) => ((log += s), true) },
-        openPrompter: () => linePrompter(ended, new PassThrough()),
-      },
-    );
-    const id = (await waitFor(() => /agentq actions approve (act_\w+)/.exec(log)?.[1], {
-      what: 'the hint after the end of the input',
-    }))!;
-    expect(log).toContain('no more input; answer from another shell:');
-    await cliClient.approve(`run_${id.split('_')[1]}`, id);
-    expect(await runningToo).toBe(0);
-  });
+      // The input has ended: the next request gets the hint instead of a question.
+      const ended = new PassThrough();
+      ended.end();
+      let log = '';
+      const runningToo = main(
+        ['run', 'WRITE after-eof', '--follow', '--approve-tools', 'crm__non_idempotent_write'],
+        { url: stack.api.url, apiKey: CLI_KEY, color: false },
+        {
+          stdout: { write: () => true },
+          stderr: {
+            write: (s: string) => {
+              log += s;
+              return true;
+            },
+          },
+          openPrompter: () => linePrompter(ended, new PassThrough()),
+        },
+      );
+      const id = (await waitFor(() => /agentq actions approve (act_\w+)/.exec(log)?.[1], {
+        what: 'the hint after the end of the input',
+      }))!;
+      expect(log).toContain('no more input; answer from another shell:');
+      await cliClient.approve(`run_${id.split('_')[1]}`, id);
+      expect(await runningToo).toBe(0);
+    },
+  );
 });
 
 // script(1) (util-linux) runs a command on a pseudo-terminal of its own: the CLI then sees a TTY
@@ -591,7 +649,7 @@ const hasScript = spawnSync('script', ['--version']).status === 0;
 describe.skipIf(!hasScript)('the agentq CLI in a terminal (a pty from script(1))', () => {
   const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
   // Readline's cursor moves and the pty's carriage returns, taken out so the text can be matched.
-  const plainText = (s: string) => s.replace(/\x1b\[[0-9;]*[A-Za-z]/g, '').replace(/\r/g, '');
+  const plainText = (s: string) => stripVTControlCharacters(s).replace(/\r/g, '');
 
   /** Runs the CLI on a pty; each time the next of `answers`' prompts shows, types its keys. */
   function inTerminal(args: string[], answers: Array<[prompt: string, keys: string]>) {

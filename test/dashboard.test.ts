@@ -6,10 +6,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatRequest, Handler } from '@agentq/scripted-llm';
 import { CHROMIUM_FLAGS, chromiumExecutable } from './fixtures/chromium.js';
 import { startStack, type Stack } from './fixtures/services.js';
+import { waitFor } from './fixtures/wait.js';
 
 const KEY = 'dashboard-test-key';
+// Every wait below ends when the page (or the queue) shows what it waits for. Its limit is only how long a busy
+// machine, where a headless Chromium renders slowly, may take before the failure names what never came; each
+// test's own limit is above the sum of its waits.
+const WAIT_MS = 30_000;
+const TEST_MS = 120_000;
 
-const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
+const round = (req: ChatRequest) => req.messages.filter((m) => m.role === 'assistant').length;
 const handler: Handler = (req) =>
   round(req) === 0
     ? {
@@ -35,8 +41,21 @@ beforeAll(async () => {
   // The dashboard shows every tenant's jobs: only an admin key opens it (here the same key).
   stack = await startStack({ handler, apiKey: KEY, env: { ADMIN_API_KEYS: KEY } });
   const run = await stack.createRun({ input: 'Who is Alice?' });
-  expect((await stack.waitForRun(run.id)).status).toBe('completed');
+  expect((await stack.waitForRun(run.id, { timeoutMs: WAIT_MS })).status).toBe('completed');
   runId = run.id;
+  // The run ends inside its last job: the dashboard lists that job as completed only once BullMQ has
+  // moved it there, a moment later. Opened before, the page would show it only at its next poll.
+  await waitFor(
+    async () => {
+      const states = await Promise.all([
+        stack.stepState(runId, 0),
+        stack.toolJobState(runId, 0, 0),
+        stack.stepState(runId, 1),
+      ]);
+      return states.every((s) => s === 'completed');
+    },
+    { what: "the run's jobs completed in their queues", timeoutMs: WAIT_MS },
+  );
 
   userDataDir = mkdtempSync(join(tmpdir(), 'agentq-chromium-'));
   context = await chromium.launchPersistentContext(userDataDir, {
@@ -45,6 +64,7 @@ beforeAll(async () => {
     args: CHROMIUM_FLAGS,
     viewport: { width: 1400, height: 900 },
   });
+  context.setDefaultTimeout(WAIT_MS);
   // Nothing leaves the machine: Bull Board's page asks for a web font, which is refused here.
   await context.route('**/*', (route) => {
     const { hostname } = new URL(route.request().url());
@@ -54,7 +74,7 @@ beforeAll(async () => {
   });
   // What the browser actually got an answer from, whatever the route did.
   context.on('response', (res) => answeredFrom.push(new URL(res.url()).hostname));
-}, 60_000);
+}, TEST_MS);
 
 afterAll(async () => {
   await context?.close();
@@ -87,13 +107,15 @@ async function openCompleted(page: Page, queue: string) {
  * "Loading..." in between. On a timeout the failure names the patterns still missing. */
 async function mainTextShowing(page: Page, patterns: (string | RegExp)[]): Promise<void> {
   const missing = async () => {
-    const text = await page.innerText('main');
+    // What the page shows: textContent would hold what it hides too (this is Playwright's, not the DOM's).
+    // biome-ignore lint/performance/useDomNodeTextContent: the test is about the text as shown
+    const text = await page.locator('main').innerText();
     return patterns.filter((p) => (typeof p === 'string' ? !text.includes(p) : !p.test(text))).map(String);
   };
-  await expect.poll(missing, { timeout: 15_000 }).toEqual([]);
+  await expect.poll(missing, { timeout: WAIT_MS, interval: 100 }).toEqual([]);
 }
 
-describe('the Bull Board dashboard in headless Chromium', () => {
+describe('the Bull Board dashboard in headless Chromium', { timeout: TEST_MS }, () => {
   it('refuses a browser without the key', async () => {
     const page = await context.newPage();
     const res = await page.goto(`${stack.api.url}/admin/queues/`);
@@ -106,9 +128,10 @@ describe('the Bull Board dashboard in headless Chromium', () => {
     const page = await keyedPage();
     const res = await page.goto(`${stack.api.url}/admin/queues/`);
     expect(res?.status()).toBe(200);
+    // The page renders its queues once its script has fetched them.
     for (const q of ['agent', 'tool', 'webhook'])
-      await expect.poll(() => page.getByRole('link', { name: q, exact: true }).count()).toBeGreaterThan(0);
-    await expect.poll(() => page.getByText('agentq', { exact: true }).count()).toBeGreaterThan(0);
+      await page.getByRole('link', { name: q, exact: true }).first().waitFor();
+    await page.getByText('agentq', { exact: true }).first().waitFor();
     await screenshot(page, 'queues');
     await page.close();
   });

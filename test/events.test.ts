@@ -8,7 +8,7 @@ import { startStack, type Stack } from './fixtures/services.js';
 // What every event of a run's stream carries (API.md, "Runs"): the run it is about and when it
 // happened; a tool call's output on its tool.completed, cut at 16 KB.
 
-const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
+const round = (req: ChatRequest) => req.messages.filter((m) => m.role === 'assistant').length;
 const handler: Handler = (req) =>
   round(req) === 0
     ? {
@@ -46,9 +46,9 @@ describe('every event', () => {
     }
     const steps = (await stack.getJson(`/v1/runs/${run.id}/steps`)).data;
     const completed = events.filter((e) => e.event === 'tool.completed').map((e) => e.data);
-    const big = completed.find((d) => d.name === 'crm__fail');
-    const small = completed.find((d) => d.name === 'crm__search_contacts');
-    const stored = (name: string) => steps[0].tool_calls.find((c: any) => c.name === name).output as string;
+    const big = completed.find((d) => d.name === 'crm__fail')!;
+    const small = completed.find((d) => d.name === 'crm__search_contacts')!;
+    const stored = (name: string) => steps[0].tool_calls.find((c) => c.name === name)!.output as string;
     expect(small).toMatchObject({ output: stored('crm__search_contacts'), outcome: 'ok', is_error: false });
     expect(small.truncated).toBeUndefined();
     expect(big).toMatchObject({ truncated: true, outcome: 'tool_error', is_error: true });
@@ -78,7 +78,8 @@ describe('the events response on the Node server', () => {
       let text = '';
       const socket = connect(Number(port), '127.0.0.1', () =>
         socket.write(
-          `HEAD /v1/runs/${run.id}/events HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+          `HEAD /v1/runs/${run.id}/events HTTP/1.1\r\nHost: ` +
+            `x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
         ),
       );
       socket.on('data', (d: Buffer) => (text += d.toString()));

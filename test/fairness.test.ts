@@ -22,8 +22,8 @@ const KEYS = {
   light: 'light-key-0001',
 };
 const sha = (k: string) => createHash('sha256').update(k).digest('hex');
-const firstUser = (req: ChatRequest) => String(req.messages.find((m: any) => m.role === 'user')?.content ?? '');
-const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
+const firstUser = (req: ChatRequest) => String(req.messages.find((m) => m.role === 'user')?.content ?? '');
+const round = (req: ChatRequest) => req.messages.filter((m) => m.role === 'assistant').length;
 const handler: Handler = (req) => {
   const u = firstUser(req);
   if (u === 'BIG TREE')
@@ -83,12 +83,16 @@ const maxOverlap = (runs: RunObject[]) => {
     .sort((a, b) => a[0] - b[0] || a[1] - b[1]);
   let now = 0;
   let most = 0;
-  for (const [, d] of edges) most = Math.max(most, (now += d));
+  for (const [, d] of edges) {
+    now += d;
+    most = Math.max(most, now);
+  }
   return most;
 };
 
 describe('a key that floods', () => {
-  it("queues in its own line: another key's run starts at once, the flood runs max_active_runs at a time, and past max_queued_runs it gets 429", async () => {
+  it("queues in its own line: another key's run starts at once, " +
+    'the flood runs max_active_runs at a time, and past max_queued_runs it gets 429', async () => {
     const floods: string[] = [];
     let refused = 0;
     let retryAfter: string | null = null;
@@ -125,7 +129,8 @@ describe('a key that floods', () => {
     );
     expect(startedMeanwhile.length).toBeLessThanOrEqual(4);
     console.info(
-      `calm key's run started ${Date.parse(calm.started_at!) - Date.parse(calm.created_at)} ms after its POST, behind ${flood.length} flood runs (${usage.queued_runs} in line)`,
+      `calm key's run started ${Date.parse(calm.started_at!) - Date.parse(calm.created_at)} ms after its POST, ` +
+        `behind ${flood.length} flood runs (${usage.queued_runs} in line)`,
     );
     // Most of the flood is still waiting in its line, and it never ran more than 3 at once.
     expect(flood.filter((r) => r.status === 'queued').length).toBeGreaterThan(100);
@@ -210,7 +215,8 @@ describe('free capacity shared by weight', () => {
     rmSync(sharedDir, { recursive: true, force: true });
   });
 
-  it('when both keys wait, the one of weight 3 gets about three runs started for every one of the weight-1 key, and neither starves', async () => {
+  it('when both keys wait, the one of weight 3 gets about three runs ' +
+    'started for every one of the weight-1 key, and neither starves', async () => {
     const ask = async (key: string, n: number) => {
       const res = await shared.request('/v1/runs', { method: 'POST', json: { input: `${key} ${n}` }, key });
       expect(res.status).toBe(202);

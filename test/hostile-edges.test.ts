@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
-import { createLogger, type Resolver } from '@agentq/shared';
+import { createLogger, type Resolver, type WebhookDelivery } from '@agentq/shared';
 import type { Handler } from '@agentq/scripted-llm';
 import { EventHub } from '../services/api/src/event-hub.js';
 import { startStack, type Stack } from './fixtures/services.js';
@@ -134,8 +134,8 @@ describe('the dashboard of an open service (API_KEYS unset)', () => {
 describe('a hostile Last-Event-ID (finding 10)', () => {
   // Run A: two tool rounds, then an answer streamed word by word: a steady flow of events.
   const handler: Handler = (req) => {
-    const rounds = req.messages.filter((m: any) => m.role === 'assistant').length;
-    const user = String(req.messages.find((m: any) => m.role === 'user')?.content ?? '');
+    const rounds = req.messages.filter((m) => m.role === 'assistant').length;
+    const user = String(req.messages.find((m) => m.role === 'user')?.content ?? '');
     if (!user.startsWith('A')) return { content: 'B is done' };
     if (rounds < 2) return { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 200, label: `a-${rounds}` } }] };
     return { content: Array.from({ length: 40 }, (_, i) => `word${i}`).join(' '), chunkDelayMs: 20 };
@@ -206,7 +206,8 @@ describe('a hostile Last-Event-ID (finding 10)', () => {
     const lags = seen.map((e) => receivedAt.get(e.id!)! - Date.parse(e.data.at)).sort((x, y) => x - y);
     const pct = (q: number) => lags[Math.min(lags.length - 1, Math.floor(q * lags.length))];
     console.info(
-      `finding 10: run A's ${lags.length} events reached its subscriber with lag p50 ${pct(0.5)} ms, p95 ${pct(0.95)} ms, max ${lags.at(-1)} ms, beside ${answers.length} hostile resumes of run B`,
+      `finding 10: run A's ${lags.length} events reached its subscriber with lag p50 ${pct(0.5)} ms, ` +
+        `p95 ${pct(0.95)} ms, max ${lags.at(-1)} ms, beside ${answers.length} hostile resumes of run B`,
     );
 
     for (const r of answers) {
@@ -298,7 +299,7 @@ describe('a webhook whose name rebinds to loopback (finding 11)', () => {
   afterAll(async () => new Promise<void>((r) => receiver.close(() => r())));
 
   /** Deliveries of a run's webhook, once there are `n`. */
-  async function deliveries(stack: Stack, runId: string, n: number): Promise<any[]> {
+  async function deliveries(stack: Stack, runId: string, n: number): Promise<WebhookDelivery[]> {
     return waitFor(
       async () => {
         const { data } = await stack.getJson(`/v1/runs/${runId}/webhook-deliveries`);

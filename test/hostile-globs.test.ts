@@ -14,10 +14,10 @@ const LONG_SERVER = 'a'.repeat(26);
 const KEY_A = 'key-a-hostile-globs';
 const KEY_B = 'key-b-hostile-globs';
 
-const firstUser = (req: ChatRequest) => req.messages.find((m: any) => m.role === 'user')?.content as string;
-const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
-const toolMsgs = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'tool');
-const offered = (req: ChatRequest) => (req.tools ?? []).map((t: any) => t.function.name as string);
+const firstUser = (req: ChatRequest) => req.messages.find((m) => m.role === 'user')?.content as string;
+const round = (req: ChatRequest) => req.messages.filter((m) => m.role === 'assistant').length;
+const toolMsgs = (req: ChatRequest) => req.messages.filter((m) => m.role === 'tool');
+const offered = (req: ChatRequest) => (req.tools ?? []).map((t) => t.function.name as string);
 
 let bFinished: () => void;
 const bDone = new Promise<void>((resolve) => (bFinished = resolve));
@@ -35,7 +35,7 @@ const handler: Handler = async (req): Promise<Reply> => {
         ],
       };
     }
-    return { content: JSON.stringify(toolMsgs(req).map((m: any) => m.content)) };
+    return { content: JSON.stringify(toolMsgs(req).map((m) => m.content)) };
   }
   if (u === 'B: plain run') {
     if (round(req) === 0) return { tool_calls: [{ name: 'crm__count_calls', arguments: {} }] };

@@ -26,7 +26,7 @@ const badStream = (index: unknown): Reply => ({
   ],
 });
 
-const firstUser = (req: ChatRequest) => req.messages.find((m: any) => m.role === 'user')?.content as string;
+const firstUser = (req: ChatRequest) => req.messages.find((m) => m.role === 'user')?.content as string;
 const callsOf = (stack: Stack, u: string) => stack.llm.requests.filter((r) => firstUser(r) === u);
 const indexOf = new Map<string, unknown>();
 // A 400 whose message the classifier's patterns took quadratic time over (1 MB: minutes).
@@ -62,7 +62,7 @@ afterAll(async () => {
   await stack?.close();
   // Were the accumulator ever to write through a provider's index again, the pollution would
   // outlive this file in this worker process: take it back.
-  for (const k of ['id', 'name', 'arguments']) delete (Array.prototype as any)[k];
+  for (const k of ['id', 'name', 'arguments']) delete (Array.prototype as unknown as Record<string, unknown>)[k];
 });
 
 describe("a provider's tool-call index", () => {

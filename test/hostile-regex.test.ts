@@ -11,10 +11,10 @@ const KEY_B = 'key-b-hostile-regex';
 const prose = 'the quick brown fox jumps over the lazy dog. '.repeat(11_500);
 const bigText = `${prose}${'a'.repeat(31)} ${prose}aab`;
 
-const firstUser = (req: ChatRequest) => req.messages.find((m: any) => m.role === 'user')?.content as string;
-const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
-const toolMsgs = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'tool');
-const echoTools = (req: ChatRequest): Reply => ({ content: JSON.stringify(toolMsgs(req).map((m: any) => m.content)) });
+const firstUser = (req: ChatRequest) => req.messages.find((m) => m.role === 'user')?.content as string;
+const round = (req: ChatRequest) => req.messages.filter((m) => m.role === 'assistant').length;
+const toolMsgs = (req: ChatRequest) => req.messages.filter((m) => m.role === 'tool');
+const echoTools = (req: ChatRequest): Reply => ({ content: JSON.stringify(toolMsgs(req).map((m) => m.content)) });
 
 let searchHandedOut: () => void;
 const searching = new Promise<void>((resolve) => (searchHandedOut = resolve));
@@ -86,7 +86,8 @@ describe('context_search with a hostile pattern', () => {
     });
     expect(run.status).toBe('completed');
     const [dotted, escaped, backref] = JSON.parse(run.output!.content as string);
-    const offsets = (text: string) => JSON.parse(text).hits.map((h: any) => [h.name, h.offset]);
+    const offsets = (text: string) =>
+      (JSON.parse(text) as { hits: Array<{ name: string; offset: number }> }).hits.map((h) => [h.name, h.offset]);
     // Where JavaScript's own regex finds them in the strings that were sent.
     const where = (re: RegExp) => docs.flatMap((d) => [...d.text.matchAll(re)].map((m) => [d.name, m.index]));
     expect(offsets(dotted)).toEqual(where(/w.rld/gu));

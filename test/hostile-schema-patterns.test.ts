@@ -11,7 +11,7 @@ const KEY_B = 'key-b-hostile-schema';
 const hostileAnswer = JSON.stringify({ name: `${'a'.repeat(31)}!` });
 const schema = { type: 'object', properties: { name: { type: 'string', pattern: '^(a+)+$' } }, required: ['name'] };
 
-const firstUser = (req: ChatRequest) => req.messages.find((m: any) => m.role === 'user')?.content as string;
+const firstUser = (req: ChatRequest) => req.messages.find((m) => m.role === 'user')?.content as string;
 let answerHandedOut: () => void;
 const answered = new Promise<void>((resolve) => (answerHandedOut = resolve));
 const handler: Handler = async (req): Promise<Reply> => {
@@ -19,7 +19,7 @@ const handler: Handler = async (req): Promise<Reply> => {
     answerHandedOut();
     return { content: hostileAnswer };
   }
-  if (req.messages.some((m: any) => m.role === 'tool')) return { content: 'B done' };
+  if (req.messages.some((m) => m.role === 'tool')) return { content: 'B done' };
   // B's step runs once A's answer is on its way to being checked.
   await answered;
   return { tool_calls: [{ name: 'crm__count_calls', arguments: {} }] };

@@ -19,9 +19,9 @@ import { waitFor } from './fixtures/wait.js';
 const FIXTURE = fileURLToPath(new URL('./fixtures/effect-mcp-server.ts', import.meta.url));
 const BIG = 12 * 1024 * 1024;
 
-const userOf = (req: ChatRequest) => req.messages.find((m: any) => m.role === 'user')?.content as string;
-const roundOf = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
-const lastTool = (req: ChatRequest) => String(req.messages.filter((m: any) => m.role === 'tool').at(-1)?.content);
+const userOf = (req: ChatRequest) => req.messages.find((m) => m.role === 'user')?.content as string;
+const roundOf = (req: ChatRequest) => req.messages.filter((m) => m.role === 'assistant').length;
+const lastTool = (req: ChatRequest) => String(req.messages.filter((m) => m.role === 'tool').at(-1)?.content);
 
 /** Each input names the tool calls of the first round; the answer repeats what the last tool said. */
 const firstRound: Record<string, Array<{ name: string; arguments: Record<string, unknown> }>> = {
@@ -105,7 +105,7 @@ async function runOf(input: string, extra: Record<string, unknown> = {}) {
   const { id } = await stack.createRun({ input, ...extra });
   const run = await stack.waitForRun(id, { timeoutMs: 50_000 });
   const steps = (await stack.getJson(`/v1/runs/${id}/steps`)).data;
-  return { run, calls: steps[0].tool_calls as any[] };
+  return { run, calls: steps[0].tool_calls };
 }
 
 const count = (server: string, line: string) => readEffects(effectsOf(server)).filter((l) => l === line).length;
@@ -183,7 +183,10 @@ describe('a stdio server that answers one call with more than a message may hold
       attempts: 1,
     });
     expect(calls[1].output).toMatch(
-      /^Error executing big__big_output: the server's answer was over the 10485760-byte limit on one MCP message \(\d+ bytes\)/,
+      new RegExp(
+        "^Error executing big__big_output: the server's answer was over the 10485760-byte limit " +
+          String.raw`on one MCP message \(\d+ bytes\)`,
+      ),
     );
     expect(count('big', `big_output ${BIG}`)).toBe(1);
     expect(calls[0]).toMatchObject({ outcome: 'ok', output: 'wrote other', attempts: 1 });

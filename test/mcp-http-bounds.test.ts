@@ -57,7 +57,10 @@ describe('McpRegistry over Streamable HTTP (the effect fixture)', () => {
       const out = await registry.call('big__notify_then_die', { key: 'k' }, { timeoutMs: 20_000 });
       expect(out.kind).toBe('unknown_outcome');
       expect(out.text).toMatch(
-        /^the outcome is unknown: the connection to its server broke before it answered \(the answer stream closed without the answer\)/,
+        new RegExp(
+          '^the outcome is unknown: the connection to its server broke before it answered ' +
+            String.raw`\(the answer stream closed without the answer\)`,
+        ),
       );
       expect(readEffects(effects).filter((l) => l.startsWith('notify_then_die'))).toEqual(['notify_then_die k']);
     } finally {

@@ -7,10 +7,10 @@ import { parsePrometheusText, select, total, type Sample } from './fixtures/prom
 import { startStack, type Stack } from './fixtures/services.js';
 import { waitFor } from './fixtures/wait.js';
 
-const toolMessages = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'tool');
+const toolMessages = (req: ChatRequest) => req.messages.filter((m) => m.role === 'tool');
 const handler: Handler = (req) => {
-  const user = req.messages.find((m: any) => m.role === 'user')?.content as string;
-  const round = req.messages.filter((m: any) => m.role === 'assistant').length;
+  const user = req.messages.find((m) => m.role === 'user')?.content as string;
+  const round = req.messages.filter((m) => m.role === 'assistant').length;
   if (user === 'Find Bob and update his company to EPAM') {
     if (round === 0) return { tool_calls: [{ name: 'crm__search_contacts', arguments: { query: 'Bob' } }] };
     const last = toolMessages(req).at(-1)!.content as string;

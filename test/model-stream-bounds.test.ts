@@ -5,7 +5,7 @@ import { startStack, type Stack } from './fixtures/services.js';
 // A provider that sends its headers and then drips, or sends nothing more, must not hold a step
 // (or a run without timeout_ms) for ever; and a stream cut short is never taken for an answer.
 
-const firstUser = (req: ChatRequest) => String(req.messages.find((m: any) => m.role === 'user')?.content ?? '');
+const firstUser = (req: ChatRequest) => String(req.messages.find((m) => m.role === 'user')?.content ?? '');
 const calls = new Map<string, number>();
 const scripts = new Map<string, (n: number, req: ChatRequest) => Reply>();
 const handler: Handler = (req) => {
@@ -32,7 +32,7 @@ describe('a model stream that goes silent', () => {
     expect(calls.get(u)).toBe(2);
     // The abandoned attempt left nothing in the transcript.
     const messages = (await stack.getJson(`/v1/runs/${run.id}/messages`)).data;
-    expect(messages.filter((m: any) => m.role === 'assistant')).toEqual([
+    expect(messages.filter((m) => m.role === 'assistant')).toEqual([
       { role: 'assistant', content: 'the whole answer' },
     ]);
   });

@@ -4,16 +4,21 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ActionList } from '@agentq/client';
+import type { OpenApiDocument, OpenApiPathItem } from '@agentq/api';
 import type { ChatRequest, Handler, Reply } from '@agentq/scripted-llm';
+import type { ApiError, RunObject } from '@agentq/shared';
+import type { GetBody } from './fixtures/api-client.js';
 import { startApp, type TestApp } from './fixtures/app.js';
 import { startStack, type Stack } from './fixtures/services.js';
 import { readSse } from './fixtures/sse.js';
 import { waitFor } from './fixtures/wait.js';
 
-type Json = Record<string, any>;
+type Json = Record<string, unknown>;
+type Runs = GetBody<'/v1/runs'>;
 
-const firstUser = (req: ChatRequest) => (req.messages.find((m: any) => m.role === 'user')?.content as string) ?? '';
-const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
+const firstUser = (req: ChatRequest) => (req.messages.find((m) => m.role === 'user')?.content as string) ?? '';
+const round = (req: ChatRequest) => req.messages.filter((m) => m.role === 'assistant').length;
 const scenarios: Array<[string, (req: ChatRequest) => Reply]> = [
   [
     'Look up Alice',
@@ -54,7 +59,7 @@ const env = {
 // The document, the routes and the error responses need only the API: its Hono app, through
 // app.request. Responses about finished runs, sub-runs and tools come from a whole stack below.
 let app: TestApp;
-let doc: Json;
+let doc: OpenApiDocument;
 let ajv: Ajv2020;
 let strictAjv: Ajv2020;
 
@@ -71,8 +76,8 @@ const newAjv = () =>
  * (`unevaluatedProperties: false`), so that a field the service sends but the spec does not
  * describe fails. OpenAI chat messages stay open: provider extensions pass through them.
  */
-function closed(components: Json): Json {
-  const close = (s: any): any => {
+function closed(components: OpenApiDocument['components']): Json {
+  const close = (s: unknown): unknown => {
     if (Array.isArray(s)) return s.map(close);
     if (!s || typeof s !== 'object') return s;
     const out: Json = {};
@@ -84,8 +89,7 @@ function closed(components: Json): Json {
     return out;
   };
   const schemas: Json = {};
-  for (const [id, s] of Object.entries(components.schemas as Json))
-    schemas[id] = id.startsWith('ChatMessage') ? s : close(s);
+  for (const [id, s] of Object.entries(components.schemas)) schemas[id] = id.startsWith('ChatMessage') ? s : close(s);
   return { ...components, schemas };
 }
 
@@ -93,7 +97,7 @@ beforeAll(async () => {
   app = await startApp({ apiKey: KEY, env });
   const res = await app.request('/openapi.json', { key: null });
   expect(res.status).toBe(200);
-  doc = (await res.json()) as Json;
+  doc = (await res.json()) as OpenApiDocument;
   ajv = newAjv();
   ajv.addSchema({ $id: SPEC, components: doc.components });
   strictAjv = newAjv();
@@ -103,14 +107,14 @@ afterAll(async () => app?.close());
 
 /** The schema the spec gives for this response, compiled in both the published and the closed form. */
 function validators(method: string, path: string, status: number, type: string, item = false) {
-  const op = doc.paths[path]?.[method];
+  const op = doc.paths[path]?.[method as keyof OpenApiPathItem];
   expect(op, `${method.toUpperCase()} ${path} is described`).toBeTruthy();
-  let response = op.responses[String(status)];
+  let response = op!.responses[String(status)];
   expect(response, `${method.toUpperCase()} ${path} documents status ${status}`).toBeTruthy();
-  if (response.$ref) response = doc.components.responses[response.$ref.split('/').pop()];
+  if (response.$ref) response = doc.components.responses[response.$ref.split('/').pop()!];
   const media = response.content?.[type];
   expect(media, `${method.toUpperCase()} ${path} ${status} documents ${type}`).toBeTruthy();
-  const schema = item ? media['x-itemSchema'] : media.schema;
+  const schema = item ? media!['x-itemSchema'] : media!.schema;
   const absolute = JSON.parse(JSON.stringify(schema).replaceAll('"#/components/', `"${SPEC}#/components/`));
   return [ajv.compile(absolute), strictAjv.compile(absolute)] as const;
 }
@@ -123,13 +127,13 @@ function expectValid(validate: ReturnType<Ajv2020['compile']>, value: unknown, w
 }
 
 /** Checks a real response against the spec (status, content type, body) and returns its body. */
-async function conforms(method: string, path: string, res: Response): Promise<any> {
+async function conforms<T = unknown>(method: string, path: string, res: Response): Promise<T> {
   const type = (res.headers.get('content-type') ?? '').split(';')[0].trim();
   const [published, strict] = validators(method, path, res.status, type);
   const body = type === 'application/json' ? await res.json() : await res.text();
   expectValid(published, body, `${method.toUpperCase()} ${path} → ${res.status}`);
   expectValid(strict, body, `${method.toUpperCase()} ${path} → ${res.status} (no undocumented fields)`);
-  return body;
+  return body as T;
 }
 
 describe('the OpenAPI document', () => {
@@ -148,7 +152,7 @@ describe('the OpenAPI document', () => {
     expect(validate(doc), JSON.stringify(validate.errors?.slice(0, 5))).toBe(true);
     expect(doc.openapi).toMatch(/^3\.1\./);
     for (const [id, schema] of Object.entries(doc.components.schemas)) {
-      expect(meta.validateSchema(schema as Json), `${id}: ${meta.errorsText(meta.errors)}`).toBe(true);
+      expect(meta.validateSchema(schema), `${id}: ${meta.errorsText(meta.errors)}`).toBe(true);
     }
   });
 
@@ -162,13 +166,13 @@ describe('the OpenAPI document', () => {
       }));
     expect(routes.length).toBeGreaterThan(12);
     const missing = routes
-      .filter((r) => !doc.paths[r.path]?.[r.method])
+      .filter((r) => !doc.paths[r.path]?.[r.method as keyof OpenApiPathItem])
       .map((r) => `${r.method.toUpperCase()} ${r.path}`);
     expect(missing).toEqual([]);
     // And nothing is described that the app does not serve.
     const served = new Set(routes.map((r) => `${r.method} ${r.path}`));
     const extra: string[] = [];
-    for (const [path, item] of Object.entries(doc.paths as Json)) {
+    for (const [path, item] of Object.entries(doc.paths)) {
       for (const method of Object.keys(item))
         if (!served.has(`${method} ${path}`)) extra.push(`${method.toUpperCase()} ${path}`);
     }
@@ -176,7 +180,11 @@ describe('the OpenAPI document', () => {
   });
 
   it('documents the request body with the very schema that validates it', async () => {
-    const body = doc.components.schemas.CreateRunRequest;
+    const body = doc.components.schemas.CreateRunRequest as {
+      required?: string[];
+      additionalProperties?: unknown;
+      properties: Record<string, unknown>;
+    };
     expect(body.required ?? []).toEqual([]);
     expect(body.additionalProperties).toBe(false);
     expect(Object.keys(body.properties)).toEqual(
@@ -211,7 +219,7 @@ describe('the OpenAPI document', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toContain('text/html');
     const html = await res.text();
-    for (const [path, item] of Object.entries(doc.paths as Json)) {
+    for (const [path, item] of Object.entries(doc.paths)) {
       for (const m of Object.keys(item))
         expect(html).toContain(`<span class="method ${m}">${m.toUpperCase()}</span> <code>${path}</code>`);
     }
@@ -244,24 +252,28 @@ describe('real responses validate against the spec: runs that finish, with worke
       method: 'POST',
       json: { input: 'Look up Alice', webhook: { url: hookUrl }, metadata: { ticket: 7 } },
     });
-    const run = await conforms('post', '/v1/runs', created);
+    const run = await conforms<RunObject>('post', '/v1/runs', created);
     expect(created.headers.get('location')).toBe(`/v1/runs/${run.id}`);
     await stack.waitForRun(run.id);
 
-    const done = await conforms('get', '/v1/runs/{id}', await stack.request(`/v1/runs/${run.id}`));
+    const done = await conforms<RunObject>('get', '/v1/runs/{id}', await stack.request(`/v1/runs/${run.id}`));
     expect(done).toMatchObject({ status: 'completed', depth: 1, metadata: { ticket: 7 } });
     // The closed form does catch a field the spec does not describe.
     const [published, strict] = validators('get', '/v1/runs/{id}', 200, 'application/json');
     expect(published({ ...done, surprise: 1 })).toBe(true);
     expect(strict({ ...done, surprise: 1 })).toBe(false);
     expect(strict({ ...done, usage: { ...done.usage, surprise: 1 } })).toBe(false);
-    const messages = await conforms(
+    const messages = await conforms<GetBody<'/v1/runs/x/messages'>>(
       'get',
       '/v1/runs/{id}/messages',
       await stack.request(`/v1/runs/${run.id}/messages`),
     );
-    expect(messages.data.map((m: Json) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
-    const steps = await conforms('get', '/v1/runs/{id}/steps', await stack.request(`/v1/runs/${run.id}/steps`));
+    expect(messages.data.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    const steps = await conforms<GetBody<'/v1/runs/x/steps'>>(
+      'get',
+      '/v1/runs/{id}/steps',
+      await stack.request(`/v1/runs/${run.id}/steps`),
+    );
     expect(steps.data[0].tool_calls[0]).toMatchObject({ name: 'crm__search_contacts', status: 'completed' });
     await conforms('get', '/v1/runs/{id}/children', await stack.request(`/v1/runs/${run.id}/children`));
 
@@ -277,7 +289,7 @@ describe('real responses validate against the spec: runs that finish, with worke
     await waitFor(async () => (await stack.getJson(`/v1/runs/${run.id}/webhook-deliveries`)).data.length > 0, {
       what: "the run's webhook delivery",
     });
-    const listed = await conforms(
+    const listed = await conforms<GetBody<'/v1/runs/x/webhook-deliveries'>>(
       'get',
       '/v1/runs/{id}/webhook-deliveries',
       await stack.request(`/v1/runs/${run.id}/webhook-deliveries`),
@@ -285,7 +297,7 @@ describe('real responses validate against the spec: runs that finish, with worke
     expect(listed.data[0]).toMatchObject({ success: true, status_code: 204 });
 
     await stack.createRun({ input: 'Another one' });
-    const page = await conforms('get', '/v1/runs', await stack.request('/v1/runs?limit=1'));
+    const page = await conforms<Runs>('get', '/v1/runs', await stack.request('/v1/runs?limit=1'));
     expect(page.data).toHaveLength(1);
     expect(page.next).toMatch(/^run_/);
     await conforms('get', '/v1/runs', await stack.request(`/v1/runs?status=completed&after=${page.next}`));
@@ -299,14 +311,18 @@ describe('real responses validate against the spec: runs that finish, with worke
   it('a run with a sub-agent: its children and subrun events', async () => {
     const parent = await stack.createRun({ input: 'PARENT', subagents: { enabled: true } });
     await stack.waitForRun(parent.id);
-    const children = await conforms(
+    const children = await conforms<GetBody<'/v1/runs/x/children'>>(
       'get',
       '/v1/runs/{id}/children',
       await stack.request(`/v1/runs/${parent.id}/children`),
     );
     expect(children.data).toHaveLength(1);
     expect(children.data[0]).toMatchObject({ parent_run_id: parent.id, status: 'completed' });
-    const steps = await conforms('get', '/v1/runs/{id}/steps', await stack.request(`/v1/runs/${parent.id}/steps`));
+    const steps = await conforms<GetBody<'/v1/runs/x/steps'>>(
+      'get',
+      '/v1/runs/{id}/steps',
+      await stack.request(`/v1/runs/${parent.id}/steps`),
+    );
     expect(steps.data[0].tool_calls[0].subrun_ids).toEqual([children.data[0].id]);
     const events = await readSse(await stack.request(`/v1/runs/${parent.id}/events`));
     expect(events.map((e) => e.event)).toEqual(expect.arrayContaining(['subrun.started', 'subrun.completed']));
@@ -327,44 +343,45 @@ describe('real responses validate against the spec: runs that finish, with worke
       { what: 'the run to wait' },
     );
     await conforms('get', '/v1/runs/{id}', await stack.request(`/v1/runs/${id}`));
-    const inbox = await conforms('get', '/v1/actions', await stack.request('/v1/actions?status=pending'));
-    const [item] = waiting.required_action.items;
-    expect(inbox.data.find((a: Json) => a.id === item.id).respond_url).toBe(item.respond_url);
-    await conforms('get', '/v1/actions/{id}/respond', await stack.request(item.respond_url, { key: null }));
-    const refused = await conforms(
+    const inbox = await conforms<ActionList>('get', '/v1/actions', await stack.request('/v1/actions?status=pending'));
+    const [item] = waiting.required_action!.items;
+    const link = item.respond_url!;
+    expect(inbox.data.find((a) => a.id === item.id)?.respond_url).toBe(link);
+    await conforms('get', '/v1/actions/{id}/respond', await stack.request(link, { key: null }));
+    const refused = await conforms<ApiError>(
       'post',
       '/v1/actions/{id}/respond',
       await stack.request(
-        item.respond_url.replace(/.$/, (c: string) => (c === 'A' ? 'B' : 'A')),
+        link.replace(/.$/, (c: string) => (c === 'A' ? 'B' : 'A')),
         { key: null, method: 'POST', json: { approve: true } },
       ),
     );
     expect(refused.error.code).toBe('forbidden');
-    const bad = await conforms(
+    const bad = await conforms<ApiError>(
       'post',
       '/v1/actions/{id}/respond',
-      await stack.request(item.respond_url, { key: null, method: 'POST', json: { output: 'x' } }),
+      await stack.request(link, { key: null, method: 'POST', json: { output: 'x' } }),
     );
     expect(bad.error.details).toEqual([{ field: 'approve', message: expect.any(String) }]);
     const answered = await conforms(
       'post',
       '/v1/actions/{id}/respond',
-      await stack.request(item.respond_url, { key: null, method: 'POST', json: { approve: true } }),
+      await stack.request(link, { key: null, method: 'POST', json: { approve: true } }),
     );
     expect(answered).toMatchObject({ id: item.id, status: 'resolved', decision: 'approved' });
-    const used = await conforms(
+    const used = await conforms<ApiError>(
       'post',
       '/v1/actions/{id}/respond',
-      await stack.request(item.respond_url, { key: null, method: 'POST', json: { approve: true } }),
+      await stack.request(link, { key: null, method: 'POST', json: { approve: true } }),
     );
     expect(used.error.code).toBe('action_resolved');
-    await conforms('get', '/v1/actions/{id}/respond', await stack.request(item.respond_url, { key: null }));
+    await conforms('get', '/v1/actions/{id}/respond', await stack.request(link, { key: null }));
     expect((await stack.waitForRun(id)).status).toBe('completed');
   });
 
   it('tools', async () => {
-    const tools = await conforms('get', '/v1/tools', await stack.request('/v1/tools'));
-    expect(tools.data.map((t: Json) => t.name)).toContain('crm__search_contacts');
+    const tools = await conforms<GetBody<'/v1/tools'>>('get', '/v1/tools', await stack.request('/v1/tools'));
+    expect(tools.data.map((t) => t.name)).toContain('crm__search_contacts');
   });
 });
 
@@ -382,14 +399,16 @@ describe('real responses validate against the spec: the API alone', () => {
   });
 
   it('errors: 400, 401, 404, 409, 413, 415 in the error shape', async () => {
-    const bad = await conforms(
+    const bad = await conforms<ApiError>(
       'post',
       '/v1/runs',
       await app.request('/v1/runs', { method: 'POST', json: { max_depth: 0 } }),
     );
     expect(bad.error.code).toBe('validation_error');
-    expect(bad.error.details.map((d: Json) => d.field)).toEqual(expect.arrayContaining(['max_depth', 'input']));
-    const badJson = await conforms(
+    expect((bad.error.details as Array<{ field: string }>).map((d) => d.field)).toEqual(
+      expect.arrayContaining(['max_depth', 'input']),
+    );
+    const badJson = await conforms<ApiError>(
       'post',
       '/v1/runs',
       await app.request('/v1/runs', {
@@ -404,7 +423,7 @@ describe('real responses validate against the spec: the API alone', () => {
       '/v1/runs',
       await app.request('/v1/runs', { method: 'POST', body: 'input=x', headers: { 'content-type': 'text/plain' } }),
     );
-    const big = await conforms(
+    const big = await conforms<ApiError>(
       'post',
       '/v1/runs',
       await app.request('/v1/runs', { method: 'POST', json: { input: 'x'.repeat(5000) } }),
@@ -427,7 +446,7 @@ describe('real responses validate against the spec: the API alone', () => {
     const once = { method: 'POST', json: { input: 'Idempotent' }, headers: { 'idempotency-key': `k-${Date.now()}` } };
     await conforms('post', '/v1/runs', await app.request('/v1/runs', once));
     await conforms('post', '/v1/runs', await app.request('/v1/runs', once)); // 200: the same run
-    const conflict = await conforms(
+    const conflict = await conforms<ApiError>(
       'post',
       '/v1/runs',
       await app.request('/v1/runs', { ...once, json: { input: 'Something else' } }),

@@ -7,7 +7,7 @@ import { waitFor } from './fixtures/wait.js';
 // the request itself (a function), for a scenario whose calls may be retried.
 const scripts = new Map<string, Reply[] | ((req: ChatRequest) => Reply)>();
 const seen = new Map<string, number>();
-const firstUser = (req: ChatRequest) => req.messages.find((m: any) => m.role === 'user')?.content as string;
+const firstUser = (req: ChatRequest) => req.messages.find((m) => m.role === 'user')?.content as string;
 const handler: Handler = (req) => {
   const u = firstUser(req);
   const n = seen.get(u) ?? 0;
@@ -73,17 +73,21 @@ describe('provider faults', () => {
     expect(t.at(-1)! - t[0], String(gaps)).toBeGreaterThanOrEqual(600);
   });
 
-  it('429 for longer than MODEL_RATE_LIMIT_MAX_WAIT_MS: the run fails with model_rate_limited instead of waiting for ever', async () => {
-    const u = 'rate limited for good';
-    scripts.set(u, [{ error: { status: 429, message: 'quota exhausted', headers: { 'retry-after-ms': '500' } } }]);
-    const run = await stack.waitForRun((await stack.createRun({ input: u })).id, { timeoutMs: 15_000 });
-    expect(run).toMatchObject({ status: 'failed', stop_reason: 'error', error: { code: 'model_rate_limited' } });
-    expect(run.error?.message).toMatch(/quota exhausted.*MODEL_RATE_LIMIT_MAX_WAIT_MS/);
-    // It waited out the 429s (every 500 ms) until the next wait would pass the bound.
-    const t = arrivals.get(u)!;
-    expect(t.at(-1)! - t[0]).toBeGreaterThanOrEqual(3_000);
-    expect((await stack.getJson('/v1/usage')).active_runs).toBe(0);
-  });
+  it(
+    '429 for longer than MODEL_RATE_LIMIT_MAX_WAIT_MS: ' +
+      'the run fails with model_rate_limited instead of waiting for ever',
+    async () => {
+      const u = 'rate limited for good';
+      scripts.set(u, [{ error: { status: 429, message: 'quota exhausted', headers: { 'retry-after-ms': '500' } } }]);
+      const run = await stack.waitForRun((await stack.createRun({ input: u })).id, { timeoutMs: 15_000 });
+      expect(run).toMatchObject({ status: 'failed', stop_reason: 'error', error: { code: 'model_rate_limited' } });
+      expect(run.error?.message).toMatch(/quota exhausted.*MODEL_RATE_LIMIT_MAX_WAIT_MS/);
+      // It waited out the 429s (every 500 ms) until the next wait would pass the bound.
+      const t = arrivals.get(u)!;
+      expect(t.at(-1)! - t[0]).toBeGreaterThanOrEqual(3_000);
+      expect((await stack.getJson('/v1/usage')).active_runs).toBe(0);
+    },
+  );
 
   it('429 with a Retry-After past MODEL_RATE_LIMIT_MAX_WAIT_MS: the wait is cut to the bound, for one more try there', async () => {
     const u = 'rate limited, come back in ten seconds';
@@ -142,7 +146,7 @@ describe('provider faults', () => {
     expect(run.usage.model_calls).toBe(2);
     expect(callsOf(u)).toHaveLength(4);
     const msgs = (await stack.getJson(`/v1/runs/${run.id}/messages`)).data;
-    expect(msgs.map((m: any) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    expect(msgs.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
   });
 
   it.each([
@@ -166,17 +170,17 @@ describe('limits', () => {
     // The fail tool returns its message whole: 150 KB of output. Scripted by round, not by call:
     // a first call that times out (MODEL_TIMEOUT_MS is 400) is retried and must ask for the tool again.
     scripts.set(u, (req) =>
-      req.messages.some((m: any) => m.role === 'tool')
+      req.messages.some((m) => m.role === 'tool')
         ? { content: 'done' }
         : { tool_calls: [{ name: 'crm__fail', arguments: { message: 'y'.repeat(150_000) } }] },
     );
     const run = await stack.waitForRun((await stack.createRun({ input: u })).id);
     expect(run.status).toBe('completed');
     // The call that carried the tool result (a slow first call may have been retried).
-    const withTool = callsOf(u).find((r) => r.messages.some((m: any) => m.role === 'tool'));
+    const withTool = callsOf(u).find((r) => r.messages.some((m) => m.role === 'tool'));
     expect(withTool, 'a model call that carried the tool result').toBeDefined();
-    const tool = withTool!.messages.find((m: any) => m.role === 'tool');
-    expect(Buffer.byteLength(tool.content)).toBeLessThan(102_400 + 200);
+    const tool = withTool!.messages.find((m) => m.role === 'tool')!;
+    expect(Buffer.byteLength(tool.content as string)).toBeLessThan(102_400 + 200);
     expect(tool.content).toMatch(/\[output truncated: 150000 bytes, showing the first 102400\]$/);
   });
 });

@@ -3,21 +3,22 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatRequest, Handler, Reply } from '@agentq/scripted-llm';
-import { RunStore } from '@agentq/shared';
+import { type RunObject, RunStore } from '@agentq/shared';
 import { startStack, type Stack } from './fixtures/services.js';
 import { readSse } from './fixtures/sse.js';
 import { waitFor } from './fixtures/wait.js';
+import { bodyOf, errorOf } from './fixtures/api-client.js';
 
 const scenarios = new Map<string, (req: ChatRequest, round: number) => Reply | Promise<Reply>>();
 const handler: Handler = (req) => {
-  const user = req.messages.find((m: any) => m.role === 'user')?.content as string;
-  const round = req.messages.filter((m: any) => m.role === 'assistant').length;
+  const user = req.messages.find((m) => m.role === 'user')?.content as string;
+  const round = req.messages.filter((m) => m.role === 'assistant').length;
   return scenarios.get(user)?.(req, round) ?? { content: `no scenario for ${user}` };
 };
 /** Job states after which a job runs no more ('unknown': removed). */
 const ENDED = ['completed', 'failed', 'unknown'];
 const requestsFor = (stack: Stack, user: string) =>
-  stack.llm.requests.filter((r) => r.messages.some((m: any) => m.role === 'user' && m.content === user));
+  stack.llm.requests.filter((r) => r.messages.some((m) => m.role === 'user' && m.content === user));
 
 let stack: Stack;
 beforeAll(async () => {
@@ -53,7 +54,7 @@ describe('events (SSE)', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toContain('text/event-stream');
     const events = await readSse(res); // ends because the server closes the stream
-    const types = events.map((e) => e.event);
+    const types: string[] = events.map((e) => e.event);
     expect(types[0]).toBe('run.queued');
     expect(types.at(-1)).toBe('run.completed');
     expect(types.filter((t) => t === 'run.completed')).toHaveLength(1);
@@ -79,10 +80,10 @@ describe('events (SSE)', () => {
     // The final text arrived in several deltas (the model streams it over ~250 ms; agentq
     // coalesces deltas per 50 ms), all before that step completed.
     const lastStepDone = types.lastIndexOf('step.completed');
-    const deltas = events.filter((e, i) => e.event === 'message.delta' && i < lastStepDone);
+    const deltas = events.slice(0, lastStepDone).filter((e) => e.event === 'message.delta');
     expect(deltas.length).toBeGreaterThan(1);
     expect(deltas.map((d) => d.data.text).join('')).toBe('Alice Jones works at Globex, as far as the CRM knows.');
-    expect(events.at(-1)!.data.run).toMatchObject({ id, status: 'completed' });
+    expect(events.at(-1)).toMatchObject({ event: 'run.completed', data: { run: { id, status: 'completed' } } });
     // Ids strictly increase.
     const ids = events.map((e) => e.id!);
     expect(new Set(ids).size).toBe(ids.length);
@@ -158,7 +159,7 @@ describe('events (SSE)', () => {
     const { id } = await stack.createRun({ input: user });
     const res = await stack.request(`/v1/runs/${id}/events`, { headers: { 'last-event-id': 'garbage' } });
     expect(res.status).toBe(400);
-    expect((await res.json()).error.code).toBe('validation_error');
+    expect((await errorOf(res)).code).toBe('validation_error');
   });
 });
 
@@ -201,7 +202,7 @@ describe('cancel', () => {
     // Idempotent: a second cancel returns the run unchanged.
     const again = await stack.request(`/v1/runs/${id}/cancel`, { method: 'POST' });
     expect(again.status).toBe(202);
-    expect((await again.json()).completed_at).toBe(run.completed_at);
+    expect((await bodyOf<RunObject>(again)).completed_at).toBe(run.completed_at);
   });
 
   it('cancels during a round of slow calls in one job: every call is abandoned and the job ends', async () => {
@@ -238,7 +239,7 @@ describe('cancel', () => {
     let aborted = false;
     scenarios.set(user, async (_req) => ({ hang: true }));
     stack.llm.setHandler(async (req, ctx) => {
-      const u = req.messages.find((m: any) => m.role === 'user')?.content;
+      const u = req.messages.find((m) => m.role === 'user')?.content;
       if (u === user) ctx.signal.addEventListener('abort', () => (aborted = true));
       return handler(req, ctx);
     });
@@ -282,9 +283,10 @@ describe('webhooks', () => {
   });
   afterAll(() => new Promise<void>((r) => server.close(() => r())));
 
-  const verify = (secret: Buffer, h: IncomingMessage['headers'], body: string) =>
-    h['webhook-signature'] ===
-    `v1,${createHmac('sha256', secret).update(`${h['webhook-id']}.${h['webhook-timestamp']}.${body}`).digest('base64')}`;
+  const verify = (secret: Buffer, h: IncomingMessage['headers'], body: string) => {
+    const signed = `${h['webhook-id']}.${h['webhook-timestamp']}.${body}`;
+    return h['webhook-signature'] === `v1,${createHmac('sha256', secret).update(signed).digest('base64')}`;
+  };
 
   it('retries a failing receiver, then delivers a signed payload with a stable id', async () => {
     scenarios.set('Hook me', () => ({ content: 'hooked' }));
@@ -302,45 +304,49 @@ describe('webhooks', () => {
       data: { id, status: 'completed', output: { content: 'hooked' } },
     });
     const deliveries = (await stack.getJson(`/v1/runs/${id}/webhook-deliveries`)).data;
-    expect(deliveries.map((d: any) => [d.attempt, d.status_code, d.success])).toEqual([
+    expect(deliveries.map((d) => [d.attempt, d.status_code, d.success])).toEqual([
       [1, 503, false],
       [2, 503, false],
       [3, 200, true],
     ]);
   });
 
-  it("sends a run's terminal webhook when the process that ended the run died before queuing it: the run's next step job queues it", async () => {
-    const user = 'Hook after a crash';
-    let release!: () => void;
-    const ended = new Promise<void>((r) => (release = r));
-    // The model call is in flight while the run is ended elsewhere, then drops: the step comes again.
-    scenarios.set(user, async () => {
-      await ended;
-      return { drop: true };
-    });
-    received.length = 0;
-    failFirst = 0;
-    const { id } = await stack.createRun({ input: user, webhook: { url, secret: 's' } });
-    await waitFor(() => requestsFor(stack, user).length === 1, { what: 'the model call' });
-    // Ended in Redis by a process that died before it queued the webhook.
-    const store = new RunStore({ redis: stack.redis, prefix: stack.prefix, retentionSeconds: 3600 });
-    expect(
-      await store.runs.finish(id, {
-        status: 'completed',
-        stopReason: 'stop',
-        output: { role: 'assistant', content: 'ended elsewhere' },
-      }),
-    ).not.toBeNull();
-    release();
-    await waitFor(() => received.some((r) => r.status === 200), { what: "the run's webhook", timeoutMs: 15_000 });
-    expect(received).toHaveLength(1);
-    expect(JSON.parse(received[0].body)).toMatchObject({
-      type: 'run.completed',
-      data: { id, output: { content: 'ended elsewhere' } },
-    });
-    // Its id is the run's: sent again, it is the same message.
-    expect(received[0].headers['webhook-id']).toBe(`whk_${id.slice('run_'.length)}`);
-  });
+  it(
+    "sends a run's terminal webhook when the process that ended the " +
+      "run died before queuing it: the run's next step job queues it",
+    async () => {
+      const user = 'Hook after a crash';
+      let release!: () => void;
+      const ended = new Promise<void>((r) => (release = r));
+      // The model call is in flight while the run is ended elsewhere, then drops: the step comes again.
+      scenarios.set(user, async () => {
+        await ended;
+        return { drop: true };
+      });
+      received.length = 0;
+      failFirst = 0;
+      const { id } = await stack.createRun({ input: user, webhook: { url, secret: 's' } });
+      await waitFor(() => requestsFor(stack, user).length === 1, { what: 'the model call' });
+      // Ended in Redis by a process that died before it queued the webhook.
+      const store = new RunStore({ redis: stack.redis, prefix: stack.prefix, retentionSeconds: 3600 });
+      expect(
+        await store.runs.finish(id, {
+          status: 'completed',
+          stopReason: 'stop',
+          output: { role: 'assistant', content: 'ended elsewhere' },
+        }),
+      ).not.toBeNull();
+      release();
+      await waitFor(() => received.some((r) => r.status === 200), { what: "the run's webhook", timeoutMs: 15_000 });
+      expect(received).toHaveLength(1);
+      expect(JSON.parse(received[0].body)).toMatchObject({
+        type: 'run.completed',
+        data: { id, output: { content: 'ended elsewhere' } },
+      });
+      // Its id is the run's: sent again, it is the same message.
+      expect(received[0].headers['webhook-id']).toBe(`whk_${id.slice('run_'.length)}`);
+    },
+  );
 
   it('signs with WEBHOOK_SECRET in its whsec_ form when the run gives none', async () => {
     scenarios.set('Hook me by default', () => ({ content: 'hooked' }));
@@ -363,7 +369,7 @@ describe('webhooks', () => {
       const [first] = await waitFor(
         async () => {
           const d = (await stack.getJson(`/v1/runs/${id}/webhook-deliveries`)).data;
-          return d.length > 0 && d;
+          return d.length > 0 ? d : undefined;
         },
         { what: 'the first delivery' },
       );
@@ -391,14 +397,14 @@ describe('idempotency', () => {
       stack.request('/v1/runs', { method: 'POST', json: body, headers }),
     ]);
     expect([a.status, b.status].sort()).toEqual([200, 202]);
-    const [ra, rb] = [await a.json(), await b.json()];
+    const [ra, rb] = [await bodyOf<RunObject>(a), await bodyOf<RunObject>(b)];
     expect(ra.id).toBe(rb.id);
     const later = await stack.request('/v1/runs', { method: 'POST', json: body, headers });
     expect(later.status).toBe(200);
-    expect((await later.json()).id).toBe(ra.id);
+    expect((await bodyOf<RunObject>(later)).id).toBe(ra.id);
     const other = await stack.request('/v1/runs', { method: 'POST', json: { input: 'Something else' }, headers });
     expect(other.status).toBe(409);
-    expect((await other.json()).error.code).toBe('idempotency_key_reused');
+    expect((await errorOf(other)).code).toBe('idempotency_key_reused');
     await stack.waitForRun(ra.id);
     expect(requestsFor(stack, 'Once only')).toHaveLength(1);
   });
@@ -495,8 +501,8 @@ describe('private webhook URLs', () => {
   ])('refuses %s with a 400', async (url) => {
     const res = await strict.request('/v1/runs', { method: 'POST', json: { input: 'x', webhook: { url } } });
     expect(res.status).toBe(400);
-    const body = await res.json();
-    expect(body.error.code).toBe('validation_error');
-    expect(body.error.details[0].field).toBe('webhook.url');
+    const error = await errorOf(res);
+    expect(error.code).toBe('validation_error');
+    expect(error.details?.[0].field).toBe('webhook.url');
   });
 });

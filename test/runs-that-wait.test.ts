@@ -4,6 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { WebhookPayload } from '@agentq/client';
+import type { RunObject } from '@agentq/shared';
+import { bodyOf, errorOf, type GetBody } from './fixtures/api-client.js';
 import { callsThenEcho, round, scenarioModel, toolMsgs } from './fixtures/scenarios.js';
 import { startStack, type Stack } from './fixtures/services.js';
 import { readSse, type SseEvent } from './fixtures/sse.js';
@@ -29,7 +32,7 @@ afterAll(async () => {
 
 /** A webhook receiver on loopback that keeps what it is sent. */
 async function startReceiver() {
-  const received: Array<{ type: string; data: any }> = [];
+  const received: WebhookPayload[] = [];
   const server = createServer((req, res) => {
     let body = '';
     req.on('data', (c) => (body += c));
@@ -47,15 +50,20 @@ async function startReceiver() {
 }
 let receiver: Awaited<ReturnType<typeof startReceiver>>;
 
-const json = async (path: string, key?: string) => (await stack.request(path, { key })).json();
+const json = async <P extends string>(path: P, key?: string): Promise<GetBody<P>> =>
+  bodyOf(await stack.request(path, { key }));
 const respond = (runId: string, responses: unknown[], key?: string) =>
   stack.request(`/v1/runs/${runId}/actions`, { method: 'POST', json: { responses }, key });
+/** A run that waits, and what for. */
+type WaitingRun = RunObject & Required<Pick<RunObject, 'required_action'>>;
+const isWaiting = (run: RunObject): run is WaitingRun =>
+  run.status === 'requires_action' && run.required_action !== undefined;
 /** Waits until the run waits, and returns it (with its required_action). */
 const waiting = (id: string, count = 1) =>
   waitFor(
     async () => {
       const run = await json(`/v1/runs/${id}`);
-      return run.status === 'requires_action' && run.required_action.items.length === count ? run : undefined;
+      return isWaiting(run) && run.required_action.items.length === count ? run : undefined;
     },
     { what: `run ${id} to wait for ${count} answers` },
   );
@@ -95,7 +103,7 @@ describe('tool approvals', () => {
 
     const res = await respond(id, [{ id: item.id, approve: true }]);
     expect(res.status).toBe(200);
-    expect((await res.json()).id).toBe(id);
+    expect((await bodyOf<RunObject>(res)).id).toBe(id);
     const done = await stack.waitForRun(id);
     expect(done.status).toBe('completed');
     const [search, update] = JSON.parse(done.output!.content as string);
@@ -112,7 +120,7 @@ describe('tool approvals', () => {
     expect(searchDone).toBeGreaterThan(-1);
     expect(searchDone).toBeLessThan(resolved);
     expect(resolved).toBeLessThan(updateStarted);
-    expect(events[required].data.items).toEqual([expect.objectContaining({ id: item.id })]);
+    expect(events[required]).toMatchObject({ data: { items: [expect.objectContaining({ id: item.id })] } });
     expect(events[resolved].data).toMatchObject({ id: item.id, decision: 'approved' });
     const recorded = (await json(`/v1/runs/${id}/steps`)).data[0].tool_calls[1];
     expect(recorded).toMatchObject({
@@ -127,7 +135,7 @@ describe('tool approvals', () => {
     const [item] = (await waiting(id)).required_action.items;
     const bad = await respond(id, [{ id: item.id, approve: true, arguments: '{"id":"c2","company":7}' }]);
     expect(bad.status).toBe(400);
-    const err = (await bad.json()).error;
+    const err = await errorOf(bad);
     expect(err.message).toMatch(
       /^responses\.0\.arguments: do not fit the input schema of crm__update_contact: \/company must be string/,
     );
@@ -137,7 +145,7 @@ describe('tool approvals', () => {
     const notJson = await respond(id, [{ id: item.id, approve: true, arguments: '{"id":' }]);
     expect(notJson.status).toBe(400);
     // Nothing was stored by the refused answers: the item still waits.
-    expect((await json(`/v1/runs/${id}`)).required_action.items.map((i: any) => i.id)).toEqual([item.id]);
+    expect((await json(`/v1/runs/${id}`)).required_action?.items.map((i) => i.id)).toEqual([item.id]);
 
     expect(
       (await respond(id, [{ id: item.id, approve: true, arguments: '{"id":"c2","company":"EPAM"}' }])).status,
@@ -171,7 +179,7 @@ describe('tool approvals', () => {
     // Answered once: a second answer is a 409.
     const again = await respond(id, [{ id: item.id, approve: true }]);
     expect(again.status).toBe(409);
-    expect((await again.json()).error.code).toBe('action_resolved');
+    expect((await errorOf(again)).code).toBe('action_resolved');
   });
 
   it('gates under destructive only the tools not marked read-only', async () => {
@@ -197,7 +205,7 @@ describe('tool approvals', () => {
       approval: { tools: ['crm__non_idempotent_write'], timeout_ms: 300 },
     });
     const [item] = (await waiting(id)).required_action.items;
-    expect(Date.parse(item.expires_at) - Date.parse(item.created_at)).toBe(300);
+    expect(Date.parse(item.expires_at!) - Date.parse(item.created_at)).toBe(300);
     const done = await stack.waitForRun(id);
     expect(done.status).toBe('completed');
     expect(JSON.parse(done.output!.content as string)).toEqual([
@@ -251,36 +259,40 @@ describe('a run that ends on an expiry', () => {
 });
 
 describe('late answers', () => {
-  it('an answer after the request expired is too late, even before its job woke to expire it: 409 expired, the call never runs', async () => {
-    on('LATE approval', callsThenEcho([{ name: 'crm__non_idempotent_write', arguments: { key: 'late-write' } }]));
-    const { id } = await stack.createRun({
-      input: 'LATE approval',
-      approval: { tools: ['crm__non_idempotent_write'], timeout_ms: 1500, on_timeout: 'stop' },
-    });
-    const [item] = (await waiting(id)).required_action.items;
-    // The tool queue is busy: the request's job does not wake when the request expires.
-    const release = await stack.holdToolQueue();
-    try {
-      await new Promise((r) => setTimeout(r, Math.max(0, Date.parse(item.expires_at) + 100 - Date.now())));
-      const late = await respond(id, [{ id: item.id, approve: true }]);
-      expect(late.status).toBe(409);
-      expect(await late.json()).toMatchObject({
-        error: { code: 'action_resolved', details: [{ id: item.id, decision: 'expired' }] },
+  it(
+    'an answer after the request expired is too late, ' +
+      'even before its job woke to expire it: 409 expired, the call never runs',
+    async () => {
+      on('LATE approval', callsThenEcho([{ name: 'crm__non_idempotent_write', arguments: { key: 'late-write' } }]));
+      const { id } = await stack.createRun({
+        input: 'LATE approval',
+        approval: { tools: ['crm__non_idempotent_write'], timeout_ms: 1500, on_timeout: 'stop' },
       });
-    } finally {
-      await release();
-    }
-    const done = await stack.waitForRun(id);
-    expect(done).toMatchObject({ status: 'incomplete', stop_reason: 'approval_timeout' });
-    expect(stack.crm.calls.filter((c) => c.args?.key === 'late-write')).toEqual([]);
-  });
+      const [item] = (await waiting(id)).required_action.items;
+      // The tool queue is busy: the request's job does not wake when the request expires.
+      const release = await stack.holdToolQueue();
+      try {
+        await new Promise((r) => setTimeout(r, Math.max(0, Date.parse(item.expires_at!) + 100 - Date.now())));
+        const late = await respond(id, [{ id: item.id, approve: true }]);
+        expect(late.status).toBe(409);
+        expect(await late.json()).toMatchObject({
+          error: { code: 'action_resolved', details: [{ id: item.id, decision: 'expired' }] },
+        });
+      } finally {
+        await release();
+      }
+      const done = await stack.waitForRun(id);
+      expect(done).toMatchObject({ status: 'incomplete', stop_reason: 'approval_timeout' });
+      expect(stack.crm.calls.filter((c) => c.args?.key === 'late-write')).toEqual([]);
+    },
+  );
 });
 
 describe('client tools and questions', () => {
   it('offers a client tool, waits for its output and gives it to the model', async () => {
     let offered: string[] = [];
     on('CLIENT', (req) => {
-      offered = (req.tools ?? []).map((t: any) => t.function.name);
+      offered = (req.tools ?? []).map((t) => t.function.name);
       return callsThenEcho([{ name: 'get_location', arguments: {} }])(req);
     });
     const { id } = await stack.createRun({
@@ -301,7 +313,7 @@ describe('client tools and questions', () => {
     expect(item).toMatchObject({ type: 'client_tool', name: 'get_location', arguments: '{}' });
     const wrongKind = await respond(id, [{ id: item.id, approve: true }]);
     expect(wrongKind.status).toBe(400);
-    expect((await wrongKind.json()).error.message).toMatch(
+    expect((await errorOf(wrongKind)).message).toMatch(
       /waits for the output of the client tool get_location: answer with "output"/,
     );
     expect((await respond(id, [{ id: item.id, output: 'Berlin' }])).status).toBe(200);
@@ -341,7 +353,10 @@ describe('client tools and questions', () => {
     expect(child.status).toBe('requires_action');
     // The root's stream tells of it too.
     const told = await runEvents(id, (e) => e.event === 'action.required');
-    expect(told.at(-1)!.data.items).toEqual([expect.objectContaining({ id: item.id, run_id: child.id })]);
+    expect(told.at(-1)).toMatchObject({
+      event: 'action.required',
+      data: { items: [expect.objectContaining({ id: item.id, run_id: child.id })] },
+    });
     expect((await respond(id, [{ id: item.id, approve: true }])).status).toBe(200);
     const done = await stack.waitForRun(id);
     expect(done.status).toBe('completed');
@@ -378,7 +393,7 @@ describe('waiting', () => {
     const [item] = run.required_action.items;
     // With no timeout of its own, the request expires with the run (its deadline is fixed as the
     // request is read, a moment before the run is stored).
-    const ahead = Date.parse(run.created_at) + 600 - Date.parse(item.expires_at);
+    const ahead = Date.parse(run.created_at) + 600 - Date.parse(item.expires_at!);
     expect(ahead).toBeGreaterThanOrEqual(0);
     expect(ahead).toBeLessThan(50);
     const done = await stack.waitForRun(id);
@@ -401,7 +416,7 @@ describe('waiting', () => {
       status: 'requires_action',
       required_action: { items: [expect.objectContaining({ type: 'input', question: 'Hooked?' })] },
     });
-    const [item] = hook.data.required_action.items;
+    const [item] = hook.data.required_action!.items;
     expect((await respond(id, [{ id: item.id, answer: 'yes' }])).status).toBe(200);
     await waitFor(() => receiver.received.find((r) => r.type === 'run.completed' && r.data.id === id), {
       what: 'the run.completed webhook',
@@ -427,7 +442,7 @@ describe('answers', () => {
     expect(done.status).toBe('cancelled');
     const late = await respond(id, [{ id: item.id, approve: true }]);
     expect(late.status).toBe(409);
-    expect((await late.json()).error.details).toEqual([{ id: item.id, decision: 'cancelled', at: expect.any(String) }]);
+    expect((await errorOf(late)).details).toEqual([{ id: item.id, decision: 'cancelled', at: expect.any(String) }]);
     expect(stack.crm.calls.filter((c) => c.args?.key === 'cancelled-write')).toEqual([]);
   });
 
@@ -442,19 +457,17 @@ describe('answers', () => {
       });
     }
     const page1 = await json('/v1/actions?status=pending&limit=2', 'key-b-123456');
-    expect(page1.data.map((a: any) => a.run_id)).toEqual([ids[2], ids[1]]);
+    expect(page1.data.map((a) => a.run_id)).toEqual([ids[2], ids[1]]);
     expect(page1.data[0]).toMatchObject({ status: 'pending', type: 'input' });
     const page2 = await json(`/v1/actions?status=pending&limit=2&after=${page1.next}`, 'key-b-123456');
     expect(page2).toEqual({ data: [expect.objectContaining({ run_id: ids[0] })], next: null });
     // key-a sees none of key-b's.
-    expect(
-      (await json('/v1/actions?status=pending&limit=100')).data.filter((a: any) => ids.includes(a.run_id)),
-    ).toEqual([]);
+    expect((await json('/v1/actions?status=pending&limit=100')).data.filter((a) => ids.includes(a.run_id))).toEqual([]);
 
     const answered = page1.data[1];
     expect((await respond(answered.run_id, [{ id: answered.id, answer: 'yes' }], 'key-b-123456')).status).toBe(200);
     const pending = await json('/v1/actions?status=pending', 'key-b-123456');
-    expect(pending.data.map((a: any) => a.run_id)).toEqual([ids[2], ids[0]]);
+    expect(pending.data.map((a) => a.run_id)).toEqual([ids[2], ids[0]]);
     const resolved = await json('/v1/actions?status=resolved', 'key-b-123456');
     expect(resolved.data).toEqual([
       expect.objectContaining({
@@ -474,7 +487,7 @@ describe('answers', () => {
     const [item] = (await waiting(id)).required_action.items;
     const both = await respond(id, [{ id: item.id, answer: 'x', output: 'y' }]);
     expect(both.status).toBe(400);
-    expect((await both.json()).error.details[0].field).toBe('responses.0.answer');
+    expect((await errorOf(both)).details?.[0].field).toBe('responses.0.answer');
     const unknown = await respond(id, [{ id: 'act_nope', answer: 'x' }]);
     expect(unknown.status).toBe(404);
     expect((await respond(id, [{ id: item.id, answer: 'because' }])).status).toBe(200);
@@ -507,7 +520,7 @@ describe('admission while runs wait', () => {
     expect((await small.waitForRun(free)).output!.content).toBe('ran while three waited');
     // Answered, the three go on at once (taking their slots back, even past the limit) and end.
     for (const id of waitingIds) {
-      const [item] = (await small.getJson(`/v1/runs/${id}`)).required_action.items;
+      const [item] = (await small.getJson(`/v1/runs/${id}`)).required_action!.items;
       const res = await small.request(`/v1/runs/${id}/actions`, {
         method: 'POST',
         json: { responses: [{ id: item.id, answer: 'ok' }] },

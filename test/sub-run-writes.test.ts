@@ -58,49 +58,57 @@ async function agentQueryCall() {
 }
 
 describe('a sub-run', () => {
-  it('written by two deliveries of its agent_query job at once is written once: its transcript holds its prompt once, its record is not written over', async () => {
-    const { store, runs, parent, child, deliver, close } = await agentQueryCall();
-    try {
-      await Promise.all([deliver(), deliver()]);
-      expect(await redis.lrange(store.keys(child.id).messages, 0, -1)).toEqual([JSON.stringify(child.messages[0])]);
-      expect((await store.runs.children(parent.id)).map((r) => r.id)).toEqual([child.id]);
-      const queued = (await redis.xrange(store.keys(child.id).events, '-', '+')).filter(
-        ([, f]) => f[1] === 'run.queued',
-      );
-      expect(queued).toHaveLength(1);
+  it(
+    'written by two deliveries of its agent_query job at once is written once: ' +
+      'its transcript holds its prompt once, its record is not written over',
+    async () => {
+      const { store, runs, parent, child, deliver, close } = await agentQueryCall();
+      try {
+        await Promise.all([deliver(), deliver()]);
+        expect(await redis.lrange(store.keys(child.id).messages, 0, -1)).toEqual([JSON.stringify(child.messages[0])]);
+        expect((await store.runs.children(parent.id)).map((r) => r.id)).toEqual([child.id]);
+        const queued = (await redis.xrange(store.keys(child.id).events, '-', '+')).filter(
+          ([, f]) => f[1] === 'run.queued',
+        );
+        expect(queued).toHaveLength(1);
 
-      // A delivery that comes once the sub-run is under way leaves it as it is.
-      expect(await runs.start(child.id)).toBe(true);
-      await deliver();
-      expect((await store.runs.getState(child.id))!.status).toBe('running');
-      expect(await redis.llen(store.keys(child.id).messages)).toBe(1);
-    } finally {
-      await close();
-    }
-  });
+        // A delivery that comes once the sub-run is under way leaves it as it is.
+        expect(await runs.start(child.id)).toBe(true);
+        await deliver();
+        expect((await store.runs.getState(child.id))!.status).toBe('running');
+        expect(await redis.llen(store.keys(child.id).messages)).toBe(1);
+      } finally {
+        await close();
+      }
+    },
+  );
 
-  it('written by a delivery that died before listing it is listed under its parent, and announced once, by the next delivery', async () => {
-    const { store, parent, child, deliver, close } = await agentQueryCall();
-    try {
-      // The first delivery wrote the sub-run and died before listing it.
-      await store.runs.createSized({
-        id: child.id,
-        owner: 'o',
-        spec: { ...spec, ancestors: [parent.id], nesting: 1 },
-        messages: child.messages,
-        parentRunId: parent.id,
-        rootRunId: parent.id,
-      });
-      expect((await store.runs.children(parent.id)).map((r) => r.id)).toEqual([]);
-      await deliver();
-      await deliver();
-      expect((await store.runs.children(parent.id)).map((r) => r.id)).toEqual([child.id]);
-      const started = (await redis.xrange(store.keys(parent.id).events, '-', '+')).filter(
-        ([, f]) => f[1] === 'subrun.started',
-      );
-      expect(started).toHaveLength(1);
-    } finally {
-      await close();
-    }
-  });
+  it(
+    'written by a delivery that died before listing it is listed ' +
+      'under its parent, and announced once, by the next delivery',
+    async () => {
+      const { store, parent, child, deliver, close } = await agentQueryCall();
+      try {
+        // The first delivery wrote the sub-run and died before listing it.
+        await store.runs.createSized({
+          id: child.id,
+          owner: 'o',
+          spec: { ...spec, ancestors: [parent.id], nesting: 1 },
+          messages: child.messages,
+          parentRunId: parent.id,
+          rootRunId: parent.id,
+        });
+        expect((await store.runs.children(parent.id)).map((r) => r.id)).toEqual([]);
+        await deliver();
+        await deliver();
+        expect((await store.runs.children(parent.id)).map((r) => r.id)).toEqual([child.id]);
+        const started = (await redis.xrange(store.keys(parent.id).events, '-', '+')).filter(
+          ([, f]) => f[1] === 'subrun.started',
+        );
+        expect(started).toHaveLength(1);
+      } finally {
+        await close();
+      }
+    },
+  );
 });

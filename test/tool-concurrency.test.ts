@@ -4,14 +4,14 @@ import { startStack, type Stack } from './fixtures/services.js';
 
 // TOOL_CONCURRENCY bounds the calls a tool-worker runs at once, also when a round's calls share
 // one job: a round of three calls with TOOL_CONCURRENCY=2 runs two, then the third.
-const toolMessages = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'tool');
-const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
+const toolMessages = (req: ChatRequest) => req.messages.filter((m) => m.role === 'tool');
+const round = (req: ChatRequest) => req.messages.filter((m) => m.role === 'assistant').length;
 const handler: Handler = (req) =>
   round(req) === 0
     ? { tool_calls: [0, 1, 2].map((i) => ({ name: 'crm__sleep', arguments: { ms: 300, label: `slot-${i}` } })) }
     : {
         content: toolMessages(req)
-          .map((m: any) => m.content)
+          .map((m) => m.content)
           .join(' | '),
       };
 

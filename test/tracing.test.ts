@@ -10,11 +10,11 @@ const exporter = new InMemorySpanExporter();
 let tracing: Tracing;
 let stack: Stack;
 
-const toolMessages = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'tool');
+const toolMessages = (req: ChatRequest) => req.messages.filter((m) => m.role === 'tool');
 const user = 'Find Bob and update his company to EPAM';
 const handler: Handler = (req) => {
-  const round = req.messages.filter((m: any) => m.role === 'assistant').length;
-  const first = req.messages.find((m: any) => m.role === 'user')?.content as string;
+  const round = req.messages.filter((m) => m.role === 'assistant').length;
+  const first = req.messages.find((m) => m.role === 'user')?.content as string;
   if (first.startsWith('Capital of')) return { content: `${first.slice(11)}: known` };
   if (first === 'Ask two children') {
     return round === 0

@@ -7,10 +7,10 @@ import { startStack, type Stack } from './fixtures/services.js';
 // An agent-worker keeps the transcripts of its last steps (TRANSCRIPT_CACHE_MB): a run's next
 // step there reads only the messages added since, yet the model still gets the whole transcript.
 
-const rounds = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
+const rounds = (req: ChatRequest) => req.messages.filter((m) => m.role === 'assistant').length;
 const requests = new Map<string, ChatRequest[]>();
 const handler: Handler = (req) => {
-  const user = String(req.messages.find((m: any) => m.role === 'user')?.content);
+  const user = String(req.messages.find((m) => m.role === 'user')?.content);
   requests.set(user, [...(requests.get(user) ?? []), req]);
   return rounds(req) < 3
     ? { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 1, label: `r${rounds(req)}` } }] }

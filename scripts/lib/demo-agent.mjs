@@ -50,7 +50,9 @@ export function demoAgent(req) {
   }
   if (req.tool_choice === 'none') {
     return {
-      content: `I ran out of rounds before finishing. What I know about ${person}: ${quote(entity(opened.at(-1))?.observations ?? [])}.`,
+      content:
+        `I ran out of rounds before finishing. What I know about ${person}: ` +
+        `${quote(entity(opened.at(-1))?.observations ?? [])}.`,
     };
   }
   switch (last?.name) {
@@ -84,7 +86,8 @@ export function demoAgent(req) {
           `Done. I found ${after.name} (${after.entityType}) with ${quote(before.observations)}.`,
           `I added "${newFact}": add_observations returned ${JSON.stringify(parseJson(added.result))}.`,
           removed
-            ? `I removed ${quote(removed.args?.deletions?.[0]?.observations ?? [])}: delete_observations said "${removed.result}".`
+            ? `I removed ${quote(removed.args?.deletions?.[0]?.observations ?? [])}: ` +
+              `delete_observations said "${removed.result}".`
             : '',
           `${after.name}'s record now reads: ${quote(after.observations)}.`,
         ]

@@ -48,8 +48,7 @@ function eachLine(stream, onLine) {
   stream.setEncoding('utf8');
   stream.on('data', (chunk) => {
     buf += chunk;
-    let nl;
-    while ((nl = buf.indexOf('\n')) >= 0) {
+    for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
       onLine(buf.slice(0, nl).replace(/\r$/, ''));
       buf = buf.slice(nl + 1);
     }

@@ -11,7 +11,7 @@ import { waitFor } from '../fixtures/wait.js';
 // agentq past one Redis: cells spread over a Cluster's shards, a shard down is a 503 at /readyz,
 // and a master killed under load (Cluster replica or Sentinel promotion) loses no accepted run.
 
-const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
+const round = (req: ChatRequest) => req.messages.filter((m) => m.role === 'assistant').length;
 // Three rounds of one short tool call each, then the answer: runs that are mid-way for a while.
 const handler: Handler = (req) =>
   round(req) < 3 ? { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 100, label: 'r' } }] } : { content: 'done' };
@@ -108,7 +108,8 @@ describe('cells on a Redis Cluster', () => {
 });
 
 describe('REDIS_WAIT_REPLICAS on a Cluster', () => {
-  it("waits for the Idempotency-Key's claim on its own shard too: with that shard's replica gone, a keyed run is refused (503), never accepted unconfirmed", async () => {
+  it("waits for the Idempotency-Key's claim on its own shard too: " +
+    "with that shard's replica gone, a keyed run is refused (503), never accepted unconfirmed", async () => {
     const cluster = await startCluster({ masters: 3, replicasEach: 1 });
     topologies.push(cluster);
     const stack = await stackOn(cluster.url, { REDIS_WAIT_REPLICAS: '1', REDIS_WAIT_TIMEOUT_MS: '500' });
@@ -162,9 +163,10 @@ describe("a run's shard failing over while its tool calls run", () => {
   const quoting: Handler = (req) =>
     round(req) < 1
       ? { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 3000, label: 'x' } }] }
-      : { content: JSON.stringify(req.messages.filter((m: any) => m.role === 'tool').map((m: any) => m.content)) };
+      : { content: JSON.stringify(req.messages.filter((m) => m.role === 'tool').map((m) => m.content)) };
 
-  it('a result that cannot be stored is redone once a replica has taken over: the next step gets the result, never "no result was recorded"', async () => {
+  it('a result that cannot be stored is redone once a replica has taken over: ' +
+    'the next step gets the result, never "no result was recorded"', async () => {
     const cluster = await startCluster({ masters: 3, replicasEach: 1 });
     topologies.push(cluster);
     const stack = await startStack({
@@ -201,7 +203,8 @@ describe("a run's shard failing over while its tool calls run", () => {
 });
 
 describe('Sentinel', () => {
-  it('a master killed under load: the replica is promoted, every process follows it, no accepted run is lost; the old master back as a replica changes nothing', async () => {
+  it('a master killed under load: the replica is promoted, every process follows it, ' +
+    'no accepted run is lost; the old master back as a replica changes nothing', async () => {
     const sentinel = await startSentinel();
     topologies.push(sentinel);
     const stack = await stackOn(sentinel.url);
@@ -264,11 +267,17 @@ describe('Sentinel', () => {
     expect(await runNamed(retried)).toBe(made);
     await sentinel.replica.restart();
     let replayed: Response | undefined;
-    await waitFor(async () => (replayed = await keyed()).status === 200, {
-      what: 'the retry to get the run once the replica is back',
-      timeoutMs: 30_000,
-      intervalMs: 500,
-    });
+    await waitFor(
+      async () => {
+        replayed = await keyed();
+        return replayed.status === 200;
+      },
+      {
+        what: 'the retry to get the run once the replica is back',
+        timeoutMs: 30_000,
+        intervalMs: 500,
+      },
+    );
     expect(((await replayed!.json()) as RunObject).id).toBe(made);
     const listed = ((await stack.getJson('/v1/runs?limit=100')) as { data: RunObject[] }).data.map((r) => r.id);
     // The run accepted, the one refused without a key (made all the same), and the keyed one, once.

@@ -93,7 +93,9 @@ describe('many long transcripts at once', () => {
     }
     const peak = alive() ? peakRssMb(agent.child.pid!) : NaN;
     console.info(
-      `${RUNS} runs × 2 MB transcripts, bound ${capacityMb} MB: held at most ${seen.heldMb.toFixed(1)} MB, up to ${seen.waiting} steps waiting; agent-worker peak RSS ${peak.toFixed(0)} MB`,
+      `${RUNS} runs × 2 MB transcripts, bound ${capacityMb} MB: ` +
+        `held at most ${seen.heldMb.toFixed(1)} MB, up to ${seen.waiting} steps waiting; ` +
+        `agent-worker peak RSS ${peak.toFixed(0)} MB`,
     );
     expect(alive(), `the agent-worker died: ${agent.output.slice(-8).join('\n')}`).toBe(true);
     expect(statuses.filter((s) => s === 'completed')).toHaveLength(RUNS);

@@ -1,15 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createRedis, RunStore, type RedisClient } from '@agentq/shared';
+import { type ChatMessage, createRedis, type RedisClient, type RunObject, RunStore } from '@agentq/shared';
 import { startScriptedLlm, type ChatRequest, type Handler, type ScriptedLlm } from '@agentq/scripted-llm';
+import { bodyOf, type GetBody } from '../fixtures/api-client.js';
 import { startCrmMcpServer, type CrmMcpServer } from '../fixtures/crm-mcp-server.js';
 import { freePort } from '../fixtures/redis.js';
-import { serviceGroup, type ServiceProcess } from '../fixtures/processes.js';
+import { serviceGroup } from '../fixtures/processes.js';
 import { waitFor } from '../fixtures/wait.js';
 
 // Real processes, killed with SIGKILL in the middle of their work.
-const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
-const firstUser = (req: ChatRequest) => req.messages.find((m: any) => m.role === 'user')?.content as string;
+const round = (req: ChatRequest) => req.messages.filter((m) => m.role === 'assistant').length;
+const firstUser = (req: ChatRequest) => req.messages.find((m) => m.role === 'user')?.content as string;
 
 const handler: Handler = (req) => {
   const u = firstUser(req);
@@ -28,7 +29,7 @@ const handler: Handler = (req) => {
   if (u === 'unsafe write')
     return r === 0
       ? { tool_calls: [{ name: 'crm__non_idempotent_write', arguments: { key: 'k1', ms: 4000 } }] }
-      : { content: String(req.messages.at(-1).content) };
+      : { content: String(req.messages.at(-1)!.content) };
   if (u === 'unsafe write in a round')
     return r === 0
       ? {
@@ -39,14 +40,14 @@ const handler: Handler = (req) => {
         }
       : {
           content: req.messages
-            .filter((m: any) => m.role === 'tool')
-            .map((m: any) => String(m.content))
+            .filter((m) => m.role === 'tool')
+            .map((m) => String(m.content))
             .join(' | '),
         };
   if (u === 'safe read')
     return r === 0
       ? { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 4000, label: 'safe-read' } }] }
-      : { content: String(req.messages.at(-1).content) };
+      : { content: String(req.messages.at(-1)!.content) };
   if (u === 'killed every time')
     return r === 0
       ? {
@@ -54,8 +55,8 @@ const handler: Handler = (req) => {
         }
       : {
           content: req.messages
-            .filter((m: any) => m.role === 'tool')
-            .map((m: any) => String(m.content))
+            .filter((m) => m.role === 'tool')
+            .map((m) => String(m.content))
             .join(' | '),
         };
   return { content: 'unknown' };
@@ -64,7 +65,6 @@ const handler: Handler = (req) => {
 let llm: ScriptedLlm;
 let crm: CrmMcpServer;
 let env: Record<string, string>;
-let api: ServiceProcess;
 let apiUrl: string;
 let redis: RedisClient;
 let store: RunStore;
@@ -103,7 +103,7 @@ beforeAll(async () => {
   // A Redis Cluster too: the cluster project runs this file again on one.
   redis = createRedis(env.REDIS_URL);
   store = new RunStore({ redis, prefix: env.QUEUE_PREFIX });
-  api = await start('api');
+  await start('api');
 }, 60_000);
 
 afterEach(() => services.killWorkers());
@@ -123,12 +123,12 @@ const post = async (input: string) => {
     body: JSON.stringify({ input }),
   });
   expect(res.status).toBe(202);
-  return (await res.json()).id as string;
+  return (await bodyOf<RunObject>(res)).id;
 };
 /** Waits (polling every 10 ms, failing after 3 s) until `seen()` holds: the moment to do damage mid-call. */
 const until = (seen: () => boolean, what: string) => waitFor(seen, { what, timeoutMs: 3000 });
-const get = async (path: string): Promise<any> => (await fetch(`${apiUrl}${path}`)).json();
-const waitAll = async (ids: string[], timeoutMs = 40_000): Promise<any[]> => {
+const get = async <P extends string>(path: P): Promise<GetBody<P>> => bodyOf(await fetch(`${apiUrl}${path}`));
+const waitAll = async (ids: string[], timeoutMs = 40_000): Promise<RunObject[]> => {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const runs = await Promise.all(ids.map((id) => get(`/v1/runs/${id}`)));
@@ -172,21 +172,22 @@ async function progress(ids: string[]): Promise<{ steps: number; tools: number; 
 }
 
 /** Every assistant tool_calls is followed by exactly its tool messages, once, in order. */
-function wellFormed(msgs: any[]): string | null {
+function wellFormed(msgs: ChatMessage[]): string | null {
   for (let i = 0; i < msgs.length; i++) {
     const m = msgs[i];
     if (m.role !== 'assistant' || !m.tool_calls?.length) continue;
-    const ids = m.tool_calls.map((t: any) => t.id);
+    const ids = m.tool_calls.map((t) => t.id);
     const following = msgs
       .slice(i + 1, i + 1 + ids.length)
-      .map((t: any) => (t.role === 'tool' ? t.tool_call_id : `<${t.role}>`));
+      .map((t) => (t.role === 'tool' ? t.tool_call_id : `<${t.role}>`));
     if (JSON.stringify(following) !== JSON.stringify(ids)) return `at ${i}: expected ${ids} got ${following}`;
   }
   return null;
 }
 
 describe('worker crashes', () => {
-  it('kill -9 of the agent-worker and the tool-worker in the middle of many runs: every run completes, transcripts intact', async () => {
+  it('kill -9 of the agent-worker and the tool-worker in the ' +
+    'middle of many runs: every run completes, transcripts intact', async () => {
     let agent = await start('agent-worker');
     let tool = await start('tool-worker');
     const ids = await Promise.all(Array.from({ length: 30 }, (_, i) => post(`many ${i}`)));
@@ -219,7 +220,7 @@ describe('worker crashes', () => {
       const msgs = (await get(`/v1/runs/${r.id}/messages`)).data;
       expect(wellFormed(msgs), r.id).toBeNull();
       // user, then 3 × (assistant + 2 tools), then the answer: nothing duplicated or missing.
-      expect(msgs.map((m: any) => m.role).join(',')).toBe(
+      expect(msgs.map((m) => m.role).join(',')).toBe(
         ['user', ...Array(3).fill('assistant,tool,tool'), 'assistant'].join(','),
       );
       expect(r.usage.model_calls).toBe(4);
@@ -245,7 +246,7 @@ describe('worker crashes', () => {
     tool = await start('tool-worker');
     const [run] = await waitAll([id]);
     expect(run.status).toBe('completed');
-    expect(run.output.content).toMatch(/outcome is unknown/);
+    expect(run.output?.content).toMatch(/outcome is unknown/);
     // Executed once, by the killed worker; never again.
     expect(crm.calls.filter((c) => c.tool === 'non_idempotent_write').length - before).toBe(1);
     const steps = (await get(`/v1/runs/${id}/steps`)).data;
@@ -273,7 +274,7 @@ describe('worker crashes', () => {
     tool = await start('tool-worker');
     const [run] = await waitAll([id]);
     expect(run.status).toBe('completed');
-    expect(run.output.content).toMatch(/outcome is unknown.* \| slept 1 ms beside-the-crash$/);
+    expect(run.output?.content).toMatch(/outcome is unknown.* \| slept 1 ms beside-the-crash$/);
     expect(writes()).toBe(1);
     expect(crm.calls.filter((c) => c.args.label === 'beside-the-crash')).toHaveLength(1);
     const calls = (await get(`/v1/runs/${id}/steps`)).data[0].tool_calls;
@@ -295,7 +296,7 @@ describe('worker crashes', () => {
     await tool.kill('SIGKILL');
     tool = await start('tool-worker');
     const [run] = await waitAll([id]);
-    expect(run.output.content).toBe('slept 4000 ms safe-read');
+    expect(run.output?.content).toBe('slept 4000 ms safe-read');
     const steps = (await get(`/v1/runs/${id}/steps`)).data;
     expect(
       crm.calls.filter((c) => c.args.label === 'safe-read'),
@@ -305,7 +306,8 @@ describe('worker crashes', () => {
     await tool.kill('SIGTERM');
   }, 60_000);
 
-  it("a round's job whose tool-worker is killed every time it runs it fails for good, and the run goes on: its next step answers the calls", async () => {
+  it("a round's job whose tool-worker is killed every time it runs it fails for good, " +
+    'and the run goes on: its next step answers the calls', async () => {
     // No flow waits for a round that is one job: the job adds the next step. Killed more often
     // than BullMQ's stall limit allows (3), the job is failed on its next pickup without running,
     // and the worker that failed it adds the next step, as a flow would have released it.
@@ -322,8 +324,8 @@ describe('worker crashes', () => {
     const [run] = await waitAll([id]);
     expect(run.status).toBe('completed');
     // Both calls answered with an error text by the step after the round, which the model saw.
-    expect(run.output.content.split(' | ')).toHaveLength(2);
-    expect(run.output.content).toMatch(/no result was recorded.*\|.*no result was recorded/);
+    expect(run.output!.content!.split(' | ')).toHaveLength(2);
+    expect(run.output?.content).toMatch(/no result was recorded.*\|.*no result was recorded/);
     // Run four times (each time killed), never a fifth.
     expect(started()).toBe(4);
     expect(crm.slept.filter((c) => c.label.startsWith('stall-'))).toEqual([]);

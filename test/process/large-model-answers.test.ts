@@ -61,7 +61,7 @@ const peakRssMb = (pid: number) =>
 describe('large model answers to one agent-worker', () => {
   it('a 60 MB answer and six of 20 MB at once: the worker stays up within its heap, the 60 MB one fails its run, the others complete', async () => {
     llm = await startScriptedLlm({
-      handler: (req) => ({ rawChunks: answer(Number(String(req.messages.at(-1).content).split(' ')[0])) }),
+      handler: (req) => ({ rawChunks: answer(Number(String(req.messages.at(-1)?.content).split(' ')[0])) }),
     });
     redis = createRedis(inject('redisUrl'));
     const env = {

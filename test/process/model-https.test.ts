@@ -10,6 +10,7 @@ import { certificateFor127 } from '../fixtures/certificate.js';
 import { freePort } from '../fixtures/redis.js';
 import { serviceGroup, waitForOutput } from '../fixtures/processes.js';
 import { waitFor } from '../fixtures/wait.js';
+import type { RunObject } from '@agentq/shared';
 
 // A model endpoint over HTTPS, as every provider is: the agent-worker's HTTP client
 // (node:http, model-http.ts) speaks TLS to it, trusting its certificate through
@@ -81,13 +82,13 @@ describe('a model endpoint over HTTPS', () => {
     const { id } = (await res.json()) as { id: string };
     const run = await waitFor(
       async () => {
-        const r = (await (await fetch(`${base}/v1/runs/${id}`)).json()) as any;
+        const r = (await (await fetch(`${base}/v1/runs/${id}`)).json()) as RunObject;
         return ['completed', 'failed', 'cancelled', 'incomplete'].includes(r.status) ? r : null;
       },
       { what: `run ${id} to end`, timeoutMs: 20_000, intervalMs: 50 },
     );
     expect(run.status, JSON.stringify(run.error)).toBe('completed');
-    expect(run.output.content).toBe('answered over TLS');
+    expect(run.output?.content).toBe('answered over TLS');
     expect(tlsRequests).toBeGreaterThan(0);
     expect(worker.output.some((l) => /certificate/i.test(l))).toBe(false);
   }, 60_000);

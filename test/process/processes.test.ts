@@ -11,6 +11,8 @@ import { cellPrefix } from '@agentq/shared';
 import { startScriptedLlm, type ScriptedLlm } from '@agentq/scripted-llm';
 import { startCrmMcpServer, type CrmMcpServer } from '../fixtures/crm-mcp-server.js';
 import { freePort } from '../fixtures/redis.js';
+import type { RunObject } from '@agentq/shared';
+import type { GetBody } from '../fixtures/api-client.js';
 
 // The built services as an operator runs them: `node services/<name>/dist/main.js`, configured
 // only through the environment (API.md, "Processes and configuration").
@@ -71,7 +73,8 @@ async function until<T>(what: string, fn: () => Promise<T | undefined | false>, 
   for (;;) {
     if (p.child.exitCode !== null || p.child.signalCode !== null) {
       throw new Error(
-        `${what}: the process exited (${p.child.exitCode ?? p.child.signalCode})\nstdout: ${p.out().slice(-2000)}\nstderr: ${p.err().slice(-2000)}`,
+        `${what}: the process exited (${p.child.exitCode ?? p.child.signalCode})\nstdout: ` +
+          `${p.out().slice(-2000)}\nstderr: ${p.err().slice(-2000)}`,
       );
     }
     const v = await fn().catch(() => undefined);
@@ -336,9 +339,9 @@ describe('the three built services together', () => {
     crm = await startCrmMcpServer();
     llm = await startScriptedLlm({
       handler: (req) => {
-        const tools = req.messages.filter((m: any) => m.role === 'tool');
+        const tools = req.messages.filter((m) => m.role === 'tool');
         if (tools.length === 0) return { tool_calls: [{ name: 'crm__get_contact', arguments: { id: 'c1' } }] };
-        return { content: `Found ${JSON.parse(tools[0].content).name}.` };
+        return { content: `Found ${JSON.parse(tools[0].content as string).name}.` };
       },
     });
   });
@@ -368,7 +371,9 @@ describe('the three built services together', () => {
     await until(
       'crm tools listed',
       async () =>
-        ((await (await fetch(`${base}/v1/tools`)).json()) as any).data.some((t: any) => t.name === 'crm__get_contact'),
+        ((await (await fetch(`${base}/v1/tools`)).json()) as GetBody<'/v1/tools'>).data.some(
+          (t) => t.name === 'crm__get_contact',
+        ),
       procs.tool,
     );
 
@@ -382,7 +387,7 @@ describe('the three built services together', () => {
     const run = await until(
       'the run finishes',
       async () => {
-        const r = (await (await fetch(`${base}/v1/runs/${id}`)).json()) as any;
+        const r = (await (await fetch(`${base}/v1/runs/${id}`)).json()) as RunObject;
         return ['completed', 'failed', 'cancelled', 'incomplete'].includes(r.status) ? r : undefined;
       },
       procs.agent,

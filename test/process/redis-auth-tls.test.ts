@@ -10,13 +10,14 @@ import { freePort, spawnRedisServer, type SpawnedRedis } from '../fixtures/redis
 import { startCluster, startSentinel, type NodeSecurity } from '../fixtures/redis-topologies.js';
 import { startService, waitForOutput, type ServiceName, type ServiceProcess } from '../fixtures/processes.js';
 import { waitFor } from '../fixtures/wait.js';
+import type { RunObject } from '@agentq/shared';
 
 // REDIS_URL's user, password and TLS, against Redis servers that want them (started here): every
 // service connects with what the URL says, and one that cannot says why in one line and waits.
 
 const handler: Handler = (req) =>
-  req.messages.some((m: any) => m.role === 'tool')
-    ? { content: `found: ${String(req.messages.at(-1).content).slice(0, 40)}` }
+  req.messages.some((m) => m.role === 'tool')
+    ? { content: `found: ${String(req.messages.at(-1)!.content).slice(0, 40)}` }
     : { tool_calls: [{ name: 'crm__search_contacts', arguments: { query: 'Ada' } }] };
 
 let dir: string;
@@ -79,7 +80,7 @@ async function envFor(redisUrl: string, extra: Record<string, string> = {}): Pro
 }
 
 /** Starts the three services on `env` and runs one tool-using run to its end. */
-async function runOne(env: Record<string, string>): Promise<any> {
+async function runOne(env: Record<string, string>): Promise<RunObject> {
   const procs = (['api', 'agent-worker', 'tool-worker'] as const).map((name) => launch(name, env));
   await Promise.all(procs.map((p) => waitForOutput(p, p.name === 'api' ? /api listening/ : /worker started/)));
   const base = `http://127.0.0.1:${env.PORT}`;
@@ -92,7 +93,7 @@ async function runOne(env: Record<string, string>): Promise<any> {
   const { id } = (await res.json()) as { id: string };
   return waitFor(
     async () => {
-      const run = (await (await fetch(`${base}/v1/runs/${id}`)).json()) as any;
+      const run = (await (await fetch(`${base}/v1/runs/${id}`)).json()) as RunObject;
       return ['completed', 'failed', 'cancelled', 'incomplete'].includes(run.status) ? run : null;
     },
     { what: `run ${id} to end`, timeoutMs: 20_000, intervalMs: 50 },
@@ -109,7 +110,7 @@ describe('a Redis with a user and password', () => {
     const port = await redisServer(acl, { username: 'app', password });
     const run = await runOne(await envFor(url(port, password)));
     expect(run.status).toBe('completed');
-    expect(run.output.content).toMatch(/^found: /);
+    expect(run.output?.content).toMatch(/^found: /);
   }, 60_000);
 
   it('refused: each service says so in one line and waits, then goes on by itself once Redis takes the password', async () => {
@@ -167,10 +168,11 @@ describe('a Redis over TLS (rediss://) with a password', () => {
     const port = await redisServer(tls(), client(), true);
     const run = await runOne(await envFor(`rediss://:s3cret@127.0.0.1:${port}`, { NODE_EXTRA_CA_CERTS: caFile }));
     expect(run.status).toBe('completed');
-    expect(run.output.content).toMatch(/^found: /);
+    expect(run.output?.content).toMatch(/^found: /);
   }, 60_000);
 
-  it('a certificate not trusted, naming another host, or the port spoken to without TLS: the service says which and waits', async () => {
+  it('a certificate not trusted, naming another host, ' +
+    'or the port spoken to without TLS: the service says which and waits', async () => {
     const port = await redisServer(tls(), client(), true);
     const cases = [
       {
@@ -216,7 +218,7 @@ describe('a Redis Cluster and a Sentinel group, over TLS with a password (rediss
       await first?.();
       const run = await runOne(await envFor(topology.url, { NODE_EXTRA_CA_CERTS: caFile, ...env }));
       expect(run.status).toBe('completed');
-      expect(run.output.content).toMatch(/^found: /);
+      expect(run.output?.content).toMatch(/^found: /);
     } finally {
       await Promise.all(started.splice(0).map((p) => p.kill()));
       await topology.stop();
@@ -231,7 +233,8 @@ describe('a Redis Cluster and a Sentinel group, over TLS with a password (rediss
     );
   }, 90_000);
 
-  it('through Sentinels (TLS too, and a password of their own), a run with a tool call completes; their certificate not trusted, a worker says so', async () => {
+  it('through Sentinels (TLS too, and a password of their own), ' +
+    'a run with a tool call completes; their certificate not trusted, a worker says so', async () => {
     const sentinel = await startSentinel({ security: { ...security(), sentinelPassword: 'sentinel:pw' } });
     await completesOn(
       sentinel,

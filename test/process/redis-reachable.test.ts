@@ -14,15 +14,10 @@ afterAll(() => Promise.all(servers.map((s) => s.stop())));
 function capture() {
   const lines: string[] = [];
   const sink = new Writable({
-    write: (chunk, _enc, done) => (
-      lines.push(
-        ...String(chunk)
-          .split('\n')
-          .filter(Boolean)
-          .map((l) => JSON.parse(l).msg as string),
-      ),
-      done()
-    ),
+    write: (chunk, _enc, done) => {
+      for (const l of String(chunk).split('\n').filter(Boolean)) lines.push((JSON.parse(l) as { msg: string }).msg);
+      done();
+    },
   });
   return { lines, logger: pino({ level: 'info' }, sink) };
 }

@@ -4,8 +4,9 @@ import type { ChatRequest, Handler } from '@agentq/scripted-llm';
 import { spawnRedisServer, type SpawnedRedis } from '../fixtures/redis.js';
 import { startStack, type Stack } from '../fixtures/services.js';
 import { waitFor } from '../fixtures/wait.js';
+import { errorOf } from '../fixtures/api-client.js';
 
-const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
+const round = (req: ChatRequest) => req.messages.filter((m) => m.role === 'assistant').length;
 const handler: Handler = (req) =>
   round(req) < 2
     ? { tool_calls: [{ name: 'crm__sleep', arguments: { ms: 300, label: 'r' } }], delayMs: 50 }
@@ -42,14 +43,14 @@ describe('Redis restart (AOF on)', () => {
 
     const ready = await stack.request('/readyz', { signal: AbortSignal.timeout(5000) });
     expect(ready.status).toBe(503);
-    expect((await ready.json()).error.code).toBe('service_unavailable');
+    expect((await errorOf(ready)).code).toBe('service_unavailable');
     const refused = await stack.request('/v1/runs', {
       method: 'POST',
       json: { input: 'while down' },
       signal: AbortSignal.timeout(5000),
     });
     expect(refused.status).toBe(503);
-    expect((await refused.json()).error.code).toBe('service_unavailable');
+    expect((await errorOf(refused)).code).toBe('service_unavailable');
     const read = await stack.request(`/v1/runs/${before[0].id}`, { signal: AbortSignal.timeout(5000) });
     expect(read.status).toBe(503);
 

@@ -84,7 +84,8 @@ describe('cancelling a 5,000-run tree', () => {
       }
     }
     console.log(
-      `5,000-run tree: ${tree.length} runs; the last step or tool call started ${last} ms after the cancel's 202 (negative: before it); every run ended ${endedAt - answeredAt} ms after it`,
+      `5,000-run tree: ${tree.length} runs; the last step or tool call started ${last} ms after the cancel's 202 ` +
+        `(negative: before it); every run ended ${endedAt - answeredAt} ms after it`,
     );
     expect(late).toEqual([]);
   }, 240_000);

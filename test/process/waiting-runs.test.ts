@@ -2,24 +2,25 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { createLogger, JobQueues, QUEUES } from '@agentq/shared';
+import { createLogger, JobQueues, QUEUES, type RunObject } from '@agentq/shared';
 import { startScriptedLlm, type ChatRequest, type Handler, type ScriptedLlm } from '@agentq/scripted-llm';
 import { startCrmMcpServer, type CrmMcpServer } from '../fixtures/crm-mcp-server.js';
 import { freePort } from '../fixtures/redis.js';
 import { serviceGroup } from '../fixtures/processes.js';
 import { waitFor } from '../fixtures/wait.js';
+import { bodyOf, errorOf, type GetBody } from '../fixtures/api-client.js';
 
 // Runs that wait for people, with real processes: nothing is held while they wait, so every
 // worker may die, and the answers (from any API process) still carry every run to its end; a
 // rejected call never reaches the tool's server, whatever crashed.
 
-const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
-const firstUser = (req: ChatRequest) => req.messages.find((m: any) => m.role === 'user')?.content as string;
+const round = (req: ChatRequest) => req.messages.filter((m) => m.role === 'assistant').length;
+const firstUser = (req: ChatRequest) => req.messages.find((m) => m.role === 'user')?.content as string;
 // "write <key>": one non-idempotent write (which needs approval), then the tool message as the answer.
 const handler: Handler = (req) =>
   round(req) === 0
     ? { tool_calls: [{ name: 'crm__non_idempotent_write', arguments: { key: firstUser(req).slice('write '.length) } }] }
-    : { content: String(req.messages.at(-1).content) };
+    : { content: String(req.messages.at(-1)!.content) };
 
 let llm: ScriptedLlm;
 let crm: CrmMcpServer;
@@ -83,9 +84,9 @@ const post = async (input: string) => {
     body: JSON.stringify({ input, approval: { tools: ['crm__non_idempotent_write'] } }),
   });
   expect(res.status).toBe(202);
-  return (await res.json()).id as string;
+  return (await bodyOf<RunObject>(res)).id;
 };
-const get = async (path: string, at = 0): Promise<any> => (await fetch(`${api(at)}${path}`)).json();
+const get = async <P extends string>(path: P, at = 0): Promise<GetBody<P>> => bodyOf(await fetch(`${api(at)}${path}`));
 const respond = (url: string, runId: string, responses: unknown[]) =>
   fetch(`${url}/v1/runs/${runId}/actions`, {
     method: 'POST',
@@ -96,7 +97,7 @@ const waitingItem = (id: string) =>
   waitFor(
     async () => {
       const run = await get(`/v1/runs/${id}`);
-      return run.status === 'requires_action' ? run.required_action.items[0] : undefined;
+      return run.status === 'requires_action' ? run.required_action?.items[0] : undefined;
     },
     { what: `run ${id} to wait`, timeoutMs: 15_000 },
   );
@@ -114,7 +115,8 @@ const writesOf = (key: string) =>
   crm.calls.filter((c) => c.tool === 'non_idempotent_write' && c.args.key === key).length;
 
 describe('runs that wait, across crashes', () => {
-  it('kill -9 of every worker while 20 runs wait: answered from two API processes, every run ends, no rejected call ever runs', async () => {
+  it('kill -9 of every worker while 20 runs wait: ' +
+    'answered from two API processes, every run ends, no rejected call ever runs', async () => {
     const agent = await start('agent-worker');
     const tool = await start('tool-worker');
     const keys = Array.from({ length: 20 }, (_, i) => `crash-${i}-${randomBytes(2).toString('hex')}`);
@@ -138,10 +140,10 @@ describe('runs that wait, across crashes', () => {
     for (const [i, run] of runs.entries()) {
       expect(run.status, run.id).toBe('completed');
       if (i % 2 === 0) {
-        expect(JSON.parse(run.output.content)).toContain(keys[i]);
+        expect(JSON.parse(run.output!.content!)).toContain(keys[i]);
         expect(writesOf(keys[i]), keys[i]).toBe(1);
       } else {
-        expect(run.output.content).toBe('The user rejected this call: no');
+        expect(run.output?.content).toBe('The user rejected this call: no');
         expect(writesOf(keys[i]), keys[i]).toBe(0);
       }
     }
@@ -171,7 +173,7 @@ describe('runs that wait, across crashes', () => {
     for (let i = 0; i < n; i += 50) {
       await Promise.all(
         ids.slice(i, i + 50).map(async (id) => {
-          const [item] = (await get(`/v1/runs/${id}`)).required_action.items;
+          const [item] = (await get(`/v1/runs/${id}`)).required_action!.items;
           expect((await respond(api(i), id, [{ id: item.id, approve: false, reason: 'bulk' }])).status).toBe(200);
         }),
       );
@@ -196,14 +198,14 @@ describe('runs that wait, across crashes', () => {
       ]);
       expect([a.status, b.status].sort(), ids[i]).toEqual([200, 409]);
       const loser = a.status === 409 ? a : b;
-      expect((await loser.json()).error.code).toBe('action_resolved');
+      expect((await errorOf(loser)).code).toBe('action_resolved');
     }
     const runs = await ended(ids);
     for (const [i, run] of runs.entries()) {
-      const approved = run.output.content !== 'The user rejected this call: raced';
+      const approved = run.output?.content !== 'The user rejected this call: raced';
       // What the model saw and what the server did agree with the one decision stored.
       expect(writesOf(keys[i]), run.id).toBe(approved ? 1 : 0);
-      const decision = (await get(`/v1/runs/${run.id}/steps`)).data[0].tool_calls[0].approval.decision;
+      const decision = (await get(`/v1/runs/${run.id}/steps`)).data[0].tool_calls[0].approval?.decision;
       expect(decision).toBe(approved ? 'approved' : 'rejected');
     }
   }, 90_000);
@@ -231,7 +233,7 @@ describe('runs that wait, across crashes', () => {
     const [y, n] = await ended([yes, no]);
     expect(y.status).toBe('completed');
     expect(writesOf(approveKey)).toBe(1);
-    expect(n.output.content).toBe('The user rejected this call: after a crash');
+    expect(n.output?.content).toBe('The user rejected this call: after a crash');
     expect(writesOf(rejectKey)).toBe(0);
   }, 90_000);
 });

@@ -179,7 +179,7 @@ export async function askForResponse(
     case 'input': {
       show(`${style.bold('?')} ${item.question ?? ''} ${where}`);
       const choices = item.choices ?? [];
-      choices.forEach((c, i) => show(`  ${i + 1}) ${c}`));
+      for (const [i, c] of choices.entries()) show(`  ${i + 1}) ${c}`);
       for (;;) {
         const hint = choices.length ? 'a number picks a choice; ' : '';
         const answer = await ask(`  answer (${hint}Enter to answer later): `, 'answer', MAX_RESPONSE_CHARS);

@@ -54,7 +54,10 @@ export async function cmdActions(
         items = [];
         for await (const i of client.listAllActions({ status, limit })) items.push(i);
       } else ({ data: items, next } = await client.listActions({ status, limit, after: v.after }));
-      if (v.json) return (out(JSON.stringify({ data: items, next }, null, 2)), 0);
+      if (v.json) {
+        out(JSON.stringify({ data: items, next }, null, 2));
+        return 0;
+      }
       const rows = items.map((i) => [
         i.id,
         i.type,
@@ -92,7 +95,8 @@ export async function cmdActions(
     case 'answer': {
       if (!id || !rest.length)
         throw new UsageError(
-          'agentq actions answer takes a request id and the answer: agentq actions answer <action-id> <text…> ("-" reads stdin)',
+          'agentq actions answer takes a request id and the answer: ' +
+            'agentq actions answer <action-id> <text…> ("-" reads stdin)',
         );
       let text = rest.join(' ');
       // Only the final newline of piped text goes: a tool's output keeps its own spacing.

@@ -1,4 +1,4 @@
-import { parseArgs } from 'node:util';
+import type { parseArgs } from 'node:util';
 import type { Prompter } from './action-prompt.js';
 import { isTerminalStatus, type Run, type RunStatus } from './types.js';
 

@@ -72,22 +72,29 @@ Exit codes: 0 completed, 1 failed, 2 incomplete, 3 cancelled (for run, runs even
 Ctrl-C while waiting cancels the run; a second Ctrl-C quits at once.
 `;
 
+/** The command line's flags and positionals; a flag it does not know is a usage error. */
+function parseArgv(argv: string[]) {
+  try {
+    return parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
+
 /** The CLI: returns the exit code. `config` comes from loadCliConfig; flags override it. */
 export async function main(argv: string[], config: CliConfig, io: Io): Promise<number> {
   const style = styleFor(io.stdout, config.color);
   let baseUrl = config.url;
   try {
-    let parsed;
-    try {
-      parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
-    } catch (err) {
-      throw new UsageError((err as Error).message);
-    }
-    const { values: v, positionals } = parsed;
+    const { values: v, positionals } = parseArgv(argv);
     const [cmd, ...args] = positionals;
     if (v.help || !cmd || cmd === 'help') {
-      if (!cmd && !v.help) return (io.stderr.write(HELP), EXIT.usage);
-      return (io.stdout.write(HELP), 0);
+      if (!cmd && !v.help) {
+        io.stderr.write(HELP);
+        return EXIT.usage;
+      }
+      io.stdout.write(HELP);
+      return 0;
     }
     const badUrl = v.url === undefined ? null : urlProblem(v.url);
     if (badUrl) throw new UsageError(`--url ${badUrl} (got "${v.url}")`);

@@ -28,7 +28,10 @@ export async function cmdRuns(
         runs = [];
         for await (const r of client.listAllRuns({ status, limit })) runs.push(r);
       } else ({ data: runs, next } = await client.listRuns({ status, limit, after: v.after }));
-      if (v.json) return (out(JSON.stringify(v.all ? { data: runs, next: null } : { data: runs, next }, null, 2)), 0);
+      if (v.json) {
+        out(JSON.stringify(v.all ? { data: runs, next: null } : { data: runs, next }, null, 2));
+        return 0;
+      }
       const rows = runs.map((r) => [
         r.id,
         r.status,
@@ -48,7 +51,10 @@ export async function cmdRuns(
     }
     case 'get': {
       const run = await client.getRun(needId());
-      if (v.json) return (out(JSON.stringify(run, null, 2)), 0);
+      if (v.json) {
+        out(JSON.stringify(run, null, 2));
+        return 0;
+      }
       out(`${style.bold(run.id)} · ${run.model}${run.parent_run_id ? ` · sub-run of ${run.parent_run_id}` : ''}`);
       out(isTerminalStatus(run.status) ? summary(run, style) : `${run.status} · depth ${run.depth}/${run.max_depth}`);
       for (const item of run.required_action?.items ?? [])

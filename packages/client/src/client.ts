@@ -48,14 +48,20 @@ export interface StreamEventsOptions extends RequestOptions {
   lastEventId?: string;
   /** Reconnects in a row, without an event between them, before giving up. @defaultValue 10 */
   maxRetries?: number;
-  /** First pause before a reconnect (the server's `retry:` overrides it); doubles per failure, at most 5 s. @defaultValue 250 */
+  /**
+   * First pause before a reconnect (the server's `retry:` overrides it); doubles per failure, at most 5 s.
+   * @defaultValue 250
+   */
   retryDelayMs?: number;
   /** Called before each reconnect. */
   onReconnect?: (info: { attempt: number; lastEventId: string | undefined; error: unknown }) => void;
 }
 
 export interface WaitForReadyOptions extends RequestOptions {
-  /** Also wait until every one of these tools is offered (a tool-worker lists its MCP servers' tools once it has connected them). */
+  /**
+   * Also wait until every one of these tools is offered (a tool-worker lists its MCP servers' tools once it
+   * has connected them).
+   */
   tools?: string[];
   /** Give up (AgentqTimeoutError) after this long. @defaultValue 30000 */
   timeoutMs?: number;

@@ -3,7 +3,10 @@ import { AgentqApiError } from './errors.js';
 // Statuses worth another try of a read: the service is overloaded or briefly without Redis.
 const TRANSIENT = new Set([429, 502, 503, 504]);
 
-/** True for an error that may go away by itself: a 429/5xx above, or fetch's TypeError for a dropped or refused connection. */
+/**
+ * True for an error that may go away by itself: a 429/5xx above, or fetch's TypeError for a dropped or
+ * refused connection.
+ */
 export const isTransient = (err: unknown): boolean =>
   err instanceof AgentqApiError ? TRANSIENT.has(err.status) : err instanceof TypeError;
 

@@ -44,8 +44,10 @@ export function describeAction(item: ActionItem): string {
       return `approve ${item.name} ${clip(item.arguments)}`;
     case 'client_tool':
       return `client tool ${item.name} ${clip(item.arguments)}`;
-    default:
-      return `question: ${clip(oneLine(item.question ?? ''))}${item.choices?.length ? ` (${clip(item.choices.join(' | '), 80)})` : ''}`;
+    default: {
+      const choices = item.choices?.length ? ` (${clip(item.choices.join(' | '), 80)})` : '';
+      return `question: ${clip(oneLine(item.question ?? ''))}${choices}`;
+    }
   }
 }
 
@@ -75,18 +77,19 @@ export function progressPrinter(write: (line: string) => void, opts: ProgressOpt
       case 'run.started':
         write(style.dim('started'));
         break;
-      case 'step.started':
+      case 'step.started': {
         stepStarted.set(e.data.depth, when(e));
-        write(
-          `${style.bold(`step ${e.data.depth}`)} ${style.dim(`· ${e.data.model}${e.data.tools_disabled ? ' · tools disabled (budget reached)' : ''}`)}`,
-        );
+        const disabled = e.data.tools_disabled ? ' · tools disabled (budget reached)' : '';
+        write(`${style.bold(`step ${e.data.depth}`)} ${style.dim(`· ${e.data.model}${disabled}`)}`);
         break;
+      }
       case 'step.completed': {
         const started = stepStarted.get(e.data.depth);
         const u = e.data.usage;
         const what = e.data.tool_calls.length ? plural(e.data.tool_calls.length, 'tool call') : 'answer';
+        const took = started ? ` · ${ms(when(e) - started)}` : '';
         write(
-          `  ${style.dim(`${what} · ${u.total_tokens} tokens (${u.prompt_tokens} + ${u.completion_tokens})${started ? ` · ${ms(when(e) - started)}` : ''}`)}`,
+          `  ${style.dim(`${what} · ${u.total_tokens} tokens (${u.prompt_tokens} + ${u.completion_tokens})${took}`)}`,
         );
         for (const t of e.data.tool_calls) {
           toolNames.set(t.id, t.name);
@@ -97,33 +100,30 @@ export function progressPrinter(write: (line: string) => void, opts: ProgressOpt
       case 'tool.started':
         if (e.data.attempt > 1) write(`  ↻ ${e.data.name} ${style.dim(`attempt ${e.data.attempt}`)}`);
         break;
-      case 'tool.completed':
-        write(
-          `  ${e.data.is_error ? style.bad('✗') : style.ok('✓')} ${e.data.name} ${style.dim(`${ms(e.data.duration_ms)}${e.data.is_error ? ' · error' : ''}`)}`,
-        );
+      case 'tool.completed': {
+        const mark = e.data.is_error ? style.bad('✗') : style.ok('✓');
+        write(`  ${mark} ${e.data.name} ${style.dim(`${ms(e.data.duration_ms)}${e.data.is_error ? ' · error' : ''}`)}`);
         if (opts.toolOutputs) write(`    ${style.dim(clip(oneLine(e.data.output), 160))}`);
         break;
-      case 'subrun.started':
-        write(
-          `  ↳ sub-run ${e.data.run_id} ${style.dim(`started by ${toolNames.get(e.data.tool_call_id) ?? 'a tool call'}`)}`,
-        );
+      }
+      case 'subrun.started': {
+        const by = toolNames.get(e.data.tool_call_id) ?? 'a tool call';
+        write(`  ↳ sub-run ${e.data.run_id} ${style.dim(`started by ${by}`)}`);
         break;
+      }
       case 'subrun.completed':
-        write(
-          `  ↳ sub-run ${e.data.run_id} ${e.data.status === 'completed' ? style.ok(e.data.status) : style.bad(e.data.status)}`,
-        );
+        write(`  ↳ sub-run ${e.data.run_id} ${(e.data.status === 'completed' ? style.ok : style.bad)(e.data.status)}`);
         break;
       case 'action.required':
-        for (const item of e.data.items)
-          write(
-            `  ⏸ ${describeAction(item)} ${style.dim(`· ${item.id}${item.expires_at ? ` · expires ${item.expires_at}` : ''}`)}`,
-          );
+        for (const item of e.data.items) {
+          const expires = item.expires_at ? ` · expires ${item.expires_at}` : '';
+          write(`  ⏸ ${describeAction(item)} ${style.dim(`· ${item.id}${expires}`)}`);
+        }
         break;
       case 'action.resolved': {
         const yes = e.data.decision === 'approved' || e.data.decision === 'answered';
-        write(
-          `  ${yes ? style.ok('✓') : style.bad('✗')} ${e.data.id} ${yes ? style.ok(e.data.decision) : style.bad(e.data.decision)}`,
-        );
+        const shown = yes ? style.ok : style.bad;
+        write(`  ${shown(yes ? '✓' : '✗')} ${e.data.id} ${shown(e.data.decision)}`);
         break;
       }
       case 'run.completed':

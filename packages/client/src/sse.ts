@@ -55,10 +55,8 @@ export async function* parseSse(body: ReadableStream<Uint8Array>): AsyncGenerato
       }
       buf += value;
       // A CR at the very end may be the first half of a CRLF: wait for the next chunk.
-      let m: RegExpExecArray | null;
-      const re = /\r\n|\n|\r(?!$)/g;
       let start = 0;
-      while ((m = re.exec(buf))) {
+      for (const m of buf.matchAll(/\r\n|\n|\r(?!$)/g)) {
         const msg = line(buf.slice(start, m.index));
         start = m.index + m[0].length;
         if (msg) yield msg;

@@ -123,7 +123,10 @@ export interface AnswerResponse {
   id: string;
   answer: string;
 }
-/** One response of `POST /v1/runs/:id/actions`: an approval takes `approve`, a client tool `output`, a question `answer`. */
+/**
+ * One response of `POST /v1/runs/:id/actions`: an approval takes `approve`, a client tool `output`, a
+ * question `answer`.
+ */
 export type ActionResponse =
   | ApproveResponse
   | ApproveEditedResponse

@@ -8,7 +8,10 @@ import type { ActionItem, ActionResponse } from './types.js';
 export function howToAnswer(item: ActionItem): string {
   switch (item.type) {
     case 'approval':
-      return `agentq actions approve ${item.id} [--arguments '<json>']  or  agentq actions reject ${item.id} [--reason '<why>']`;
+      return (
+        `agentq actions approve ${item.id} [--arguments '<json>']` +
+        `  or  agentq actions reject ${item.id} [--reason '<why>']`
+      );
     case 'client_tool':
       return `agentq actions answer ${item.id} '<the output>'`;
     default:

@@ -5,14 +5,14 @@
 import { describe, expect, it } from 'vitest';
 import type { z } from 'zod';
 import {
-  actionItemSchema,
+  type actionItemSchema,
   actionResponseSchema,
-  listActionsQuerySchema,
+  type listActionsQuerySchema,
   MAX_RESPONSE_CHARS as SERVER_MAX_RESPONSE_CHARS,
-  runEventDataSchemas,
-  runObjectSchema,
-  stepToolCallSchema,
-  webhookPayloadSchema,
+  type runEventDataSchemas,
+  type runObjectSchema,
+  type stepToolCallSchema,
+  type webhookPayloadSchema,
   type ActionDecisionKind,
   type Known,
   type RunStatus as ServerRunStatus,

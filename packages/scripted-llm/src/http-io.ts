@@ -29,13 +29,18 @@ function defaultType(status: number): string {
   return 'invalid_request_error';
 }
 
+/** The OpenAI-style body of an error answer. */
+export interface ErrorBody {
+  error: { message: string; type: string; param: null; code: string | null };
+}
+
 /** Send an OpenAI-style `{ error: { message, type, param, code } }` response. */
 export function sendError(
   res: ServerResponse,
   status: number,
   e: { message?: string; type?: string; code?: string | null; headers?: Record<string, string> } = {},
 ): void {
-  const error = {
+  const error: ErrorBody['error'] = {
     message: e.message ?? `${status} ${STATUS_CODES[status] ?? 'Error'}`,
     type: e.type ?? defaultType(status),
     param: null,

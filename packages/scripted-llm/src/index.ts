@@ -1,5 +1,9 @@
 export type {
+  ChatContentPart,
+  ChatMessage,
   ChatRequest,
+  ChatTool,
+  ChatToolCall,
   DropReply,
   ErrorReply,
   Handler,

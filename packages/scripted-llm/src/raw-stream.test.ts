@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startScriptedLlm, type ScriptedLlm } from './index.js';
+import type { ErrorBody } from './http-io.js';
 
 let llm: ScriptedLlm;
 const chunks = [{ choices: [{ index: 0, delta: { tool_calls: [{ index: '__proto__' }] } }] }, { not: 'even a chunk' }];
@@ -26,6 +27,6 @@ describe('a scripted raw stream', () => {
   it('is refused for a request that does not stream', async () => {
     const res = await post(false);
     expect(res.status).toBe(400);
-    expect(((await res.json()) as any).error.code).toBe('raw_needs_stream');
+    expect(((await res.json()) as ErrorBody).error.code).toBe('raw_needs_stream');
   });
 });

@@ -1,8 +1,8 @@
 import { textOf } from './message-text.js';
-import type { ChatRequest } from './types.js';
+import type { ChatMessage, ChatRequest } from './types.js';
 
 /** The last message of a request. */
-export function lastMessage(req: ChatRequest): any {
+export function lastMessage(req: ChatRequest): ChatMessage | undefined {
   return req.messages[req.messages.length - 1];
 }
 

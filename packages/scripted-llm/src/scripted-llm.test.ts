@@ -1,6 +1,7 @@
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startScriptedLlm, toolResults, userText, type Handler, type ScriptedLlm } from './index.js';
+import type { ErrorBody } from './http-io.js';
 
 let llm: ScriptedLlm | undefined;
 afterEach(async () => {
@@ -58,7 +59,8 @@ describe('scripted LLM server', () => {
     let finish: string | null = null;
     for await (const c of stream) {
       for (const d of c.choices[0]?.delta.tool_calls ?? []) {
-        const call = (calls[d.index] ??= { args: '', pieces: 0 });
+        calls[d.index] ??= { args: '', pieces: 0 };
+        const call = calls[d.index];
         if (d.id) call.id = d.id;
         if (d.function?.name) call.name = d.function.name;
         if (d.function?.arguments) {
@@ -174,11 +176,14 @@ describe('scripted LLM server', () => {
 
     const missing = await fetch(`${llm.baseURL}/nope`);
     expect(missing.status).toBe(404);
-    expect(((await missing.json()) as any).error.type).toBe('not_found_error');
+    expect(((await missing.json()) as ErrorBody).error.type).toBe('not_found_error');
 
     const bad = await fetch(`${llm.baseURL}/chat/completions`, { method: 'POST', body: '{not json' });
     expect(bad.status).toBe(400);
-    expect(((await bad.json()) as any).error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_json' });
+    expect(((await bad.json()) as ErrorBody).error).toMatchObject({
+      type: 'invalid_request_error',
+      code: 'invalid_json',
+    });
     expect(llm.requests).toHaveLength(0);
   });
 });

@@ -1,8 +1,38 @@
+/** A part of a message's content given as an array (text parts carry `text`). */
+export interface ChatContentPart {
+  type: string;
+  text?: string;
+  [k: string]: unknown;
+}
+
+/** A tool call of an assistant message, in the OpenAI chat format. */
+export interface ChatToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+/** One message of a request, in the OpenAI chat format (the server checks only that `messages` is an array). */
+export interface ChatMessage {
+  role: 'system' | 'developer' | 'user' | 'assistant' | 'tool';
+  content?: string | ChatContentPart[] | null;
+  tool_calls?: ChatToolCall[];
+  tool_call_id?: string;
+  name?: string;
+  [k: string]: unknown;
+}
+
+/** A tool offered in a request. */
+export interface ChatTool {
+  type: 'function';
+  function: { name: string; description?: string; parameters?: unknown; [k: string]: unknown };
+}
+
 /** The body of a chat-completions request as the server received it. */
 export interface ChatRequest {
   model: string;
-  messages: any[];
-  tools?: any[];
+  messages: ChatMessage[];
+  tools?: ChatTool[];
   tool_choice?: unknown;
   stream?: boolean;
   stream_options?: { include_usage?: boolean };
@@ -64,7 +94,10 @@ export interface HangReply {
 /** What a handler tells the server to do with one request. */
 export type Reply = TextReply | ToolCallReply | ErrorReply | DropReply | HangReply | RawStreamReply;
 
-/** Decides the reply to each request; `callIndex` counts requests from 0 and `signal` aborts when the client goes away. */
+/**
+ * Decides the reply to each request; `callIndex` counts requests from 0 and `signal` aborts when the client
+ * goes away.
+ */
 export type Handler = (req: ChatRequest, ctx: { callIndex: number; signal: AbortSignal }) => Reply | Promise<Reply>;
 
 /** A running scripted server. */

@@ -1,5 +1,5 @@
 import { textOf } from './message-text.js';
-import type { Usage } from './types.js';
+import type { ChatMessage, Usage } from './types.js';
 
 /** A tool call as it leaves the server: id assigned, arguments already a string. */
 export interface OutgoingToolCall {
@@ -11,8 +11,8 @@ export interface OutgoingToolCall {
 // Roughly four characters a token: crude, but deterministic, which is what tests and benchmarks need.
 const tokens = (chars: number) => Math.ceil(chars / 4);
 
-function messageChars(message: any): number {
-  const calls: any[] = Array.isArray(message?.tool_calls) ? message.tool_calls : [];
+function messageChars(message: ChatMessage): number {
+  const calls = Array.isArray(message?.tool_calls) ? message.tool_calls : [];
   return calls.reduce(
     (n, c) => n + String(c?.function?.name ?? '').length + String(c?.function?.arguments ?? '').length,
     textOf(message?.content).length,
@@ -21,7 +21,7 @@ function messageChars(message: any): number {
 
 /** Usage for one answer: the reply's own figures where given, otherwise estimated from characters. */
 export function estimateUsage(
-  messages: any[],
+  messages: ChatMessage[],
   content: string | null,
   toolCalls: OutgoingToolCall[],
   given: Partial<Usage> = {},

@@ -25,13 +25,15 @@ export const SUBAGENT_TOOLS: BuiltinTool[] = [
   {
     name: 'agent_query',
     description:
-      "Hand a self-contained subtask to a sub-agent with a fresh, isolated context (it does not see this conversation). Returns the sub-agent's final answer.",
+      'Hand a self-contained subtask to a sub-agent with a fresh, ' +
+      "isolated context (it does not see this conversation). Returns the sub-agent's final answer.",
     parameters: promptItem,
   },
   {
     name: 'agent_query_batch',
     description:
-      'Run several independent subtasks in parallel, one sub-agent each. Returns a JSON array of their answers, in prompt order.',
+      'Run several independent subtasks in parallel, one sub-agent each. ' +
+      'Returns a JSON array of their answers, in prompt order.',
     parameters: {
       type: 'object',
       properties: { prompts: { type: 'array', items: { anyOf: [{ type: 'string' }, promptItem] }, minItems: 1 } },
@@ -76,7 +78,8 @@ export const CONTEXT_TOOLS: BuiltinTool[] = [
   {
     name: 'context_chunks',
     description:
-      'Split the context into fixed windows of max_chars characters overlapping by overlap_chars; returns chunk ids to pass as context_chunk to agent_query / agent_query_batch.',
+      'Split the context into fixed windows of max_chars characters overlapping by overlap_chars; ' +
+      'returns chunk ids to pass as context_chunk to agent_query / agent_query_batch.',
     parameters: {
       type: 'object',
       properties: {
@@ -94,7 +97,8 @@ export const CONTEXT_TOOLS: BuiltinTool[] = [
 export const ASK_HUMAN_TOOL: BuiltinTool = {
   name: 'ask_human',
   description:
-    'Ask the user a question and wait for the answer (which may take a long time). Use it when only the user can tell you something; give choices when the answer is one of a few.',
+    'Ask the user a question and wait for the answer (which may take a long time). ' +
+    'Use it when only the user can tell you something; give choices when the answer is one of a few.',
   parameters: {
     type: 'object',
     properties: {

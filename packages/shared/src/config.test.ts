@@ -164,13 +164,17 @@ describe.each([
 });
 
 describe('the tool-worker configuration of signed links', () => {
-  it('takes ACTION_LINK_SECRET (for the links in its webhooks) and PUBLIC_URL, and refuses a short secret without echoing it', () => {
-    expect(
-      loadToolWorkerConfig({ ACTION_LINK_SECRET: 's'.repeat(40), PUBLIC_URL: 'http://10.0.0.5:3000' }),
-    ).toMatchObject({ ACTION_LINK_SECRET: 's'.repeat(40), PUBLIC_URL: 'http://10.0.0.5:3000' });
-    const p = problems(() => loadToolWorkerConfig({ ACTION_LINK_SECRET: 'tooshort-secret' }));
-    expect(p).toHaveLength(1);
-    expect(p[0]).toMatch(/^ACTION_LINK_SECRET: must be at least 32 characters/);
-    expect(p[0]).not.toContain('tooshort-secret');
-  });
+  it(
+    'takes ACTION_LINK_SECRET (for the links in its webhooks) ' +
+      'and PUBLIC_URL, and refuses a short secret without echoing it',
+    () => {
+      expect(
+        loadToolWorkerConfig({ ACTION_LINK_SECRET: 's'.repeat(40), PUBLIC_URL: 'http://10.0.0.5:3000' }),
+      ).toMatchObject({ ACTION_LINK_SECRET: 's'.repeat(40), PUBLIC_URL: 'http://10.0.0.5:3000' });
+      const p = problems(() => loadToolWorkerConfig({ ACTION_LINK_SECRET: 'tooshort-secret' }));
+      expect(p).toHaveLength(1);
+      expect(p[0]).toMatch(/^ACTION_LINK_SECRET: must be at least 32 characters/);
+      expect(p[0]).not.toContain('tooshort-secret');
+    },
+  );
 });

@@ -110,7 +110,10 @@ describe('boundedDnsResolver', () => {
   });
 });
 
-/** A system lookup under the test's control: records each call; answers `answers[host]`, never answers other names until released. */
+/**
+ * A system lookup under the test's control: records each call; answers `answers[host]`, never answers other
+ * names until released.
+ */
 function heldLookup(answers: Record<string, LookupAddress[]>) {
   const calls: string[] = [];
   const held: Array<() => void> = [];
@@ -183,7 +186,8 @@ describe('privateNetworkResolver (WEBHOOK_ALLOW_PRIVATE)', () => {
     hostsPath = join(dir, 'hosts');
     writeFileSync(
       hostsPath,
-      '# a hosts file\n10.9.9.9  listed.example listed   # overrides DNS\nfe80::1 listed.example\nnot-an-address nowhere.example\n',
+      '# a hosts file\n10.9.9.9  listed.example listed   # overrides DNS\n' +
+        'fe80::1 listed.example\nnot-an-address nowhere.example\n',
     );
   });
   afterAll(() => {

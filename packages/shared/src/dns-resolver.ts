@@ -152,10 +152,14 @@ export function hostsFileLookup(path = '/etc/hosts') {
     return next;
   };
   return async (host: string): Promise<LookupAddress[]> => {
-    const fresh =
-      table && Date.now() - readAt < HOSTS_FILE_MAX_AGE_MS
-        ? table
-        : await (reading ??= load().finally(() => (reading = null)));
+    let fresh = table;
+    if (!fresh || Date.now() - readAt >= HOSTS_FILE_MAX_AGE_MS) {
+      // One read at a time: lookups while the file is read wait for that read.
+      reading ??= load().finally(() => {
+        reading = null;
+      });
+      fresh = await reading;
+    }
     return fresh.get(host.toLowerCase().replace(/\.$/, '')) ?? [];
   };
 }

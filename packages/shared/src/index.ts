@@ -6,7 +6,6 @@ export * from './redis.js';
 export * from './redis-url.js';
 export * from './redis-reachable.js';
 export * from './write-bursts.js';
-export * from './sized-lru.js';
 export * from './schemas/message.js';
 export * from './schemas/usage.js';
 export * from './schemas/run.js';

@@ -48,7 +48,15 @@ describe('createLogger', () => {
       },
       'with secrets',
     );
-    const line = lines[0] as any;
+    // The fields logged above, as they come out.
+    const line = lines[0] as {
+      apiKey: unknown;
+      webhook: unknown;
+      spec: { webhook: { secret: unknown } };
+      headers: { authorization: unknown };
+      cfg: unknown;
+      server: unknown;
+    };
     const text = JSON.stringify(line);
     for (const secret of [
       'sk-live-1',
@@ -88,11 +96,19 @@ describe('createLogger', () => {
 describe('lazyChild', () => {
   it('makes no child for levels that are off, and logs with its bindings when on', () => {
     const lines: string[] = [];
-    const dest = new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) });
+    const dest = new Writable({
+      write: (c, _e, cb) => {
+        lines.push(String(c));
+        cb();
+      },
+    });
     const logger = createLogger({ service: 't', level: 'warn', destination: dest });
     let made = 0;
     const orig = logger.child.bind(logger);
-    logger.child = ((b: Record<string, unknown>) => (made++, orig(b))) as typeof logger.child;
+    logger.child = ((b: Record<string, unknown>) => {
+      made++;
+      return orig(b);
+    }) as typeof logger.child;
     const log = lazyChild(logger, { run_id: 'run_x', depth: 2 });
     log.debug('quiet');
     log.info('quiet too');

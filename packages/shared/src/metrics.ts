@@ -48,6 +48,8 @@ export function createMetrics(opts: {
   mcpAnswersInFlight?: () => { held: number; readers: number };
   /** An API process's large answers not yet sent and its event streams, read at each scrape. */
   responsesInFlight?: () => { held: number; waiting: number; streams: number };
+  /** An API process's request bodies let in and not yet answered, read at each scrape. */
+  bodiesInFlight?: () => number;
 }): AgentqMetrics {
   const registry = new Registry();
   registry.setDefaultLabels({ service: opts.service });
@@ -87,7 +89,9 @@ export function createMetrics(opts: {
   if (responses) {
     new Gauge({
       name: 'agentq_response_bytes_in_flight',
-      help: 'Bytes of large answers and events (64 KB and over) the API holds until their clients take them (bounded by MAX_RESPONSES_IN_FLIGHT_BYTES)',
+      help:
+        'Bytes of large answers and events (64 KB and over) ' +
+        'the API holds until their clients take them (bounded by MAX_RESPONSES_IN_FLIGHT_BYTES)',
       registers,
       collect() {
         this.set(responses().held);
@@ -95,7 +99,9 @@ export function createMetrics(opts: {
     });
     new Gauge({
       name: 'agentq_event_streams_waiting_for_room',
-      help: "Event streams and run lists waiting for room in MAX_RESPONSES_IN_FLIGHT_BYTES (or in their key's half of it) to write a large event or batch of runs",
+      help:
+        'Event streams and run lists waiting for room in MAX_RESPONSES_IN_FLIGHT_BYTES ' +
+        "(or in their key's half of it) to write a large event or batch of runs",
       registers,
       collect() {
         this.set(responses().waiting);
@@ -107,6 +113,17 @@ export function createMetrics(opts: {
       registers,
       collect() {
         this.set(responses().streams);
+      },
+    });
+  }
+  const bodies = opts.bodiesInFlight;
+  if (bodies) {
+    new Gauge({
+      name: 'agentq_request_body_bytes_in_flight',
+      help: 'Bytes of request bodies the API has let in and not yet answered (bounded by MAX_BODIES_IN_FLIGHT_BYTES)',
+      registers,
+      collect() {
+        this.set(bodies());
       },
     });
   }
@@ -151,7 +168,9 @@ export function createMetrics(opts: {
     }),
     toolCalls: new Counter({
       name: 'agentq_tool_calls_total',
-      help: 'Tool calls by result: outcome ok, error (an error result the model sees) or timeout; kind the precise outcome (ok, tool_error, refused, unknown_outcome, …)',
+      help:
+        'Tool calls by result: outcome ok, error (an error result the model sees) or timeout; ' +
+        'kind the precise outcome (ok, tool_error, refused, unknown_outcome, …)',
       labelNames: ['tool', 'outcome', 'kind'],
       registers,
     }),
@@ -184,7 +203,9 @@ export function createMetrics(opts: {
     }),
     webhookDeliveries: new Counter({
       name: 'agentq_webhook_deliveries_total',
-      help: 'Webhook delivery attempts: delivered (2xx), retrying (failed, another attempt scheduled) or failed (no more attempts)',
+      help:
+        'Webhook delivery attempts: delivered (2xx), retrying (failed, ' +
+        'another attempt scheduled) or failed (no more attempts)',
       labelNames: ['outcome'],
       registers,
     }),
@@ -200,7 +221,9 @@ function queueDepthGauge(
 ): Gauge<'queue' | 'state'> {
   return new Gauge({
     name: 'agentq_queue_jobs',
-    help: 'Jobs in a queue by state, read from Redis on each scrape (the same value from every process: aggregate with max)',
+    help:
+      'Jobs in a queue by state, read from Redis on each scrape ' +
+      '(the same value from every process: aggregate with max)',
     labelNames: ['queue', 'state'],
     registers,
     async collect() {

@@ -50,7 +50,8 @@ export class NonPublicAddressError extends FatalError {
     readonly address: string,
   ) {
     super(
-      `${host === address ? 'the address' : `host "${host}" resolves to`} ${address}, which is not a public address; set WEBHOOK_ALLOW_PRIVATE=true to allow it`,
+      `${host === address ? 'the address' : `host "${host}" resolves to`} ${address}, ` +
+        `which is not a public address; set WEBHOOK_ALLOW_PRIVATE=true to allow it`,
       'non_public_address',
     );
   }

@@ -41,13 +41,19 @@ export function redisProblem(error: unknown, url = ''): string {
   if (/^NOPERM/.test(message))
     return `the user in REDIS_URL may not run what agentq needs (${message}); grant it with ACL SETUSER`;
   if (UNTRUSTED.has(code))
-    return `the TLS certificate of Redis is not trusted (${message}); for a private CA, set NODE_EXTRA_CA_CERTS to its PEM file`;
+    return (
+      `the TLS certificate of Redis is not trusted (${message}); ` +
+      `for a private CA, set NODE_EXTRA_CA_CERTS to its PEM file`
+    );
   if (code === 'CERT_HAS_EXPIRED' || code === 'CERT_NOT_YET_VALID')
     return `the TLS certificate of Redis is not valid now (${message})`;
   if (code === 'ERR_TLS_CERT_ALTNAME_INVALID')
     return `the TLS certificate of Redis does not name the host in REDIS_URL (${message})`;
   if (/certificate required/.test(message))
-    return `Redis wants a client certificate, which agentq does not send (${message}); set tls-auth-clients to no or optional`;
+    return (
+      `Redis wants a client certificate, which agentq does not send (${message}); ` +
+      `set tls-auth-clients to no or optional`
+    );
   if (code === 'EPROTO' || /wrong version number|packet length too long/.test(message)) {
     return `TLS failed (${message})${tlsUrl ? ': is that port a TLS port? rediss:// speaks TLS' : ''}`;
   }
@@ -151,7 +157,9 @@ export async function untilRedisAnswers(
       if (!ping) {
         const p = client.ping();
         ping = p;
-        p.catch(() => {}).finally(() => ping === p && (ping = undefined));
+        p.catch(() => {}).finally(() => {
+          if (ping === p) ping = undefined;
+        });
       }
       const errored = new Promise<never>((_, reject) => (onError = () => reject(new Error('connection error'))));
       errored.catch(() => {});

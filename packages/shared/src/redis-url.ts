@@ -30,13 +30,17 @@ export function redactUrl(url: string): string {
   return url.replace(/\/\/.*@/, '//***@').replace(/(sentinel_password=)[^&#]*/gi, '$1***');
 }
 
-/** A percent-encoded part of a URL, decoded; an error that names the part (never its value) if it is not valid percent-encoding. */
+/**
+ * A percent-encoded part of a URL, decoded; an error that names the part (never its value) if it is not valid
+ * percent-encoding.
+ */
 function decoded(part: string, what: string): string {
   try {
     return decodeURIComponent(part);
   } catch {
     throw new Error(
-      `the ${what} in the URL is not valid percent-encoding: write a % in it as %25 (and an @ / : ? # as %40 %2F %3A %3F %23)`,
+      `the ${what} in the URL is not valid percent-encoding: ` +
+        `write a % in it as %25 (and an @ / : ? # as %40 %2F %3A %3F %23)`,
     );
   }
 }

@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { SseReader, type SseEvent } from './sse-reader.js';
 
-/** Every event of `text` (a string, or bytes) fed to one reader in the pieces `cuts` (byte offsets) make, then its end. */
+/**
+ * Every event of `text` (a string, or bytes) fed to one reader in the pieces `cuts` (byte offsets) make, then
+ * its end.
+ */
 function read(text: string | Buffer, cuts: number[] = []): SseEvent[] {
   const bytes = typeof text === 'string' ? Buffer.from(text, 'utf8') : text;
   const reader = new SseReader();
@@ -39,17 +42,21 @@ describe('SseReader', () => {
     ]);
   });
 
-  it('a blank line without data is no event; an event the stream ends in without its blank line (or its line end) still is', () => {
-    expect(read('\n\nevent: ping\n\ndata: whole\n\ndata: last')).toEqual([
-      { event: undefined, data: 'whole' },
-      { event: undefined, data: 'last' },
-    ]);
-    expect(read('data: a\n\ndata: b\n')).toEqual([
-      { event: undefined, data: 'a' },
-      { event: undefined, data: 'b' },
-    ]);
-    expect(read('data: a\n\n')).toEqual([{ event: undefined, data: 'a' }]);
-  });
+  it(
+    'a blank line without data is no event; an event the stream ' +
+      'ends in without its blank line (or its line end) still is',
+    () => {
+      expect(read('\n\nevent: ping\n\ndata: whole\n\ndata: last')).toEqual([
+        { event: undefined, data: 'whole' },
+        { event: undefined, data: 'last' },
+      ]);
+      expect(read('data: a\n\ndata: b\n')).toEqual([
+        { event: undefined, data: 'a' },
+        { event: undefined, data: 'b' },
+      ]);
+      expect(read('data: a\n\n')).toEqual([{ event: undefined, data: 'a' }]);
+    },
+  );
 
   it('drops a byte order mark that starts the stream', () => {
     expect(read(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('data: first\n\n')]))).toEqual([
@@ -57,22 +64,26 @@ describe('SseReader', () => {
     ]);
   });
 
-  it('reads the same events whichever bytes the chunks end at: inside a line, between \\r and \\n, inside a UTF-8 character', () => {
-    const text = 'data: {"content":"héllo ✓ 🙂"}\r\n\r\ndata: [DONE]\r\n\r\n';
-    const whole = read(text);
-    expect(whole).toEqual([
-      { event: undefined, data: '{"content":"héllo ✓ 🙂"}' },
-      { event: undefined, data: '[DONE]' },
-    ]);
-    const length = Buffer.byteLength(text);
-    for (let cut = 1; cut < length; cut++) expect(read(text, [cut])).toEqual(whole);
-    // Every byte a chunk of its own, and an empty chunk between \r and \n.
-    expect(
-      read(
-        text,
-        Array.from({ length: length - 1 }, (_, i) => i + 1),
-      ),
-    ).toEqual(whole);
-    expect(read('data: a\r\ndata: b\r\n\r\n', [8, 8])).toEqual([{ event: undefined, data: 'a\nb' }]);
-  });
+  it(
+    'reads the same events whichever bytes the chunks end at: ' +
+      'inside a line, between \\r and \\n, inside a UTF-8 character',
+    () => {
+      const text = 'data: {"content":"héllo ✓ 🙂"}\r\n\r\ndata: [DONE]\r\n\r\n';
+      const whole = read(text);
+      expect(whole).toEqual([
+        { event: undefined, data: '{"content":"héllo ✓ 🙂"}' },
+        { event: undefined, data: '[DONE]' },
+      ]);
+      const length = Buffer.byteLength(text);
+      for (let cut = 1; cut < length; cut++) expect(read(text, [cut])).toEqual(whole);
+      // Every byte a chunk of its own, and an empty chunk between \r and \n.
+      expect(
+        read(
+          text,
+          Array.from({ length: length - 1 }, (_, i) => i + 1),
+        ),
+      ).toEqual(whole);
+      expect(read('data: a\r\ndata: b\r\n\r\n', [8, 8])).toEqual([{ event: undefined, data: 'a\nb' }]);
+    },
+  );
 });

@@ -37,7 +37,7 @@ afterAll(async () => {
   await llm?.close();
   // Were the accumulator ever to write through a provider's index again, do not let it poison
   // the rest of this process's tests.
-  for (const k of ['id', 'name', 'arguments']) delete (Array.prototype as any)[k];
+  for (const k of ['id', 'name', 'arguments']) delete (Array.prototype as unknown as Record<string, unknown>)[k];
 });
 
 const req: ModelRequest = {
@@ -158,7 +158,8 @@ describe('the event stream itself', () => {
   it('is read with CRLF line ends and comments between its events', async () => {
     const data = (c: object) => `data: ${JSON.stringify(c)}\r\n\r\n`;
     const res = await callRaw(
-      `: processing\r\n\r\n${data(chunk({ role: 'assistant', content: '' }))}${data(chunk({ content: 'héllo ' }))}: still here\r\n\r\n${data(chunk({ content: '✓' }))}${data(chunk({}, 'stop'))}data: [DONE]\r\n\r\n`,
+      `: processing\r\n\r\n${data(chunk({ role: 'assistant', content: '' }))}${data(chunk({ content: 'héllo ' }))}` +
+        `: still here\r\n\r\n${data(chunk({ content: '✓' }))}${data(chunk({}, 'stop'))}data: [DONE]\r\n\r\n`,
     );
     expect(res.message.content).toBe('héllo ✓');
     expect(res.finishReason).toBe('stop');
@@ -178,35 +179,44 @@ describe('the event stream itself', () => {
     });
   });
 
-  it("an error in its data that says it is the request's (a 4xx status, invalid_request_error) fails the run as that answer would", async () => {
-    const refused = await call({ rawChunks: [{ error: { message: 'prompt too long for this model', code: 400 } }] });
-    expect(refused).toBeInstanceOf(FatalError);
-    expect(refused).toMatchObject({ code: 'context_length_exceeded' });
-    const invalid = await call({
-      rawChunks: [{ error: { message: 'tools[0] is invalid', type: 'invalid_request_error' } }],
-    });
-    expect(invalid).toMatchObject({
-      code: 'model_bad_request',
-      message: expect.stringContaining('tools[0] is invalid'),
-    });
-  });
+  it(
+    "an error in its data that says it is the request's (a 4xx status, " +
+      'invalid_request_error) fails the run as that answer would',
+    async () => {
+      const refused = await call({ rawChunks: [{ error: { message: 'prompt too long for this model', code: 400 } }] });
+      expect(refused).toBeInstanceOf(FatalError);
+      expect(refused).toMatchObject({ code: 'context_length_exceeded' });
+      const invalid = await call({
+        rawChunks: [{ error: { message: 'tools[0] is invalid', type: 'invalid_request_error' } }],
+      });
+      expect(invalid).toMatchObject({
+        code: 'model_bad_request',
+        message: expect.stringContaining('tools[0] is invalid'),
+      });
+    },
+  );
 
-  it('an `event: error` is an error whatever its data, and an answer the stream ends in without a blank line or [DONE] is whole', async () => {
-    const data = (c: object) => `data: ${JSON.stringify(c)}\n\n`;
-    expect(
-      await callRaw(
-        `${data(chunk({ role: 'assistant', content: '' }))}event: error\ndata: {"message":"stream reset by the upstream"}\n\n`,
-      ),
-    ).toMatchObject({
-      code: 'model_unavailable',
-      message: expect.stringContaining('stream reset by the upstream'),
-    });
-    const res = await callRaw(
-      `${data(chunk({ role: 'assistant', content: 'hi' }))}data: ${JSON.stringify(chunk({}, 'stop'))}\n`,
-    );
-    expect(res.message.content).toBe('hi');
-    expect(res.finishReason).toBe('stop');
-  });
+  it(
+    'an `event: error` is an error whatever its data, ' +
+      'and an answer the stream ends in without a blank line or [DONE] is whole',
+    async () => {
+      const data = (c: object) => `data: ${JSON.stringify(c)}\n\n`;
+      expect(
+        await callRaw(
+          `${data(chunk({ role: 'assistant', content: '' }))}` +
+            `event: error\ndata: {"message":"stream reset by the upstream"}\n\n`,
+        ),
+      ).toMatchObject({
+        code: 'model_unavailable',
+        message: expect.stringContaining('stream reset by the upstream'),
+      });
+      const res = await callRaw(
+        `${data(chunk({ role: 'assistant', content: 'hi' }))}data: ${JSON.stringify(chunk({}, 'stop'))}\n`,
+      );
+      expect(res.message.content).toBe('hi');
+      expect(res.finishReason).toBe('stop');
+    },
+  );
 
   it('data that is not JSON is a malformed stream, retried like the others', async () => {
     const err = await callRaw(

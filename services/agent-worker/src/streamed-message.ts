@@ -83,7 +83,10 @@ export class StreamedMessage {
     const name = optionalString(tc.function?.name, 'tool_calls[].function.name');
     const args = optionalString(tc.function?.arguments, 'tool_calls[].function.arguments');
     let slot = this.#calls.get(index);
-    if (!slot) this.#calls.set(index, (slot = { id: '', name: '', arguments: '' }));
+    if (!slot) {
+      slot = { id: '', name: '', arguments: '' };
+      this.#calls.set(index, slot);
+    }
     if (id) slot.id = id;
     if (name) slot.name += name;
     if (args) slot.arguments += args;

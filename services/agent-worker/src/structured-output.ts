@@ -19,7 +19,8 @@ export function parseStructuredOutput(format: ResponseFormat | undefined, conten
     parsed = JSON.parse(content ?? '');
   } catch (err) {
     throw new FatalError(
-      `the model's final answer is not valid JSON (${(err as Error).message}); response_format asked for ${format.type}`,
+      `the model's final answer is not valid JSON (${(err as Error).message}); ` +
+        `response_format asked for ${format.type}`,
       'invalid_structured_output',
     );
   }

@@ -55,7 +55,8 @@ describe('the page of a signed link', () => {
     expect(actionPage(record({ type: 'client_tool' }))).toContain('name="output"');
     const question = actionPage(record({ type: 'input', question: 'Which?', choices: ['A', 'B'] }));
     expect(question).toContain(
-      '<button type="submit" name="answer" value="A">A</button><button type="submit" name="answer" value="B">B</button>',
+      '<button type="submit" name="answer" value="A">A</button>' +
+        '<button type="submit" name="answer" value="B">B</button>',
     );
     expect(actionPage(record({ type: 'input', question: 'Why?', choices: null }))).not.toContain('<h2>Choose</h2>');
   });

@@ -10,9 +10,11 @@ const STYLE = `body{font:16px/1.5 system-ui,sans-serif;margin:0;background:#f6f7
 main{max-width:46rem;margin:2rem auto;padding:1.5rem;background:#fff;border:1px solid #dde1e7;border-radius:8px}
 h1{font-size:1.35rem;margin:0 0 .5rem}h2{font-size:1rem;margin:1.25rem 0 .35rem}
 pre,textarea{font:13px/1.45 ui-monospace,monospace;width:100%;box-sizing:border-box}
-pre{background:#f1f3f6;padding:.75rem;border-radius:6px;overflow:auto;max-height:28rem;white-space:pre-wrap;word-break:break-word}
+pre{background:#f1f3f6;padding:.75rem;border-radius:6px;overflow:auto;max-height:28rem;
+white-space:pre-wrap;word-break:break-word}
 textarea{min-height:5rem;padding:.5rem}form{margin:1rem 0}label{display:block;margin:.25rem 0}
-button{font:inherit;padding:.45rem 1rem;margin:.35rem .35rem 0 0;border-radius:6px;border:1px solid #8a94a6;background:#fff;cursor:pointer}
+button{font:inherit;padding:.45rem 1rem;margin:.35rem .35rem 0 0;border-radius:6px;border:1px solid #8a94a6;
+background:#fff;cursor:pointer}
 button.primary{background:#1f6feb;border-color:#1f6feb;color:#fff}button.danger{border-color:#c93c37;color:#c93c37}
 .meta{color:#5b6474;font-size:.9rem}.question{font-size:1.1rem;white-space:pre-wrap}details{margin-top:1rem}`;
 
@@ -47,7 +49,8 @@ export function prettyArguments(raw: string): string {
 
 function page(title: string, body: string): string {
   return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="robots" content="noindex">
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width,initial-scale=1"><meta name="robots" content="noindex">
 <title>${escapeHtml(title)} · agentq</title><style>${STYLE}</style></head>
 <body><main>
 ${body}
@@ -78,29 +81,38 @@ export function actionPage(record: ActionRecord): string {
       return page(
         `Approve ${record.name}?`,
         `<h1>An agent asks to run a tool</h1>${when(record)}${toolCall(record)}
-<form method="post"><input type="hidden" name="approve" value="true"><button type="submit" class="primary">Approve</button></form>
-<form method="post"><input type="hidden" name="approve" value="false"><label for="reason">Reason for rejecting (optional; the agent is told)</label>
+<form method="post"><input type="hidden" name="approve" value="true">
+<button type="submit" class="primary">Approve</button></form>
+<form method="post"><input type="hidden" name="approve" value="false">
+<label for="reason">Reason for rejecting (optional; the agent is told)</label>
 ${textarea('reason', 'maxlength="4000" rows="3"')}<button type="submit" class="danger">Reject</button></form>
 <details><summary>Approve with edited arguments</summary>
-<form method="post"><input type="hidden" name="approve" value="true"><label for="arguments">Arguments (a JSON object; checked against the tool's input schema)</label>
-${textarea('arguments', 'rows="12" required', prettyArguments(record.arguments))}<button type="submit">Approve with these arguments</button></form></details>`,
+<form method="post"><input type="hidden" name="approve" value="true">
+<label for="arguments">Arguments (a JSON object; checked against the tool's input schema)</label>
+${textarea('arguments', 'rows="12" required', prettyArguments(record.arguments))}
+<button type="submit">Approve with these arguments</button></form></details>`,
       );
     case 'client_tool':
       return page(
         `Output of ${record.name}`,
         `<h1>An agent waits for the output of a tool</h1>${when(record)}${toolCall(record)}
 <form method="post"><label for="output">Output (given to the agent as the tool's result)</label>
-${textarea('output', 'rows="8" maxlength="1000000"')}<button type="submit" class="primary">Send the output</button></form>`,
+${textarea('output', 'rows="8" maxlength="1000000"')}
+<button type="submit" class="primary">Send the output</button></form>`,
       );
     case 'input': {
+      const choice = (c: string) =>
+        `<button type="submit" name="answer" value="${escapeHtml(c)}">${escapeHtml(c)}</button>`;
       const choices = record.choices?.length
-        ? `<form method="post"><h2>Choose</h2>${record.choices.map((c) => `<button type="submit" name="answer" value="${escapeHtml(c)}">${escapeHtml(c)}</button>`).join('')}</form>`
+        ? `<form method="post"><h2>Choose</h2>${record.choices.map(choice).join('')}</form>`
         : '';
+      const answerLabel = record.choices?.length ? 'Or answer in your own words' : 'Your answer';
       return page(
         'A question',
         `<h1>An agent asks you</h1>${when(record)}<p class="question">${escapeHtml(record.question ?? '')}</p>${choices}
-<form method="post"><label for="answer">${record.choices?.length ? 'Or answer in your own words' : 'Your answer'}</label>
-${textarea('answer', 'rows="4" maxlength="1000000" required')}<button type="submit" class="primary">Send the answer</button></form>`,
+<form method="post"><label for="answer">${answerLabel}</label>
+${textarea('answer', 'rows="4" maxlength="1000000" required')}
+<button type="submit" class="primary">Send the answer</button></form>`,
       );
     }
   }

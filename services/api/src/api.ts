@@ -20,6 +20,7 @@ import {
   type Tracing,
 } from '@agentq/shared';
 import { loadTenants } from './tenants-config.js';
+import { BodyBudget } from './body-budget.js';
 import { createApp, type AppDeps } from './app.js';
 import { EventHub } from './event-hub.js';
 import { ResponseBudget } from './response-budget.js';
@@ -44,7 +45,10 @@ export interface ApiOptions {
   tracing?: Tracing;
   /** Per-key limits; by default from TENANTS_CONFIG. */
   tenants?: TenantTable;
-  /** How webhook hosts are resolved at submission (a test's DNS). @defaultValue bounded DNS queries (boundedDnsResolver) */
+  /**
+   * How webhook hosts are resolved at submission (a test's DNS).
+   * @defaultValue bounded DNS queries (boundedDnsResolver)
+   */
   resolve?: Resolver;
 }
 
@@ -72,12 +76,14 @@ export async function createApiContext(cfg: ApiConfig, logger: Logger, opts: Api
   });
   const queues = jobs.all();
   const responses = new ResponseBudget(cfg.MAX_RESPONSES_IN_FLIGHT_BYTES);
+  const bodies = new BodyBudget({ maxInFlightBytes: cfg.MAX_BODIES_IN_FLIGHT_BYTES, maxBodyBytes: cfg.MAX_BODY_BYTES });
   const streams = new StreamSlots({ total: cfg.MAX_EVENT_STREAMS, perKey: cfg.MAX_EVENT_STREAMS_PER_KEY });
   const metrics = createMetrics({
     service: 'api',
     queues,
     onQueueError: (err) => logger.warn({ err: err.message }, 'could not read queue depths for /metrics'),
     responsesInFlight: () => ({ held: responses.bytesInFlight, waiting: responses.waiting, streams: streams.size }),
+    bodiesInFlight: () => bodies.bytesInFlight,
   });
   const store = new RunStore({
     redis: requests,
@@ -148,8 +154,8 @@ export async function createApiContext(cfg: ApiConfig, logger: Logger, opts: Api
       maxBodyBytes: cfg.MAX_BODY_BYTES,
       maxInputBytes: cfg.MAX_INPUT_BYTES,
       maxContextBytes: cfg.MAX_CONTEXT_BYTES,
-      maxBodiesInFlightBytes: cfg.MAX_BODIES_IN_FLIGHT_BYTES,
     },
+    bodies,
     responses,
     streams,
     keepAliveMs: Math.min(15_000, Math.floor(cfg.CLIENT_IDLE_TIMEOUT_MS / 3)),

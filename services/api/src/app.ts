@@ -16,7 +16,7 @@ import type {
   UsageMeter,
 } from '@agentq/shared';
 import { adminAuth, bearerAuth } from './auth.js';
-import { bodyBudget, drainBody, limitBody } from './body-budget.js';
+import { type BodyBudget, drainBody, limitBody } from './body-budget.js';
 import { dashboard, DASHBOARD_PATH } from './dashboard.js';
 import type { ResponseBudget } from './response-budget.js';
 import type { StreamSlots } from './stream-slots.js';
@@ -61,10 +61,15 @@ export interface AppDeps {
   metrics?: AgentqMetrics;
   logger: Logger;
   apiKeys: string[];
-  /** Keys that open the dashboard (it shows every tenant's jobs), beside API keys marked admin in `tenants`; no API key opens it otherwise. */
+  /**
+   * Keys that open the dashboard (it shows every tenant's jobs), beside API keys marked admin in `tenants`;
+   * no API key opens it otherwise.
+   */
   adminKeys?: string[];
   defaultModel?: string;
-  limits: { maxBodyBytes: number; maxInputBytes: number; maxContextBytes: number; maxBodiesInFlightBytes: number };
+  limits: { maxBodyBytes: number; maxInputBytes: number; maxContextBytes: number };
+  /** The request bodies this process holds (MAX_BODIES_IN_FLIGHT_BYTES). */
+  bodies: BodyBudget;
   /** The large answers (and events) this process holds until they are sent (MAX_RESPONSES_IN_FLIGHT_BYTES). */
   responses: ResponseBudget;
   /** The event streams this process holds open (MAX_EVENT_STREAMS, MAX_EVENT_STREAMS_PER_KEY). */
@@ -84,10 +89,7 @@ export function createApp(deps: AppDeps) {
   if (deps.metrics) app.route('/', metricsRoutes(deps.metrics.registry));
   app.route('/', docsRoutes());
 
-  const budget = bodyBudget({
-    maxInFlightBytes: deps.limits.maxBodiesInFlightBytes,
-    maxBodyBytes: deps.limits.maxBodyBytes,
-  });
+  const budget = deps.bodies.middleware;
   // A signed link is its own key: its two routes are mounted before the key check and the per-key
   // rate limit of /v1/*, which therefore never run for them (a handler that answers ends the
   // chain); they bound their bodies themselves. Any other method on that path still meets the key check.

@@ -69,7 +69,8 @@ export function adminAuth(
       throw new HttpError(
         403,
         'forbidden',
-        'the dashboard shows every tenant\'s jobs, so API keys do not open it: use a key of ADMIN_API_KEYS (set it on the server), or mark the key "admin": true in TENANTS_CONFIG',
+        "the dashboard shows every tenant's jobs, so API keys do not open it: " +
+          'use a key of ADMIN_API_KEYS (set it on the server), or mark the key "admin": true in TENANTS_CONFIG',
       );
     }
     c.set('owner', ownerOf(key));

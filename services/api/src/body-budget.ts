@@ -35,42 +35,54 @@ export async function drainBody(c: Context, maxBytes: number, timeoutMs = 10_000
  * One key holds at most half of the budget, or one largest body if that is more (its first
  * request is always let in): a key that sends large bodies slowly leaves room for the others.
  */
-export function bodyBudget(opts: { maxInFlightBytes: number; maxBodyBytes: number }): MiddlewareHandler {
-  let inFlight = 0;
-  const shares = new KeyShares(Math.max(opts.maxBodyBytes, Math.floor(opts.maxInFlightBytes / 2)));
-  const busy = async (c: Context, message: string) => {
-    await drainBody(c, opts.maxBodyBytes);
-    return new HttpError(503, 'server_busy', message, undefined, { 'retry-after': '1', connection: 'close' });
-  };
-  return async (c, next) => {
-    const declared = c.req.header('content-length');
-    const hasBody = declared !== undefined ? declared !== '0' : c.req.header('transfer-encoding') !== undefined;
-    if (!hasBody) return next();
-    const n = Number(declared);
-    const size = Number.isSafeInteger(n) && n >= 0 ? Math.min(n, opts.maxBodyBytes) : opts.maxBodyBytes;
-    // The server's name of the caller; signed links share one.
-    const key = (c.get('owner') as string | undefined) ?? '';
-    if (inFlight > 0 && inFlight + size > opts.maxInFlightBytes) {
-      throw await busy(
-        c,
-        `this API process is reading ${inFlight} bytes of other requests (MAX_BODIES_IN_FLIGHT_BYTES); retry shortly`,
-      );
-    }
-    if (!shares.allows(key, size)) {
-      throw await busy(
-        c,
-        `this API process is reading ${shares.of(key)} bytes of this key's other requests (at most ${shares.maxPerKey}: half of MAX_BODIES_IN_FLIGHT_BYTES, or MAX_BODY_BYTES); retry shortly`,
-      );
-    }
-    inFlight += size;
-    const release = shares.take(key, size);
-    try {
-      await next();
-    } finally {
-      inFlight -= size;
-      release();
-    }
-  };
+export class BodyBudget {
+  /** The middleware that reserves a request's body, or refuses the request. */
+  readonly middleware: MiddlewareHandler;
+  #inFlight = 0;
+
+  constructor(opts: { maxInFlightBytes: number; maxBodyBytes: number }) {
+    const shares = new KeyShares(Math.max(opts.maxBodyBytes, Math.floor(opts.maxInFlightBytes / 2)));
+    const busy = async (c: Context, message: string) => {
+      await drainBody(c, opts.maxBodyBytes);
+      return new HttpError(503, 'server_busy', message, undefined, { 'retry-after': '1', connection: 'close' });
+    };
+    this.middleware = async (c, next) => {
+      const declared = c.req.header('content-length');
+      const hasBody = declared !== undefined ? declared !== '0' : c.req.header('transfer-encoding') !== undefined;
+      if (!hasBody) return next();
+      const n = Number(declared);
+      const size = Number.isSafeInteger(n) && n >= 0 ? Math.min(n, opts.maxBodyBytes) : opts.maxBodyBytes;
+      // The server's name of the caller; signed links share one.
+      const key = (c.get('owner') as string | undefined) ?? '';
+      if (this.#inFlight > 0 && this.#inFlight + size > opts.maxInFlightBytes) {
+        throw await busy(
+          c,
+          `this API process is reading ${this.#inFlight} bytes of other requests (MAX_BODIES_IN_FLIGHT_BYTES); ` +
+            `retry shortly`,
+        );
+      }
+      if (!shares.allows(key, size)) {
+        throw await busy(
+          c,
+          `this API process is reading ${shares.of(key)} bytes of this key's other requests ` +
+            `(at most ${shares.maxPerKey}: half of MAX_BODIES_IN_FLIGHT_BYTES, or MAX_BODY_BYTES); retry shortly`,
+        );
+      }
+      this.#inFlight += size;
+      const release = shares.take(key, size);
+      try {
+        await next();
+      } finally {
+        this.#inFlight -= size;
+        release();
+      }
+    };
+  }
+
+  /** Bytes reserved by the requests let in and not yet answered. */
+  get bytesInFlight(): number {
+    return this.#inFlight;
+  }
 }
 
 /**

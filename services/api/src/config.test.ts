@@ -108,7 +108,8 @@ describe('loadApiConfig', () => {
   it('refuses a short ACTION_LINK_SECRET, naming it without echoing it', () => {
     const p = problems({ ACTION_LINK_SECRET: 'short-but-secret-value' });
     expect(p).toEqual([
-      'ACTION_LINK_SECRET: must be at least 32 characters (e.g. the output of "openssl rand -base64 32") (value hidden)',
+      'ACTION_LINK_SECRET: must be at least 32 characters (e.g. ' +
+        'the output of "openssl rand -base64 32") (value hidden)',
     ]);
   });
 });

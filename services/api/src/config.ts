@@ -57,7 +57,10 @@ export const apiEnvSchema = baseEnvSchema.extend({
     .int()
     .min(1024)
     .default(48 * 1024 * 1024),
-  /** Large answers (a run, its transcript, steps, sub-runs, an event stream's events; 64 KB and over) one API process holds until sent; past it 503 with Retry-After (an event stream waits). */
+  /**
+   * Large answers (a run, its transcript, steps, sub-runs, an event stream's events; 64 KB and over) one API
+   * process holds until sent; past it 503 with Retry-After (an event stream waits).
+   */
   MAX_RESPONSES_IN_FLIGHT_BYTES: z.coerce
     .number()
     .int()

@@ -55,7 +55,8 @@ export class EventHub {
     if (!isStreamId(fromId)) throw new RangeError(`not a stream id: "${fromId.slice(0, 60)}"`);
     let set = this.subscribers.get(key);
     if (!set) {
-      this.subscribers.set(key, (set = new Set()));
+      set = new Set();
+      this.subscribers.set(key, set);
       this.positions.set(key, fromId);
     }
     // A stream already watched keeps its position; a subscriber from further back reads what
@@ -147,7 +148,11 @@ export class EventHub {
       for (const s of this.subscribers.get(key) ?? []) s.listener(events);
     }
     if (down) this.logger.warn('event hub read failed; retrying');
-    if (!news) await new Promise<void>((r) => setTimeout((this.wake = r), down ? 500 : POLL_MS));
+    if (!news)
+      await new Promise<void>((r) => {
+        this.wake = r;
+        setTimeout(r, down ? 500 : POLL_MS);
+      });
     this.wake = null;
   }
 

@@ -14,8 +14,10 @@ const encoder = new TextEncoder();
 const frames = new WeakMap<StoredEvent, Uint8Array>();
 function frameOf(e: StoredEvent): Uint8Array {
   let frame = frames.get(e);
-  if (!frame)
-    frames.set(e, (frame = encoder.encode(`${e.type ? `event: ${e.type}\n` : ''}data: ${e.data}\nid: ${e.id}\n\n`)));
+  if (!frame) {
+    frame = encoder.encode(`${e.type ? `event: ${e.type}\n` : ''}data: ${e.data}\nid: ${e.id}\n\n`);
+    frames.set(e, frame);
+  }
   return frame;
 }
 
@@ -36,7 +38,10 @@ export class EventWriter {
     private readonly key?: string,
   ) {}
 
-  /** Waits for room for `bytes` the caller will hold (see ResponseBudget.waitFor); null if the client went away first. */
+  /**
+   * Waits for room for `bytes` the caller will hold (see ResponseBudget.waitFor); null if the client went
+   * away first.
+   */
   room(bytes: number): Promise<(() => void) | null> {
     return this.keptAlive(this.responses.waitFor(bytes, this.gone, this.key));
   }

@@ -22,10 +22,19 @@ export function errorBody(code: string, message: string, details?: unknown) {
 }
 
 // ioredis raises these when Redis is down and the command could not be sent or answered.
+const REDIS_UNAVAILABLE = [
+  'enableOfflineQueue',
+  'Connection is closed',
+  'ECONNREFUSED',
+  'MaxRetriesPerRequest',
+  "Stream isn't writeable",
+  'ETIMEDOUT',
+  'connect ENETUNREACH',
+].map((s) => s.toLowerCase());
+
 function isRedisUnavailable(err: Error): boolean {
-  return /enableOfflineQueue|Connection is closed|ECONNREFUSED|MaxRetriesPerRequest|Stream isn't writeable|ETIMEDOUT|connect ENETUNREACH/i.test(
-    err.message,
-  );
+  const message = err.message.toLowerCase();
+  return REDIS_UNAVAILABLE.some((s) => message.includes(s));
 }
 
 // Redis refuses writes past maxmemory; inside a transaction the refusal comes as EXECABORT.

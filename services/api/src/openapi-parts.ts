@@ -1,5 +1,5 @@
-// The pieces the OpenAPI document (openapi.ts) is built from: its component schemas, generated
-// from the zod schemas, and the parameters and responses its paths share.
+// The pieces the OpenAPI document (openapi.ts) is built from: its types, its component schemas,
+// generated from the zod schemas, and the parameters and responses its paths share.
 import { z } from 'zod';
 import {
   actionItemSchema,
@@ -26,7 +26,57 @@ import {
 } from '@agentq/shared';
 
 export type Json = Record<string, unknown>;
-type Meta = { id: string; description?: string };
+export type Meta = { id: string; description?: string };
+
+/** A JSON Schema of the document (`$ref` to a component, or inline). */
+export interface OpenApiSchema {
+  $ref?: string;
+  description?: string;
+  [k: string]: unknown;
+}
+export interface OpenApiMedia {
+  schema?: OpenApiSchema;
+  /** The schema of each event of a stream (`text/event-stream`). */
+  'x-itemSchema'?: OpenApiSchema;
+}
+export interface OpenApiResponse {
+  $ref?: string;
+  description?: string;
+  content?: Record<string, OpenApiMedia>;
+  [k: string]: unknown;
+}
+export interface OpenApiParameter {
+  name: string;
+  in: string;
+  required?: boolean;
+  description?: string;
+  schema?: OpenApiSchema;
+}
+export interface OpenApiOperation {
+  tags?: string[];
+  summary?: string;
+  description?: string;
+  security?: unknown[];
+  parameters?: OpenApiParameter[];
+  requestBody?: { required?: boolean; content: Record<string, OpenApiMedia> };
+  responses: Record<string, OpenApiResponse>;
+  [k: string]: unknown;
+}
+export type OpenApiPathItem = Partial<Record<'get' | 'post' | 'put' | 'patch' | 'delete', OpenApiOperation>>;
+/** The OpenAPI 3.1 document, as far as its readers (the reference page, the tests) look into it. */
+export interface OpenApiDocument {
+  openapi: string;
+  info: { title: string; version: string; summary?: string; description?: string; [k: string]: unknown };
+  tags: Array<{ name: string; description?: string }>;
+  paths: Record<string, OpenApiPathItem>;
+  webhooks?: Record<string, OpenApiPathItem>;
+  components: {
+    schemas: Record<string, OpenApiSchema>;
+    responses: Record<string, OpenApiResponse>;
+    [k: string]: unknown;
+  };
+  [k: string]: unknown;
+}
 
 export const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
 
@@ -45,19 +95,22 @@ export function componentSchemas(): Record<string, Json> {
   requests.add(linkAnswerSchema, {
     id: 'LinkAnswer',
     description:
-      'One answer sent to a signed link: as a response of ActionResponses, its request named by the link ("id" optional, and then that request\'s).',
+      'One answer sent to a signed link: as a response of ActionResponses, its request named by the link ("id" ' +
+      "optional, and then that request's).",
   });
   requests.add(respondBodySchema, {
     id: 'ActionResponses',
     description:
-      "Answers to requests of a run tree: approve (maybe with edited arguments) or reject an approval, a client tool's output, an answer to a question.",
+      'Answers to requests of a run tree: approve (maybe with edited arguments) or reject an approval, a client ' +
+      "tool's output, an answer to a question.",
   });
 
   const responses = z.registry<Meta>();
   responses.add(apiErrorSchema, {
     id: 'Error',
     description:
-      'Every error response: a snake_case code, a message that says how to fix it, and optional details (for a 400, one entry per bad field).',
+      'Every error response: a snake_case code, a message that says how to fix it, and optional details (for a ' +
+      '400, one entry per bad field).',
   });
   responses.add(actionItemSchema, {
     id: 'ActionItem',
@@ -142,17 +195,20 @@ export const ERRORS = {
   400: errorResponse('Bad JSON or failed validation; `details` names each bad field.'),
   401: errorResponse('No or an unknown API key (only when API_KEYS is set).'),
   403: errorResponse(
-    "The dashboard refuses API keys (it shows every tenant's jobs): only ADMIN_API_KEYS, and API keys TENANTS_CONFIG marks admin, open it.",
+    "The dashboard refuses API keys (it shows every tenant's jobs): only ADMIN_API_KEYS, and API keys " +
+      'TENANTS_CONFIG marks admin, open it.',
   ),
   404: errorResponse('No such run, or a run of another API key.'),
   409: errorResponse(
-    'The Idempotency-Key was used before with a different body, or its first request is still being processed; for an answer: the request was decided before (`action_resolved`).',
+    'The Idempotency-Key was used before with a different body, or its first request is still being processed; ' +
+      'for an answer: the request was decided before (`action_resolved`).',
   ),
   413: errorResponse('The body, or one of its fields, is larger than the limit; the message names the field.'),
   415: errorResponse('The body is not sent as application/json.'),
   429: {
     ...errorResponse(
-      "Over one of the key's limits (requests_per_minute; for a new run also max_queued_runs or max_tokens_per_day): `rate_limited`.",
+      "Over one of the key's limits (requests_per_minute; for a new run also max_queued_runs or " +
+        'max_tokens_per_day): `rate_limited`.',
     ),
     headers: {
       'Retry-After': { description: 'Seconds until the request may succeed.', schema: { type: 'integer', minimum: 1 } },
@@ -160,7 +216,7 @@ export const ERRORS = {
   },
   503: errorResponse('Redis is unreachable; retry shortly (see Retry-After).'),
 } as const;
-type ErrorStatus = keyof typeof ERRORS;
+export type ErrorStatus = keyof typeof ERRORS;
 export const errors = (...codes: ErrorStatus[]) =>
   Object.fromEntries(codes.map((c) => [String(c), { $ref: `#/components/responses/E${c}` }]));
 
@@ -179,7 +235,7 @@ export const runIdParam = {
 };
 
 /** The query parameters of a list (`GET /v1/runs`, `GET /v1/actions`), from the same zod schema as the route's. */
-export function listQueryParams(schema: z.ZodType = listRunsQuerySchema, what = 'runs'): Json[] {
+export function listQueryParams(schema: z.ZodType = listRunsQuerySchema, what = 'runs'): OpenApiParameter[] {
   const s = z.toJSONSchema(schema, { io: 'input' }) as { properties: Record<string, Json> };
   const doc: Record<string, string> = {
     status: `Only ${what} with this status.`,
@@ -229,11 +285,13 @@ export const linkParams = [
 ];
 export const linkErrors = {
   403: linkError(
-    "The token does not open this request (tampered, truncated, another request's): one answer for all, revealing nothing.",
+    "The token does not open this request (tampered, truncated, another request's): " +
+      'one answer for all, revealing nothing.',
   ),
   404: linkError('Answering by link is off (ACTION_LINK_SECRET is not set).'),
   410: linkError(
-    'The request no longer waits: answered (the link was used), expired, cancelled or gone (`action_resolved` with the decision, or `link_gone`).',
+    'The request no longer waits: answered (the link was used), expired, cancelled or gone (`action_resolved` with ' +
+      'the decision, or `link_gone`).',
   ),
 };
 

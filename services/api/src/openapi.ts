@@ -1,5 +1,6 @@
 import { listActionsQuerySchema } from '@agentq/shared';
 import {
+  type OpenApiDocument,
   ref,
   componentSchemas,
   errorResponse,
@@ -12,10 +13,19 @@ import {
   linkError,
   linkParams,
   linkErrors,
-  type Json,
 } from './openapi-parts.js';
 
-export function buildOpenApiDocument(): Json {
+export type {
+  OpenApiSchema,
+  OpenApiMedia,
+  OpenApiResponse,
+  OpenApiParameter,
+  OpenApiOperation,
+  OpenApiPathItem,
+  OpenApiDocument,
+} from './openapi-parts.js';
+
+export function buildOpenApiDocument(): OpenApiDocument {
   return {
     openapi: '3.1.0',
     jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
@@ -24,9 +34,11 @@ export function buildOpenApiDocument(): Json {
       version: '1.0.0',
       summary: 'A durable agent runtime: tool-using LLM agents run as jobs on Redis.',
       description:
-        'Version 1 of the HTTP API. JSON everywhere, timestamps ISO 8601 UTC, ids opaque strings with a prefix (`run_…`). ' +
-        'Responses may gain fields: clients must ignore fields they do not know. ' +
-        'When the server has API_KEYS set, every /v1/* and /admin/* request needs `Authorization: Bearer <key>` (but a signed link, /v1/actions/{id}/respond, whose token is its key), and a run is visible only to the key that created it.',
+        'Version 1 of the HTTP API. JSON everywhere, timestamps ISO 8601 UTC, ids opaque strings with a prefix ' +
+        '(`run_…`). Responses may gain fields: clients must ignore fields they do not know. ' +
+        'When the server has API_KEYS set, every /v1/* and /admin/* request needs `Authorization: ' +
+        'Bearer <key>` (but a signed link, /v1/actions/{id}/respond, whose token is its key), and a run is visible ' +
+        'only to the key that created it.',
       license: { name: 'MIT', identifier: 'MIT' },
     },
     tags: [
@@ -44,7 +56,8 @@ export function buildOpenApiDocument(): Json {
           operationId: 'createRun',
           summary: 'Start a run',
           description:
-            'Queues a run and returns it at once. With an Idempotency-Key, the same key and body return the same run (200), a different body a 409.',
+            'Queues a run and returns it at once. With an Idempotency-Key, the same key and body return the same ' +
+            'run (200), a different body a 409.',
           parameters: [
             {
               name: 'Idempotency-Key',
@@ -109,9 +122,12 @@ export function buildOpenApiDocument(): Json {
           operationId: 'streamRunEvents',
           summary: 'Follow a run’s events',
           description:
-            'Server-sent events: each has `id:` (resumable with Last-Event-ID), `event:` (the type) and JSON `data:`. A late subscriber first gets the history. ' +
-            'The stream closes after the one terminal event (run.completed, run.failed, run.cancelled or run.incomplete). Comment lines keep idle connections open. ' +
-            'Each event, parsed, is a RunEvent. An API process holds at most MAX_EVENT_STREAMS_PER_KEY open streams of one key (past it 429 rate_limited) and MAX_EVENT_STREAMS in all (503 server_busy).',
+            'Server-sent events: each has `id:` (resumable with Last-Event-ID), `event:` (the type) and JSON ' +
+            '`data:`. A late subscriber first gets the history. The stream closes after the one terminal event ' +
+            '(run.completed, run.failed, run.cancelled or run.incomplete). ' +
+            'Comment lines keep idle connections open. Each event, parsed, is a RunEvent. ' +
+            'An API process holds at most MAX_EVENT_STREAMS_PER_KEY open streams of one key (past it 429 ' +
+            'rate_limited) and MAX_EVENT_STREAMS in all (503 server_busy).',
           parameters: [
             runIdParam,
             {
@@ -119,7 +135,8 @@ export function buildOpenApiDocument(): Json {
               in: 'header',
               required: false,
               description:
-                "Resume after this event id: `<ms>-<seq>`, each part below 2^64, not after the run's last event (else 400 naming the header).",
+                "Resume after this event id: `<ms>-<seq>`, each part below 2^64, not after the run's last event " +
+                '(else 400 naming the header).',
               schema: { type: 'string', pattern: '^\\d{1,20}-\\d{1,20}$' },
             },
             {
@@ -145,7 +162,8 @@ export function buildOpenApiDocument(): Json {
           operationId: 'cancelRun',
           summary: 'Cancel a run',
           description:
-            'Idempotent. No model step or tool call of the run or its sub-runs starts after it; queued work is removed. A finished run is returned unchanged.',
+            'Idempotent. No model step or tool call of the run or its sub-runs starts after it; ' +
+            'queued work is removed. A finished run is returned unchanged.',
           parameters: [runIdParam],
           responses: {
             202: json('The run, cancelled (or as it finished).', ref('Run')),
@@ -159,8 +177,10 @@ export function buildOpenApiDocument(): Json {
           operationId: 'respondToActions',
           summary: 'Answer what a run waits for',
           description:
-            "Answers requests of the run or of its sub-runs (`required_action.items`); partial answers are fine. Every response is checked first: an unknown request (or another key's) is a 404, " +
-            "a response of the wrong kind or edited arguments that do not fit the tool's input schema a 400, and nothing is stored. A request is decided once: a second answer gets 409 `action_resolved`.",
+            'Answers requests of the run or of its sub-runs (`required_action.items`); partial answers are fine. ' +
+            "Every response is checked first: an unknown request (or another key's) is a 404, a response of the " +
+            "wrong kind or edited arguments that do not fit the tool's input schema a 400, and nothing is stored. " +
+            'A request is decided once: a second answer gets 409 `action_resolved`.',
           parameters: [runIdParam],
           requestBody: { required: true, content: { 'application/json': { schema: ref('ActionResponses') } } },
           responses: {
@@ -185,8 +205,10 @@ export function buildOpenApiDocument(): Json {
           operationId: 'showActionLink',
           summary: "A signed link's page",
           description:
-            'With ACTION_LINK_SECRET set, every pending request carries a `respond_url`: this path with a `token` that opens that one request, until it is answered or expires. ' +
-            'No API key: the token is the key, and it opens nothing else. The page (HTML, no script, no external resources) shows the tool call or the question with its choices, and forms that answer it.',
+            'With ACTION_LINK_SECRET set, every pending request carries a `respond_url`: ' +
+            'this path with a `token` that opens that one request, until it is answered or expires. No API key: ' +
+            'the token is the key, and it opens nothing else. The page (HTML, no script, no external resources) ' +
+            'shows the tool call or the question with its choices, and forms that answer it.',
           security: [],
           parameters: linkParams,
           responses: {
@@ -199,8 +221,10 @@ export function buildOpenApiDocument(): Json {
           operationId: 'answerActionLink',
           summary: 'Answer by a signed link',
           description:
-            'Answers the one request of the link, as a response of POST /v1/runs/{id}/actions does (checked the same way; recorded as decided `by: "link"`). ' +
-            'A form (what the page sends: `approve` = `true`/`false`, `reason`, `arguments`, `output`, `answer`) is answered with a page, JSON with JSON. At most 2 MiB.',
+            'Answers the one request of the link, as a response of POST /v1/runs/{id}/actions does (checked the ' +
+            'same way; recorded as decided `by: "link"`). A form (what the page sends: ' +
+            '`approve` = `true`/`false`, `reason`, `arguments`, `output`, `answer`) is answered with a page, JSON ' +
+            'with JSON. At most 2 MiB.',
           security: [],
           parameters: linkParams,
           requestBody: {
@@ -231,7 +255,8 @@ export function buildOpenApiDocument(): Json {
               },
             },
             400: linkError(
-              "The answer does not fit the request (wrong kind, edited arguments that fail the tool's input schema, an unknown field); `details` names the field.",
+              "The answer does not fit the request (wrong kind, edited arguments that fail the tool's input " +
+                'schema, an unknown field); `details` names the field.',
             ),
             413: linkError('The body is larger than 2 MiB (or MAX_BODY_BYTES).'),
             415: errorResponse('The body is neither a form (application/x-www-form-urlencoded) nor JSON.'),
@@ -314,7 +339,9 @@ export function buildOpenApiDocument(): Json {
           operationId: 'dashboard',
           summary: 'Bull Board dashboard',
           description:
-            "The queues (agent, tool, webhook) and their jobs; job names carry the run id, step and tool. It shows every tenant's jobs: with API_KEYS set, only the ADMIN_API_KEYS and the API keys TENANTS_CONFIG marks admin open it.",
+            'The queues (agent, tool, webhook) and their jobs; job names carry the run id, step and tool. ' +
+            "It shows every tenant's jobs: with API_KEYS set, only the ADMIN_API_KEYS and the API keys " +
+            'TENANTS_CONFIG marks admin open it.',
           responses: {
             200: { description: 'The dashboard.', content: { 'text/html': { schema: { type: 'string' } } } },
             ...errors(401, 403),
@@ -327,8 +354,9 @@ export function buildOpenApiDocument(): Json {
         post: {
           summary: 'A run reached a terminal status, or started waiting (run.requires_action)',
           description:
-            'Signed per Standard Webhooks: `webhook-signature` is `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">` with the secret ' +
-            '(a `whsec_` secret is base64 after the prefix). Any 2xx is success; otherwise retried with exponential backoff; 410 stops the retries.',
+            'Signed per Standard Webhooks: `webhook-signature` is `v1,<base64 HMAC-SHA256 of ' +
+            '"<webhook-id>.<webhook-timestamp>.<body>">` with the secret (a `whsec_` secret is base64 after the ' +
+            'prefix). Any 2xx is success; otherwise retried with exponential backoff; 410 stops the retries.',
           security: [],
           parameters: [
             {

@@ -37,9 +37,15 @@ export function requestLimit(deps: {
   tenants: TenantTable;
 }): MiddlewareHandler<{ Variables: { owner: string } }> {
   const counts = new Map<string, MinuteCount>();
-  let timer: NodeJS.Timeout | undefined;
+  // One flush scheduled at a time: set while it is, cleared as it runs.
+  let scheduled = false;
+  const schedule = () => {
+    if (scheduled) return;
+    scheduled = true;
+    setTimeout(flush, COUNT_FLUSH_MS).unref();
+  };
   const flush = () => {
-    timer = undefined;
+    scheduled = false;
     for (const [owner, cur] of counts) {
       if (cur.unsent === 0) continue;
       const n = cur.unsent;
@@ -54,7 +60,7 @@ export function requestLimit(deps: {
           // Not counted in Redis: counted here still, and sent again with the next batch.
           cur.sending -= n;
           cur.unsent += n;
-          timer ??= setTimeout(flush, COUNT_FLUSH_MS).unref();
+          schedule();
         },
       );
     }
@@ -76,7 +82,7 @@ export function requestLimit(deps: {
       );
     }
     cur.unsent++;
-    timer ??= setTimeout(flush, COUNT_FLUSH_MS).unref();
+    schedule();
     return next();
   };
 }

@@ -6,7 +6,10 @@ const settled = () => new Promise((r) => setImmediate(r));
 /** `wait`, and whether it has resolved yet. */
 function watched<T>(wait: Promise<T>): { done: boolean; wait: Promise<T> } {
   const w = { done: false, wait };
-  w.wait = wait.then((v) => ((w.done = true), v));
+  w.wait = wait.then((v) => {
+    w.done = true;
+    return v;
+  });
   return w;
 }
 
@@ -16,8 +19,14 @@ describe('ResponseBudget.waitFor', () => {
     const signal = new AbortController().signal;
     const a = (await budget.waitFor(6 * MB, signal))!;
     const admitted: string[] = [];
-    const b = budget.waitFor(6 * MB, signal).then((r) => (admitted.push('b'), r));
-    const c = budget.waitFor(1 * MB, signal).then((r) => (admitted.push('c'), r));
+    const b = budget.waitFor(6 * MB, signal).then((r) => {
+      admitted.push('b');
+      return r;
+    });
+    const c = budget.waitFor(1 * MB, signal).then((r) => {
+      admitted.push('c');
+      return r;
+    });
     await settled();
     // c would fit beside a, but b asked first.
     expect(admitted).toEqual([]);
@@ -110,28 +119,32 @@ describe('ResponseBudget.waitForShared', () => {
 });
 
 describe("ResponseBudget: a key's share", () => {
-  it("a key's streams hold at most half of the budget: past it they wait for that key's own bytes, and another key's stream and answers go on", async () => {
-    const budget = new ResponseBudget(10 * MB);
-    const signal = new AbortController().signal;
-    const a1 = (await budget.waitFor(4 * MB, signal, 'a'))!;
-    // Key a's next 2 MB would pass its share (5 MB): it waits, and holds up nobody else.
-    const a2 = watched(budget.waitFor(2 * MB, signal, 'a'));
-    await settled();
-    expect(a2.done).toBe(false);
-    const b1 = (await budget.waitFor(3 * MB, signal, 'b'))!;
-    expect(budget.bytesInFlight).toBe(7 * MB);
-    // A frame several streams of key b write, too.
-    const b2 = (await budget.waitForShared({}, 2 * MB, signal, 'b'))!;
-    expect(budget.bytesInFlight).toBe(9 * MB);
-    b1();
-    b2();
-    await settled();
-    expect(a2.done).toBe(false);
-    // Key a's own bytes sent: its stream goes on.
-    a1();
-    (await a2.wait)!();
-    expect(budget.bytesInFlight).toBe(0);
-  });
+  it(
+    "a key's streams hold at most half of the budget: past it they wait " +
+      "for that key's own bytes, and another key's stream and answers go on",
+    async () => {
+      const budget = new ResponseBudget(10 * MB);
+      const signal = new AbortController().signal;
+      const a1 = (await budget.waitFor(4 * MB, signal, 'a'))!;
+      // Key a's next 2 MB would pass its share (5 MB): it waits, and holds up nobody else.
+      const a2 = watched(budget.waitFor(2 * MB, signal, 'a'));
+      await settled();
+      expect(a2.done).toBe(false);
+      const b1 = (await budget.waitFor(3 * MB, signal, 'b'))!;
+      expect(budget.bytesInFlight).toBe(7 * MB);
+      // A frame several streams of key b write, too.
+      const b2 = (await budget.waitForShared({}, 2 * MB, signal, 'b'))!;
+      expect(budget.bytesInFlight).toBe(9 * MB);
+      b1();
+      b2();
+      await settled();
+      expect(a2.done).toBe(false);
+      // Key a's own bytes sent: its stream goes on.
+      a1();
+      (await a2.wait)!();
+      expect(budget.bytesInFlight).toBe(0);
+    },
+  );
 
   it('a stream within its share still waits its turn behind a stream that waits for room', async () => {
     const budget = new ResponseBudget(10 * MB);
@@ -139,8 +152,14 @@ describe("ResponseBudget: a key's share", () => {
     const a = (await budget.waitFor(4 * MB, signal, 'a'))!;
     const b = (await budget.waitFor(4 * MB, signal, 'b'))!;
     const admitted: string[] = [];
-    const c = budget.waitFor(4 * MB, signal, 'c').then((r) => (admitted.push('c'), r));
-    const d = budget.waitFor(1 * MB, signal, 'd').then((r) => (admitted.push('d'), r));
+    const c = budget.waitFor(4 * MB, signal, 'c').then((r) => {
+      admitted.push('c');
+      return r;
+    });
+    const d = budget.waitFor(1 * MB, signal, 'd').then((r) => {
+      admitted.push('d');
+      return r;
+    });
     await settled();
     // d would fit beside a and b, but c asked first and waits for room (not for its share).
     expect(admitted).toEqual([]);
@@ -152,20 +171,24 @@ describe("ResponseBudget: a key's share", () => {
     expect(budget.bytesInFlight).toBe(0);
   });
 
-  it("within a key, first come first served: a stream waiting for its key's share is not passed by that key's later, smaller ones, which hold up no other key", async () => {
-    const budget = new ResponseBudget(10 * MB);
-    const signal = new AbortController().signal;
-    const a1 = (await budget.waitFor(3 * MB, signal, 'a'))!;
-    const big = watched(budget.waitFor(4 * MB, signal, 'a'));
-    const small = watched(budget.waitFor(1 * MB, signal, 'a'));
-    await settled();
-    // 1 MB more would fit key a's share (5 MB), but its 4 MB asked first.
-    expect([big.done, small.done]).toEqual([false, false]);
-    // Neither holds up key b.
-    (await budget.waitFor(4 * MB, signal, 'b'))!();
-    a1();
-    (await big.wait)!();
-    (await small.wait)!();
-    expect(budget.bytesInFlight).toBe(0);
-  });
+  it(
+    "within a key, first come first served: a stream waiting for its key's share " +
+      "is not passed by that key's later, smaller ones, which hold up no other key",
+    async () => {
+      const budget = new ResponseBudget(10 * MB);
+      const signal = new AbortController().signal;
+      const a1 = (await budget.waitFor(3 * MB, signal, 'a'))!;
+      const big = watched(budget.waitFor(4 * MB, signal, 'a'));
+      const small = watched(budget.waitFor(1 * MB, signal, 'a'));
+      await settled();
+      // 1 MB more would fit key a's share (5 MB), but its 4 MB asked first.
+      expect([big.done, small.done]).toEqual([false, false]);
+      // Neither holds up key b.
+      (await budget.waitFor(4 * MB, signal, 'b'))!();
+      a1();
+      (await big.wait)!();
+      (await small.wait)!();
+      expect(budget.bytesInFlight).toBe(0);
+    },
+  );
 });

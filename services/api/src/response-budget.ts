@@ -109,7 +109,8 @@ export class ResponseBudget {
       throw new HttpError(
         503,
         'server_busy',
-        `this API process is sending ${this.shares.of(key)} bytes of this key's other answers (at most half of MAX_RESPONSES_IN_FLIGHT_BYTES a key); retry shortly`,
+        `this API process is sending ${this.shares.of(key)} bytes of this key's other answers ` +
+          `(at most half of MAX_RESPONSES_IN_FLIGHT_BYTES a key); retry shortly`,
         undefined,
         {
           'retry-after': '1',
@@ -121,7 +122,8 @@ export class ResponseBudget {
       throw new HttpError(
         503,
         'server_busy',
-        `this API process is sending ${this.inFlight} bytes of other answers (MAX_RESPONSES_IN_FLIGHT_BYTES); retry shortly`,
+        `this API process is sending ${this.inFlight} bytes of other answers (MAX_RESPONSES_IN_FLIGHT_BYTES); ` +
+          `retry shortly`,
         undefined,
         {
           'retry-after': '1',
@@ -176,8 +178,11 @@ export class ResponseBudget {
     if (!hold) {
       const giveUp = new AbortController();
       const created: SharedHold = { holders: 0, giveUp, ready: this.waitFor(bytes, giveUp.signal, key) };
-      void created.ready.then((release) => (created.release = release));
-      this.shared.set(buffer, (hold = created));
+      void created.ready.then((release) => {
+        created.release = release;
+      });
+      hold = created;
+      this.shared.set(buffer, hold);
     }
     const h = hold;
     h.holders++;
@@ -267,7 +272,8 @@ export class ResponseBudget {
     for (let i = 0; i < this.waiters.length; ) {
       const w = this.waiters[i];
       if (w.key !== undefined && (passed?.has(w.key) || !this.withinShare(w.key, w.bytes))) {
-        (passed ??= new Set()).add(w.key);
+        passed ??= new Set();
+        passed.add(w.key);
         i++;
         continue;
       }

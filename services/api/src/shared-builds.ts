@@ -35,9 +35,9 @@ export class SharedBuilds {
     // started while it was still going.
     const key = `${what} ${runId} going`;
     const queued = this.next.get(key);
-    if (queued) return queued;
+    if (queued !== undefined) return queued;
     const current = this.building.get(key);
-    if (!current) return this.start(key, build);
+    if (current === undefined) return this.start(key, build);
     const body = current
       .catch(() => {})
       .then(() => {

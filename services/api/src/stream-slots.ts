@@ -4,9 +4,10 @@ import { rateLimited } from './rate-limit.js';
 /**
  * Counts the event streams one API process holds open, in all and per key. An open stream costs
  * the process tens of KB for as long as its client keeps it (measured: 5,000 streams, ≈ 30 KB
- * each with both ends in one process; ≈ 50 KB through hono's stream), and a key may open them faster than they end (`requests_per_minute` counts each once):
- * past `perKey` the key's next stream gets 429, past `total` any key's gets 503, so that no
- * caller can fill the process's memory with streams, and one key cannot take every slot.
+ * each with both ends in one process; ≈ 50 KB through hono's stream), and a key may open them
+ * faster than they end (`requests_per_minute` counts each once): past `perKey` the key's next
+ * stream gets 429, past `total` any key's gets 503, so that no caller can fill the process's
+ * memory with streams, and one key cannot take every slot.
  */
 export class StreamSlots {
   private open = 0;
@@ -19,7 +20,8 @@ export class StreamSlots {
     const mine = this.byOwner.get(owner) ?? 0;
     if (mine >= this.limits.perKey) {
       throw rateLimited(
-        `this key has ${mine} event streams open on this API process (MAX_EVENT_STREAMS_PER_KEY); close one, or retry once one has ended`,
+        `this key has ${mine} event streams open on this API process (MAX_EVENT_STREAMS_PER_KEY); ` +
+          `close one, or retry once one has ended`,
         1000,
       );
     }

@@ -30,7 +30,10 @@ export const toolWorkerEnvSchema = workerEnvSchema
     MCP_ANSWERS_IN_FLIGHT_MB: z.coerce.number().min(1).max(1_048_576).optional(),
     /** Threads that run context_search patterns, at most; more searches at once wait for one. */
     CONTEXT_SEARCH_THREADS: z.coerce.number().int().min(1).max(64).default(2),
-    /** The longest one context_search may take, its wait for a thread included (TOOL_TIMEOUT_MS and the run's deadline may cut it shorter). */
+    /**
+     * The longest one context_search may take, its wait for a thread included (TOOL_TIMEOUT_MS and the run's
+     * deadline may cut it shorter).
+     */
     CONTEXT_SEARCH_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
     /**
      * How long a sub-agent call waits parked before it looks at its sub-runs again: each sub-run

@@ -148,7 +148,8 @@ describe('boundedFetch', () => {
         let at = 0;
         const next = () => {
           if (at >= payload.length) return void res.end();
-          res.write(payload.slice(at, (at += 32 * KB)));
+          res.write(payload.slice(at, at + 32 * KB));
+          at += 32 * KB;
           setTimeout(next, 2);
         };
         next();

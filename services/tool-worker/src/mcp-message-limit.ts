@@ -137,5 +137,8 @@ export function standInAnswer(id: string | number, kind: StandIn, text: string):
 
 /** The words for an answer over the limit. */
 export function tooLargeText(bytes: number, maxBytes: number): string {
-  return `the server's answer was over the ${maxBytes}-byte limit on one MCP message (${bytes} bytes); it was discarded and the server kept running`;
+  return (
+    `the server's answer was over the ${maxBytes}-byte limit on one MCP message (${bytes} bytes); ` +
+    `it was discarded and the server kept running`
+  );
 }

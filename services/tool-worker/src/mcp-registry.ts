@@ -180,10 +180,10 @@ export class McpRegistry {
     if (!entry) {
       const state = this.#serverOf(name);
       // A server that never connected has no known tools yet: connect before calling the name unknown.
-      if (!state || state.client) return this.#unknownTool(name, state);
+      if (!state || state.client) return this.#unknownTool(state);
       await this.#connectForCall(state, name);
       entry = this.#tools.get(name);
-      if (!entry) return this.#unknownTool(name, state);
+      if (!entry) return this.#unknownTool(state);
     }
     const args = parseArguments(rawArguments);
     if (typeof args === 'string') return toolFailed('invalid_arguments', args);
@@ -436,7 +436,8 @@ export class McpRegistry {
     return best;
   }
 
-  #unknownTool(name: string, state: ServerState | undefined): ToolOutcome {
+  /** The call names no tool it knows (the model sees the name asked for in front of this text). */
+  #unknownTool(state: ServerState | undefined): ToolOutcome {
     // Listing the server's own tools first helps the model fix a typo in the tool part.
     const names = (state?.tools.length ? state.tools : this.#descriptors).map((d) => d.name);
     if (names.length === 0) return toolFailed('refused', 'unknown tool; no tools are available');

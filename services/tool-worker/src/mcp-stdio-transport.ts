@@ -78,7 +78,7 @@ export class BoundedStdioTransport implements Transport {
   async send(message: JSONRPCMessage): Promise<void> {
     const stdin = this.#child?.stdin;
     // Thrown before anything is written: the caller knows the request never left.
-    if (!stdin || !stdin.writable) throw new Error('Not connected');
+    if (!stdin?.writable) throw new Error('Not connected');
     if (stdin.write(`${JSON.stringify(message)}\n`)) return;
     // A pipe that breaks while full never drains; its close ends the wait (and the connection).
     await new Promise<void>((resolve) => {

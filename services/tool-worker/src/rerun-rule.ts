@@ -20,6 +20,7 @@ export function maySendAgain(fault: 'not_delivered' | 'lost', tool: ToolDescript
 export function unknownOutcome(why: string): ToolOutcome {
   return toolFailed(
     'unknown_outcome',
-    `the outcome is unknown: ${why}, and the tool is not marked idempotent, so it was not run again. Check its effect before retrying.`,
+    `the outcome is unknown: ${why}, and the tool is not marked idempotent, ` +
+      `so it was not run again. Check its effect before retrying.`,
   );
 }

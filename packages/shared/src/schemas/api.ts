@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { ToolCatalogEntry } from '../store/tool-catalog.js';
-import { RUN_EVENT_TYPES } from './events.js';
+import type { RUN_EVENT_TYPES } from './events.js';
 import { chatMessageSchema, toolCallSchema } from './message.js';
 import { RUN_STATUSES, STOP_REASONS, type RunObject } from './run.js';
 import { usageSchema } from './usage.js';

@@ -62,7 +62,9 @@ const toolsSchema = z
   .array(toolGlob)
   .max(MAX_TOOLS_ENTRIES)
   .refine((entries) => entries.filter(isGlob).reduce((n, g) => n + g.length, 0) <= MAX_TOOL_GLOB_CHARS, {
-    message: `the globs (entries with * or ?) may hold ${MAX_TOOL_GLOB_CHARS} characters together; list tools by exact name instead`,
+    message:
+      `the globs (entries with * or ?) may hold ${MAX_TOOL_GLOB_CHARS} characters together; ` +
+      `list tools by exact name instead`,
   });
 
 const responseFormatSchema = z.discriminatedUnion('type', [

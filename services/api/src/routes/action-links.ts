@@ -88,7 +88,8 @@ export function actionLinkRoutes(deps: ActionLinkRouteDeps) {
         throw new HttpError(
           415 as never,
           'unsupported_media_type',
-          `send the answer as a form (application/x-www-form-urlencoded) or as JSON (application/json); got "${type.slice(0, 100)}"`,
+          `send the answer as a form (application/x-www-form-urlencoded) or as JSON (application/json); ` +
+            `got "${type.slice(0, 100)}"`,
         );
       }
       const stored = await open(c);

@@ -36,7 +36,9 @@ const PAGE_BYTES = UNCOUNTED_BELOW_BYTES - 1;
 /** A resume point given as `field` (the header or the query parameter), or a 400 naming it. */
 function resumePoint(field: string, value: string): string {
   if (isStreamId(value)) return value;
-  const message = `${field} must be an event id this stream sent: "<ms>-<seq>", each part a whole number below 2^64 (like "1700000000000-0")`;
+  const message =
+    `${field} must be an event id this stream sent: ` +
+    `"<ms>-<seq>", each part a whole number below 2^64 (like "1700000000000-0")`;
   throw new HttpError(400, 'validation_error', message, [{ field, message }]);
 }
 
@@ -49,7 +51,10 @@ export function eventsRoutes(deps: {
   hub: EventHub;
   responses: ResponseBudget;
   streams: StreamSlots;
-  /** How often a stream with nothing to send writes a keep-alive comment (a third of CLIENT_IDLE_TIMEOUT_MS, at most 15 s). */
+  /**
+   * How often a stream with nothing to send writes a keep-alive comment (a third of CLIENT_IDLE_TIMEOUT_MS,
+   * at most 15 s).
+   */
   keepAliveMs: number;
   logger: Logger;
   ownRun: (owner: string, id: string) => Promise<unknown>;

@@ -157,7 +157,8 @@ export function runsRoutes(deps: RunsRouteDeps) {
     if (tokens >= limits.max_tokens_per_day) {
       const tomorrow = new Date(new Date().toISOString().slice(0, 10)).getTime() + 24 * 3600 * 1000;
       throw rateLimited(
-        `this key used ${tokens} tokens today (max_tokens_per_day ${limits.max_tokens_per_day}); retry after midnight UTC`,
+        `this key used ${tokens} tokens today (max_tokens_per_day ${limits.max_tokens_per_day}); ` +
+          `retry after midnight UTC`,
         tomorrow - Date.now(),
       );
     }

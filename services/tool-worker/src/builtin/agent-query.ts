@@ -73,7 +73,8 @@ export async function runAgentQuery(
     return {
       outcome: toolFailed(
         'refused',
-        `sub-agents may nest at most ${sub.max_nesting} levels deep, and this run is at level ${run.spec.nesting}; answer this part yourself`,
+        `sub-agents may nest at most ${sub.max_nesting} levels deep, ` +
+          `and this run is at level ${run.spec.nesting}; answer this part yourself`,
       ),
     };
   }
@@ -161,7 +162,9 @@ async function childInput(it: Item, run: RunState, contexts: ContextStore): Prom
     if (!meta) return `context_chunk "${it.context_chunk}" given, but this run has no context`;
     if (!c || !meta.documents[c.doc]) return `"${it.context_chunk}" is not a chunk id from context_chunks`;
     const chunk = await contexts.read(run.id, meta, c.doc, c.offset, c.length);
-    text += `\n\n<context document="${meta.documents[c.doc].name}" offset="${c.offset}" length="${chunk.length}">\n${chunk}\n</context>`;
+    text +=
+      `\n\n<context document="${meta.documents[c.doc].name}" ` +
+      `offset="${c.offset}" length="${chunk.length}">\n${chunk}\n</context>`;
   }
   messages.push({ role: 'user', content: text });
   return messages;

@@ -36,7 +36,8 @@ export async function runContextSearch(
     case 'invalid':
       return toolFailed(
         'invalid_arguments',
-        `invalid regular expression: ${result.message} (patterns are RE2 syntax, which runs in linear time: no lookahead (?= ?!) and no backreferences \\1 \\k<name>)`,
+        `invalid regular expression: ${result.message} (patterns are RE2 syntax, which runs in linear time: ` +
+          `no lookahead (?= ?!) and no backreferences \\1 \\k<name>)`,
       );
     case 'timeout':
       return toolFailed(
