@@ -7,17 +7,17 @@ import { startStack, type Stack } from './fixtures/services.js';
 // The tool-worker holds the specs of the runs it began calls of: a run's next round begins
 // without reading its spec again.
 
-const toolMessages = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'tool');
-const round = (req: ChatRequest) => req.messages.filter((m: any) => m.role === 'assistant').length;
+const toolMessages = (req: ChatRequest) => req.messages.filter((m) => m.role === 'tool');
+const round = (req: ChatRequest) => req.messages.filter((m) => m.role === 'assistant').length;
 // One round of two calls, or as many as the input asks for ("[N rounds]").
 const rounds = (req: ChatRequest) =>
-  Number(/\[(\d) rounds\]/.exec(String(req.messages.find((m: any) => m.role === 'user')?.content ?? ''))?.[1] ?? 1);
+  Number(/\[(\d) rounds\]/.exec(String(req.messages.find((m) => m.role === 'user')?.content ?? ''))?.[1] ?? 1);
 const handler: Handler = (req) =>
   round(req) < rounds(req)
     ? { tool_calls: [0, 1].map((i) => ({ name: 'crm__sleep', arguments: { ms: 1, label: `w${i}` } })) }
     : {
         content: toolMessages(req)
-          .map((m: any) => m.content)
+          .map((m) => m.content)
           .join(' | '),
       };
 

@@ -12,7 +12,7 @@ beforeAll(async () => {
 });
 afterAll(async () => stack?.close());
 
-const json = async (path: string) => (await stack.request(path)).json();
+const json = <P extends string>(path: P) => stack.getJson(path);
 /** Job states after which a job runs no more ('unknown': removed). */
 const ENDED = ['completed', 'failed', 'unknown'];
 
@@ -59,16 +59,16 @@ describe('sub-agents', () => {
     const children = (await json(`/v1/runs/${id}/children`)).data;
     expect(children).toHaveLength(3);
     // In parallel, not in a row: every child started before any of them had finished.
-    const lastStart = Math.max(...children.map((c: any) => Date.parse(c.started_at)));
-    const firstEnd = Math.min(...children.map((c: any) => Date.parse(c.completed_at)));
+    const lastStart = Math.max(...children.map((c) => Date.parse(c.started_at!)));
+    const firstEnd = Math.min(...children.map((c) => Date.parse(c.completed_at!)));
     expect(lastStart).toBeLessThan(firstEnd);
     for (const c of children) {
       expect(c).toMatchObject({ parent_run_id: id, root_run_id: id, status: 'completed' });
       const msgs = (await json(`/v1/runs/${c.id}/messages`)).data;
       expect(JSON.stringify(msgs)).not.toContain('secret parent text');
-      expect(msgs.find((m: any) => m.role === 'user').content).toMatch(/^Capital of /);
+      expect(msgs.find((m) => m.role === 'user')?.content).toMatch(/^Capital of /);
     }
-    const peru = children.find((c: any) => c.output.content.startsWith('Peru'));
+    const peru = children.find((c) => String(c.output?.content).startsWith('Peru'))!;
     expect((await json(`/v1/runs/${peru.id}/messages`)).data[0]).toEqual({ role: 'system', content: 'Be terse.' });
 
     expect(run.usage).toMatchObject({ prompt_tokens: 200, completion_tokens: 20, total_tokens: 220, model_calls: 2 });
@@ -80,7 +80,7 @@ describe('sub-agents', () => {
     });
 
     const steps = (await json(`/v1/runs/${id}/steps`)).data;
-    expect([...steps[0].tool_calls[0].subrun_ids].sort()).toEqual(children.map((c: any) => c.id).sort());
+    expect([...(steps[0].tool_calls[0].subrun_ids ?? [])].sort()).toEqual(children.map((c) => c.id).sort());
     const events = (await (await stack.request(`/v1/runs/${id}/events`)).text())
       .split('\n')
       .filter((l) => l.startsWith('event:'));
@@ -187,7 +187,7 @@ describe('sub-agents', () => {
       what: "the lazy child's tool call",
     });
     const children = (await json(`/v1/runs/${id}/children`)).data;
-    const lazy = children.find((c: any) => c.status !== 'completed');
+    const lazy = children.find((c) => c.status !== 'completed')!;
     expect((await stack.request(`/v1/runs/${lazy.id}/cancel`, { method: 'POST' })).status).toBe(202);
     const run = await stack.waitForRun(id, { timeoutMs: 10_000 });
     expect(run.status).toBe('completed');
@@ -211,7 +211,7 @@ describe('sub-agents', () => {
     expect(children).toHaveLength(2);
     // No run of the tree has a next step while its round's calls work: the call that completes a
     // round enqueues the step after it.
-    const runIds = [id, ...children.map((c: any) => c.id as string)];
+    const runIds = [id, ...children.map((c) => c.id as string)];
     for (const runId of runIds) expect(await stack.stepState(runId, 1), runId).toBe('unknown');
     expect(await stack.toolJobState(id, 0, 0)).toBe('delayed');
     expect((await stack.request(`/v1/runs/${id}/cancel`, { method: 'POST' })).status).toBe(202);
@@ -237,10 +237,17 @@ describe('long context', () => {
     const parts: string[] = [];
     let planted = 0;
     let seed = 7;
-    const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const rand = () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
     while (parts.join(' ').length < 1_000_000) {
-      for (let i = 0; i < 1000; i++)
-        parts.push(rand() < 0.0009 ? (planted++, 'needle') : words[Math.floor(rand() * words.length)]);
+      for (let i = 0; i < 1000; i++) {
+        if (rand() < 0.0009) {
+          planted++;
+          parts.push('needle');
+        } else parts.push(words[Math.floor(rand() * words.length)]!);
+      }
     }
     const context = parts.join(' ');
     expect(context.length).toBeGreaterThan(1_000_000);
@@ -255,13 +262,13 @@ describe('long context', () => {
       if (r === 0) return { tool_calls: [{ name: 'context_info', arguments: {} }] };
       if (r === 1) return { tool_calls: [{ name: 'context_chunks', arguments: { max_chars: 120_000 } }] };
       if (r === 2) {
-        const { chunks } = JSON.parse(last);
+        const { chunks } = JSON.parse(last) as { chunks: Array<{ id: string }> };
         return {
           tool_calls: [
             {
               name: 'agent_query_batch',
               arguments: {
-                prompts: chunks.map((c: any) => ({
+                prompts: chunks.map((c) => ({
                   prompt: 'Count the word "needle" in this chunk',
                   context_chunk: c.id,
                 })),
@@ -320,7 +327,7 @@ describe('long context', () => {
             { name: 'context_search', arguments: { pattern: '(' } },
           ],
         };
-      return { content: JSON.stringify(toolMsgs(req).map((m: any) => m.content)) };
+      return { content: JSON.stringify(toolMsgs(req).map((m) => m.content)) };
     });
     const run = await stack.waitForRun(
       (
@@ -342,7 +349,9 @@ describe('long context', () => {
       total_chars: 28,
     });
     expect(read).toBe('there');
-    expect(JSON.parse(search).hits.map((h: any) => [h.name, h.offset])).toEqual([
+    expect(
+      (JSON.parse(search) as { hits: Array<{ name: string; offset: number }> }).hits.map((h) => [h.name, h.offset]),
+    ).toEqual([
       ['a.md', 6],
       ['b.md', 12],
     ]);

@@ -105,8 +105,11 @@ export function modelHttpFetch(opts: ModelHttpOptions): FetchLike & { close(): v
 function headerRecord(h: RequestInit['headers']): Record<string, string> {
   const out: Record<string, string> = {};
   if (!h) return out;
-  if (h instanceof Headers) h.forEach((v, k) => (out[k] = v));
-  else if (Array.isArray(h)) {
+  if (h instanceof Headers) {
+    h.forEach((v, k) => {
+      out[k] = v;
+    });
+  } else if (Array.isArray(h)) {
     // A name given twice is one header whose values are joined, as fetch joins them.
     for (const [k, v] of h) {
       const name = k.toLowerCase();

@@ -294,7 +294,13 @@ describe('callModel against an OpenAI-compatible server', () => {
     const reason = new Error('run cancelled');
     const err = await callModel(
       client,
-      req({ signal: ctrl.signal, onDelta: (t) => (deltas.push(t), ctrl.abort(reason)) }),
+      req({
+        signal: ctrl.signal,
+        onDelta: (t) => {
+          deltas.push(t);
+          ctrl.abort(reason);
+        },
+      }),
     ).catch((e) => e);
     expect(err).toBe(reason);
     expect(deltas.length).toBeGreaterThan(0);

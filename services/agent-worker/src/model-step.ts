@@ -71,7 +71,10 @@ export async function callModel(client: OpenAI, req: ModelRequest): Promise<Mode
     // stream's events are read here, in one pass a chunk (the SDK's reader took a tenth of the
     // worker's CPU).
     const response = await client.chat.completions
-      .create(params as any, { signal: bounds.signal, timeout: req.timeoutMs })
+      .create(params as unknown as OpenAI.ChatCompletionCreateParamsStreaming, {
+        signal: bounds.signal,
+        timeout: req.timeoutMs,
+      })
       .asResponse();
     bounds.touch();
     const sse = new SseReader();
@@ -88,7 +91,8 @@ export async function callModel(client: OpenAI, req: ModelRequest): Promise<Mode
       if (text) req.onDelta?.(text);
       return false;
     };
-    read: {
+    // Until the stream ends, or an event says the answer is whole.
+    const read = async (): Promise<void> => {
       for await (const bytes of (response.body ?? []) as AsyncIterable<Uint8Array>) {
         // Whatever the client the SDK was given: a stream that never ends would otherwise grow
         // the answer until the step's deadline.
@@ -104,10 +108,11 @@ export async function callModel(client: OpenAI, req: ModelRequest): Promise<Mode
             bounds.touch();
           }
         }
-        for (const event of sse.push(bytes)) if (take(event)) break read;
+        for (const event of sse.push(bytes)) if (take(event)) return;
       }
-      for (const event of sse.end()) if (take(event)) break;
-    }
+      for (const event of sse.end()) if (take(event)) return;
+    };
+    await read();
     // A stream cut short is never an answer: an abort may end the iteration without an error.
     if (req.signal?.aborted) throw req.signal.reason;
     if (bounds.expired) throw bounds.expired;

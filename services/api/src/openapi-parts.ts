@@ -6,7 +6,6 @@ import {
   apiErrorSchema,
   chatMessageSchema,
   linkAnswerSchema,
-  listActionsQuerySchema,
   respondBodySchema,
   createRunBodySchema,
   healthSchema,

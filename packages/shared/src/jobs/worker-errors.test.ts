@@ -10,7 +10,12 @@ describe('workerErrorLog', () => {
     const lines: Array<{ msg: string; err: string; repeated?: number }> = [];
     const logger = pino(
       { level: 'info' },
-      new Writable({ write: (c, _e, done) => (lines.push(JSON.parse(String(c))), done()) }),
+      new Writable({
+        write: (c, _e, done) => {
+          lines.push(JSON.parse(String(c)));
+          done();
+        },
+      }),
     );
     let t = 0;
     const log = workerErrorLog(logger, 'agentStep', { everyMs: 30_000, now: () => t });

@@ -23,7 +23,10 @@ export class CancelListener {
     const ctrl = new AbortController();
     parent?.addEventListener('abort', () => ctrl.abort(parent.reason), { once: true });
     let jobs = this.active.get(runId);
-    if (!jobs) this.active.set(runId, (jobs = new Map()));
+    if (!jobs) {
+      jobs = new Map();
+      this.active.set(runId, jobs);
+    }
     jobs.set(jobId, ctrl);
     return {
       signal: ctrl.signal,
