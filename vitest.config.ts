@@ -7,14 +7,18 @@ export default defineConfig({
   resolve: {
     // Tests run against the TypeScript sources; `npm run build` is only needed for the
     // tests and demo that start the built services as processes.
-    alias: {
-      '@agentq/shared': src('./packages/shared/src/index.ts'),
-      '@agentq/scripted-llm': src('./packages/scripted-llm/src/index.ts'),
-      '@agentq/client': src('./packages/client/src/index.ts'),
-      '@agentq/api': src('./services/api/src/index.ts'),
-      '@agentq/agent-worker': src('./services/agent-worker/src/index.ts'),
-      '@agentq/tool-worker': src('./services/tool-worker/src/index.ts'),
-    },
+    alias: [
+      // The shared package is imported by part: `@agentq/shared/<part>` is its `src/<part>/index.ts`.
+      {
+        find: /^@agentq\/shared\/(core|infra|store|jobs|runs)$/,
+        replacement: src('./packages/shared/src/$1/index.ts'),
+      },
+      { find: '@agentq/scripted-llm', replacement: src('./packages/scripted-llm/src/index.ts') },
+      { find: '@agentq/client', replacement: src('./packages/client/src/index.ts') },
+      { find: '@agentq/api', replacement: src('./services/api/src/index.ts') },
+      { find: '@agentq/agent-worker', replacement: src('./services/agent-worker/src/index.ts') },
+      { find: '@agentq/tool-worker', replacement: src('./services/tool-worker/src/index.ts') },
+    ],
   },
   test: {
     testTimeout: 30_000,

@@ -7,7 +7,7 @@
 //   e.g. node bench/model-answer-memory.mjs 20x1deltas 20x1whole 20x6deltas 60x1deltas
 // Env: BENCH_NODE_OPTIONS (added to the services' NODE_OPTIONS, e.g. a preloaded sampler).
 import { Redis } from 'ioredis';
-import { runKeys } from '@agentq/shared';
+import { runKeys } from '@agentq/shared/store';
 import { startScriptedLlm } from '@agentq/scripted-llm';
 import { memMB, sleep, spawnProc, stopProc, until } from './lib/procs.mjs';
 import { startRedis } from './lib/redis-server.mjs';

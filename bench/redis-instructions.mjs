@@ -21,7 +21,8 @@ import { soloContext, systemStarts } from './lib/systems.mjs';
 import { shared, STEPS } from './lib/workload.mjs';
 
 /**
- * @import { RunSpec, ToolResultRecord } from '@agentq/shared'
+ * @import { RunSpec } from '@agentq/shared/core'
+ * @import { ToolResultRecord } from '@agentq/shared/store'
  * @typedef {'agentq' | 'loop' | 'bare'} Kind
  * @typedef {Record<string, number> & { total: number }} Counts
  */
@@ -150,7 +151,7 @@ if (SYSTEMS.includes('agentq')) {
       nesting: 0,
     };
     const ids = Array.from({ length: OPS }, () => newId('run'));
-    /** @type {Map<string, import('@agentq/shared').StepInput['run']>} */
+    /** @type {Map<string, import('@agentq/shared/store').StepInput['run']>} */
     const runs = new Map();
     const usage = { prompt_tokens: 10, completion_tokens: 10, total_tokens: 20 };
     const now = new Date().toISOString();
@@ -183,7 +184,7 @@ if (SYSTEMS.includes('agentq')) {
     const OPERATIONS = [
       [
         'create a run',
-        (id) => store.runs.create({ id, owner: 'bench', spec, messages: [{ role: 'user', content: 'benchmark' }] }),
+        (id) => store.runs.create({ id, tenant: 'bench', spec, messages: [{ role: 'user', content: 'benchmark' }] }),
       ],
       ['start it', (id) => store.runs.start(id)],
       [
@@ -281,7 +282,7 @@ if (SYSTEMS.includes('agentq')) {
     const big = Array.from({ length: OPS }, () => newId('run'));
     await Promise.all(
       big.map((id) =>
-        store.runs.create({ id, owner: 'bench', spec: bigSpec, messages: [{ role: 'user', content: 'benchmark' }] }),
+        store.runs.create({ id, tenant: 'bench', spec: bigSpec, messages: [{ role: 'user', content: 'benchmark' }] }),
       ),
     );
     const firstRound = await Promise.all(big.map((id) => store.toolCalls.begin(id, 0, 0, 1)));

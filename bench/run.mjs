@@ -113,7 +113,7 @@ if (truthy(process.env.BENCH_REPORT_ONLY)) {
 const built = (/** @type {string} */ root) =>
   ['api', 'agent-worker', 'tool-worker']
     .map((s) => join(root, 'services', s, 'dist', 'main.js'))
-    .concat(join(root, 'packages/shared/dist/index.js'));
+    .concat(join(root, 'packages/shared/dist'));
 const missing = [
   ...built(ROOT),
   join(ROOT, 'packages/scripted-llm/dist/index.js'),

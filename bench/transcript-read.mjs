@@ -13,7 +13,8 @@ import { fmt, quantile, textTable } from './lib/stats.mjs';
 import { shared } from './lib/workload.mjs';
 
 /**
- * @import { ChatMessage, RunSpec, RunStore as Store, TranscriptPrefix } from '@agentq/shared'
+ * @import { ChatMessage, RunSpec } from '@agentq/shared/core'
+ * @import { RunStore as Store, TranscriptPrefix } from '@agentq/shared/store'
  * @import { CommandStats } from './lib/types.d.ts'
  * @typedef {'whole' | 'size first, then whole' | 'since the last step'} How
  */
@@ -102,7 +103,7 @@ async function commitSteps(store, id, steps, bytes) {
       },
       { depth, usage, finish_reason: 'tool_calls', content: null, tool_calls: [] },
     );
-    /** @type {import('@agentq/shared').ToolResultRecord} */
+    /** @type {import('@agentq/shared/store').ToolResultRecord} */
     const rec = {
       id: `call_${depth}`,
       name: 'noop__noop',
@@ -128,7 +129,7 @@ async function commitSteps(store, id, steps, bytes) {
 
 /**
  * @param {Store} store
- * @param {import('@agentq/shared').RedisClient} redis
+ * @param {import('@agentq/shared/infra').RedisClient} redis
  * @param {string} id
  * @param {number} depth
  * @param {number} reads
@@ -184,7 +185,7 @@ try {
     const depth = shape.steps ?? 1;
     await store.runs.create({
       id,
-      owner: 'bench',
+      tenant: 'bench',
       spec: runSpec,
       messages: Array.from({ length: shape.messages ?? 1 }, (_, i) => messageOf(i, shape.bytes)),
     });

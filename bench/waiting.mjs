@@ -183,7 +183,7 @@ try {
   const tool = new shared.JobQueues({
     connection: ctl,
     prefix: stack.prefix,
-    logger: /** @type {import('@agentq/shared').Logger} */ (
+    logger: /** @type {import('@agentq/shared/infra').Logger} */ (
       /** @type {unknown} */ ({ warn() {}, error() {}, info() {}, debug() {} })
     ),
   });

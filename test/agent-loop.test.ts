@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatRequest, Handler, Reply } from '@agentq/scripted-llm';
-import { RunStore } from '@agentq/shared';
+import { RunStore } from '@agentq/shared/store';
 import { startStack, type Stack } from './fixtures/services.js';
 
 // Each scenario is keyed by the user's text, so one scripted model serves every test here.

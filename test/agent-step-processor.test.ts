@@ -3,18 +3,11 @@ import { afterAll, describe, expect, inject, it, vi } from 'vitest';
 import { Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import OpenAI from 'openai';
-import {
-  Admission,
-  createLogger,
-  JobQueues,
-  newId,
-  QUEUES,
-  RunActions,
-  Runs,
-  RunStore,
-  type RunSpec,
-  type StepRecord,
-} from '@agentq/shared';
+import { newId, type RunSpec } from '@agentq/shared/core';
+import { createLogger } from '@agentq/shared/infra';
+import { RunStore, type StepRecord } from '@agentq/shared/store';
+import { JobQueues, QUEUES } from '@agentq/shared/jobs';
+import { Admission, RunActions, Runs } from '@agentq/shared/runs';
 import { startScriptedLlm, type ScriptedLlm } from '@agentq/scripted-llm';
 import { processAgentStep, TranscriptsInFlight, type AgentStepDeps } from '@agentq/agent-worker';
 
@@ -82,7 +75,7 @@ describe('a step whose previous round lacks a result', () => {
       ancestors: [],
       nesting: 0,
     };
-    await store.runs.create({ id, owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
+    await store.runs.create({ id, tenant: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
     const { run } = (await store.transcript.loadStep(id, 0))!;
     await store.transcript.commitStep(run, step(['crm__t0', 'crm__t1']), {
       depth: 0,
@@ -204,7 +197,7 @@ describe('a step whose transcript is more than the worker may hold', () => {
     const { jobs } = deps;
     const stepOf = async (content: string) => {
       const id = newId('run');
-      await store.runs.create({ id, owner: 'o', spec, messages: [{ role: 'user', content }] });
+      await store.runs.create({ id, tenant: 'o', spec, messages: [{ role: 'user', content }] });
       return {
         id,
         step: () =>
@@ -285,7 +278,7 @@ describe("a run's first step, told its transcript's size by its job", () => {
     try {
       const told = await store.runs.createSized({
         id: newId('run'),
-        owner: 'o',
+        tenant: 'o',
         spec,
         messages: [{ role: 'user', content: 'hi' }],
       });
@@ -295,7 +288,7 @@ describe("a run's first step, told its transcript's size by its job", () => {
       expect(lrangeBeforeReply()).toBe(true);
       const untold = await store.runs.create({
         id: newId('run'),
-        owner: 'o',
+        tenant: 'o',
         spec,
         messages: [{ role: 'user', content: 'hi' }],
       });
@@ -306,7 +299,7 @@ describe("a run's first step, told its transcript's size by its job", () => {
       // Told 10 bytes of a 100 KB transcript: read, found larger than the bound, and failed as ever.
       const big = await store.runs.create({
         id: newId('run'),
-        owner: 'o',
+        tenant: 'o',
         spec,
         messages: [{ role: 'user', content: 'x'.repeat(100 * 1024) }],
       });

@@ -1,18 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
-import {
-  Admission,
-  createLogger,
-  toolCallJobId,
-  JobQueues,
-  newId,
-  QUEUES,
-  RunActions,
-  Runs,
-  RunStore,
-  type RunSpec,
-} from '@agentq/shared';
+import { newId, type RunSpec } from '@agentq/shared/core';
+import { createLogger } from '@agentq/shared/infra';
+import { RunStore } from '@agentq/shared/store';
+import { toolCallJobId, JobQueues, QUEUES } from '@agentq/shared/jobs';
+import { Admission, RunActions, Runs } from '@agentq/shared/runs';
 import { fanOut } from '@agentq/agent-worker';
 
 // A round's requests are stored (and can be answered) before its jobs are added. An answer in
@@ -42,7 +35,7 @@ const spec: RunSpec = {
 describe('an answer that comes before its job exists', () => {
   it('still wakes the job: the fan-out promotes it once it is added', async () => {
     const id = newId('run');
-    await store.runs.create({ id, owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
+    await store.runs.create({ id, tenant: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
     await store.runs.start(id);
     const run = (await store.runs.getState(id))!;
     const actions = new RunActions({

@@ -2,7 +2,8 @@ import { request } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { RUN_FIELDS, runKeys, TOOL_CALL_FIELDS, type RunObject } from '@agentq/shared';
+import { type RunObject } from '@agentq/shared/core';
+import { RUN_FIELDS, runKeys, TOOL_CALL_FIELDS } from '@agentq/shared/store';
 import type { Handler } from '@agentq/scripted-llm';
 import { spawnRedisServer, type SpawnedRedis } from './fixtures/redis.js';
 import { monitorRedis } from './fixtures/redis-monitor.js';
@@ -754,7 +755,7 @@ describe('two keys', () => {
   }
 
   it('one key sending large bodies slowly holds at most half of MAX_BODIES_IN_FLIGHT_BYTES ' +
-    "(or one largest body): another key's requests still get in", async () => {
+    "(or one largest body): another tenant's requests still get in", async () => {
     const first = await slowPost(KEY_A, 3 << 20);
     try {
       await waitFor(async () => (await gauge(two, 'agentq_request_body_bytes_in_flight')) === 3 << 20, {
@@ -774,7 +775,7 @@ describe('two keys', () => {
   }, 60_000);
 
   it('one key that does not read its large answers holds at most half of ' +
-    "MAX_RESPONSES_IN_FLIGHT_BYTES: another key's large answers still go out", async () => {
+    "MAX_RESPONSES_IN_FLIGHT_BYTES: another tenant's large answers still go out", async () => {
     // Runs of 12 MB outputs, one of each key (written straight in Redis, as a long answer would be).
     const bigRun = async (key: string) => {
       const { id } = await two.createRun({ input: 'big' }, key);
@@ -794,7 +795,7 @@ describe('two keys', () => {
       for (let i = 0; i < 2; i++) {
         unread.push(await rawGet(two, `/v1/runs/${a}`, { key: KEY_A, stopReading: true }));
         expect(unread.at(-1)!.status).toBe('503');
-        expect(unread.at(-1)!.head).toContain("this key's other answers");
+        expect(unread.at(-1)!.head).toContain("this tenant's other answers");
       }
       // Another key's large answer goes out beside them.
       const other = await two.request(`/v1/runs/${b}`, { key: KEY_B });
@@ -820,7 +821,7 @@ describe('two keys: event streams', () => {
   afterAll(async () => two?.close());
 
   it('one key that opens streams of large events and reads none holds at most half of ' +
-    "MAX_RESPONSES_IN_FLIGHT_BYTES: another key's stream still gets its large event", async () => {
+    "MAX_RESPONSES_IN_FLIGHT_BYTES: another tenant's stream still gets its large event", async () => {
     const [a, b] = [await largeEventRun(6, two, KEY_A), await largeEventRun(6, two, KEY_B)];
     // Each 6 MB event is read alone, with room for it and its frame (12 MB). Four unread streams
     // of key A would hold 36 MB of the 40 and queue a fourth: key A's share (20 MB) lets one in.

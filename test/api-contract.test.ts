@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Handler } from '@agentq/scripted-llm';
-import type { ApiError, RunObject } from '@agentq/shared';
+import type { ApiError, RunObject } from '@agentq/shared/core';
 import type { ApiClient, GetBody, TestRequestInit } from './fixtures/api-client.js';
 import { startApp, type TestApp } from './fixtures/app.js';
 import { startStack, type Stack } from './fixtures/services.js';

@@ -11,7 +11,7 @@ import {
   type Run,
   type RunEvent,
 } from '@agentq/client';
-import type { RunObject } from '@agentq/shared';
+import type { RunObject } from '@agentq/shared/core';
 import type { ChatRequest, Handler, Reply } from '@agentq/scripted-llm';
 import { buildCliIfStale, startCli, type CliOptions } from './fixtures/cli.js';
 import { startStack, type Stack } from './fixtures/services.js';

@@ -1,6 +1,7 @@
 import { get, type IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RunStore, type RunObject } from '@agentq/shared';
+import { type RunObject } from '@agentq/shared/core';
+import { RunStore } from '@agentq/shared/store';
 import type { Handler } from '@agentq/scripted-llm';
 import { startStack, type Stack } from './fixtures/services.js';
 import { waitFor } from './fixtures/wait.js';

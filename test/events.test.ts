@@ -1,6 +1,6 @@
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runEventSchema, type RunObject } from '@agentq/shared';
+import { runEventSchema, type RunObject } from '@agentq/shared/core';
 import type { ChatRequest, Handler } from '@agentq/scripted-llm';
 import { readSse } from './fixtures/sse.js';
 import { startStack, type Stack } from './fixtures/services.js';

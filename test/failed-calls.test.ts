@@ -2,20 +2,18 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { type Job, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
+import { newId, type RunSpec } from '@agentq/shared/core';
+import { createLogger } from '@agentq/shared/infra';
+import { RunStore } from '@agentq/shared/store';
 import {
-  Admission,
   createJobWorker,
-  createLogger,
   JobQueues,
-  newId,
   QUEUES,
-  Runs,
-  RunStore,
   toolCallJobId,
   type JobInput,
-  type RunSpec,
   type ToolCallsJob,
-} from '@agentq/shared';
+} from '@agentq/shared/jobs';
+import { Admission, Runs } from '@agentq/shared/runs';
 import { failedCalls, releaseNextStep } from '@agentq/tool-worker';
 import { waitFor } from './fixtures/wait.js';
 
@@ -50,7 +48,7 @@ const spec: RunSpec = {
 /** A run whose step at depth 2 is committed with two tool calls, neither answered. */
 async function newRun(): Promise<string> {
   const id = newId('run');
-  await store.runs.create({ id, owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
+  await store.runs.create({ id, tenant: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
   const { run } = (await store.transcript.loadStep(id, 2))!;
   const now = new Date().toISOString();
   const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };

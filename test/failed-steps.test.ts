@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { UnrecoverableError } from 'bullmq';
-import { JobQueues, QUEUES, STALLED_OUT_REASON } from '@agentq/shared';
+import { JobQueues, QUEUES, STALLED_OUT_REASON } from '@agentq/shared/jobs';
 import { startStack, type Stack } from './fixtures/services.js';
 import { waitFor } from './fixtures/wait.js';
 

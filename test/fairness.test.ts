@@ -3,13 +3,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunObject } from '@agentq/shared';
+import type { RunObject } from '@agentq/shared/core';
 import type { ChatRequest, Handler } from '@agentq/scripted-llm';
 import { startStack, type Stack } from './fixtures/services.js';
 import { waitFor } from './fixtures/wait.js';
 
-// A service many keys share: each key's runs wait in its own line, so a key that floods waits
-// behind itself; per-key limits answer 429 before anything piles up without end.
+// A service many keys share: each tenant's runs wait in its own line, so a key that floods waits
+// behind itself; per-tenant limits answer 429 before anything piles up without end.
 
 const KEYS = {
   flood: 'flood-key-0001',
@@ -91,7 +91,7 @@ const maxOverlap = (runs: RunObject[]) => {
 };
 
 describe('a key that floods', () => {
-  it("queues in its own line: another key's run starts at once, " +
+  it("queues in its own line: another tenant's run starts at once, " +
     'the flood runs max_active_runs at a time, and past max_queued_runs it gets 429', async () => {
     const floods: string[] = [];
     let refused = 0;
@@ -138,7 +138,7 @@ describe('a key that floods', () => {
   }, 60_000);
 });
 
-describe('per-key limits', () => {
+describe('per-tenant limits', () => {
   it('requests_per_minute: the request past it gets 429 with Retry-After; other keys are not counted with it', async () => {
     const statuses: number[] = [];
     for (let i = 0; i < 7; i++) statuses.push((await stack.request('/v1/runs?limit=1', { key: KEYS.chatty })).status);
@@ -167,7 +167,7 @@ describe('per-key limits', () => {
     await stack.waitForRun(((await second.json()) as RunObject).id, { key: KEYS.hungry });
     // 100 tokens used of 60 (agent-workers write their tally every second).
     await waitFor(async () => (await stack.getJson('/v1/usage', KEYS.hungry)).tokens_today === 100, {
-      what: "the key's 100 tokens of today",
+      what: "the tenant's 100 tokens of today",
       timeoutMs: 5_000,
     });
     const third = await post(KEYS.hungry, { input: 'hungry 3' });

@@ -1,18 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
-import {
-  createLogger,
-  JobQueues,
-  newId,
-  QUEUES,
-  RunActions,
-  Runs,
-  RunStore,
-  Admission,
-  type RunSpec,
-  type ToolCall,
-} from '@agentq/shared';
+import { newId, type RunSpec, type ToolCall } from '@agentq/shared/core';
+import { createLogger } from '@agentq/shared/infra';
+import { RunStore } from '@agentq/shared/store';
+import { JobQueues, QUEUES } from '@agentq/shared/jobs';
+import { RunActions, Runs, Admission } from '@agentq/shared/runs';
 import { fanOut } from '@agentq/agent-worker';
 
 // Which jobs a round becomes: the calls that only run share one job; a sub-agent call and a call
@@ -43,7 +36,7 @@ const calls = (names: string[]): ToolCall[] =>
 /** Fans a round out for a new run; returns the tool jobs added (by id suffix) and the state of the next step's job. */
 async function fanOutRound(names: string[], transcriptBytes?: number) {
   const id = newId('run');
-  await store.runs.create({ id, owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
+  await store.runs.create({ id, tenant: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
   const { run } = (await store.transcript.loadStep(id, 0))!;
   await fanOut({ jobs, actions, catalog: [], parkMs: 60_000 }, run, 0, calls(names), transcriptBytes);
   const added = (await jobs.queue(QUEUES.tool).getJobs(['waiting', 'active', 'delayed'])).filter(

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, parseEnv } from '@agentq/shared';
+import { ConfigError } from '@agentq/shared/core';
+import { parseEnv } from '@agentq/shared/infra';
 import { apiEnvSchema } from '@agentq/api';
 import { agentWorkerEnvSchema } from '@agentq/agent-worker';
 import { parseMcpConfig, toolWorkerEnvSchema } from '@agentq/tool-worker';

@@ -71,7 +71,7 @@ describe('a hostile tools glob', () => {
   // Deliberately below the old matcher's stall (≈ 20 s per step, three stalls for run A): with
   // it, the event loop these in-process services share is held past this timeout and the test
   // fails. Without it, both runs take well under a second.
-  it("stalls nothing: another key's run finishes while it is processed, and its own run completes", {
+  it("stalls nothing: another tenant's run finishes while it is processed, and its own run completes", {
     timeout: 15_000,
   }, async () => {
     const a = await stack.createRun({ input: 'A: hostile glob', tools: ['crm__*', HOSTILE_GLOB] }, KEY_A);

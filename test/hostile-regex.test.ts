@@ -53,7 +53,7 @@ afterAll(async () => stack?.close());
 describe('context_search with a hostile pattern', () => {
   // Deliberately far below the old engine's stall: with it the shared event loop is held past
   // this timeout (the test process runs these services) and the test fails. Now: about a second.
-  it("stalls nothing: another key's tool call on the same tool-worker completes beside it, and the search finishes", {
+  it("stalls nothing: another tenant's tool call on the same tool-worker completes beside it, and the search finishes", {
     timeout: 15_000,
   }, async () => {
     const a = await stack.createRun(

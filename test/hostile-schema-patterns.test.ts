@@ -34,7 +34,7 @@ afterAll(async () => stack?.close());
 describe('a response_format schema with a catastrophic pattern', () => {
   // Deliberately far below the old engine's stall: with it the event loop these in-process
   // services share is held past this timeout and the test fails.
-  it("stalls nothing: another key's run completes beside it, and the answer is checked", {
+  it("stalls nothing: another tenant's run completes beside it, and the answer is checked", {
     timeout: 15_000,
   }, async () => {
     const a = await stack.createRun(

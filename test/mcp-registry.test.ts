@@ -3,7 +3,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Writable } from 'node:stream';
-import { modelText, RetryableError } from '@agentq/shared';
+import { modelText, RetryableError } from '@agentq/shared/core';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startCrmMcpServer, type CrmMcpServer } from './fixtures/crm-mcp-server.js';

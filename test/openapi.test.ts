@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ActionList } from '@agentq/client';
 import type { OpenApiDocument, OpenApiPathItem } from '@agentq/api';
 import type { ChatRequest, Handler, Reply } from '@agentq/scripted-llm';
-import type { ApiError, RunObject } from '@agentq/shared';
+import type { ApiError, RunObject } from '@agentq/shared/core';
 import type { GetBody } from './fixtures/api-client.js';
 import { startApp, type TestApp } from './fixtures/app.js';
 import { startStack, type Stack } from './fixtures/services.js';

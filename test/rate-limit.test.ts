@@ -1,20 +1,21 @@
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { Hono } from 'hono';
-import { createRedis, tenantTable, UsageMeter, type Redis } from '@agentq/shared';
+import { createRedis, type Redis } from '@agentq/shared/infra';
+import { tenantTable, UsageMeter } from '@agentq/shared/runs';
 import { requestLimit } from '../services/api/src/rate-limit.js';
 
 // requests_per_minute across API processes: each process counts its own requests at once and
-// adds them to the key's count in Redis in batches, learning the others' from the replies.
+// adds them to the tenant's count in Redis in batches, learning the others' from the replies.
 
 const redis = createRedis(inject('redisUrl'), { name: 'rate-limit-test' }) as Redis;
 afterAll(() => redis.disconnect());
 
-/** One API process's limit in front of a route that answers 200; `owner` is the caller. */
+/** One API process's limit in front of a route that answers 200; `tenant` is the caller. */
 function apiProcess(prefix: string, perMinute: number, connection: Redis = redis) {
-  const app = new Hono<{ Variables: { owner: string } }>();
+  const app = new Hono<{ Variables: { tenant: string } }>();
   app.onError((err) => new Response(null, { status: (err as { status?: number }).status ?? 500 }));
   app.use('*', async (c, next) => {
-    c.set('owner', 'k');
+    c.set('tenant', 'k');
     await next();
   });
   app.use(
@@ -64,11 +65,11 @@ describe('requests_per_minute', () => {
     const b = apiProcess(prefix, 5);
     expect(await a(4)).toEqual([200, 200, 200, 200]);
     await settle();
-    // b adds its request to the key's count and learns there are 5 this minute.
+    // b adds its request to the tenant's count and learns there are 5 this minute.
     expect(await b(1)).toEqual([200]);
     await settle();
     expect(await b(1)).toEqual([429]);
-    // Every request let through is in the key's count; a refused one is not.
+    // Every request let through is in the tenant's count; a refused one is not.
     const minute = Math.floor(Date.now() / 60_000);
     expect(Number(await redis.get(`${prefix}:rpm:k:${minute}`))).toBe(5);
   });

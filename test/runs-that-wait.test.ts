@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WebhookPayload } from '@agentq/client';
-import type { RunObject } from '@agentq/shared';
+import type { RunObject } from '@agentq/shared/core';
 import { bodyOf, errorOf, type GetBody } from './fixtures/api-client.js';
 import { callsThenEcho, round, scenarioModel, toolMsgs } from './fixtures/scenarios.js';
 import { startStack, type Stack } from './fixtures/services.js';
@@ -429,7 +429,7 @@ describe('waiting', () => {
 });
 
 describe('answers', () => {
-  it("hides another key's request (404) and cancels what waits with the run", async () => {
+  it("hides another tenant's request (404) and cancels what waits with the run", async () => {
     on('CANCEL waiting', callsThenEcho([{ name: 'crm__non_idempotent_write', arguments: { key: 'cancelled-write' } }]));
     const { id } = await stack.createRun({
       input: 'CANCEL waiting',
@@ -446,7 +446,7 @@ describe('answers', () => {
     expect(stack.crm.calls.filter((c) => c.args?.key === 'cancelled-write')).toEqual([]);
   });
 
-  it("lists a key's pending requests newest first, paged, and moves answered ones to resolved", async () => {
+  it("lists a tenant's pending requests newest first, paged, and moves answered ones to resolved", async () => {
     on('INBOX', callsThenEcho([{ name: 'ask_human', arguments: { question: `Q ${Math.random()}` } }]));
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {

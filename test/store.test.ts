@@ -1,22 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
-import {
-  actionId,
-  actionRun,
-  Admission,
-  createLogger,
-  EVENTS_MAXLEN,
-  JobQueues,
-  newId,
-  QUEUES,
-  RunActions,
-  Runs,
-  RunStore,
-  TERMINAL_STATUSES,
-  type ActionRecord,
-  type RunSpec,
-} from '@agentq/shared';
+import { newId, TERMINAL_STATUSES, type RunSpec } from '@agentq/shared/core';
+import { createLogger } from '@agentq/shared/infra';
+import { EVENTS_MAXLEN, RunStore } from '@agentq/shared/store';
+import { JobQueues, QUEUES } from '@agentq/shared/jobs';
+import { actionId, actionRun, Admission, RunActions, Runs, type ActionRecord } from '@agentq/shared/runs';
 import { monitorRedis } from './fixtures/redis-monitor.js';
 
 const redis = new Redis(inject('redisUrl'));
@@ -68,11 +57,11 @@ describe('the run index', () => {
     const now = Date.now();
     const old = newId('run', now - 10 * 60_000);
     const recent = newId('run', now - 60_000);
-    await store.runs.create({ id: recent, owner: 'o', spec, messages: [], createdAt: new Date(now - 60_000) });
-    await store.runs.create({ id: old, owner: 'o', spec, messages: [], createdAt: new Date(now - 10 * 60_000) });
+    await store.runs.create({ id: recent, tenant: 'o', spec, messages: [], createdAt: new Date(now - 60_000) });
+    await store.runs.create({ id: old, tenant: 'o', spec, messages: [], createdAt: new Date(now - 10 * 60_000) });
     expect(await redis.zrange(store.global.runIndex('o'), '0', '-1')).toEqual([old, recent]);
     const fresh = newId('run', now);
-    await store.runs.create({ id: fresh, owner: 'o', spec, messages: [] });
+    await store.runs.create({ id: fresh, tenant: 'o', spec, messages: [] });
     // The 10-minute-old id is past 2 × 60 s; the 1-minute-old one is not.
     expect(await redis.zrange(store.global.runIndex('o'), '0', '-1')).toEqual([recent, fresh]);
   });
@@ -88,7 +77,7 @@ describe('the run list', () => {
       const id = newId('run', now - (25 - i) * 1000);
       await store.runs.create({
         id,
-        owner: 'o',
+        tenant: 'o',
         spec,
         messages: [{ role: 'user', content: `run ${i}` }],
         createdAt: new Date(now - (25 - i) * 1000),
@@ -168,7 +157,7 @@ describe('the run list', () => {
 async function roundOf(n: number, runSpec: RunSpec = spec) {
   const store = new RunStore({ redis, prefix: `rs${randomBytes(3).toString('hex')}` });
   const id = newId('run');
-  await store.runs.create({ id, owner: 'o', spec: runSpec, messages: [{ role: 'user', content: 'hi' }] });
+  await store.runs.create({ id, tenant: 'o', spec: runSpec, messages: [{ role: 'user', content: 'hi' }] });
   const { run } = (await store.transcript.loadStep(id, 0))!;
   const tool_calls = Array.from({ length: n }, (_, i) => ({
     id: `call_${i}`,
@@ -244,7 +233,7 @@ describe("a round's tool messages", () => {
   it('are never appended without the assistant message that asked for them (a commit a failover lost)', async () => {
     const store = new RunStore({ redis, prefix: `rs${randomBytes(3).toString('hex')}` });
     const id = newId('run');
-    await store.runs.create({ id, owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
+    await store.runs.create({ id, tenant: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
     const { run } = (await store.transcript.loadStep(id, 0))!;
     // The step at depth 0 was never committed here, but its call ran and stores its result.
     const done = await store.toolCalls.complete(id, 0, 0, results('call_0', 'out 0'), toolEvent(0), {
@@ -258,11 +247,11 @@ describe("a round's tool messages", () => {
   it("count toward the ancestors' usage_total", async () => {
     const store = new RunStore({ redis, prefix: `rs${randomBytes(3).toString('hex')}` });
     const parent = newId('run');
-    await store.runs.create({ id: parent, owner: 'o', spec, messages: [] });
+    await store.runs.create({ id: parent, tenant: 'o', spec, messages: [] });
     const child = await (async () => {
       const id = newId('run');
       const childSpec = { ...spec, ancestors: [parent], nesting: 1 };
-      await store.runs.create({ id, owner: 'o', spec: childSpec, messages: [{ role: 'user', content: 'x' }] });
+      await store.runs.create({ id, tenant: 'o', spec: childSpec, messages: [{ role: 'user', content: 'x' }] });
       const { run } = (await store.transcript.loadStep(id, 0))!;
       const now = new Date().toISOString();
       const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };
@@ -393,7 +382,7 @@ describe("a round's requests for an answer", () => {
       const id = newId('run');
       await store.runs.create({
         id,
-        owner: 'o',
+        tenant: 'o',
         spec: { ...spec, webhook: { url: 'https://hooks.example/agentq' } },
         messages: [{ role: 'user', content: 'hi' }],
       });
@@ -445,7 +434,7 @@ describe('beginning tool calls', () => {
     const prefix = `rs${randomBytes(3).toString('hex')}`;
     const store = new RunStore({ redis, prefix });
     const id = newId('run');
-    await store.runs.create({ id, owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
+    await store.runs.create({ id, tenant: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
     // Call 1 finished before (a retried round): it is done, the others begin.
     await store.toolCalls.complete(id, 0, 1, results('call_1', 'earlier'), toolEvent(1), { count: 5, ancestors: [] });
     {
@@ -473,11 +462,11 @@ describe('beginning tool calls', () => {
   it('begins none of them once the run or an ancestor has ended', async () => {
     const store = new RunStore({ redis, prefix: `rs${randomBytes(3).toString('hex')}` });
     const parent = newId('run');
-    await store.runs.create({ id: parent, owner: 'o', spec, messages: [] });
+    await store.runs.create({ id: parent, tenant: 'o', spec, messages: [] });
     const child = newId('run');
     await store.runs.create({
       id: child,
-      owner: 'o',
+      tenant: 'o',
       spec: { ...spec, ancestors: [parent], nesting: 1 },
       messages: [],
     });
@@ -499,7 +488,7 @@ describe('beginning tool calls', () => {
   it('still reports a stored result as done when the run has ended', async () => {
     const store = new RunStore({ redis, prefix: `rs${randomBytes(3).toString('hex')}` });
     const id = newId('run');
-    await store.runs.create({ id, owner: 'o', spec, messages: [] });
+    await store.runs.create({ id, tenant: 'o', spec, messages: [] });
     await store.toolCalls.complete(id, 0, 1, results('call_1', 'earlier'), toolEvent(1), { count: 2, ancestors: [] });
     await store.runs.finish(id, { status: 'cancelled', stopReason: 'cancelled' });
     const begins = await Promise.all([0, 1].map((i) => store.toolCalls.begin(id, 0, i, 1, { event: started(i) })));
@@ -509,7 +498,7 @@ describe('beginning tool calls', () => {
   it('keeps the calls of different steps and runs apart, begun in the same tick', async () => {
     const store = new RunStore({ redis, prefix: `rs${randomBytes(3).toString('hex')}` });
     const [a, b] = [newId('run'), newId('run')];
-    for (const id of [a, b]) await store.runs.create({ id, owner: 'o', spec, messages: [] });
+    for (const id of [a, b]) await store.runs.create({ id, tenant: 'o', spec, messages: [] });
     await store.toolCalls.complete(b, 1, 0, results('call_0', 'b1'), toolEvent(0), { count: 1, ancestors: [] });
     const begins = await Promise.all([
       store.toolCalls.begin(a, 0, 0, 1),
@@ -530,7 +519,7 @@ describe('beginning tool calls', () => {
   it('does not read the spec the caller holds, but reads its own for a run created again under its id', async () => {
     const store = new RunStore({ redis, prefix: `rs${randomBytes(3).toString('hex')}` });
     const id = newId('run');
-    await store.runs.create({ id, owner: 'o', spec, messages: [] });
+    await store.runs.create({ id, tenant: 'o', spec, messages: [] });
     const first = await store.toolCalls.begin(id, 0, 0, 1);
     if (first.kind !== 'begun') throw new Error(`not begun: ${first.kind}`);
     // As read: the spec with its stored size, what a caller holds for the run's next rounds.
@@ -563,7 +552,7 @@ describe('beginning tool calls', () => {
     await redis.del(...Object.values(store.keys(id)).filter((v): v is string => typeof v === 'string'));
     await store.runs.create({
       id,
-      owner: 'o',
+      tenant: 'o',
       spec: { ...spec, model: 'again' },
       messages: [],
       createdAt: new Date(Date.now() + 1000),
@@ -583,7 +572,7 @@ describe('beginning tool calls', () => {
   it('fails only the call whose stored result cannot be read, and every call when the script fails', async () => {
     const store = new RunStore({ redis, prefix: `rs${randomBytes(3).toString('hex')}` });
     const id = newId('run');
-    await store.runs.create({ id, owner: 'o', spec, messages: [] });
+    await store.runs.create({ id, tenant: 'o', spec, messages: [] });
     await redis.hset(store.keys(id).toolCalls(0), '1', 'not json');
     const one = await Promise.allSettled([0, 1, 2].map((i) => store.toolCalls.begin(id, 0, i, 1)));
     expect(one.map((x) => (x.status === 'fulfilled' ? x.value.kind : 'rejected'))).toEqual([
@@ -598,7 +587,7 @@ describe('beginning tool calls', () => {
     expect(all.map((x) => x.status)).toEqual(['rejected', 'rejected']);
     // Nothing of the failed group is left behind: the same calls begin once the run is there.
     await redis.del(store.keys(gone).run);
-    await store.runs.create({ id: gone, owner: 'o', spec, messages: [] });
+    await store.runs.create({ id: gone, tenant: 'o', spec, messages: [] });
     const later = await Promise.all([0, 1].map((i) => store.toolCalls.begin(gone, 0, i, 1)));
     expect(later.map((x) => x.kind)).toEqual(['begun', 'begun']);
   });
@@ -688,7 +677,7 @@ describe('completing a tool call', () => {
     try {
       const store = new RunStore({ redis: conn, prefix: `rs${randomBytes(3).toString('hex')}` });
       const id = newId('run');
-      await store.runs.create({ id, owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
+      await store.runs.create({ id, tenant: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
       const round = { count: 2, ancestors: [] };
       await store.toolCalls.complete(id, 0, 1, results('call_1', 'one'), toolEvent(1), round);
       await conn.script('FLUSH');
@@ -707,7 +696,7 @@ describe('the scripts see every terminal status (generated from the one list)', 
     async (status) => {
       const store = new RunStore({ redis, prefix: `rs${randomBytes(3).toString('hex')}` });
       const id = newId('run');
-      await store.runs.create({ id, owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
+      await store.runs.create({ id, tenant: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
       const { run } = (await store.transcript.loadStep(id, 0))!;
       // Set the status directly, as another process's ending would have.
       await redis.hset(store.keys(id).run, 'status', status);
@@ -740,7 +729,7 @@ describe('a tool result', () => {
   it('keeps its outcome kind beside the text the model sees, and /steps shows both', async () => {
     const store = new RunStore({ redis, prefix: `rs${randomBytes(3).toString('hex')}` });
     const id = newId('run');
-    await store.runs.create({ id, owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
+    await store.runs.create({ id, tenant: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
     const { run } = (await store.transcript.loadStep(id, 0))!;
     const now = new Date().toISOString();
     const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };
@@ -784,7 +773,7 @@ describe('a step reading a transcript whose start it holds', () => {
     const id = newId('run');
     await store.runs.create({
       id,
-      owner: 'o',
+      tenant: 'o',
       spec,
       messages: [
         { role: 'system', content: 'be brief' },
@@ -946,7 +935,7 @@ describe('a step reading a transcript whose start it holds', () => {
     await redis.del(...Object.values(store.keys(id)).filter((v): v is string => typeof v === 'string'));
     await store.runs.create({
       id,
-      owner: 'o',
+      tenant: 'o',
       spec: { ...spec, model: 'again' },
       messages: [{ role: 'user', content: 'hi' }],
       createdAt: new Date(Date.now() + 1000),

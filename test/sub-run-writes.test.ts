@@ -1,18 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import {
-  Admission,
-  childRunId,
-  createLogger,
-  createRedis,
-  JobQueues,
-  newId,
-  QUEUES,
-  Runs,
-  RunStore,
-  waitForReady,
-  type RunSpec,
-} from '@agentq/shared';
+import { childRunId, newId, type RunSpec } from '@agentq/shared/core';
+import { createLogger, createRedis, waitForReady } from '@agentq/shared/infra';
+import { RunStore } from '@agentq/shared/store';
+import { JobQueues, QUEUES } from '@agentq/shared/jobs';
+import { Admission, Runs } from '@agentq/shared/runs';
 
 // Runs on one Redis and (cluster project) on a Redis Cluster, whose run writes take another path.
 const redis = createRedis(inject('redisUrl'), { name: 'sub-run-writes-test' });
@@ -36,7 +28,7 @@ async function agentQueryCall() {
   const jobs = new JobQueues({ connection: redis, prefix, cells: 1, logger });
   const runs = new Runs({ store, jobs, admission: new Admission(redis, prefix), logger });
   const parentId = newId('run');
-  await store.runs.create({ id: parentId, owner: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
+  await store.runs.create({ id: parentId, tenant: 'o', spec, messages: [{ role: 'user', content: 'hi' }] });
   const parent = (await store.runs.getState(parentId))!;
   await jobs.enqueue('toolCalls', {
     runId: parentId,
@@ -92,7 +84,7 @@ describe('a sub-run', () => {
         // The first delivery wrote the sub-run and died before listing it.
         await store.runs.createSized({
           id: child.id,
-          owner: 'o',
+          tenant: 'o',
           spec: { ...spec, ancestors: [parent.id], nesting: 1 },
           messages: child.messages,
           parentRunId: parent.id,

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace';
-import { startTracing, type Tracing } from '@agentq/shared';
+import { startTracing, type Tracing } from '@agentq/shared/infra';
 import type { ChatRequest, Handler } from '@agentq/scripted-llm';
 import { startStack, type Stack } from './fixtures/services.js';
 import { waitFor } from './fixtures/wait.js';

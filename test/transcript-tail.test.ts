@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatRequest, Handler } from '@agentq/scripted-llm';
-import { runKeys } from '@agentq/shared';
+import { runKeys } from '@agentq/shared/store';
 import { monitorRedis } from './fixtures/redis-monitor.js';
 import { startStack, type Stack } from './fixtures/services.js';
 

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunEvent, type RunObject, RunStore } from '@agentq/shared';
+import { type RunEvent, type RunObject } from '@agentq/shared/core';
+import { RunStore } from '@agentq/shared/store';
 import type { ChatRequest, Handler } from '@agentq/scripted-llm';
 import { startStack, type Stack } from './fixtures/services.js';
 import { waitFor } from './fixtures/wait.js';

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunObject } from '@agentq/shared';
+import type { RunObject } from '@agentq/shared/core';
 import type { ChatRequest, Handler } from '@agentq/scripted-llm';
 import { startStack, type Stack } from './fixtures/services.js';
 import { waitFor } from './fixtures/wait.js';

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { createRedis, type Redis } from '@agentq/shared';
+import { createRedis, type Redis } from '@agentq/shared/infra';
 import { recordWrites } from './fixtures/socket-writes.js';
 
 // A connection as agentq's workers open theirs.

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { spawnProc, stopProc, tmpDir, until } from './procs.mjs';
 import { NODE, newPrefix, probeImport, stackHandle, startMcp, startModel, workersReady } from './stack.mjs';
-import { ROOT, shared } from './workload.mjs';
+import { ROOT, shared, sharedOf } from './workload.mjs';
 import { freePort, serviceNodeOptions } from '../../scripts/lib/services.mjs';
 
 /**
@@ -66,7 +66,7 @@ export async function startAgentq(
   } = {},
 ) {
   /** @type {typeof shared} */
-  const agentqShared = root === ROOT ? shared : await importFrom(root, 'packages/shared/dist/index.js');
+  const agentqShared = root === ROOT ? shared : await sharedOf(root);
   const { QUEUES: queues } = agentqShared;
   const { serviceNodeOptions: heapOptions } =
     root === ROOT ? { serviceNodeOptions } : await importFrom(root, 'scripts/lib/services.mjs');

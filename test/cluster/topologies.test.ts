@@ -2,7 +2,9 @@ import { createHash } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import calculateSlot from 'cluster-key-slot';
 import type { Cluster } from 'ioredis';
-import { cellOf, cellPrefix, globalKeys, runKeys, type RunObject } from '@agentq/shared';
+import { type RunObject } from '@agentq/shared/core';
+import { globalKeys, runKeys } from '@agentq/shared/store';
+import { cellOf, cellPrefix } from '@agentq/shared/jobs';
 import type { ChatRequest, Handler } from '@agentq/scripted-llm';
 import { startCluster, startSentinel, type TestCluster, type TestSentinel } from '../fixtures/redis-topologies.js';
 import { startStack, type Stack } from '../fixtures/services.js';
@@ -61,12 +63,12 @@ describe('cells on a Redis Cluster', () => {
     for (const r of runs) expect(await stack.stepState(r.id, 3)).toBe('completed');
     // The cells' queues sit on the slots of their own tags ({c0}, {c1}, {c2}: slots 10282, 14347
     // and 2152), which a Cluster of three masters with even slot ranges holds on three masters.
-    const owners = new Set(
+    const tenants = new Set(
       await Promise.all(
         [0, 1, 2].map(async (c) => (await cluster.masterOf(`${cellPrefix(stack.prefix, c)}:agent`)).port),
       ),
     );
-    expect(owners.size).toBe(3);
+    expect(tenants.size).toBe(3);
   });
 
   it('answers /readyz 503 while a master is down, and 200 once it is back', async () => {

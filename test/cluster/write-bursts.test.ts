@@ -1,5 +1,5 @@
 import { afterAll, expect, inject, it } from 'vitest';
-import { createRedis, waitForReady, type Cluster } from '@agentq/shared';
+import { createRedis, waitForReady, type Cluster } from '@agentq/shared/infra';
 import { recordWrites } from '../fixtures/socket-writes.js';
 
 // On a Cluster a client holds one socket per node: each writes in bursts, as a single Redis's does.
@@ -23,6 +23,6 @@ it("a Cluster node's connection sends a command and the one issued after it in o
     for (const r of recs) r.stop();
     await cluster.del(key);
   }
-  // Both went to the key's node, in one write; the other nodes got neither.
+  // Both went to the tenant's node, in one write; the other nodes got neither.
   expect(recs.map((r) => r.writes).filter((w) => w.length > 0)).toEqual([[['SET', 'GET']]]);
 });

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { runKeys } from '@agentq/shared';
+import { runKeys } from '@agentq/shared/store';
 import type { AgentqStack, BenchRedis, CompareResults, Derived, Results, RunTimes } from '../../bench/lib/types.js';
 
 // The benchmark (`npm run bench`) is not part of the suite; these tests keep its parts working:

@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { type ChatMessage, createRedis, type RedisClient, type RunObject, RunStore } from '@agentq/shared';
+import { type ChatMessage, type RunObject } from '@agentq/shared/core';
+import { createRedis, type RedisClient } from '@agentq/shared/infra';
+import { RunStore } from '@agentq/shared/store';
 import { startScriptedLlm, type ChatRequest, type Handler, type ScriptedLlm } from '@agentq/scripted-llm';
 import { bodyOf, type GetBody } from '../fixtures/api-client.js';
 import { startCrmMcpServer, type CrmMcpServer } from '../fixtures/crm-mcp-server.js';

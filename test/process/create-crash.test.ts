@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { cellPrefix, createLogger, jobId, RunStore } from '@agentq/shared';
+import { createLogger } from '@agentq/shared/infra';
+import { RunStore } from '@agentq/shared/store';
+import { cellPrefix, jobId } from '@agentq/shared/jobs';
 import { startAgentWorker, loadAgentWorkerConfig, type AgentWorkerHandle } from '@agentq/agent-worker';
 import { startToolWorker, loadToolWorkerConfig, type ToolWorkerHandle } from '@agentq/tool-worker';
 import { startScriptedLlm, type ScriptedLlm } from '@agentq/scripted-llm';

@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { createRedis, runKeys, type RedisClient } from '@agentq/shared';
+import { createRedis, type RedisClient } from '@agentq/shared/infra';
+import { runKeys } from '@agentq/shared/store';
 import { startScriptedLlm, type ScriptedLlm } from '@agentq/scripted-llm';
 import { startService, waitForOutput, type ServiceProcess } from '../fixtures/processes.js';
 import { freePort } from '../fixtures/redis.js';

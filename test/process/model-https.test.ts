@@ -10,7 +10,7 @@ import { certificateFor127 } from '../fixtures/certificate.js';
 import { freePort } from '../fixtures/redis.js';
 import { serviceGroup, waitForOutput } from '../fixtures/processes.js';
 import { waitFor } from '../fixtures/wait.js';
-import type { RunObject } from '@agentq/shared';
+import type { RunObject } from '@agentq/shared/core';
 
 // A model endpoint over HTTPS, as every provider is: the agent-worker's HTTP client
 // (node:http, model-http.ts) speaks TLS to it, trusting its certificate through

@@ -7,11 +7,11 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Queue } from 'bullmq';
-import { cellPrefix } from '@agentq/shared';
+import { cellPrefix } from '@agentq/shared/jobs';
 import { startScriptedLlm, type ScriptedLlm } from '@agentq/scripted-llm';
 import { startCrmMcpServer, type CrmMcpServer } from '../fixtures/crm-mcp-server.js';
 import { freePort } from '../fixtures/redis.js';
-import type { RunObject } from '@agentq/shared';
+import type { RunObject } from '@agentq/shared/core';
 import type { GetBody } from '../fixtures/api-client.js';
 
 // The built services as an operator runs them: `node services/<name>/dist/main.js`, configured

@@ -10,7 +10,7 @@ import { freePort, spawnRedisServer, type SpawnedRedis } from '../fixtures/redis
 import { startCluster, startSentinel, type NodeSecurity } from '../fixtures/redis-topologies.js';
 import { startService, waitForOutput, type ServiceName, type ServiceProcess } from '../fixtures/processes.js';
 import { waitFor } from '../fixtures/wait.js';
-import type { RunObject } from '@agentq/shared';
+import type { RunObject } from '@agentq/shared/core';
 
 // REDIS_URL's user, password and TLS, against Redis servers that want them (started here): every
 // service connects with what the URL says, and one that cannot says why in one line and waits.

@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
-import { untilRedisAnswers } from '@agentq/shared';
+import { untilRedisAnswers } from '@agentq/shared/infra';
 import { freePort, spawnRedisServer, type SpawnedRedis } from '../fixtures/redis.js';
 import { waitFor } from '../fixtures/wait.js';
 

@@ -42,7 +42,7 @@ export const apiKeyProblem = (key: string): string | null =>
 
 /**
  * Reads the CLI's settings from `env`; throws CliConfigError with one line per bad variable
- * (`NAME: what is wrong (got "value")`, a key's value never shown). Empty counts as unset.
+ * (`NAME: what is wrong (got "value")`, a tenant's value never shown). Empty counts as unset.
  */
 export function loadCliConfig(env: Record<string, string | undefined> = process.env): CliConfig {
   const problems: string[] = [];

@@ -178,7 +178,7 @@ export class AgentqClient {
     return this.request('POST', this.runPath(id, '/cancel'), opts);
   }
 
-  /** One page of the key's requests for an answer across all its runs, newest first. */
+  /** One page of the tenant's requests for an answer across all its runs, newest first. */
   listActions(params: ListActionsParams = {}, opts: RequestOptions = {}): Promise<ActionList> {
     return this.request('GET', '/v1/actions', {
       ...opts,

@@ -150,7 +150,7 @@ export interface InboxItem extends ActionItem {
   resolved_at?: string;
 }
 
-/** `GET /v1/actions`: a page of a key's requests across its runs, newest first. */
+/** `GET /v1/actions`: a page of a tenant's requests across its runs, newest first. */
 export interface ActionList {
   data: InboxItem[];
   /** The `after` of the next page, or null on the last. */
@@ -243,7 +243,7 @@ export interface StepToolCall {
   attempts: number;
   duration_ms: number | null;
   subrun_ids?: string[];
-  /** For a call that waited for an answer: the decision, who made it (a key's hash, `link` or `agentq`) and when. */
+  /** For a call that waited for an answer: the decision, who made it (a tenant's hash, `link` or `agentq`) and when. */
   approval?: {
     id: string;
     type: ActionType;

@@ -13,11 +13,11 @@ import {
   type runObjectSchema,
   type stepToolCallSchema,
   type webhookPayloadSchema,
-  type ActionDecisionKind,
   type Known,
   type RunStatus as ServerRunStatus,
   type StopReason as ServerStopReason,
-} from '@agentq/shared';
+} from '@agentq/shared/core';
+import { type ActionDecisionKind } from '@agentq/shared/runs';
 import {
   MAX_REASON_CHARS,
   MAX_RESPONSE_CHARS,

@@ -1,25 +1,15 @@
 import type OpenAI from 'openai';
+import { AgentqError, isTerminal, RetryableError, runDeadline, type ChatMessage } from '@agentq/shared/core';
+import { lazyChild, type JobLogger, type Logger } from '@agentq/shared/infra';
 import {
-  AgentqError,
-  isTerminal,
-  lazyChild,
-  RetryableError,
-  runDeadline,
-  type JobInput,
-  type ChatMessage,
-  type JobContext,
-  type JobLogger,
-  type JobQueues,
-  type Logger,
-  type RunActions,
-  type Runs,
   type RunState,
   type RunStore,
   type StepInput,
   type StepRecord,
   type ToolCatalogEntry,
-  type TokenTally,
-} from '@agentq/shared';
+} from '@agentq/shared/store';
+import { type JobInput, type JobContext, type JobQueues } from '@agentq/shared/jobs';
+import { type RunActions, type Runs, type TokenTally } from '@agentq/shared/runs';
 import { exhaustedBudget } from './budgets.js';
 import { readStepInput } from './step-input.js';
 import { waitForQuota } from './quota-wait.js';
@@ -53,7 +43,7 @@ export interface AgentStepDeps {
   logger: Logger;
   /** The tool catalog, cached by the caller. */
   tools: () => Promise<ToolCatalogEntry[]>;
-  /** Counts each step's tokens into its key's day (max_tokens_per_day, GET /v1/usage). */
+  /** Counts each step's tokens into its tenant's day (max_tokens_per_day, GET /v1/usage). */
   tokens?: TokenTally;
   /** Whether a tenant has used up its max_tokens_per_day (checked before every step). */
   dailyTokens?: DailyTokens;
@@ -217,7 +207,7 @@ async function runStep(
     createdAtMs: Date.parse(run.createdAt),
     deadlineAtMs: spec.deadline_at,
     nowMs: Date.now(),
-    dayTokensUsedUp: (await deps.dailyTokens?.exceeded(run.owner)) ?? false,
+    dayTokensUsedUp: (await deps.dailyTokens?.exceeded(run.tenant)) ?? false,
   });
   const plan = planStep(spec, budget, hasTools);
   if (plan.kind === 'stop') {
@@ -387,7 +377,7 @@ async function makeStep(
     })),
   });
   if (!stored) return null;
-  if (stored === record) deps.tokens?.add(run.owner, record.usage.total_tokens);
+  if (stored === record) deps.tokens?.add(run.tenant, record.usage.total_tokens);
   log.debug({ usage: stored.usage, tool_calls: stored.message.tool_calls?.length ?? 0 }, 'model step done');
   // Another delivery committed this depth first: what it stored is what the run goes on from.
   return stored === record

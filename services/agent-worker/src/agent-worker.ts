@@ -1,28 +1,19 @@
 import type { Worker } from 'bullmq';
 import OpenAI from 'openai';
 import {
-  Admission,
-  CancelListener,
-  cellList,
-  createJobWorker,
   createMetrics,
-  JobQueues,
   observeWorkerJobs,
   RedisConnections,
-  RunActions,
-  Runs,
-  RunStore,
   runMetricsObserver,
   startMetricsServer,
-  workerLockOptions,
   type Logger,
   type MetricsServer,
-  type ToolCatalogEntry,
   type Tracing,
-  TokenTally,
-  UsageMeter,
   untilRedisAnswers,
-} from '@agentq/shared';
+} from '@agentq/shared/infra';
+import { RunStore, type ToolCatalogEntry } from '@agentq/shared/store';
+import { cellList, createJobWorker, JobQueues, workerLockOptions } from '@agentq/shared/jobs';
+import { Admission, CancelListener, RunActions, Runs, TokenTally, UsageMeter } from '@agentq/shared/runs';
 import { processAgentStep, type AgentStepDeps } from './agent-step-processor.js';
 import { failedSteps } from './failed-steps.js';
 import { DailyTokens } from './daily-tokens.js';

@@ -1,4 +1,4 @@
-import { runDeadline, type BudgetName, type RunSpec } from '@agentq/shared';
+import { runDeadline, type BudgetName, type RunSpec } from '@agentq/shared/core';
 
 /** What the budgets look at, before a model step. */
 export interface BudgetInput {

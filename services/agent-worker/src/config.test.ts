@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '@agentq/shared';
+import { ConfigError } from '@agentq/shared/core';
 import { loadAgentWorkerConfig } from './config.js';
 
 const problems = (load: () => unknown): string[] => {

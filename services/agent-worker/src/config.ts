@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { checkWorkerCells, metricsServerEnv, parseEnv, workerEnvSchema } from '@agentq/shared';
+import { checkWorkerCells, metricsServerEnv, parseEnv, workerEnvSchema } from '@agentq/shared/infra';
 
 /** `<max>/<ms>`: at most `max` model steps per `ms` milliseconds across every agent-worker. */
 const rateLimit = z

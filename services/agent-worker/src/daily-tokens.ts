@@ -1,4 +1,4 @@
-import type { Admission, TokenTally, UsageMeter } from '@agentq/shared';
+import type { Admission, TokenTally, UsageMeter } from '@agentq/shared/runs';
 
 /**
  * Whether a tenant has used up its max_tokens_per_day, asked before every model step. The limits

@@ -1,22 +1,14 @@
-import {
-  cellOf,
-  FailedJobs,
-  failedByStalling,
-  isRunId,
-  QUEUES,
-  toolCallJobId,
-  type JobQueues,
-  type Logger,
-  type RedisClient,
-  type Runs,
-} from '@agentq/shared';
+import { isRunId } from '@agentq/shared/core';
+import { type Logger, type RedisClient } from '@agentq/shared/infra';
+import { cellOf, FailedJobs, failedByStalling, QUEUES, toolCallJobId, type JobQueues } from '@agentq/shared/jobs';
+import { type Runs } from '@agentq/shared/runs';
 
 /**
  * Ends the runs whose step job BullMQ failed for good without the step's processor ending the
  * run: a job that stalled too often (its worker died mid-step on each delivery: BullMQ's
  * stalled-jobs check fails it without calling the processor), whose data no longer parses, or
  * whose last attempt threw before it could end the run. Nothing else would add that run's next
- * step: it would stay running for ever, holding its key's slot. It fails, its slot is released
+ * step: it would stay running for ever, holding its tenant's slot. It fails, its slot is released
  * and its webhook sent, as when a step fails for good in the processor: with
  * `step_crashed_worker` when the job stalled out (a step whose worker died each time it ran it,
  * such as one whose answer exhausted the heap, fails its run rather than take down every worker

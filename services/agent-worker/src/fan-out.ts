@@ -1,15 +1,8 @@
-import {
-  activeTrace,
-  nextStepTrace,
-  requestsOf,
-  SUBAGENT_TOOL_NAMES,
-  type JobInput,
-  type JobQueues,
-  type RunActions,
-  type RunState,
-  type ToolCall,
-  type ToolCatalogEntry,
-} from '@agentq/shared';
+import { SUBAGENT_TOOL_NAMES, type ToolCall } from '@agentq/shared/core';
+import { activeTrace, nextStepTrace } from '@agentq/shared/infra';
+import { type RunState, type ToolCatalogEntry } from '@agentq/shared/store';
+import { type JobInput, type JobQueues } from '@agentq/shared/jobs';
+import { requestsOf, type RunActions } from '@agentq/shared/runs';
 
 /** What a fan-out needs: the queues, and (for runs that may wait) the requests and the tool catalog. */
 export interface FanOutDeps {

@@ -1,4 +1,4 @@
-import { createLogger, exitOnConfigError, onShutdown, startTracing } from '@agentq/shared';
+import { createLogger, exitOnConfigError, onShutdown, startTracing } from '@agentq/shared/infra';
 import { startAgentWorker } from './agent-worker.js';
 import { loadAgentWorkerConfig, type AgentWorkerConfig } from './config.js';
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
-import { FatalError } from '@agentq/shared';
+import { FatalError } from '@agentq/shared/core';
 import { startScriptedLlm, type ScriptedLlm } from '@agentq/scripted-llm';
 import { ModelAnswersInFlight } from './model-answers-in-flight.js';
 import { modelHttpFetch } from './model-http.js';

@@ -1,5 +1,5 @@
 import { getHeapStatistics } from 'node:v8';
-import { FatalError } from '@agentq/shared';
+import { FatalError } from '@agentq/shared/core';
 
 /**
  * The bytes of model answers an agent-worker's steps hold at once (MODEL_ANSWERS_IN_FLIGHT_MB).

@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
-import { FatalError, RetryableError } from '@agentq/shared';
+import { FatalError, RetryableError } from '@agentq/shared/core';
 import { startScriptedLlm, type Reply, type ScriptedLlm } from '@agentq/scripted-llm';
 import { ERROR_BODY_MAX_BYTES, modelHttpFetch } from './model-http.js';
 import { callModel, type ModelRequest } from './model-step.js';

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
-import { FatalError } from '@agentq/shared';
+import { FatalError } from '@agentq/shared/core';
 
 /** How modelHttpFetch reads and connects. */
 export interface ModelHttpOptions {

@@ -1,7 +1,7 @@
 import { getEventListeners } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
-import { AgentqError, FatalError, RetryableError } from '@agentq/shared';
+import { AgentqError, FatalError, RetryableError } from '@agentq/shared/core';
 import { startScriptedLlm, type Reply, type ScriptedLlm } from '@agentq/scripted-llm';
 import { modelHttpFetch } from './model-http.js';
 import { callModel, classifyProviderError, type ModelRequest } from './model-step.js';

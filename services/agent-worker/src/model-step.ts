@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
-import type { AssistantMessage, ChatMessage, ResponseFormat, ToolCall } from '@agentq/shared';
-import { AgentqError, FatalError, RetryableError } from '@agentq/shared';
+import type { AssistantMessage, ChatMessage, ResponseFormat, ToolCall } from '@agentq/shared/core';
+import { AgentqError, FatalError, RetryableError } from '@agentq/shared/core';
 import { answerTooLarge, type AnswerHold } from './model-answers-in-flight.js';
 import { tooLarge } from './model-http.js';
 import { startModelCall } from './model-telemetry.js';

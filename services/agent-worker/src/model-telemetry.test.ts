@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMetrics, startTracing, withJobSpan, type AgentqMetrics, type Tracing } from '@agentq/shared';
+import { createMetrics, startTracing, withJobSpan, type AgentqMetrics, type Tracing } from '@agentq/shared/infra';
 import { startScriptedLlm, type Reply, type ScriptedLlm } from '@agentq/scripted-llm';
 import { callModel, type ModelRequest } from './model-step.js';
 import { observeModelCalls } from './model-telemetry.js';

@@ -1,5 +1,5 @@
 import type OpenAI from 'openai';
-import { boundedLabel, failSpan, GEN_AI, startChatSpan, type AgentqMetrics, type Span } from '@agentq/shared';
+import { boundedLabel, failSpan, GEN_AI, startChatSpan, type AgentqMetrics, type Span } from '@agentq/shared/infra';
 
 type Chunk = OpenAI.Chat.Completions.ChatCompletionChunk;
 type Usage = { prompt_tokens?: number; completion_tokens?: number } | null | undefined;

@@ -1,5 +1,7 @@
 import { DelayedError } from 'bullmq';
-import type { JobContext, JobInput, JobLogger, RetryableError } from '@agentq/shared';
+import type { RetryableError } from '@agentq/shared/core';
+import type { JobLogger } from '@agentq/shared/infra';
+import type { JobContext, JobInput } from '@agentq/shared/jobs';
 import type { AgentStepDeps, StepResult } from './agent-step-processor.js';
 
 /**

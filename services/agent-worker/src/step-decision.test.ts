@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { AssistantMessage, BudgetName } from '@agentq/shared';
+import type { AssistantMessage, BudgetName } from '@agentq/shared/core';
 import { decideStep, planOfStoredStep, planStep, type CallPlan, type StepPlan } from './step-decision.js';
 
 const BUDGETS: BudgetName[] = ['max_depth', 'max_total_tokens', 'timeout'];

@@ -3,10 +3,10 @@ import {
   type AssistantMessage,
   type BudgetName,
   type RunSpec,
-  type StepRecord,
   type StopReason,
   type ToolCall,
-} from '@agentq/shared';
+} from '@agentq/shared/core';
+import { type StepRecord } from '@agentq/shared/store';
 import { parseStructuredOutput } from './structured-output.js';
 
 /** How the next model call is made. */

@@ -1,4 +1,4 @@
-import type { RunState, StepInput } from '@agentq/shared';
+import type { RunState, StepInput } from '@agentq/shared/store';
 import type { AgentStepDeps } from './agent-step-processor.js';
 import type { TranscriptRoom, TranscriptsInFlight } from './transcripts-in-flight.js';
 

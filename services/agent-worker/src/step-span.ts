@@ -1,5 +1,6 @@
 import type { Job } from 'bullmq';
-import { AGENTQ, withJobSpan, type JobInput } from '@agentq/shared';
+import { AGENTQ, withJobSpan } from '@agentq/shared/infra';
+import { type JobInput } from '@agentq/shared/jobs';
 
 /**
  * Runs one model step in an `agent_step` span, a child of the run's span (through the

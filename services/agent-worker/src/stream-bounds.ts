@@ -1,4 +1,4 @@
-import { RetryableError } from '@agentq/shared';
+import { RetryableError } from '@agentq/shared/core';
 
 /**
  * Bounds one streamed model call: its whole duration (`totalMs`, headers and body alike) and,

@@ -2,7 +2,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
-import { FatalError, RetryableError } from '@agentq/shared';
+import { FatalError, RetryableError } from '@agentq/shared/core';
 import { startScriptedLlm, type Reply, type ScriptedLlm } from '@agentq/scripted-llm';
 import { callModel, type ModelRequest, type ModelResponse } from './model-step.js';
 import { MAX_TOOL_CALLS } from './streamed-message.js';

@@ -1,4 +1,4 @@
-import { RetryableError, type AssistantMessage, type ToolCall } from '@agentq/shared';
+import { RetryableError, type AssistantMessage, type ToolCall } from '@agentq/shared/core';
 
 /** Parallel tool calls one response may make: a tool-call `index` is an integer below this. */
 export const MAX_TOOL_CALLS = 128;

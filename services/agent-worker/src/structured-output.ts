@@ -1,6 +1,6 @@
 import { Ajv } from 'ajv';
-import type { ResponseFormat } from '@agentq/shared';
-import { FatalError, re2RegExp } from '@agentq/shared';
+import type { ResponseFormat } from '@agentq/shared/core';
+import { FatalError, re2RegExp } from '@agentq/shared/core';
 
 // The schema is the caller's and the answer the model's: its patterns run on RE2, never on a
 // backtracking engine (see re2RegExp).

@@ -1,4 +1,5 @@
-import { builtinToolsFor, compileAllowlist, type RunSpec, type ToolCatalogEntry } from '@agentq/shared';
+import { builtinToolsFor, compileAllowlist, type RunSpec } from '@agentq/shared/core';
+import { type ToolCatalogEntry } from '@agentq/shared/store';
 
 /**
  * The tools a run may use, in the OpenAI `tools` request format: the MCP tools its allowlist

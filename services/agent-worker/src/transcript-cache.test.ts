@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ChatMessage } from '@agentq/shared';
+import type { ChatMessage } from '@agentq/shared/core';
 import { TranscriptCache } from './transcript-cache.js';
 
 const prefixOf = (size: number) => ({

@@ -1,4 +1,4 @@
-import type { TranscriptPrefix } from '@agentq/shared';
+import type { TranscriptPrefix } from '@agentq/shared/store';
 import { LRUCache } from 'lru-cache';
 
 /**

@@ -1,13 +1,6 @@
-import {
-  BUILTIN_TOOLS,
-  decisionOf,
-  parseArguments,
-  type ActionDecision,
-  type ActionRecord,
-  type ActionResponse,
-  type RunStore,
-  type SchemaValidators,
-} from '@agentq/shared';
+import { BUILTIN_TOOLS, parseArguments, type ActionResponse, type SchemaValidators } from '@agentq/shared/core';
+import { type RunStore } from '@agentq/shared/store';
+import { decisionOf, type ActionDecision, type ActionRecord } from '@agentq/shared/runs';
 import { HttpError } from './http-error.js';
 
 /** What checking an answer needs: the tool catalog (input schemas) and the schema validators. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ActionRecord } from '@agentq/shared';
+import type { ActionRecord } from '@agentq/shared/runs';
 import { actionPage, errorPage, escapeHtml, prettyArguments } from './action-page.js';
 
 const record = (over: Partial<ActionRecord>): ActionRecord => ({

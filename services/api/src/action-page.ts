@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { ActionDecision, ActionRecord } from '@agentq/shared';
+import type { ActionDecision, ActionRecord } from '@agentq/shared/runs';
 import { MAX_JSON_DEPTH, nestedDeeperThan } from './validation.js';
 
 // The pages a signed link shows: one request for an answer and the forms that answer it. Every

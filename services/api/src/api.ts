@@ -1,24 +1,19 @@
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
+import { SchemaValidators } from '@agentq/shared/core';
 import {
-  ActionLinks,
-  Admission,
   createMetrics,
-  JobQueues,
   RedisConnections,
-  RunActions,
-  Runs,
-  RunStore,
   runMetricsObserver,
-  SchemaValidators,
-  UsageMeter,
   untilRedisAnswers,
   waitForReady,
   type Logger,
   type Resolver,
-  type TenantTable,
   type Tracing,
-} from '@agentq/shared';
+} from '@agentq/shared/infra';
+import { RunStore } from '@agentq/shared/store';
+import { JobQueues } from '@agentq/shared/jobs';
+import { ActionLinks, Admission, RunActions, Runs, UsageMeter, type TenantTable } from '@agentq/shared/runs';
 import { loadTenants } from './tenants-config.js';
 import { BodyBudget } from './body-budget.js';
 import { createApp, type AppDeps } from './app.js';

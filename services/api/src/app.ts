@@ -1,20 +1,9 @@
 import { Hono } from 'hono';
 import type { Queue } from 'bullmq';
-import type {
-  ActionItemView,
-  ActionLinks,
-  Admission,
-  AgentqMetrics,
-  Logger,
-  RedisClient,
-  Resolver,
-  RunActions,
-  Runs,
-  RunStore,
-  SchemaValidators,
-  TenantTable,
-  UsageMeter,
-} from '@agentq/shared';
+import type { ActionItemView, SchemaValidators } from '@agentq/shared/core';
+import type { AgentqMetrics, Logger, RedisClient, Resolver } from '@agentq/shared/infra';
+import type { RunStore } from '@agentq/shared/store';
+import type { ActionLinks, Admission, RunActions, Runs, TenantTable, UsageMeter } from '@agentq/shared/runs';
 import { adminAuth, bearerAuth } from './auth.js';
 import { type BodyBudget, drainBody, limitBody } from './body-budget.js';
 import { dashboard, DASHBOARD_PATH } from './dashboard.js';
@@ -81,7 +70,7 @@ export interface AppDeps {
 /** The HTTP API as a Hono app (tests drive it with `app.request()`). */
 export function createApp(deps: AppDeps) {
   // Not strict: the dashboard is served at both `/admin/queues` and `/admin/queues/`.
-  const app = new Hono<{ Variables: { owner: string } }>({ strict: false });
+  const app = new Hono<{ Variables: { tenant: string } }>({ strict: false });
   app.onError(onError(deps.logger));
   app.notFound((c) => c.json(errorBody('not_found', `no route ${c.req.method} ${c.req.path.slice(0, 200)}`), 404));
 
@@ -90,7 +79,7 @@ export function createApp(deps: AppDeps) {
   app.route('/', docsRoutes());
 
   const budget = deps.bodies.middleware;
-  // A signed link is its own key: its two routes are mounted before the key check and the per-key
+  // A signed link is its own key: its two routes are mounted before the key check and the per-tenant
   // rate limit of /v1/*, which therefore never run for them (a handler that answers ends the
   // chain); they bound their bodies themselves. Any other method on that path still meets the key check.
   app.route(
@@ -109,7 +98,7 @@ export function createApp(deps: AppDeps) {
   const admin = adminAuth(
     deps.apiKeys,
     deps.adminKeys ?? [],
-    (owner) => deps.tenants.byOwner.get(owner)?.admin === true,
+    (tenant) => deps.tenants.byTenant.get(tenant)?.admin === true,
   );
   app.use('/v1/*', auth);
   app.use('/v1/*', requestLimit(deps));
@@ -139,7 +128,7 @@ export function createApp(deps: AppDeps) {
       streams: deps.streams,
       keepAliveMs: deps.keepAliveMs,
       logger: deps.logger,
-      ownRun: (owner, id) => ownRun(deps.store, owner, id),
+      ownRun: (tenant, id) => ownRun(deps.store, tenant, id),
     }),
   );
   app.route('/v1/runs', runsRoutes(deps));

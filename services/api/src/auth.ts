@@ -4,8 +4,8 @@ import { HttpError } from './http-error.js';
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
 
-/** The owner id of a key: a hash, so that keys never reach Redis or the logs. */
-export function ownerOf(key: string | null): string {
+/** The tenant id of a key: a hash, so that keys never reach Redis or the logs. */
+export function tenantOf(key: string | null): string {
   return key ? digest(key).toString('hex').slice(0, 24) : 'open';
 }
 
@@ -28,19 +28,19 @@ const unauthorized = (header: string) =>
 
 /**
  * Bearer auth over `API_KEYS`: constant-time comparison (of hashes, so lengths leak nothing);
- * sets `owner` for tenant scoping. With no keys configured every request is the `open` owner.
+ * sets `tenant` for tenant scoping. With no keys configured every request is the `open` tenant.
  */
-export function bearerAuth(keys: string[]): MiddlewareHandler<{ Variables: { owner: string } }> {
+export function bearerAuth(keys: string[]): MiddlewareHandler<{ Variables: { tenant: string } }> {
   const hashes = keys.map(digest);
   return async (c, next) => {
     if (hashes.length === 0) {
-      c.set('owner', ownerOf(null));
+      c.set('tenant', tenantOf(null));
       return next();
     }
     const header = c.req.header('authorization') ?? '';
     const key = matchKey(hashes, header);
     if (key === null) throw unauthorized(header);
-    c.set('owner', ownerOf(key));
+    c.set('tenant', tenantOf(key));
     return next();
   };
 }
@@ -48,14 +48,14 @@ export function bearerAuth(keys: string[]): MiddlewareHandler<{ Variables: { own
 /**
  * Who opens `/admin/*` (the dashboard shows every tenant's jobs, inputs and outputs): an
  * `ADMIN_API_KEYS` key, or an API key that TENANTS_CONFIG marks `"admin": true` (`isAdmin` of
- * its owner). Any other API key gets a 403 (a tenant's key is not an operator's), a missing or
+ * its tenant). Any other API key gets a 403 (a tenant's key is not an operator's), a missing or
  * unknown key a 401 as on `/v1`. With neither list set the service is open, the dashboard too.
  */
 export function adminAuth(
   apiKeys: string[],
   adminKeys: string[],
-  isAdmin: (owner: string) => boolean = () => false,
-): MiddlewareHandler<{ Variables: { owner: string } }> {
+  isAdmin: (tenant: string) => boolean = () => false,
+): MiddlewareHandler<{ Variables: { tenant: string } }> {
   if (apiKeys.length === 0 && adminKeys.length === 0) return bearerAuth([]);
   const admins = adminKeys.map(digest);
   const tenants = apiKeys.map(digest);
@@ -65,7 +65,7 @@ export function adminAuth(
     const tenant = admin === null ? matchKey(tenants, header) : null;
     const key = admin ?? tenant;
     if (key === null) throw unauthorized(header);
-    if (admin === null && !isAdmin(ownerOf(key))) {
+    if (admin === null && !isAdmin(tenantOf(key))) {
       throw new HttpError(
         403,
         'forbidden',
@@ -73,7 +73,7 @@ export function adminAuth(
           'use a key of ADMIN_API_KEYS (set it on the server), or mark the key "admin": true in TENANTS_CONFIG',
       );
     }
-    c.set('owner', ownerOf(key));
+    c.set('tenant', tenantOf(key));
     return next();
   };
 }

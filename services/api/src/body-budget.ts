@@ -53,7 +53,7 @@ export class BodyBudget {
       const n = Number(declared);
       const size = Number.isSafeInteger(n) && n >= 0 ? Math.min(n, opts.maxBodyBytes) : opts.maxBodyBytes;
       // The server's name of the caller; signed links share one.
-      const key = (c.get('owner') as string | undefined) ?? '';
+      const key = (c.get('tenant') as string | undefined) ?? '';
       if (this.#inFlight > 0 && this.#inFlight + size > opts.maxInFlightBytes) {
         throw await busy(
           c,
@@ -64,7 +64,7 @@ export class BodyBudget {
       if (!shares.allows(key, size)) {
         throw await busy(
           c,
-          `this API process is reading ${shares.of(key)} bytes of this key's other requests ` +
+          `this API process is reading ${shares.of(key)} bytes of this tenant's other requests ` +
             `(at most ${shares.maxPerKey}: half of MAX_BODIES_IN_FLIGHT_BYTES, or MAX_BODY_BYTES); retry shortly`,
         );
       }

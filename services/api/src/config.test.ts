@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '@agentq/shared';
+import { ConfigError } from '@agentq/shared/core';
 import { loadApiConfig } from './config.js';
 
 function problems(env: Record<string, string | undefined>): string[] {

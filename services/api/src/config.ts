@@ -1,13 +1,7 @@
 import { z } from 'zod';
-import {
-  actionLinkEnv,
-  baseEnvSchema,
-  boolString,
-  ConfigError,
-  configProblems,
-  parseEnv,
-  type TenantTable,
-} from '@agentq/shared';
+import { ConfigError } from '@agentq/shared/core';
+import { actionLinkEnv, baseEnvSchema, boolString, configProblems, parseEnv } from '@agentq/shared/infra';
+import { type TenantTable } from '@agentq/shared/runs';
 import { loadTenants } from './tenants-config.js';
 
 /** A comma-separated list of bearer keys. */
@@ -81,7 +75,7 @@ export const apiEnvSchema = baseEnvSchema.extend({
   PENDING_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).default(5_000),
   /** How long a run may stay pending before a sweep enqueues it (a live creator takes milliseconds). */
   PENDING_SWEEP_GRACE_MS: z.coerce.number().int().min(0).default(1_000),
-  /** Path to the per-key limits and weights (see "Limits and fairness"); unset: the defaults for every key. */
+  /** Path to the per-tenant limits and weights (see "Limits and fairness"); unset: the defaults for every key. */
   TENANTS_CONFIG: z.string().min(1).optional(),
   /** Replicas that must hold a new run (its writes) before its 202; 0: no wait (asynchronous replication). */
   REDIS_WAIT_REPLICAS: z.coerce.number().int().min(0).max(16).default(0),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { StoredEvent } from '@agentq/shared';
+import type { StoredEvent } from '@agentq/shared/store';
 import { EventBacklog } from './event-backlog.js';
 
 const event = (i: number): StoredEvent => ({

@@ -1,4 +1,4 @@
-import type { StoredEvent } from '@agentq/shared';
+import type { StoredEvent } from '@agentq/shared/store';
 
 /**
  * The live events one SSE subscriber has been handed and not yet written. A client that does not

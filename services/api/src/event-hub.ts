@@ -1,4 +1,5 @@
-import { isCluster, storedEventFrom, type Logger, type RedisClient, type StoredEvent } from '@agentq/shared';
+import { isCluster, type Logger, type RedisClient } from '@agentq/shared/infra';
+import { storedEventFrom, type StoredEvent } from '@agentq/shared/store';
 import { isStreamId } from './stream-id.js';
 
 /** Takes a stream's new events, oldest first (the same objects for every subscriber of the stream). */
@@ -190,7 +191,7 @@ export class EventHub {
     return dropped;
   }
 
-  /** Stops following: wakes the blocked read and waits for the loop to end (the connections are their owner's). */
+  /** Stops following: wakes the blocked read and waits for the loop to end (the connections are their tenant's). */
   async close(): Promise<void> {
     this.running = false;
     this.poke();

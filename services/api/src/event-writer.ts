@@ -1,4 +1,4 @@
-import type { StoredEvent } from '@agentq/shared';
+import type { StoredEvent } from '@agentq/shared/store';
 import { UNCOUNTED_BELOW_BYTES, type ResponseBudget } from './response-budget.js';
 import { keptAlive, type StreamSink } from './stream-sink.js';
 
@@ -34,7 +34,7 @@ export class EventWriter {
     private readonly keepAliveMs: number,
     /** Aborted when the client has gone (or the stream is ended): waits for room give up. */
     private readonly gone: AbortSignal,
-    /** The stream's key: its frames count in that key's share of the budget. */
+    /** The stream's key: its frames count in that tenant's share of the budget. */
     private readonly key?: string,
   ) {}
 

@@ -1,6 +1,7 @@
 import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { InvalidRequestError, RateLimitedError, ReplicationError, type Logger } from '@agentq/shared';
+import { InvalidRequestError, RateLimitedError, ReplicationError } from '@agentq/shared/core';
+import { type Logger } from '@agentq/shared/infra';
 
 /** An error with the status and code the client gets, in the contract's error shape. */
 export class HttpError extends Error {

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { RedisClient } from '@agentq/shared';
+import type { RedisClient } from '@agentq/shared/infra';
 import { HttpError } from './http-error.js';
 
 const TTL_SECONDS = 24 * 3600;
@@ -17,15 +17,15 @@ export type IdempotencyClaim =
 const DELETE_IF_SAME = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
 
 /**
- * Claims an Idempotency-Key for a body, scoped to the caller (owner). The first request wins
+ * Claims an Idempotency-Key for a body, scoped to the caller (tenant). The first request wins
  * atomically (SET NX) and reserves `runId`; a repeat with the same body gets that run, with
  * another body a 409. Keys are remembered 24 h. A replay whose reserved run never appeared can
  * take the claim over (`takeOver`): the request that made it died before writing its run.
  */
 export async function claimIdempotencyKey(
   redis: RedisClient,
-  keyName: (owner: string, key: string) => string,
-  owner: string,
+  keyName: (tenant: string, key: string) => string,
+  tenant: string,
   key: string,
   body: unknown,
   runId: string,
@@ -34,13 +34,13 @@ export async function claimIdempotencyKey(
     throw new HttpError(400, 'validation_error', 'Idempotency-Key must be 1-255 characters', [
       { field: 'Idempotency-Key', message: '1-255 characters' },
     ]);
-  const k = keyName(owner, createHash('sha256').update(key).digest('hex'));
+  const k = keyName(tenant, createHash('sha256').update(key).digest('hex'));
   const bodyHash = createHash('sha256').update(JSON.stringify(body)).digest('hex');
   const value = `${bodyHash}:${runId}:${Date.now()}`;
   const set = await redis.set(k, value, 'EX', TTL_SECONDS, 'NX');
   if (set === 'OK') return { kind: 'new', key: k, release: async () => void (await redis.del(k)) };
   const existing = await redis.get(k);
-  if (!existing) return claimIdempotencyKey(redis, keyName, owner, key, body, runId);
+  if (!existing) return claimIdempotencyKey(redis, keyName, tenant, key, body, runId);
   const [hash, prior, at] = existing.split(':');
   if (hash !== bodyHash) {
     throw new HttpError(
@@ -57,7 +57,7 @@ export async function claimIdempotencyKey(
     claimedAt: Number(at ?? 0),
     takeOver: async () => {
       await redis.eval(DELETE_IF_SAME, 1, k, existing);
-      return claimIdempotencyKey(redis, keyName, owner, key, body, runId);
+      return claimIdempotencyKey(redis, keyName, tenant, key, body, runId);
     },
   };
 }

@@ -1,7 +1,7 @@
-import { createLogger, exitOnConfigError, onShutdown, startTracing } from '@agentq/shared';
+import { createLogger, exitOnConfigError, onShutdown, startTracing } from '@agentq/shared/infra';
 import { startApi } from './api.js';
 import { loadApiSetup, type ApiConfig } from './config.js';
-import type { TenantTable } from '@agentq/shared';
+import type { TenantTable } from '@agentq/shared/runs';
 
 let cfg: ApiConfig;
 let tenants: TenantTable;

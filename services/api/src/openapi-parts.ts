@@ -22,7 +22,7 @@ import {
   keyUsageSchema,
   webhookDeliveriesSchema,
   webhookPayloadSchema,
-} from '@agentq/shared';
+} from '@agentq/shared/core';
 
 export type Json = Record<string, unknown>;
 export type Meta = { id: string; description?: string };
@@ -206,7 +206,7 @@ export const ERRORS = {
   415: errorResponse('The body is not sent as application/json.'),
   429: {
     ...errorResponse(
-      "Over one of the key's limits (requests_per_minute; for a new run also max_queued_runs or " +
+      "Over one of the tenant's limits (requests_per_minute; for a new run also max_queued_runs or " +
         'max_tokens_per_day): `rate_limited`.',
     ),
     headers: {

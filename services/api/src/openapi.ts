@@ -1,4 +1,4 @@
-import { listActionsQuerySchema } from '@agentq/shared';
+import { listActionsQuerySchema } from '@agentq/shared/core';
 import {
   type OpenApiDocument,
   ref,
@@ -178,7 +178,7 @@ export function buildOpenApiDocument(): OpenApiDocument {
           summary: 'Answer what a run waits for',
           description:
             'Answers requests of the run or of its sub-runs (`required_action.items`); partial answers are fine. ' +
-            "Every response is checked first: an unknown request (or another key's) is a 404, a response of the " +
+            "Every response is checked first: an unknown request (or another tenant's) is a 404, a response of the " +
             "wrong kind or edited arguments that do not fit the tool's input schema a 400, and nothing is stored. " +
             'A request is decided once: a second answer gets 409 `action_resolved`.',
           parameters: [runIdParam],
@@ -194,7 +194,7 @@ export function buildOpenApiDocument(): OpenApiDocument {
           tags: ['actions'],
           operationId: 'listActions',
           summary: 'The inbox',
-          description: "This key's requests for an answer across all its runs, newest first.",
+          description: "This tenant's requests for an answer across all its runs, newest first.",
           parameters: listQueryParams(listActionsQuerySchema, 'requests'),
           responses: { 200: json('A page of requests.', ref('ActionList')), ...errors(400, 401, 429, 503) },
         },

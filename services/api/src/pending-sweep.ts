@@ -1,4 +1,5 @@
-import type { Logger, Runs } from '@agentq/shared';
+import type { Logger } from '@agentq/shared/infra';
+import type { Runs } from '@agentq/shared/runs';
 
 /**
  * Every API process sweeps the runs that were written but whose first step its creator did not

@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from 'hono';
-import { limitsOf, type TenantTable, type UsageMeter } from '@agentq/shared';
+import { limitsOf, type TenantTable, type UsageMeter } from '@agentq/shared/runs';
 import { HttpError } from './http-error.js';
 
 /** A 429 in the contract's shape; `retryAfterMs` becomes the Retry-After header (whole seconds). */
@@ -9,7 +9,7 @@ export function rateLimited(message: string, retryAfterMs: number): HttpError {
   });
 }
 
-/** How long a process holds its requests' count before it adds them to the key's count in Redis. */
+/** How long a process holds its requests' count before it adds them to the tenant's count in Redis. */
 const COUNT_FLUSH_MS = 20;
 
 /** One key's requests in one minute, as this process knows them. */
@@ -26,16 +26,16 @@ interface MinuteCount {
  * requests_per_minute: counts every `/v1` request of the key in its current minute, across
  * every API process (a counter in Redis), and answers 429 once the count is past the limit: the
  * key's count in Redis as this process last saw it, plus this process's requests not yet there.
- * A process adds its requests to Redis once every COUNT_FLUSH_MS per key (one INCRBY for all of
+ * A process adds its requests to Redis once every COUNT_FLUSH_MS per tenant (one INCRBY for all of
  * them), so that a request costs no command and no round trip, and learns the other processes'
  * from the count that comes back: within one process the limit is exact; with several, a key
  * may pass it by what reaches the others before each learns the count (COUNT_FLUSH_MS and a
- * round trip). Keys are authenticated owners, so the map holds one entry per configured key.
+ * round trip). Keys are authenticated tenants, so the map holds one entry per configured key.
  */
 export function requestLimit(deps: {
   usage: UsageMeter;
   tenants: TenantTable;
-}): MiddlewareHandler<{ Variables: { owner: string } }> {
+}): MiddlewareHandler<{ Variables: { tenant: string } }> {
   const counts = new Map<string, MinuteCount>();
   // One flush scheduled at a time: set while it is, cleared as it runs.
   let scheduled = false;
@@ -46,12 +46,12 @@ export function requestLimit(deps: {
   };
   const flush = () => {
     scheduled = false;
-    for (const [owner, cur] of counts) {
+    for (const [tenant, cur] of counts) {
       if (cur.unsent === 0) continue;
       const n = cur.unsent;
       cur.unsent = 0;
       cur.sending += n;
-      void deps.usage.countRequests(owner, cur.minute, n).then(
+      void deps.usage.countRequests(tenant, cur.minute, n).then(
         (count) => {
           cur.sending -= n;
           cur.counted = Math.max(cur.counted, count);
@@ -66,14 +66,14 @@ export function requestLimit(deps: {
     }
   };
   return async (c, next) => {
-    const owner = c.get('owner');
+    const tenant = c.get('tenant');
     const now = Date.now();
     const minute = Math.floor(now / 60_000);
-    const limit = limitsOf(deps.tenants, owner).requests_per_minute;
-    let cur = counts.get(owner);
+    const limit = limitsOf(deps.tenants, tenant).requests_per_minute;
+    let cur = counts.get(tenant);
     if (!cur || cur.minute !== minute) {
       cur = { minute, counted: 0, unsent: 0, sending: 0 };
-      counts.set(owner, cur);
+      counts.set(tenant, cur);
     }
     if (cur.counted + cur.sending + cur.unsent >= limit) {
       throw rateLimited(

@@ -118,10 +118,10 @@ describe('ResponseBudget.waitForShared', () => {
   });
 });
 
-describe("ResponseBudget: a key's share", () => {
+describe("ResponseBudget: a tenant's share", () => {
   it(
-    "a key's streams hold at most half of the budget: past it they wait " +
-      "for that key's own bytes, and another key's stream and answers go on",
+    "a tenant's streams hold at most half of the budget: past it they wait " +
+      "for that tenant's own bytes, and another tenant's stream and answers go on",
     async () => {
       const budget = new ResponseBudget(10 * MB);
       const signal = new AbortController().signal;
@@ -172,8 +172,8 @@ describe("ResponseBudget: a key's share", () => {
   });
 
   it(
-    "within a key, first come first served: a stream waiting for its key's share " +
-      "is not passed by that key's later, smaller ones, which hold up no other key",
+    "within a key, first come first served: a stream waiting for its tenant's share " +
+      "is not passed by that tenant's later, smaller ones, which hold up no other key",
     async () => {
       const budget = new ResponseBudget(10 * MB);
       const signal = new AbortController().signal;

@@ -43,14 +43,14 @@ function whenSent(c: Context, release: () => void): void {
  * otherwise keep them in the process's memory for as long as it likes. An SSE stream, whose
  * status line is long sent, waits instead (waitFor), in the order the streams asked. An answer
  * alone is always let in. One key's answers and streams together hold at most half of the budget
- * (KeyShares): a stream past its key's share waits for its own key's bytes to be sent, out of the
+ * (KeyShares): a stream past its tenant's share waits for its own key's bytes to be sent, out of the
  * others' way, so a key that opens streams and reads none holds up no other key.
  */
 export class ResponseBudget {
   private inFlight = 0;
   private readonly waiters: Waiter[] = [];
   private readonly shared = new Map<object, SharedHold>();
-  /** What each key's answers and streams hold: at most half of the budget when more than one. */
+  /** What each tenant's answers and streams hold: at most half of the budget when more than one. */
   private readonly shares: KeyShares;
   /** Buffers answered to several requests (shared builds), each held once. */
   private readonly sharedBodies = new WeakMap<Buffer, { holders: number; release: () => void }>();
@@ -97,19 +97,19 @@ export class ResponseBudget {
 
   /**
    * Takes `bytes` for the key of `c`, or throws the 503: when the answers in flight leave no room
-   * (or streams wait for it), or when the key's own answers and streams would pass their share
+   * (or streams wait for it), or when the tenant's own answers and streams would pass their share
    * (or one of its streams waits). Returns the release (idempotent).
    */
   private reserve(c: Context, bytes: number): () => void {
     // One key holds at most half of the budget (one answer alone always goes): a key that does
     // not read leaves room for the others'. The key is the server's name of the caller; signed
     // links share one.
-    const key = (c.get('owner') as string | undefined) ?? '';
+    const key = (c.get('tenant') as string | undefined) ?? '';
     if (!this.withinShare(key, bytes) || this.keyWaits(key)) {
       throw new HttpError(
         503,
         'server_busy',
-        `this API process is sending ${this.shares.of(key)} bytes of this key's other answers ` +
+        `this API process is sending ${this.shares.of(key)} bytes of this tenant's other answers ` +
           `(at most half of MAX_RESPONSES_IN_FLIGHT_BYTES a key); retry shortly`,
         undefined,
         {
@@ -243,7 +243,7 @@ export class ResponseBudget {
     return false;
   }
 
-  /** Whether a stream of `key` waits: the key's later answers and streams come after it. */
+  /** Whether a stream of `key` waits: the tenant's later answers and streams come after it. */
   private keyWaits(key: string | undefined): boolean {
     return key !== undefined && this.waiters.some((w) => w.key === key);
   }
@@ -263,8 +263,8 @@ export class ResponseBudget {
   }
 
   /**
-   * Lets waiting streams in, in the order they asked, while they fit; one past its key's share
-   * is passed over, and the key's later ones with it (they wait for that key's own bytes, which
+   * Lets waiting streams in, in the order they asked, while they fit; one past its tenant's share
+   * is passed over, and the tenant's later ones with it (they wait for that tenant's own bytes, which
    * the other keys do not hold up; within a key, first come first served).
    */
   private admitWaiters(): void {

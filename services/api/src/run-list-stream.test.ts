@@ -1,6 +1,7 @@
 import { Hono } from 'hono';
 import { describe, expect, it } from 'vitest';
-import type { ListedBatch, RunObject } from '@agentq/shared';
+import type { RunObject } from '@agentq/shared/core';
+import type { ListedBatch } from '@agentq/shared/store';
 import type { ResponseBudget } from './response-budget.js';
 import { streamRunList } from './run-list-stream.js';
 

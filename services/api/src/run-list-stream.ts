@@ -2,7 +2,8 @@ import type { ServerResponse } from 'node:http';
 import type { Context } from 'hono';
 import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
 import { stream } from 'hono/streaming';
-import type { ListedBatch, RunObject } from '@agentq/shared';
+import type { RunObject } from '@agentq/shared/core';
+import type { ListedBatch } from '@agentq/shared/store';
 import type { ResponseBudget } from './response-budget.js';
 import { HonoSink, keptAlive, NodeSink, type StreamSink } from './stream-sink.js';
 
@@ -33,7 +34,7 @@ export async function streamRunList(
   },
 ): Promise<Response> {
   let batch = await pages.next();
-  const key = c.get('owner') as string | undefined;
+  const key = c.get('tenant') as string | undefined;
   const shown = o.shown ?? (async (r: RunObject) => r);
   const write = async (sink: StreamSink) => {
     const gone = new AbortController();

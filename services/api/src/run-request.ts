@@ -1,4 +1,4 @@
-import type { CreateRunBody } from '@agentq/shared';
+import type { CreateRunBody } from '@agentq/shared/core';
 import { HttpError } from './http-error.js';
 
 /** Size limits of a run request, in bytes. */

@@ -2,22 +2,22 @@ import { HttpError } from './http-error.js';
 import { rateLimited } from './rate-limit.js';
 
 /**
- * Counts the event streams one API process holds open, in all and per key. An open stream costs
+ * Counts the event streams one API process holds open, in all and per tenant. An open stream costs
  * the process tens of KB for as long as its client keeps it (measured: 5,000 streams, ≈ 30 KB
  * each with both ends in one process; ≈ 50 KB through hono's stream), and a key may open them
- * faster than they end (`requests_per_minute` counts each once): past `perKey` the key's next
+ * faster than they end (`requests_per_minute` counts each once): past `perKey` the tenant's next
  * stream gets 429, past `total` any key's gets 503, so that no caller can fill the process's
  * memory with streams, and one key cannot take every slot.
  */
 export class StreamSlots {
   private open = 0;
-  private readonly byOwner = new Map<string, number>();
+  private readonly byTenant = new Map<string, number>();
 
   constructor(private readonly limits: { total: number; perKey: number }) {}
 
-  /** Takes a slot for a stream of `owner`; returns its release (idempotent), or throws the 429 or 503. */
-  take(owner: string): () => void {
-    const mine = this.byOwner.get(owner) ?? 0;
+  /** Takes a slot for a stream of `tenant`; returns its release (idempotent), or throws the 429 or 503. */
+  take(tenant: string): () => void {
+    const mine = this.byTenant.get(tenant) ?? 0;
     if (mine >= this.limits.perKey) {
       throw rateLimited(
         `this key has ${mine} event streams open on this API process (MAX_EVENT_STREAMS_PER_KEY); ` +
@@ -35,15 +35,15 @@ export class StreamSlots {
       );
     }
     this.open++;
-    this.byOwner.set(owner, mine + 1);
+    this.byTenant.set(tenant, mine + 1);
     let held = true;
     return () => {
       if (!held) return;
       held = false;
       this.open--;
-      const left = (this.byOwner.get(owner) ?? 1) - 1;
-      if (left > 0) this.byOwner.set(owner, left);
-      else this.byOwner.delete(owner);
+      const left = (this.byTenant.get(tenant) ?? 1) - 1;
+      if (left > 0) this.byTenant.set(tenant, left);
+      else this.byTenant.delete(tenant);
     };
   }
 

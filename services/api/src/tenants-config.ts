@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { ConfigError, tenantsConfigSchema, tenantTable, type TenantTable } from '@agentq/shared';
+import { ConfigError } from '@agentq/shared/core';
+import { tenantsConfigSchema, tenantTable, type TenantTable } from '@agentq/shared/runs';
 
 /** Reads and checks TENANTS_CONFIG; unset gives the defaults for every key. Throws ConfigError naming each problem. */
 export function loadTenants(path: string | undefined): TenantTable {

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { MAX_JSON_DEPTH, nestedDeeperThan } from '@agentq/shared';
+import { MAX_JSON_DEPTH, nestedDeeperThan } from '@agentq/shared/core';
 import { HttpError } from './http-error.js';
 
 export { MAX_JSON_DEPTH, nestedDeeperThan };

@@ -1,17 +1,8 @@
 import { DelayedError } from 'bullmq';
-import {
-  isTerminal,
-  runDeadline,
-  toolFailed,
-  toolOk,
-  toolRejected,
-  type ActionType,
-  type JobContext,
-  type RunActions,
-  type Runs,
-  type RunStore,
-  type ToolOutcome,
-} from '@agentq/shared';
+import { isTerminal, runDeadline, toolFailed, toolOk, toolRejected, type ToolOutcome } from '@agentq/shared/core';
+import { type RunStore } from '@agentq/shared/store';
+import { type JobContext } from '@agentq/shared/jobs';
+import { type ActionType, type RunActions, type Runs } from '@agentq/shared/runs';
 
 export interface AwaitedAnswerDeps {
   store: RunStore;

@@ -1,13 +1,13 @@
 import { z } from 'zod';
+import { ConfigError } from '@agentq/shared/core';
 import {
   actionLinkEnv,
   checkWorkerCells,
-  ConfigError,
   configProblems,
   metricsServerEnv,
   parseEnv,
   workerEnvSchema,
-} from '@agentq/shared';
+} from '@agentq/shared/infra';
 import { loadMcpConfig, type McpConfig } from './mcp-config.js';
 
 export const toolWorkerEnvSchema = workerEnvSchema

@@ -1,19 +1,8 @@
 import type { Job } from 'bullmq';
-import {
-  eventOutput,
-  FailedJobs,
-  isTerminal,
-  JOB_KINDS,
-  modelText,
-  QUEUES,
-  toolFailed,
-  type JobQueues,
-  type Logger,
-  type RedisClient,
-  type RunStore,
-  type ToolCallsJob,
-  type ToolResultRecord,
-} from '@agentq/shared';
+import { isTerminal, modelText, toolFailed } from '@agentq/shared/core';
+import { type Logger, type RedisClient } from '@agentq/shared/infra';
+import { eventOutput, type RunStore, type ToolResultRecord } from '@agentq/shared/store';
+import { FailedJobs, JOB_KINDS, QUEUES, type JobQueues, type ToolCallsJob } from '@agentq/shared/jobs';
 
 /**
  * The tool jobs that fail for good (stalled too often, or Redis refused their last attempt's

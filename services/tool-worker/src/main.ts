@@ -1,4 +1,4 @@
-import { createLogger, exitOnConfigError, onShutdown, startTracing } from '@agentq/shared';
+import { createLogger, exitOnConfigError, onShutdown, startTracing } from '@agentq/shared/infra';
 import { loadToolWorkerSetup, type ToolWorkerConfig } from './config.js';
 import type { McpConfig } from './mcp-config.js';
 import { startToolWorker } from './tool-worker.js';

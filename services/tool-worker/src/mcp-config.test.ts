@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError } from '@agentq/shared';
+import { ConfigError } from '@agentq/shared/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isHttpServer, loadMcpConfig, parseMcpConfig } from './mcp-config.js';
 

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { ConfigError } from '@agentq/shared';
+import { ConfigError } from '@agentq/shared/core';
 import { z } from 'zod';
 
 /** Server names become tool-name prefixes (`<server>__<tool>`), so they are kept to a safe alphabet. */

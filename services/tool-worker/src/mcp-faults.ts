@@ -1,4 +1,4 @@
-import { RetryableError } from '@agentq/shared';
+import { RetryableError } from '@agentq/shared/core';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { StandIn } from './mcp-message-limit.js';

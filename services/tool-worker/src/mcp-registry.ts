@@ -1,4 +1,4 @@
-import { RetryableError, toolFailed, type ToolOutcome } from '@agentq/shared';
+import { RetryableError, toolFailed, type ToolOutcome } from '@agentq/shared/core';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
@@ -18,7 +18,7 @@ import { pipeStderr } from './mcp-stderr.js';
 import { describeTool, listAllTools, type ToolDescriptor } from './mcp-tools.js';
 import { renderToolResult } from './tool-result.js';
 import { maySendAgain, unknownOutcome } from './rerun-rule.js';
-import { parseArguments, SchemaValidators } from '@agentq/shared';
+import { parseArguments, SchemaValidators } from '@agentq/shared/core';
 
 export type { ToolDescriptor };
 

@@ -3,7 +3,7 @@ import { PassThrough } from 'node:stream';
 import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { JSONRPCMessageSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import { coalesceWrites } from '@agentq/shared';
+import { coalesceWrites } from '@agentq/shared/infra';
 import { envelopeOf, LineReader, standInAnswer, tooLargeText, type OversizedMessage } from './mcp-message-limit.js';
 
 /** How to start a stdio server, and the most one message from it may hold. */

@@ -1,4 +1,6 @@
-import type { JobQueues, Runs, RunStore, ToolCallsJob } from '@agentq/shared';
+import type { RunStore } from '@agentq/shared/store';
+import type { JobQueues, ToolCallsJob } from '@agentq/shared/jobs';
+import type { Runs } from '@agentq/shared/runs';
 
 export interface NextStepDeps {
   store: RunStore;
@@ -24,7 +26,7 @@ export async function releaseNextStep(
   const { resumes, ...next } = data.nextStep;
   if (resumes) {
     const run = await deps.store.runs.getState(data.runId);
-    if (run) await deps.runs.resumed(run.owner, [run.id], 'subruns');
+    if (run) await deps.runs.resumed(run.tenant, [run.id], 'subruns');
   }
   await deps.jobs.enqueue('agentStep', { runId: data.runId, depth: data.depth + 1, ...next });
 }

@@ -1,4 +1,4 @@
-import { toolFailed, type ToolOutcome } from '@agentq/shared';
+import { toolFailed, type ToolOutcome } from '@agentq/shared/core';
 import type { ToolDescriptor } from './mcp-tools.js';
 
 /** True when running a tool twice is harmless, by its MCP annotations. */

@@ -1,4 +1,4 @@
-import type { HeldRunSpec } from '@agentq/shared';
+import type { HeldRunSpec } from '@agentq/shared/store';
 import { LRUCache } from 'lru-cache';
 
 /** What the tool-worker holds of run specs, in all: a few thousand runs' specs of a few KB. */

@@ -3,22 +3,17 @@ import {
   ASK_HUMAN_TOOL,
   BUILTIN_TOOL_NAMES,
   compileAllowlist,
-  eventOutput,
   isTerminal,
-  lazyChild,
   modelText,
   parseArguments,
   runDeadline,
   toolFailed,
-  type JobContext,
-  type Logger,
-  type RunActions,
-  type Runs,
-  type RunStore,
-  type ToolCallsJob,
   type ToolOutcome,
-  type ToolResultRecord,
-} from '@agentq/shared';
+} from '@agentq/shared/core';
+import { lazyChild, type Logger } from '@agentq/shared/infra';
+import { eventOutput, type RunStore, type ToolResultRecord } from '@agentq/shared/store';
+import { type JobContext, type ToolCallsJob } from '@agentq/shared/jobs';
+import { type RunActions, type Runs } from '@agentq/shared/runs';
 import type { ToolDescriptor } from './mcp-tools.js';
 import type { RunSpecCache } from './run-spec-cache.js';
 import { awaitedAnswer } from './awaited-answer.js';

@@ -1,4 +1,4 @@
-import type { JobContext, ToolCallsJob } from '@agentq/shared';
+import type { JobContext, ToolCallsJob } from '@agentq/shared/jobs';
 import { type RoundCall, roundCall, type ToolCallResult } from './tool-call-processor.js';
 
 /** What a tool-calls job ends with: each call's index, and why it ran nothing if it did not. */

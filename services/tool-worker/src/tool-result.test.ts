@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { modelText, toolFailed } from '@agentq/shared';
+import { modelText, toolFailed } from '@agentq/shared/core';
 import { renderToolResult } from './tool-result.js';
 
 describe('renderToolResult', () => {

@@ -1,5 +1,5 @@
 import type { CallToolResult, ContentBlock } from '@modelcontextprotocol/sdk/types.js';
-import type { ToolOutcome } from '@agentq/shared';
+import type { ToolOutcome } from '@agentq/shared/core';
 
 // Binary payloads are never inlined: a model cannot use base64, and it would eat the context.
 function placeholder(kind: string, mimeType: string | undefined, base64: string): string {

@@ -1,6 +1,8 @@
 import type { Job } from 'bullmq';
 import { describe, expect, it } from 'vitest';
-import { createMetrics, type ToolOutcomeKind, type ToolResultRecord } from '@agentq/shared';
+import { type ToolOutcomeKind } from '@agentq/shared/core';
+import { createMetrics } from '@agentq/shared/infra';
+import { type ToolResultRecord } from '@agentq/shared/store';
 import type { RoundCall } from './tool-call-processor.js';
 import { metricOutcome, traceToolCall } from './tool-telemetry.js';
 

@@ -1,5 +1,6 @@
 import type { Job } from 'bullmq';
-import { AGENTQ, GEN_AI, SpanStatusCode, withJobSpan, type AgentqMetrics, type ToolOutcomeKind } from '@agentq/shared';
+import { type ToolOutcomeKind } from '@agentq/shared/core';
+import { AGENTQ, GEN_AI, SpanStatusCode, withJobSpan, type AgentqMetrics } from '@agentq/shared/infra';
 import type { RoundCall, ToolCallResult } from './tool-call-processor.js';
 
 /** The coarse `outcome` label of the tool metrics (kept as documented): ok, timeout, or any other error. */

@@ -1,31 +1,28 @@
 import type { Worker } from 'bullmq';
+import { BUILTIN_TOOL_NAMES } from '@agentq/shared/core';
 import {
-  ActionLinks,
-  Admission,
-  BUILTIN_TOOL_NAMES,
-  cellList,
-  CancelListener,
-  createJobWorker,
   createMetrics,
-  JobQueues,
   observeWebhookDeliveries,
   observeWorkerJobs,
   RedisConnections,
-  RunActions,
-  Runs,
-  RunStore,
   runMetricsObserver,
   startMetricsServer,
-  workerLockOptions,
-  type JobContext,
-  type ToolCallsJob,
   type Logger,
   type MetricsServer,
   type Resolver,
-  type ToolCatalogEntry,
   type Tracing,
   untilRedisAnswers,
-} from '@agentq/shared';
+} from '@agentq/shared/infra';
+import { RunStore, type ToolCatalogEntry } from '@agentq/shared/store';
+import {
+  cellList,
+  createJobWorker,
+  JobQueues,
+  workerLockOptions,
+  type JobContext,
+  type ToolCallsJob,
+} from '@agentq/shared/jobs';
+import { ActionLinks, Admission, CancelListener, RunActions, Runs } from '@agentq/shared/runs';
 import type { ToolWorkerConfig } from './config.js';
 import { SearchThreads } from './builtin/search-threads.js';
 import type { McpConfig } from './mcp-config.js';

@@ -1,20 +1,17 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
+import { FatalError, type ActionItemView, type WebhookDelivery } from '@agentq/shared/core';
 import {
   connectLookup,
-  FatalError,
   NonPublicAddressError,
   refuseNonPublicHost,
-  type JobContext,
   type Logger,
   type Resolver,
-  type RunStore,
-  withRequiredAction,
-  type ActionItemView,
-  type WebhookDelivery,
-  type WebhookJob,
-} from '@agentq/shared';
+} from '@agentq/shared/infra';
+import { type RunStore } from '@agentq/shared/store';
+import { type JobContext, type WebhookJob } from '@agentq/shared/jobs';
+import { withRequiredAction } from '@agentq/shared/runs';
 import { signWebhook } from './webhook-signature.js';
 
 export interface WebhookDeliveryOptions {

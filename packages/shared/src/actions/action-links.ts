@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { ActionItemView } from '../schemas/run.js';
+import type { ActionItemView } from '../core/schemas/run.js';
 import { parseActionId } from './action-record.js';
 
 /** The shortest ACTION_LINK_SECRET taken: a shorter one could be guessed offline from one link. */
@@ -32,7 +32,7 @@ export interface ActionLinkOptions {
 }
 
 /**
- * Signed links that answer one request for an answer without an API key: the one owner of how a
+ * Signed links that answer one request for an answer without an API key: the one tenant of how a
  * link's token is made and checked. A token is an HMAC over the request's id and its expiry, so
  * it opens that request only, and only until its expiry; whether it was used is the store's to
  * say (a request is decided once).

@@ -1,4 +1,4 @@
-import type { ActionItemView } from '../schemas/run.js';
+import type { ActionItemView } from '../core/schemas/run.js';
 
 /** What a request waits for: a yes to a tool call, a client tool's output, an answer to a question. */
 export type ActionType = ActionItemView['type'];
@@ -26,7 +26,7 @@ export interface ActionDecision {
   reason?: string;
   /** A client tool's output, or the answer to a question. */
   output?: string;
-  /** Who decided: the key's owner hash, `link` (a signed link), or `agentq` (expiry, cancel). */
+  /** Who decided: the tenant (its name), `link` (a signed link), or `agentq` (expiry, cancel). */
   by: string;
   at: string;
 }

@@ -1,4 +1,4 @@
-import type { ActionResponse } from '../schemas/actions.js';
+import type { ActionResponse } from '../core/schemas/actions.js';
 import type { ActionDecision, ActionRecord } from './action-record.js';
 
 /**

@@ -1,7 +1,7 @@
-import { compileAllowlist } from '../allowlist.js';
-import { ASK_HUMAN_TOOL, BUILTIN_TOOL_NAMES } from '../builtin-tools.js';
-import type { ToolCall } from '../schemas/message.js';
-import { runDeadline, type RunSpec } from '../schemas/run.js';
+import { compileAllowlist } from '../core/allowlist.js';
+import { ASK_HUMAN_TOOL, BUILTIN_TOOL_NAMES } from '../core/builtin-tools.js';
+import type { ToolCall } from '../core/schemas/message.js';
+import { runDeadline, type RunSpec } from '../core/schemas/run.js';
 import type { ToolCatalogEntry } from '../store/tool-catalog.js';
 import { actionId, type ActionRecord, type ActionType } from './action-record.js';
 

@@ -1,4 +1,4 @@
-import type { ActionItemView, RunObject } from '../schemas/run.js';
+import type { ActionItemView, RunObject } from '../core/schemas/run.js';
 import type { RunStore } from '../store/run-store.js';
 import { actionView } from './action-record.js';
 

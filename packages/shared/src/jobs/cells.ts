@@ -1,4 +1,4 @@
-import { treeTag } from '../ids.js';
+import { treeTag } from '../core/ids.js';
 
 /**
  * A cell is one set of agentq's queues under its own hash tag, so that a Redis Cluster puts each

@@ -1,6 +1,6 @@
 import type { Job, Worker } from 'bullmq';
-import type { Logger } from '../logger.js';
-import type { RedisClient } from '../redis.js';
+import type { Logger } from '../infra/logger.js';
+import type { RedisClient } from '../infra/redis.js';
 import type { QueueName } from './catalog.js';
 import type { JobQueues } from './job-queues.js';
 

@@ -1,7 +1,7 @@
 import { Job, Queue, type JobsOptions, type Telemetry } from 'bullmq';
-import type { RedisClient } from '../redis.js';
+import type { RedisClient } from '../infra/redis.js';
 import type { Logger } from 'pino';
-import { quietConnectionErrors } from '../redis.js';
+import { quietConnectionErrors } from '../infra/redis.js';
 import {
   JOB_KINDS,
   QUEUES,

@@ -1,8 +1,8 @@
 import { UnrecoverableError, Worker, type Job, type Telemetry, type WorkerOptions } from 'bullmq';
-import type { RedisClient } from '../redis.js';
+import type { RedisClient } from '../infra/redis.js';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { AgentqError } from '../errors.js';
+import { AgentqError } from '../core/errors.js';
 import type { CancelListener } from '../runs/cancel-listener.js';
 import { JOB_KINDS, type JobData, type JobKind } from './catalog.js';
 import { cellPrefix, cellQueueName } from './cells.js';

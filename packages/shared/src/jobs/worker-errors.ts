@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { redisProblem } from '../redis-reachable.js';
+import { redisProblem } from '../infra/redis-reachable.js';
 
 /** Distinct errors remembered at once (the oldest is forgotten past it). */
 const REMEMBERED = 100;

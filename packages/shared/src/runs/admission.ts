@@ -1,4 +1,4 @@
-import type { RedisClient } from '../redis.js';
+import type { RedisClient } from '../infra/redis.js';
 import { globalKeys } from '../store/keys.js';
 import { redisScript } from '../store/redis-script.js';
 import { limitsOf, type TenantTable } from '../tenants/limits.js';
@@ -107,9 +107,9 @@ const ADMIT_BATCH = 100;
 export type WaitReason = 'answer' | 'subruns';
 
 /**
- * Admission of runs into the work queues, per key (owner): each key has its own line of root
+ * Admission of runs into the work queues, per tenant (tenant): each key has its own line of root
  * runs, so a key that floods queues behind itself, never in front of another key; runs start
- * as the key's max_active_runs (and the total capacity, shared by weight) allow.
+ * as the tenant's max_active_runs (and the total capacity, shared by weight) allow.
  */
 export class Admission {
   private readonly g: ReturnType<typeof globalKeys>;
@@ -148,7 +148,7 @@ export class Admission {
    * `maxQueued` runs; returns the runs admitted now (to enqueue), or `full`.
    */
   async arrive(
-    owner: string,
+    tenant: string,
     runId: string,
     maxQueued = Number.MAX_SAFE_INTEGER,
   ): Promise<{ full: boolean; admitted: string[] }> {
@@ -156,27 +156,27 @@ export class Admission {
       this.redis,
       {
         ...this.admitting(),
-        tenantsKey: this.g.owners,
-        lineKey: this.g.lineOf + owner,
-        activeKey: this.g.activeOf + owner,
+        tenantsKey: this.g.tenants,
+        lineKey: this.g.lineOf + tenant,
+        activeKey: this.g.activeOf + tenant,
       },
-      { ...this.admitArgs(), tenant: owner, runId, maxQueued },
+      { ...this.admitArgs(), tenant: tenant, runId, maxQueued },
     );
     return out[0] === '!full' ? { full: true, admitted: [] } : { full: false, admitted: out };
   }
 
   /** A run ended (or left its line); returns the runs admitted into the freed room. */
-  release(owner: string, runId: string): Promise<string[]> {
+  release(tenant: string, runId: string): Promise<string[]> {
     return release(
       this.redis,
       {
         ...this.admitting(),
-        lineKey: this.g.lineOf + owner,
-        activeKey: this.g.activeOf + owner,
-        waitingKey: this.g.waitingOf + owner,
-        parkedKey: this.g.parkedOf + owner,
+        lineKey: this.g.lineOf + tenant,
+        activeKey: this.g.activeOf + tenant,
+        waitingKey: this.g.waitingOf + tenant,
+        parkedKey: this.g.parkedOf + tenant,
       },
-      { ...this.admitArgs(), tenant: owner, runId },
+      { ...this.admitArgs(), tenant: tenant, runId },
     );
   }
 
@@ -184,7 +184,7 @@ export class Admission {
    * Runs that now wait (for `reason`) give their slots up (nothing of them runs while they wait);
    * returns the runs admitted into the room.
    */
-  async suspend(owner: string, runIds: string[], reason: WaitReason = 'answer'): Promise<string[]> {
+  async suspend(tenant: string, runIds: string[], reason: WaitReason = 'answer'): Promise<string[]> {
     const admitted: string[] = [];
     for (const runId of runIds) {
       admitted.push(
@@ -192,11 +192,11 @@ export class Admission {
           this.redis,
           {
             ...this.admitting(),
-            lineKey: this.g.lineOf + owner,
-            activeKey: this.g.activeOf + owner,
-            ...this.reasonKeys(owner, reason),
+            lineKey: this.g.lineOf + tenant,
+            activeKey: this.g.activeOf + tenant,
+            ...this.reasonKeys(tenant, reason),
           },
-          { ...this.admitArgs(), tenant: owner, runId },
+          { ...this.admitArgs(), tenant: tenant, runId },
         )),
       );
     }
@@ -210,11 +210,11 @@ export class Admission {
    * within milliseconds) leaves the run counted as waiting while it runs: the tenant may run one
    * more run than its limit until the reconciling sweep (Runs.reconcileAdmission) counts it again.
    */
-  async resume(owner: string, runIds: string[], reason: WaitReason = 'answer'): Promise<void> {
+  async resume(tenant: string, runIds: string[], reason: WaitReason = 'answer'): Promise<void> {
     for (const runId of runIds) {
       await resume(
         this.redis,
-        { activeTotalKey: this.g.activeTotal, activeKey: this.g.activeOf + owner, ...this.reasonKeys(owner, reason) },
+        { activeTotalKey: this.g.activeTotal, activeKey: this.g.activeOf + tenant, ...this.reasonKeys(tenant, reason) },
         { runId },
       );
     }
@@ -225,7 +225,7 @@ export class Admission {
     return admitFromLines(this.redis, this.admitting(), this.admitArgs());
   }
 
-  /** Publishes every key's limits for the admission script (every API process, at start). */
+  /** Publishes every tenant's limits for the admission script (every API process, at start). */
   async publish(table: TenantTable): Promise<void> {
     const slim = (o: string) => {
       const l = limitsOf(table, o);
@@ -237,14 +237,14 @@ export class Admission {
       });
     };
     const tx = this.redis.multi().del(this.g.limits).hset(this.g.limits, '*', slim(''));
-    for (const owner of table.byOwner.keys()) tx.hset(this.g.limits, owner, slim(owner));
+    for (const tenant of table.byTenant.keys()) tx.hset(this.g.limits, tenant, slim(tenant));
     if (table.totalActiveRuns) tx.hset(this.g.limits, '#total', table.totalActiveRuns);
     await tx.exec();
   }
 
   /** The limits a worker needs of a key (as published): its tree size bound. */
-  async treeLimit(owner: string): Promise<number> {
-    const [own, dflt] = await this.redis.hmget(this.g.limits, owner, '*');
+  async treeLimit(tenant: string): Promise<number> {
+    const [own, dflt] = await this.redis.hmget(this.g.limits, tenant, '*');
     const raw = own ?? dflt;
     return raw ? Number((JSON.parse(raw) as { max_runs_per_tree?: number }).max_runs_per_tree ?? 1000) : 1000;
   }
@@ -261,12 +261,12 @@ export class Admission {
   }
 
   /** A key's runs running, waiting in its line, and waiting for an answer. */
-  async standing(owner: string): Promise<{ active: number; queued: number; waiting: number }> {
+  async standing(tenant: string): Promise<{ active: number; queued: number; waiting: number }> {
     const res = ((await this.redis
       .pipeline()
-      .scard(this.g.activeOf + owner)
-      .zcard(this.g.lineOf + owner)
-      .scard(this.g.waitingOf + owner)
+      .scard(this.g.activeOf + tenant)
+      .zcard(this.g.lineOf + tenant)
+      .scard(this.g.waitingOf + tenant)
       .exec()) ?? []) as Array<[unknown, number]>;
     const [active, queued, waiting] = res.map(([, n]) => Number(n ?? 0));
     return { active, queued, waiting };
@@ -276,16 +276,16 @@ export class Admission {
    * Every tenant's runs holding a slot, waiting for an answer, and waiting on their sub-runs, to
    * find those whose process died before releasing, suspending or resuming them.
    */
-  async activeByOwner(): Promise<Map<string, { active: string[]; waiting: string[]; parked: string[] }>> {
-    const owners = await this.redis.smembers(this.g.owners);
+  async activeByTenant(): Promise<Map<string, { active: string[]; waiting: string[]; parked: string[] }>> {
+    const tenants = await this.redis.smembers(this.g.tenants);
     const pipe = this.redis.pipeline();
-    for (const o of owners)
+    for (const o of tenants)
       pipe
         .smembers(this.g.activeOf + o)
         .smembers(this.g.waitingOf + o)
         .smembers(this.g.parkedOf + o);
     const res = (await pipe.exec()) ?? [];
     const at = (i: number) => (res[i]?.[1] as string[]) ?? [];
-    return new Map(owners.map((o, i) => [o, { active: at(3 * i), waiting: at(3 * i + 1), parked: at(3 * i + 2) }]));
+    return new Map(tenants.map((o, i) => [o, { active: at(3 * i), waiting: at(3 * i + 1), parked: at(3 * i + 2) }]));
   }
 }

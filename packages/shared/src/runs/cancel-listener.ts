@@ -1,4 +1,4 @@
-import type { RedisClient } from '../redis.js';
+import type { RedisClient } from '../infra/redis.js';
 import { globalKeys } from '../store/keys.js';
 
 /**
@@ -41,7 +41,7 @@ export class CancelListener {
     for (const ctrl of this.active.get(runId)?.values() ?? []) ctrl.abort(new Error(`run ${runId} was cancelled`));
   }
 
-  /** Stops listening; the subscriber connection is its owner's to close. */
+  /** Stops listening; the subscriber connection is its tenant's to close. */
   async close(): Promise<void> {
     await this.sub.unsubscribe(globalKeys(this.prefix).cancelChannel).catch(() => {});
   }

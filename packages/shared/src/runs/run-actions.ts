@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { parseActionId, type ActionDecision, type ActionRecord } from '../actions/action-record.js';
-import { runWebhookId } from '../ids.js';
+import { runWebhookId } from '../core/ids.js';
 import type { JobQueues } from '../jobs/job-queues.js';
 import type { ActionRun, ResolveResult, StoredAction } from '../store/actions.js';
 import type { RunState } from '../store/run-hash.js';
@@ -27,14 +27,14 @@ export interface RunActionsDeps {
 }
 
 /** A run as the scripts of its requests need it. */
-export const actionRun = (run: Pick<RunState, 'id' | 'owner' | 'spec'>): ActionRun => ({
+export const actionRun = (run: Pick<RunState, 'id' | 'tenant' | 'spec'>): ActionRun => ({
   id: run.id,
-  owner: run.owner,
+  tenant: run.tenant,
   ancestors: run.spec.ancestors,
 });
 
 /**
- * Runs that wait for people: the one owner of a request's life. A round's requests are stored
+ * Runs that wait for people: the one tenant of a request's life. A round's requests are stored
  * before its tool jobs are added (the jobs that wait are added delayed until their request
  * expires: no lock, no worker slot, no process memory); an answer is stored once (the first of
  * answer, expiry and cancel wins) and then wakes its job (BullMQ's promote); the job acts on the
@@ -55,7 +55,7 @@ export class RunActions {
     if (made < 0) return;
     if (made > 0) {
       this.deps.logger.info({ run_id: run.id, requests: made }, 'run waits for an answer');
-      await this.deps.runs.suspended(run.owner, waiting);
+      await this.deps.runs.suspended(run.tenant, waiting);
     }
     if (run.spec.webhook || run.spec.root_webhook) {
       await this.deps.jobs.enqueue('webhook', {
@@ -83,7 +83,7 @@ export class RunActions {
     }
     if (result.kind === 'ok') {
       this.deps.failpoint?.('action_decided');
-      await this.deps.runs.resumed(run.owner, result.resumed);
+      await this.deps.runs.resumed(run.tenant, result.resumed);
       await this.wake(id);
     } else await actions.unmarkAnswered(id);
     return result;
@@ -145,7 +145,7 @@ export class RunActions {
     const expired: ActionDecision = { decision: 'expired', by: 'agentq', at: new Date(now).toISOString() };
     const r = await this.deps.store.actions.resolve(actionRun(run), stored.record.id, expired);
     if (r.kind === 'ok') {
-      await this.deps.runs.resumed(run.owner, r.resumed);
+      await this.deps.runs.resumed(run.tenant, r.resumed);
       return expired;
     }
     if (r.kind === 'resolved') return r.decision;

@@ -1,6 +1,6 @@
-import { InvalidRequestError } from '../errors.js';
-import type { ChatMessage } from '../schemas/message.js';
-import type { CreateRunBody, RunSpec } from '../schemas/run.js';
+import { InvalidRequestError } from '../core/errors.js';
+import type { ChatMessage } from '../core/schemas/message.js';
+import type { CreateRunBody, RunSpec } from '../core/schemas/run.js';
 import type { ContextDoc } from '../store/context-store.js';
 import type { RunState } from '../store/run-hash.js';
 

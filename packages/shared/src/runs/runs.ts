@@ -1,14 +1,14 @@
-import type { RedisClient } from '../redis.js';
+import type { RedisClient } from '../infra/redis.js';
 import type { Logger } from 'pino';
-import { RateLimitedError, ReplicationError } from '../errors.js';
+import { RateLimitedError, ReplicationError } from '../core/errors.js';
 import { cellOf, cellPrefix } from '../jobs/cells.js';
-import { runWebhookId } from '../ids.js';
-import { waitForReplicas } from '../redis-wait.js';
+import { runWebhookId } from '../core/ids.js';
+import { waitForReplicas } from '../infra/redis-wait.js';
 import type { JobInput } from '../jobs/catalog.js';
 import type { JobQueues } from '../jobs/job-queues.js';
-import { inTrace, startRunTrace } from '../run-tracing.js';
-import type { ChatMessage } from '../schemas/message.js';
-import { isTerminal, type RunObject, type RunSpec, type RunStatus } from '../schemas/run.js';
+import { inTrace, startRunTrace } from '../infra/run-tracing.js';
+import type { ChatMessage } from '../core/schemas/message.js';
+import { isTerminal, type RunObject, type RunSpec, type RunStatus } from '../core/schemas/run.js';
 import type { RunState } from '../store/run-hash.js';
 import type { EndedRun, FinishInput } from '../store/run-records.js';
 import type { RunStore } from '../store/run-store.js';
@@ -54,21 +54,21 @@ export interface ChildOrigin {
 }
 
 /**
- * The one owner of a run's life: every run is created, admitted, started, ended and cancelled
+ * The one tenant of a run's life: every run is created, admitted, started, ended and cancelled
  * here, and each transition carries its event, metric, webhook and admission with it.
  */
 export class Runs {
   constructor(private readonly deps: RunsDeps) {}
 
   /**
-   * Stores a new root run with its context and puts it in its key's line, from which it is
+   * Stores a new root run with its context and puts it in its tenant's line, from which it is
    * admitted at once if the key (and the service) have room, else when a run ends; an admitted
    * run's first step is enqueued. A run that cannot be written, lined up or (if admitted)
    * enqueued is removed again: not enqueued or lined up means not accepted.
    */
   async create(
     id: string,
-    owner: string,
+    tenant: string,
     plan: RunPlan,
     limits: {
       maxQueued?: number /** Other keys written for this run (an Idempotency-Key's claim) that REDIS_WAIT_REPLICAS waits for too. */;
@@ -84,11 +84,11 @@ export class Runs {
       if (plan.context) await store.contexts.put(id, plan.context);
       // The run is written as pending; should this process die before it is lined up or its
       // first step enqueued, sweepPending (every API process, at start and periodically) does it.
-      const sized = await store.runs.createSized({ id, owner, spec: plan.spec, messages: plan.messages });
+      const sized = await store.runs.createSized({ id, tenant, spec: plan.spec, messages: plan.messages });
       created = sized.run;
       const first: JobInput<'agentStep'> = { runId: id, depth: 0, ...trace, transcriptBytes: sized.transcriptBytes };
       this.deps.failpoint?.('run_written');
-      const arrival = await admission.arrive(owner, id, limits.maxQueued);
+      const arrival = await admission.arrive(tenant, id, limits.maxQueued);
       if (arrival.full)
         throw new RateLimitedError(
           `this key has ${limits.maxQueued} runs waiting to start (max_queued_runs); retry when some have started`,
@@ -97,8 +97,8 @@ export class Runs {
       admitted = arrival.admitted;
       if (admitted.includes(id)) await inTrace(first, () => this.deps.jobs.enqueue('agentStep', first));
     } catch (err) {
-      await admission.release(owner, id).catch(() => []);
-      await store.runs.delete(id, owner).catch(() => {});
+      await admission.release(tenant, id).catch(() => []);
+      await store.runs.delete(id, tenant).catch(() => {});
       throw err;
     }
     // Not awaited: a run left pending is settled again by the sweep, at no harm.
@@ -135,7 +135,7 @@ export class Runs {
   }
 
   /**
-   * Enqueues the first step of runs just admitted (by this process's call: another key's run
+   * Enqueues the first step of runs just admitted (by this process's call: another tenant's run
    * may be among them) and settles them. One that fails stays pending for the sweep.
    */
   private async enqueueAdmitted(ids: string[]): Promise<void> {
@@ -162,7 +162,7 @@ export class Runs {
   async recover(runId: string): Promise<boolean> {
     const { store, admission } = this.deps;
     const run = await store.runs.getState(runId);
-    if (run?.status === 'queued') await this.enqueueAdmitted((await admission.arrive(run.owner, runId)).admitted);
+    if (run?.status === 'queued') await this.enqueueAdmitted((await admission.arrive(run.tenant, runId)).admitted);
     await store.runs.settle(runId);
     return run !== null;
   }
@@ -188,17 +188,17 @@ export class Runs {
   async reconcileAdmission(): Promise<number> {
     const { admission, store } = this.deps;
     let moved = 0;
-    for (const [owner, sets] of await admission.activeByOwner()) {
+    for (const [tenant, sets] of await admission.activeByTenant()) {
       const ids = [...sets.active, ...sets.waiting, ...sets.parked];
       const states = await Promise.all(ids.map((id) => store.runs.getState(id)));
       for (const [i, st] of states.entries()) {
         const id = ids[i]!;
         const inActive = i < sets.active.length;
         const inWaiting = !inActive && i < sets.active.length + sets.waiting.length;
-        if (!st || isTerminal(st.status)) await this.enqueueAdmitted(await admission.release(owner, id));
+        if (!st || isTerminal(st.status)) await this.enqueueAdmitted(await admission.release(tenant, id));
         else if (inActive && st.status === 'requires_action')
-          await this.enqueueAdmitted(await admission.suspend(owner, [id], 'answer'));
-        else if (inWaiting && st.status !== 'requires_action') await admission.resume(owner, [id], 'answer');
+          await this.enqueueAdmitted(await admission.suspend(tenant, [id], 'answer'));
+        else if (inWaiting && st.status !== 'requires_action') await admission.resume(tenant, [id], 'answer');
         else continue;
         moved++;
       }
@@ -212,7 +212,7 @@ export class Runs {
    * pass its tenant's max_runs_per_tree). A refused call counts nothing.
    */
   async reserveSubruns(parent: RunState, callRef: string, count: number): Promise<string | null> {
-    const limit = await this.deps.admission.treeLimit(parent.owner);
+    const limit = await this.deps.admission.treeLimit(parent.tenant);
     const { reserved, size } = await this.deps.store.runs.reserveSubruns(parent.rootRunId, callRef, count, limit);
     if (reserved) return null;
     return `this run tree would have ${size} runs, past its limit of ${limit} (max_runs_per_tree); answer this part yourself`;
@@ -233,7 +233,7 @@ export class Runs {
     // Written only if it does not exist (atomically: two deliveries of the job at once write it once).
     const written = await store.runs.createSized({
       id: child.id,
-      owner: parent.owner,
+      tenant: parent.tenant,
       spec,
       messages: child.messages,
       parentRunId: parent.id,
@@ -253,7 +253,7 @@ export class Runs {
     // A sub-run written by an earlier delivery may have started, or ended, since: it is in line
     // (or past it) already.
     if (!written.created && (await store.runs.statuses([child.id]))[0] !== 'queued') return;
-    const { admitted } = await admission.arrive(parent.owner, child.id);
+    const { admitted } = await admission.arrive(parent.tenant, child.id);
     if (admitted.includes(child.id)) {
       // The sub-run's trace hangs under the tool call's span.
       const first: JobInput<'agentStep'> = {
@@ -272,13 +272,13 @@ export class Runs {
    * Runs that began to wait (for an answer, or on their sub-runs) give their slots up (they hold
    * nothing while they wait), and runs waiting for room are admitted into it.
    */
-  async suspended(owner: string, runIds: string[], reason: WaitReason = 'answer'): Promise<void> {
-    if (runIds.length) await this.enqueueAdmitted(await this.deps.admission.suspend(owner, runIds, reason));
+  async suspended(tenant: string, runIds: string[], reason: WaitReason = 'answer'): Promise<void> {
+    if (runIds.length) await this.enqueueAdmitted(await this.deps.admission.suspend(tenant, runIds, reason));
   }
 
   /** Runs that waited go on, taking their slots back (see Admission.resume). */
-  async resumed(owner: string, runIds: string[], reason: WaitReason = 'answer'): Promise<void> {
-    if (runIds.length) await this.deps.admission.resume(owner, runIds, reason);
+  async resumed(tenant: string, runIds: string[], reason: WaitReason = 'answer'): Promise<void> {
+    if (runIds.length) await this.deps.admission.resume(tenant, runIds, reason);
   }
 
   /** Moves a queued run to running (and emits `run.started`); true the first time only. */
@@ -304,14 +304,14 @@ export class Runs {
     return ended.run;
   }
 
-  private async afterEnd({ run, spec, owner, wasWaiting }: EndedRun): Promise<void> {
+  private async afterEnd({ run, spec, tenant, wasWaiting }: EndedRun): Promise<void> {
     this.deps.observer?.runFinished?.(run, spec);
     try {
       // What still waited is cancelled (an answer now gets 409), and waits no more on the ancestors.
       if (wasWaiting) {
         await this.deps.store.actions
-          .cancelPending({ id: run.id, owner, ancestors: spec.ancestors })
-          .then(({ resumed }) => this.resumed(owner, resumed))
+          .cancelPending({ id: run.id, tenant, ancestors: spec.ancestors })
+          .then(({ resumed }) => this.resumed(tenant, resumed))
           .catch((err: Error) =>
             this.deps.logger.warn(
               { run_id: run.id, err: err.message },
@@ -331,7 +331,7 @@ export class Runs {
       }
     } finally {
       // A slot not released here (Redis refused) is found by the API's reconciling sweep.
-      await this.enqueueAdmitted(await this.deps.admission.release(owner, run.id));
+      await this.enqueueAdmitted(await this.deps.admission.release(tenant, run.id));
     }
   }
 

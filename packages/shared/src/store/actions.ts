@@ -1,5 +1,5 @@
 import { parseActionId, type ActionDecision, type ActionRecord } from '../actions/action-record.js';
-import type { RedisClient } from '../redis.js';
+import type { RedisClient } from '../infra/redis.js';
 import { ACTION_FIELDS, globalKeys, runKeys } from './keys.js';
 import { redisScript } from './redis-script.js';
 import { eventJson } from './run-events.js';
@@ -75,7 +75,7 @@ const cancelActions = redisScript({
 /** A run and its place in its tree: what the scripts need to reach its ancestors. */
 export interface ActionRun {
   id: string;
-  owner: string;
+  tenant: string;
   /** Run ids from the root down to the parent (empty for a root run). */
   ancestors: string[];
 }
@@ -101,7 +101,7 @@ const INBOX_SCAN = 50;
 
 /**
  * Requests for an answer: made by a step's fan-out, decided once (answer, expiry or cancel,
- * whichever comes first), listed on the waiting run, its ancestors and its key's inbox.
+ * whichever comes first), listed on the waiting run, its ancestors and its tenant's inbox.
  * A request lives in its run's keys (its tree's slot) and expires with its run.
  */
 export class ActionStore {
@@ -134,7 +134,7 @@ export class ActionStore {
   }
 
   /**
-   * Stores a round's requests (those not stored before), lists them in the key's inbox and on
+   * Stores a round's requests (those not stored before), lists them in the tenant's inbox and on
    * the run and its ancestors, whose status becomes `requires_action`; returns how many are new
    * (-1: the run has ended) and the runs that began to wait. The inbox is written first: an
    * entry whose request never got written is shed when the inbox is read.
@@ -144,10 +144,10 @@ export class ActionStore {
     const g = globalKeys(this.prefix);
     const scores = records.map((r) => Date.parse(r.created_at));
     const pipe = this.redis.pipeline();
-    for (const key of [g.actionInbox(run.owner), g.actionInboxPending(run.owner)]) {
+    for (const key of [g.actionInbox(run.tenant), g.actionInboxPending(run.tenant)]) {
       pipe.zadd(key, ...records.flatMap((r, i) => [scores[i], r.id]));
     }
-    pipe.zremrangebyscore(g.actionInbox(run.owner), '-inf', Date.now() - 2 * this.retentionSeconds * 1000);
+    pipe.zremrangebyscore(g.actionInbox(run.tenant), '-inf', Date.now() - 2 * this.retentionSeconds * 1000);
     await execOrThrow(pipe);
     const keys = this.treeKeys(run);
     const items = records.map((r) => ({
@@ -183,7 +183,7 @@ export class ActionStore {
       ancestorCount: run.ancestors.length,
     });
     if (r[0] === 'ok') {
-      await this.redis.zrem(globalKeys(this.prefix).actionInboxPending(run.owner), id);
+      await this.redis.zrem(globalKeys(this.prefix).actionInboxPending(run.tenant), id);
       return { kind: 'ok', resumed: r.slice(1).map((i) => ActionStore.runAt(run, i)) };
     }
     if (r[0] === 'resolved') return { kind: 'resolved', decision: JSON.parse(r[1]) };
@@ -204,7 +204,7 @@ export class ActionStore {
       ancestorCount: run.ancestors.length,
       runId: run.id,
     });
-    if (ids.length) await this.redis.zrem(globalKeys(this.prefix).actionInboxPending(run.owner), ...ids);
+    if (ids.length) await this.redis.zrem(globalKeys(this.prefix).actionInboxPending(run.tenant), ...ids);
     return { cancelled: ids, resumed: resumed.map((i) => ActionStore.runAt(run, i)) };
   }
 
@@ -268,18 +268,18 @@ export class ActionStore {
    * whose request is gone (its run expired) are dropped from the inbox as they are met.
    */
   async inbox(
-    owner: string,
+    tenant: string,
     opts: { status?: 'pending' | 'resolved'; limit: number; after?: string },
   ): Promise<{ data: StoredAction[]; next: string | null }> {
     const g = globalKeys(this.prefix);
-    const key = opts.status === 'pending' ? g.actionInboxPending(owner) : g.actionInbox(owner);
+    const key = opts.status === 'pending' ? g.actionInboxPending(tenant) : g.actionInbox(tenant);
     let start = 0;
     if (opts.after) {
       const rank = await this.redis.zrevrank(key, opts.after);
       if (rank !== null) start = rank + 1;
       else {
         // The cursor left this view (decided since): continue from its time.
-        const score = await this.redis.zscore(g.actionInbox(owner), opts.after);
+        const score = await this.redis.zscore(g.actionInbox(tenant), opts.after);
         start = score === null ? 0 : await this.redis.zcount(key, `(${score}`, '+inf');
       }
     }

@@ -1,4 +1,4 @@
-import type { RedisClient } from '../redis.js';
+import type { RedisClient } from '../infra/redis.js';
 import { runKeys } from './keys.js';
 
 /** A context document as the API receives it. */

@@ -1,4 +1,4 @@
-import { treeTag } from '../ids.js';
+import { treeTag } from '../core/ids.js';
 
 /**
  * Redis keys of one deployment. Every key of a run tree shares the hash tag `{<tree tag>}`
@@ -34,14 +34,14 @@ export function globalKeys(prefix: string) {
   // set is among them, since a run admitted is pending until its first step is enqueued.
   const adm = `${prefix}:{adm}`;
   return {
-    /** Sorted set (all scores 0, ordered by member) of `<runId>` per owner: the listing index. */
-    runIndex: (owner: string) => `${prefix}:runs:${owner}`,
+    /** Sorted set (all scores 0, ordered by member) of `<runId>` per tenant: the listing index. */
+    runIndex: (tenant: string) => `${prefix}:runs:${tenant}`,
     /** The tool catalog published by tool-workers. */
     toolCatalog: `${prefix}:tool-catalog`,
-    idempotency: (owner: string, key: string) => `${prefix}:idem:${owner}:${key}`,
+    idempotency: (tenant: string, key: string) => `${prefix}:idem:${tenant}:${key}`,
     /**
      * Sorted set (score: creation time) of runs whose first step may not be enqueued yet:
-     * written before the run, removed once its first job is in (or it waits in its key's line);
+     * written before the run, removed once its first job is in (or it waits in its tenant's line);
      * what a process that died in between leaves is swept (Runs.sweepPending).
      */
     pendingRuns: `${adm}:runs-pending`,
@@ -55,25 +55,25 @@ export function globalKeys(prefix: string) {
     parkedOf: `${adm}:parked:`,
     /** Admission: keys with runs in their line, by virtual time (a sorted set). */
     backlog: `${adm}:backlog`,
-    /** Admission: each key's limits as the API published them (a hash: owner, `*` default, `#total`). */
+    /** Admission: each tenant's limits as the API published them (a hash: tenant, `*` default, `#total`). */
     limits: `${adm}:limits`,
     /** Admission: runs admitted and not ended, all keys together. */
     activeTotal: `${adm}:total`,
     /** Admission: the virtual clock of fair queueing. */
     vclock: `${adm}:vclock`,
     /** Admission: every key that has had runs (for the reconciling sweep). */
-    owners: `${adm}:owners`,
+    tenants: `${adm}:tenants`,
     /** A key's usage on one UTC day (a hash: tokens). */
-    usage: (owner: string, day: string) => `${prefix}:usage:${owner}:${day}`,
+    usage: (tenant: string, day: string) => `${prefix}:usage:${tenant}:${day}`,
     /** A key's `/v1` requests in one minute. */
-    requests: (owner: string, minute: number) => `${prefix}:rpm:${owner}:${minute}`,
+    requests: (tenant: string, minute: number) => `${prefix}:rpm:${tenant}:${minute}`,
     /**
      * A key's requests for an answer, every one (a sorted set by creation time): the inbox. Its
-     * two sets share the key's tag, so that one pipeline writes both on a Cluster too.
+     * two sets share the tenant's tag, so that one pipeline writes both on a Cluster too.
      */
-    actionInbox: (owner: string) => `${prefix}:{inbox:${owner}}:actions`,
+    actionInbox: (tenant: string) => `${prefix}:{inbox:${tenant}}:actions`,
     /** A key's requests that wait (a sorted set by creation time): the inbox's pending view. */
-    actionInboxPending: (owner: string) => `${prefix}:{inbox:${owner}}:actions-pending`,
+    actionInboxPending: (tenant: string) => `${prefix}:{inbox:${tenant}}:actions-pending`,
     /**
      * Requests answered whose tool job may not have been woken yet (a sorted set by time): written
      * before the answer, removed once the job is promoted; the API's sweep promotes what a process
@@ -94,7 +94,7 @@ export const RUN_FIELDS = {
   spec: 'spec',
   status: 'status',
   depth: 'depth',
-  owner: 'owner',
+  tenant: 'tenant',
   createdAt: 'created_at',
   startedAt: 'started_at',
   completedAt: 'completed_at',

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { TERMINAL_STATUSES } from '../schemas/run.js';
-import { USAGE_FIELDS } from '../schemas/usage.js';
+import { TERMINAL_STATUSES } from '../core/schemas/run.js';
+import { USAGE_FIELDS } from '../core/schemas/usage.js';
 import { ACTION_FIELDS, EVENTS_MAXLEN, RUN_FIELDS, TOOL_CALL_FIELDS } from './keys.js';
 
 /** Where the scripts live: beside this module, in the sources and in the build alike. */

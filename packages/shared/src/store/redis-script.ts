@@ -1,4 +1,4 @@
-import type { RedisClient } from '../redis.js';
+import type { RedisClient } from '../infra/redis.js';
 import { luaSource } from './lua-source.js';
 
 /** What a script takes beside its keys: strings and numbers, in the order its header lists. */

@@ -1,7 +1,7 @@
-import type { RedisClient } from '../redis.js';
+import type { RedisClient } from '../infra/redis.js';
 import type { z } from 'zod';
-import type { Known, runEventDataSchemas } from '../schemas/api.js';
-import type { RunEvent, RunEventType } from '../schemas/events.js';
+import type { Known, runEventDataSchemas } from '../core/schemas/api.js';
+import type { RunEvent, RunEventType } from '../core/schemas/events.js';
 import { parseJson } from './run-hash.js';
 import { EVENTS_MAXLEN, runKeys } from './keys.js';
 import { redisScript } from './redis-script.js';

@@ -1,5 +1,5 @@
-import type { RunObject, RunSpec, RunStatus, StopReason } from '../schemas/run.js';
-import { USAGE_FIELDS, type Usage } from '../schemas/usage.js';
+import type { RunObject, RunSpec, RunStatus, StopReason } from '../core/schemas/run.js';
+import { USAGE_FIELDS, type Usage } from '../core/schemas/usage.js';
 import { RUN_FIELDS as F } from './keys.js';
 
 /** What a worker reads of a run. */
@@ -8,7 +8,7 @@ export interface RunState {
   spec: RunSpec;
   status: RunStatus;
   depth: number;
-  owner: string;
+  tenant: string;
   parentRunId: string | null;
   rootRunId: string;
   createdAt: string;
@@ -52,7 +52,7 @@ export function runStateFrom(runId: string, h: RunHash, spec: RunSpec = JSON.par
     spec,
     status: h[F.status] as RunStatus,
     depth: Number(h[F.depth] ?? 0),
-    owner: h[F.owner],
+    tenant: h[F.tenant],
     parentRunId: h[F.parentRunId] ?? null,
     rootRunId: h[F.rootRunId] ?? runId,
     createdAt: h[F.createdAt],

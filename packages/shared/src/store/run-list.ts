@@ -1,5 +1,5 @@
-import type { RedisClient } from '../redis.js';
-import type { RunObject, RunStatus } from '../schemas/run.js';
+import type { RedisClient } from '../infra/redis.js';
+import type { RunObject, RunStatus } from '../core/schemas/run.js';
 import { RUN_FIELDS as F } from './keys.js';
 import { isRunHash, runObjectFrom, type RunHash } from './run-hash.js';
 
@@ -21,7 +21,7 @@ export interface ListedBatch {
 }
 
 /**
- * Runs of one owner, newest first, in small batches (a run echoes what it was asked, so a
+ * Runs of one tenant, newest first, in small batches (a run echoes what it was asked, so a
  * page is never held whole); returns the `next` cursor. `after` is the last id of the
  * previous page. Each batch comes sized before it is read (ListedBatch): the caller can make
  * room for it first. Call a batch's `read()` before asking for the next batch.

@@ -1,6 +1,6 @@
-import { isCluster, type RedisClient } from '../redis.js';
-import type { AssistantMessage, ChatMessage } from '../schemas/message.js';
-import { isTerminal, type RunObject, type RunSpec, type RunStatus, type StopReason } from '../schemas/run.js';
+import { isCluster, type RedisClient } from '../infra/redis.js';
+import type { AssistantMessage, ChatMessage } from '../core/schemas/message.js';
+import { isTerminal, type RunObject, type RunSpec, type RunStatus, type StopReason } from '../core/schemas/run.js';
 import { globalKeys, runKeys, RUN_FIELDS as F } from './keys.js';
 import { redisScript } from './redis-script.js';
 import { listRuns, type ListedBatch } from './run-list.js';
@@ -18,7 +18,7 @@ async function execOrThrow(tx: ReturnType<RedisClient['multi']>): Promise<void> 
 /** A run to store: its fixed spec and first messages. */
 export interface NewRun {
   id: string;
-  owner: string;
+  tenant: string;
   spec: RunSpec;
   messages: ChatMessage[];
   parentRunId?: string | null;
@@ -26,11 +26,11 @@ export interface NewRun {
   createdAt?: Date;
 }
 
-/** A run this process ended: as the API shows it, its spec and its owner. */
+/** A run this process ended: as the API shows it, its spec and its tenant. */
 export interface EndedRun {
   run: RunObject;
   spec: RunSpec;
-  owner: string;
+  tenant: string;
   /** It ended while something of it waited for an answer (status `requires_action`). */
   wasWaiting: boolean;
 }
@@ -124,7 +124,7 @@ const finishRun = redisScript({
   reply: (r) => (typeof r === 'string' ? (r as RunStatus) : null),
 });
 
-/** Run records: create, read, list, start and end a run, in its hash and the owner's index. */
+/** Run records: create, read, list, start and end a run, in its hash and the tenant's index. */
 export class RunRecords {
   constructor(
     private readonly redis: RedisClient,
@@ -136,15 +136,15 @@ export class RunRecords {
     return runKeys(this.prefix, runId);
   }
 
-  private index(owner: string) {
-    return globalKeys(this.prefix).runIndex(owner);
+  private index(tenant: string) {
+    return globalKeys(this.prefix).runIndex(tenant);
   }
 
   /**
    * Stores a new run (record, first messages, `run.queued` event), pending until its first step
-   * is enqueued (settle), and lists it in its owner's index; returns it as the API shows it.
+   * is enqueued (settle), and lists it in its tenant's index; returns it as the API shows it.
    * On one Redis all of it is one script. On a Cluster the run's keys (its tree's slot),
-   * the pending set (admission's slot) and the index (the owner's) cannot share one: the
+   * the pending set (admission's slot) and the index (the tenant's) cannot share one: the
    * pending mark and the index entry are written first, so that a process dying in between
    * leaves a mark the sweep settles (no run: nothing to do) and an index entry the listing
    * drops (an id with no run is shed), never a run nobody knows of.
@@ -165,7 +165,7 @@ export class RunRecords {
       [F.spec]: JSON.stringify(run.spec),
       [F.status]: 'queued',
       [F.depth]: '0',
-      [F.owner]: run.owner,
+      [F.tenant]: run.tenant,
       [F.createdAt]: createdAt,
       [F.rootRunId]: run.rootRunId ?? run.id,
     };
@@ -173,7 +173,7 @@ export class RunRecords {
     const messages = run.messages.map((m) => JSON.stringify(m));
     const transcriptBytes = messages.reduce((n, m) => n + Buffer.byteLength(m), 0);
     fields[F.transcriptBytes] = String(transcriptBytes);
-    const index = this.index(run.owner);
+    const index = this.index(run.tenant);
     // Ids start with their creation time, so the index sheds the ids of long-expired runs by
     // range as it grows (twice the retention: a run outliving it is merely no longer listed).
     const createdMs = Date.parse(createdAt);
@@ -202,10 +202,10 @@ export class RunRecords {
   }
 
   /** Removes a run that could not be enqueued, so that a client never sees a run nobody runs. */
-  async delete(runId: string, owner: string): Promise<void> {
+  async delete(runId: string, tenant: string): Promise<void> {
     const k = this.keys(runId);
     await this.redis.del(k.run, k.messages, k.steps, k.events, k.context, k.actions, k.pendingActions);
-    await this.redis.zrem(this.index(owner), runId);
+    await this.redis.zrem(this.index(tenant), runId);
     await this.settle(runId);
   }
 
@@ -237,10 +237,10 @@ export class RunRecords {
     return isRunHash(h) ? runObjectFrom(runId, h) : null;
   }
 
-  /** The run object if it exists and belongs to `owner` (one read), else null. */
-  async getOwn(runId: string, owner: string): Promise<RunObject | null> {
+  /** The run object if it exists and belongs to `tenant` (one read), else null. */
+  async getOwn(runId: string, tenant: string): Promise<RunObject | null> {
     const h = await this.redis.hgetall(this.keys(runId).run);
-    return isRunHash(h) && h[F.owner] === owner ? runObjectFrom(runId, h) : null;
+    return isRunHash(h) && h[F.tenant] === tenant ? runObjectFrom(runId, h) : null;
   }
 
   /**
@@ -266,10 +266,10 @@ export class RunRecords {
    * listRuns); returns the `next` cursor.
    */
   list(
-    owner: string,
+    tenant: string,
     opts: { limit: number; after?: string; status?: RunStatus },
   ): AsyncGenerator<ListedBatch, string | null> {
-    return listRuns(this.redis, { index: this.index(owner), runKey: (id) => this.keys(id).run }, opts);
+    return listRuns(this.redis, { index: this.index(tenant), runKey: (id) => this.keys(id).run }, opts);
   }
 
   /**
@@ -384,6 +384,6 @@ export class RunRecords {
     if (!done) return null;
     // Whether it waited is the status the script replaced: a request stored since the hash was
     // read made it `requires_action`, and that request is then cancelled with the run.
-    return { run, spec: JSON.parse(h[F.spec]) as RunSpec, owner: h[F.owner], wasWaiting: done === 'requires_action' };
+    return { run, spec: JSON.parse(h[F.spec]) as RunSpec, tenant: h[F.tenant], wasWaiting: done === 'requires_action' };
   }
 }

@@ -1,4 +1,4 @@
-import type { RedisClient } from '../redis.js';
+import type { RedisClient } from '../infra/redis.js';
 import { ActionStore } from './actions.js';
 import { ContextStore } from './context-store.js';
 import { globalKeys, runKeys } from './keys.js';
@@ -11,7 +11,7 @@ import { Transcript } from './transcript.js';
 import { WebhookLog } from './webhook-log.js';
 
 export interface RunStoreOptions {
-  /** The connection every part uses; its owner closes it, not the store. */
+  /** The connection every part uses; its tenant closes it, not the store. */
   redis: RedisClient;
   prefix: string;
   /** How long a finished run's keys are kept. @defaultValue 604800 (7 days) */

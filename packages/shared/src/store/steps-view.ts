@@ -1,7 +1,7 @@
 import { actionId, type ActionDecision, type ActionRecord } from '../actions/action-record.js';
-import type { RedisClient } from '../redis.js';
+import type { RedisClient } from '../infra/redis.js';
 import { decisionField } from './actions.js';
-import type { ToolCall } from '../schemas/message.js';
+import type { ToolCall } from '../core/schemas/message.js';
 import { runKeys, TOOL_CALL_FIELDS as T } from './keys.js';
 import type { ToolCallRunning, ToolResultRecord } from './tool-calls.js';
 import type { StepRecord } from './transcript.js';

@@ -1,5 +1,5 @@
-import type { RedisClient } from '../redis.js';
-import type { ToolOutcomeKind } from '../tool-outcome.js';
+import type { RedisClient } from '../infra/redis.js';
+import type { ToolOutcomeKind } from '../core/tool-outcome.js';
 import { runKeys, RUN_FIELDS as F, TOOL_CALL_FIELDS as T } from './keys.js';
 import { redisScript } from './redis-script.js';
 import { eventJson, type RunEventData } from './run-events.js';
@@ -34,7 +34,7 @@ export interface ToolCallRunning {
  * its spec, which never changes once the run is created: a worker that holds it does not read it.
  * The status first: the begin script reads it there.
  */
-const TOOL_CALL_RUN_FIELDS = [F.status, F.depth, F.owner, F.parentRunId, F.rootRunId, F.createdAt];
+const TOOL_CALL_RUN_FIELDS = [F.status, F.depth, F.tenant, F.parentRunId, F.rootRunId, F.createdAt];
 
 /** A run's spec as a worker holds it, with the creation time of the run it was read from. */
 export interface HeldRunSpec {

@@ -1,4 +1,4 @@
-import type { RedisClient } from '../redis.js';
+import type { RedisClient } from '../infra/redis.js';
 import { globalKeys } from './keys.js';
 
 /** A tool as the API lists it and the model is offered it. */

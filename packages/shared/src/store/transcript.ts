@@ -1,7 +1,7 @@
-import type { RedisClient } from '../redis.js';
-import type { AssistantMessage, ChatMessage } from '../schemas/message.js';
-import { isTerminal, type BudgetName, type RunStatus } from '../schemas/run.js';
-import { USAGE_FIELDS } from '../schemas/usage.js';
+import type { RedisClient } from '../infra/redis.js';
+import type { AssistantMessage, ChatMessage } from '../core/schemas/message.js';
+import { isTerminal, type BudgetName, type RunStatus } from '../core/schemas/run.js';
+import { USAGE_FIELDS } from '../core/schemas/usage.js';
 import { runKeys, RUN_FIELDS as F } from './keys.js';
 import { redisScript } from './redis-script.js';
 import { eventJson, type RunEventData } from './run-events.js';
@@ -64,7 +64,7 @@ export interface TranscriptPrefix {
 const STEP_RUN_FIELDS = [
   F.status,
   F.depth,
-  F.owner,
+  F.tenant,
   F.parentRunId,
   F.rootRunId,
   F.createdAt,

@@ -1,5 +1,5 @@
-import type { RedisClient } from '../redis.js';
-import type { WebhookDelivery } from '../schemas/api.js';
+import type { RedisClient } from '../infra/redis.js';
+import type { WebhookDelivery } from '../core/schemas/api.js';
 import { runKeys } from './keys.js';
 
 /** Each attempt to deliver a run's webhooks, as `GET /v1/runs/:id/webhook-deliveries` lists them. */

@@ -2,15 +2,15 @@ import { z } from 'zod';
 
 /** A key's limits (TENANTS_CONFIG, "Limits and fairness" in API.md). */
 export const tenantLimitsSchema = z.strictObject({
-  /** Runs of the key running at once (root and sub-runs); more wait in the key's own line. */
+  /** Runs of the key running at once (root and sub-runs); more wait in the tenant's own line. */
   max_active_runs: z.number().int().min(1).max(1_000_000),
-  /** Root runs waiting in the key's line; past it a new run gets 429. */
+  /** Root runs waiting in the tenant's line; past it a new run gets 429. */
   max_queued_runs: z.number().int().min(0).max(10_000_000),
   /** Every `/v1` request of the key, per minute. */
   requests_per_minute: z.number().int().min(1).max(10_000_000),
   /** Runs in one tree (a root and all its sub-runs); the agent_query call that would pass it gets an error result. */
   max_runs_per_tree: z.number().int().min(1).max(1_000_000),
-  /** Tokens a day (UTC), over all the key's runs; null = no limit. */
+  /** Tokens a day (UTC), over all the tenant's runs; null = no limit. */
   max_tokens_per_day: z.number().int().min(1).nullable(),
   /** The key's share of free capacity, against the other keys' weights. */
   weight: z.number().min(0.01).max(10_000),
@@ -38,35 +38,35 @@ export const tenantsConfigSchema = z.strictObject({
   default: tenantLimitsSchema.partial().optional(),
   /**
    * Runs of all keys running at once, shared out by weight when it is the limit (unset: only
-   * each key's own max_active_runs bounds it).
+   * each tenant's own max_active_runs bounds it).
    */
   total_active_runs: z.number().int().min(1).optional(),
   keys: z.record(z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, '1-64 of A-Z a-z 0-9 _ . -'), keyEntrySchema).default({}),
 });
 export type TenantsConfig = z.infer<typeof tenantsConfigSchema>;
 
-/** The owner id of a key from its SHA-256 hex (the API's ownerOf gives the same for the key). */
+/** The tenant id of a key from its SHA-256 hex (the API's tenantOf gives the same for the key). */
 export const ownerOfSha256 = (sha256Hex: string) => sha256Hex.slice(0, 24);
 
-/** Every key's limits resolved from a TENANTS_CONFIG: by owner id, the default for the rest. */
+/** Every key's limits resolved from a TENANTS_CONFIG: by tenant id, the default for the rest. */
 export interface TenantTable {
   defaults: TenantLimits;
   totalActiveRuns?: number;
-  byOwner: Map<string, TenantLimits & { name: string; admin: boolean }>;
+  byTenant: Map<string, TenantLimits & { name: string; admin: boolean }>;
 }
 
 export function tenantTable(cfg: TenantsConfig | undefined): TenantTable {
   const defaults = { ...DEFAULT_TENANT_LIMITS, ...cfg?.default };
-  const byOwner = new Map<string, TenantLimits & { name: string; admin: boolean }>();
+  const byTenant = new Map<string, TenantLimits & { name: string; admin: boolean }>();
   for (const [name, { key_sha256, admin, ...limits }] of Object.entries(cfg?.keys ?? {})) {
-    byOwner.set(ownerOfSha256(key_sha256), { ...defaults, ...limits, name, admin: admin ?? false });
+    byTenant.set(ownerOfSha256(key_sha256), { ...defaults, ...limits, name, admin: admin ?? false });
   }
-  return { defaults, ...(cfg?.total_active_runs ? { totalActiveRuns: cfg.total_active_runs } : {}), byOwner };
+  return { defaults, ...(cfg?.total_active_runs ? { totalActiveRuns: cfg.total_active_runs } : {}), byTenant };
 }
 
-/** The limits of one owner. */
-export function limitsOf(table: TenantTable, owner: string): TenantLimits {
-  const t = table.byOwner.get(owner);
+/** The limits of one tenant. */
+export function limitsOf(table: TenantTable, tenant: string): TenantLimits {
+  const t = table.byTenant.get(tenant);
   if (!t) return table.defaults;
   const { name: _name, admin: _admin, ...limits } = t;
   return limits;

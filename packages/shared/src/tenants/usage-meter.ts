@@ -1,4 +1,4 @@
-import type { RedisClient } from '../redis.js';
+import type { RedisClient } from '../infra/redis.js';
 import { globalKeys } from '../store/keys.js';
 
 const DAY_MS = 24 * 3600 * 1000;
@@ -17,10 +17,10 @@ export class UsageMeter {
     this.g = globalKeys(prefix);
   }
 
-  /** Adds tokens to the key's day (kept two days past it). */
-  async countTokens(owner: string, tokens: number, now = Date.now()): Promise<void> {
+  /** Adds tokens to the tenant's day (kept two days past it). */
+  async countTokens(tenant: string, tokens: number, now = Date.now()): Promise<void> {
     if (tokens <= 0) return;
-    const key = this.g.usage(owner, utcDay(now));
+    const key = this.g.usage(tenant, utcDay(now));
     await this.redis
       .pipeline()
       .hincrby(key, 'tokens', tokens)
@@ -28,16 +28,16 @@ export class UsageMeter {
       .exec();
   }
 
-  async tokensToday(owner: string, now = Date.now()): Promise<number> {
-    return Number((await this.redis.hget(this.g.usage(owner, utcDay(now)), 'tokens')) ?? 0);
+  async tokensToday(tenant: string, now = Date.now()): Promise<number> {
+    return Number((await this.redis.hget(this.g.usage(tenant, utcDay(now)), 'tokens')) ?? 0);
   }
 
   /**
-   * Adds `n` requests to the key's count for `minute` (minutes since the epoch; kept two minutes);
+   * Adds `n` requests to the tenant's count for `minute` (minutes since the epoch; kept two minutes);
    * returns the count there now, this process's and every other's.
    */
-  async countRequests(owner: string, minute: number, n: number): Promise<number> {
-    const key = this.g.requests(owner, minute);
+  async countRequests(tenant: string, minute: number, n: number): Promise<number> {
+    const key = this.g.requests(tenant, minute);
     const res = (await this.redis.pipeline().incrby(key, n).expire(key, 120).exec()) ?? [];
     const [err, count] = res[0] ?? [];
     if (err) throw err;
@@ -46,7 +46,7 @@ export class UsageMeter {
 }
 
 /**
- * Adds up tokens per key in memory and writes them to the key's day every `flushMs`: a
+ * Adds up tokens per tenant in memory and writes them to the tenant's day every `flushMs`: a
  * model step costs no round trip for it. A process that dies loses at most one interval of
  * counts (the day's limit then lets a little more through).
  */
@@ -63,18 +63,18 @@ export class TokenTally {
   }
 
   /** Tokens counted here for the tenant and not yet written to its day. */
-  pendingFor(owner: string): number {
-    return this.pending.get(owner) ?? 0;
+  pendingFor(tenant: string): number {
+    return this.pending.get(tenant) ?? 0;
   }
 
-  add(owner: string, tokens: number): void {
-    if (tokens > 0) this.pending.set(owner, (this.pending.get(owner) ?? 0) + tokens);
+  add(tenant: string, tokens: number): void {
+    if (tokens > 0) this.pending.set(tenant, (this.pending.get(tenant) ?? 0) + tokens);
   }
 
   async flush(): Promise<void> {
     const batch = [...this.pending];
     this.pending.clear();
-    await Promise.all(batch.map(([owner, n]) => this.meter.countTokens(owner, n).catch(() => this.add(owner, n))));
+    await Promise.all(batch.map(([tenant, n]) => this.meter.countTokens(tenant, n).catch(() => this.add(tenant, n))));
   }
 
   async close(): Promise<void> {

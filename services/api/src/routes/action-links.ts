@@ -1,15 +1,13 @@
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
+import { linkAnswerSchema, type SchemaValidators } from '@agentq/shared/core';
+import { type RunStore, type StoredAction } from '@agentq/shared/store';
 import {
   actionView,
-  linkAnswerSchema,
   type ActionDecision,
   type ActionLinks,
   type ActionRecord,
   type RunActions,
-  type RunStore,
-  type SchemaValidators,
-  type StoredAction,
-} from '@agentq/shared';
+} from '@agentq/shared/runs';
 import { checkedDecision } from '../action-answer.js';
 import { ACTION_PAGE_CSP, actionPage, errorPage, recordedPage } from '../action-page.js';
 import { drainBody, limitBody } from '../body-budget.js';

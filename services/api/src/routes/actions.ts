@@ -1,16 +1,12 @@
 import { Hono } from 'hono';
 import {
-  actionView,
   listActionsQuerySchema,
   respondBodySchema,
-  withRequiredAction,
-  type ActionDecision,
   type ActionItemView,
-  type RunActions,
-  type RunState,
-  type RunStore,
   type SchemaValidators,
-} from '@agentq/shared';
+} from '@agentq/shared/core';
+import { type RunState, type RunStore } from '@agentq/shared/store';
+import { actionView, withRequiredAction, type ActionDecision, type RunActions } from '@agentq/shared/runs';
 import { checkedDecision } from '../action-answer.js';
 import { HttpError } from '../http-error.js';
 import type { ResponseBudget } from '../response-budget.js';
@@ -28,7 +24,7 @@ export interface ActionsRouteDeps {
   decorate?: (item: ActionItemView) => ActionItemView;
 }
 
-type Env = { Variables: { owner: string } };
+type Env = { Variables: { tenant: string } };
 
 /** A decision to store on a request of a waiting run. */
 interface Planned {
@@ -37,14 +33,14 @@ interface Planned {
   decision: ActionDecision;
 }
 
-/** `POST /v1/runs/:id/actions` (answers) and `GET /v1/actions` (a key's inbox). */
+/** `POST /v1/runs/:id/actions` (answers) and `GET /v1/actions` (a tenant's inbox). */
 export function actionsRoutes(deps: ActionsRouteDeps) {
   const app = new Hono<Env>();
   const decorate = deps.decorate ?? ((i: ActionItemView) => i);
 
   app.post('/runs/:id/actions', async (c) => {
-    const owner = c.get('owner');
-    const run = await ownRun(deps.store, owner, c.req.param('id'));
+    const tenant = c.get('tenant');
+    const run = await ownRun(deps.store, tenant, c.req.param('id'));
     const body = parseOr400(respondBodySchema, await readJson(c.req), 'responses');
     // Every response is checked before any is stored: a request with a bad response changes nothing.
     const planned: Planned[] = [];
@@ -56,7 +52,7 @@ export function actionsRoutes(deps: ActionsRouteDeps) {
       if (
         !stored ||
         !waiting ||
-        waiting.owner !== owner ||
+        waiting.tenant !== tenant ||
         (waiting.id !== run.id && !waiting.spec.ancestors.includes(run.id))
       ) {
         throw new HttpError(404, 'not_found', `${field}.id: no request "${r.id.slice(0, 64)}" waits on run ${run.id}`, [
@@ -67,7 +63,7 @@ export function actionsRoutes(deps: ActionsRouteDeps) {
       // Past its expires_at the request is expired, whether or not its job has woken to say so.
       const expired = await deps.actions.expireBeforeAnswer(waiting, stored);
       if (expired) throw resolvedError([{ id: r.id, decision: expired }]);
-      const decision = await checkedDecision(deps, stored.record, r, owner, field);
+      const decision = await checkedDecision(deps, stored.record, r, tenant, field);
       planned.push({ waiting, id: r.id, decision });
     }
     const lost: Array<{ id: string; decision: ActionDecision | null }> = [];
@@ -83,7 +79,7 @@ export function actionsRoutes(deps: ActionsRouteDeps) {
 
   app.get('/actions', async (c) => {
     const q = parseOr400(listActionsQuerySchema, c.req.query(), 'query');
-    const page = await deps.store.actions.inbox(c.get('owner'), q);
+    const page = await deps.store.actions.inbox(c.get('tenant'), q);
     const data = page.data.map(({ record, decision }) => ({
       ...(decision ? actionView(record) : decorate(actionView(record))),
       status: decision ? ('resolved' as const) : ('pending' as const),

@@ -2,7 +2,9 @@ import { Hono } from 'hono';
 import type { ServerResponse } from 'node:http';
 import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
 import { streamSSE } from 'hono/streaming';
-import { isTerminal, TERMINAL_EVENT_TYPES, type Logger, type RunStore, type StoredEvent } from '@agentq/shared';
+import { isTerminal, TERMINAL_EVENT_TYPES } from '@agentq/shared/core';
+import { type Logger } from '@agentq/shared/infra';
+import { type RunStore, type StoredEvent } from '@agentq/shared/store';
 import { EventBacklog } from '../event-backlog.js';
 import type { EventHub } from '../event-hub.js';
 import { HttpError } from '../http-error.js';
@@ -12,7 +14,7 @@ import { HonoSink, NodeSink, SSE_HEADERS, type StreamSink } from '../stream-sink
 import { compareIds, isStreamId } from '../stream-id.js';
 import type { StreamSlots } from '../stream-slots.js';
 
-type Env = { Variables: { owner: string } };
+type Env = { Variables: { tenant: string } };
 
 /**
  * Events read from a run's stream at a time. Most events' data is small (a tool call's output is
@@ -57,7 +59,7 @@ export function eventsRoutes(deps: {
    */
   keepAliveMs: number;
   logger: Logger;
-  ownRun: (owner: string, id: string) => Promise<unknown>;
+  ownRun: (tenant: string, id: string) => Promise<unknown>;
 }) {
   const app = new Hono<Env>();
   app.get('/:id/events', async (c) => {
@@ -68,7 +70,7 @@ export function eventsRoutes(deps: {
     const query = c.req.query('last_event_id');
     const fromQuery = query === undefined ? undefined : resumePoint('last_event_id', query);
     const from = header === undefined ? (fromQuery ?? '0') : resumePoint('Last-Event-ID', header);
-    await deps.ownRun(c.get('owner'), id);
+    await deps.ownRun(c.get('tenant'), id);
     if (from !== '0') {
       // An id past the stream's last event is none this stream sent; followed, it would also
       // set the hub's position for this run past the events its other subscribers wait for.
@@ -82,12 +84,12 @@ export function eventsRoutes(deps: {
     // HEAD (hono routes it here): the headers a stream would have, and no stream.
     if (c.req.method === 'HEAD') return c.body(null, 200, SSE_HEADERS);
     // Held from here until the stream ends (a 429 or 503 if this key or this process has no room).
-    const slot = deps.streams.take(c.get('owner'));
+    const slot = deps.streams.take(c.get('tenant'));
 
     // On Node, straight to the response; else (`app.request()`) through hono's stream.
     const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
     if (!outgoing)
-      return streamSSE(c, (stream) => follow(new HonoSink(stream), id, from, c.get('owner')).finally(slot));
+      return streamSSE(c, (stream) => follow(new HonoSink(stream), id, from, c.get('tenant')).finally(slot));
     let sink: NodeSink;
     try {
       sink = new NodeSink(outgoing);
@@ -95,7 +97,7 @@ export function eventsRoutes(deps: {
       slot();
       throw err;
     }
-    void follow(sink, id, from, c.get('owner'))
+    void follow(sink, id, from, c.get('tenant'))
       .catch((err: unknown) =>
         deps.logger.warn(
           { run_id: id, err: err instanceof Error ? err.message : String(err) },
@@ -111,9 +113,9 @@ export function eventsRoutes(deps: {
 
   /**
    * Writes run `id`'s events after `from` to `sink`: its history, then its live events, until its
-   * terminal event. Its large events count in `owner`'s share of the response budget.
+   * terminal event. Its large events count in `tenant`'s share of the response budget.
    */
-  async function follow(sink: StreamSink, id: string, from: string, owner: string): Promise<void> {
+  async function follow(sink: StreamSink, id: string, from: string, tenant: string): Promise<void> {
     const key = deps.store.events.key(id);
     let last = from;
     let finished = false;
@@ -140,7 +142,7 @@ export function eventsRoutes(deps: {
       gone.abort();
       wake?.();
     });
-    const out = new EventWriter(sink, deps.responses, deps.keepAliveMs, gone.signal, owner);
+    const out = new EventWriter(sink, deps.responses, deps.keepAliveMs, gone.signal, tenant);
     const send = async (events: StoredEvent[], held = false) => {
       for (const e of events) {
         if (finished) return;

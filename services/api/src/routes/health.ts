@@ -1,5 +1,5 @@
 import { Hono } from 'hono';
-import { redisWritable, type RedisClient } from '@agentq/shared';
+import { redisWritable, type RedisClient } from '@agentq/shared/infra';
 import { errorBody } from '../http-error.js';
 
 /** `/healthz` (the process is up) and `/readyz` (Redis takes writes: every master answers and is a master). */

@@ -1,5 +1,5 @@
 import { Hono } from 'hono';
-import { renderMetrics, type MetricsRegistry } from '@agentq/shared';
+import { renderMetrics, type MetricsRegistry } from '@agentq/shared/infra';
 
 /**
  * `GET /metrics`: Prometheus text. Like `/healthz` it needs no key (the contract lists it

@@ -1,26 +1,26 @@
 import { Hono } from 'hono';
-import type { RedisClient } from '@agentq/shared';
+import type { RedisClient } from '@agentq/shared/infra';
 import {
-  buildRun,
   createRunBodySchema,
   isRunId,
   isTerminal,
-  limitsOf,
   listRunsQuerySchema,
   newId,
-  refuseNonPublicUrl,
   ReplicationError,
-  withRequiredAction,
   type ActionItemView,
-  type Admission,
-  type Logger,
-  type Resolver,
   type RunObject,
+} from '@agentq/shared/core';
+import { refuseNonPublicUrl, type Logger, type Resolver } from '@agentq/shared/infra';
+import { type RunStore } from '@agentq/shared/store';
+import {
+  buildRun,
+  limitsOf,
+  withRequiredAction,
+  type Admission,
   type Runs,
-  type RunStore,
   type TenantTable,
   type UsageMeter,
-} from '@agentq/shared';
+} from '@agentq/shared/runs';
 import { HttpError } from '../http-error.js';
 import { ABANDONED_CLAIM_MS, claimIdempotencyKey } from '../idempotency.js';
 import type { ResponseBudget } from '../response-budget.js';
@@ -51,21 +51,21 @@ export interface RunsRouteDeps {
   keepAliveMs: number;
 }
 
-/** A run of `owner`, or a 404: a run of another owner is never revealed (no 403). */
-export async function ownRun(store: RunStore, owner: string, id: string): Promise<RunObject> {
+/** A run of `tenant`, or a 404: a run of another tenant is never revealed (no 403). */
+export async function ownRun(store: RunStore, tenant: string, id: string): Promise<RunObject> {
   if (!isRunId(id)) throw new HttpError(404, 'not_found', `no run with id "${id.slice(0, 100)}"`);
-  const run = await store.runs.getOwn(id, owner);
+  const run = await store.runs.getOwn(id, tenant);
   if (!run) throw new HttpError(404, 'not_found', `no run with id "${id}"`);
   return run;
 }
 
-type Env = { Variables: { owner: string } };
+type Env = { Variables: { tenant: string } };
 
 /** `/v1/runs`: create, list, read, cancel. */
 export function runsRoutes(deps: RunsRouteDeps) {
   const app = new Hono<Env>();
 
-  const own = (owner: string, id: string) => ownRun(deps.store, owner, id);
+  const own = (tenant: string, id: string) => ownRun(deps.store, tenant, id);
   // A run that waits shows what it waits for.
   const shown = (run: RunObject) => withRequiredAction(deps.store, run, deps.decorateAction);
   // An answer that grows with a run, as JSON text, built once for the requests that overlap (a
@@ -80,8 +80,8 @@ export function runsRoutes(deps: RunsRouteDeps) {
     checkSizes(body, deps.limits);
     const plan = buildRun(body, deps.defaultModel);
     if (plan.spec.webhook) await checkWebhook(plan.spec.webhook);
-    const owner = c.get('owner');
-    await checkRoom(owner);
+    const tenant = c.get('tenant');
+    await checkRoom(tenant);
     const id = newId('run');
 
     const idemKey = c.req.header('idempotency-key');
@@ -90,7 +90,7 @@ export function runsRoutes(deps: RunsRouteDeps) {
     // Cluster it may live on another shard than the run).
     let claimKeys: string[] = [];
     if (idemKey !== undefined) {
-      let claim = await claimIdempotencyKey(deps.redis, deps.store.global.idempotency, owner, idemKey, raw, id);
+      let claim = await claimIdempotencyKey(deps.redis, deps.store.global.idempotency, tenant, idemKey, raw, id);
       claimKeys = [claim.key];
       if (claim.kind === 'replay') {
         const replayed = await replay(claim.runId, claim.claimedAt);
@@ -103,8 +103,8 @@ export function runsRoutes(deps: RunsRouteDeps) {
     }
     let created: RunObject;
     try {
-      created = await deps.runs.create(id, owner, plan, {
-        maxQueued: limitsOf(deps.tenants, owner).max_queued_runs,
+      created = await deps.runs.create(id, tenant, plan, {
+        maxQueued: limitsOf(deps.tenants, tenant).max_queued_runs,
         replicatedWith: claimKeys,
       });
     } catch (err) {
@@ -148,12 +148,12 @@ export function runsRoutes(deps: RunsRouteDeps) {
     );
   }
 
-  // max_tokens_per_day: a new run is refused (429) once the key's day is used up (max_queued_runs
+  // max_tokens_per_day: a new run is refused (429) once the tenant's day is used up (max_queued_runs
   // is checked as the run joins its line, atomically).
-  async function checkRoom(owner: string) {
-    const limits = limitsOf(deps.tenants, owner);
+  async function checkRoom(tenant: string) {
+    const limits = limitsOf(deps.tenants, tenant);
     if (limits.max_tokens_per_day === null) return;
-    const tokens = await deps.usage.tokensToday(owner);
+    const tokens = await deps.usage.tokensToday(tenant);
     if (tokens >= limits.max_tokens_per_day) {
       const tomorrow = new Date(new Date().toISOString().slice(0, 10)).getTime() + 24 * 3600 * 1000;
       throw rateLimited(
@@ -182,7 +182,7 @@ export function runsRoutes(deps: RunsRouteDeps) {
   // The run answered, as GET /:id answers it (its output may be a model's whole answer), is held
   // within MAX_RESPONSES_IN_FLIGHT_BYTES.
   app.post('/:id/cancel', async (c) => {
-    const run = await own(c.get('owner'), c.req.param('id'));
+    const run = await own(c.get('tenant'), c.req.param('id'));
     if (isTerminal(run.status)) return deps.responses.json(c, JSON.stringify(run), 202);
     const ended = await deps.runs.cancel(run.id);
     const now = ended ?? (await deps.store.runs.get(run.id));
@@ -191,7 +191,7 @@ export function runsRoutes(deps: RunsRouteDeps) {
 
   app.get('/', async (c) => {
     const q = parseOr400(listRunsQuerySchema, c.req.query(), 'query');
-    return streamRunList(c, deps.store.runs.list(c.get('owner'), q), {
+    return streamRunList(c, deps.store.runs.list(c.get('tenant'), q), {
       budget: deps.responses,
       keepAliveMs: deps.keepAliveMs,
       shown,
@@ -201,11 +201,11 @@ export function runsRoutes(deps: RunsRouteDeps) {
 
   // A run's output may be as large as a model's answer: held like the answers that grow with it.
   app.get('/:id', async (c) =>
-    deps.responses.json(c, JSON.stringify(await shown(await own(c.get('owner'), c.req.param('id'))))),
+    deps.responses.json(c, JSON.stringify(await shown(await own(c.get('tenant'), c.req.param('id'))))),
   );
 
   app.get('/:id/messages', async (c) => {
-    const run = await own(c.get('owner'), c.req.param('id'));
+    const run = await own(c.get('tenant'), c.req.param('id'));
     // Its room taken before the transcript is read, by the size stored with it.
     deps.responses.hold(c, (await deps.store.transcript.storedSize(run.id)) ?? 0);
     // As stored: the messages' JSON text is the answer's, without parsing it to write it again.
@@ -214,7 +214,7 @@ export function runsRoutes(deps: RunsRouteDeps) {
   });
 
   app.get('/:id/steps', async (c) => {
-    const run = await own(c.get('owner'), c.req.param('id'));
+    const run = await own(c.get('tenant'), c.req.param('id'));
     return deps.responses.json(
       c,
       await largeAnswer('steps', run, async () => ({ data: await deps.store.steps.list(run.id) })),
@@ -222,12 +222,12 @@ export function runsRoutes(deps: RunsRouteDeps) {
   });
 
   app.get('/:id/webhook-deliveries', async (c) => {
-    const run = await own(c.get('owner'), c.req.param('id'));
+    const run = await own(c.get('tenant'), c.req.param('id'));
     return c.json({ data: await deps.store.webhooks.list(run.id) });
   });
 
   app.get('/:id/children', async (c) => {
-    const run = await own(c.get('owner'), c.req.param('id'));
+    const run = await own(c.get('tenant'), c.req.param('id'));
     return deps.responses.json(
       c,
       await largeAnswer('children', run, async () => ({ data: await deps.store.runs.children(run.id) })),

@@ -1,5 +1,5 @@
 import { Hono } from 'hono';
-import type { RunStore } from '@agentq/shared';
+import type { RunStore } from '@agentq/shared/store';
 
 /** `/v1/tools`: the tools tool-workers have published, as `<server>__<tool>`. */
 export function toolsRoutes(deps: { store: RunStore }) {

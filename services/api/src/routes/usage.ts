@@ -1,12 +1,12 @@
 import { Hono } from 'hono';
-import { limitsOf, type Admission, type TenantTable, type UsageMeter } from '@agentq/shared';
+import { limitsOf, type Admission, type TenantTable, type UsageMeter } from '@agentq/shared/runs';
 
 /** `GET /v1/usage`: where the caller's key stands against its limits. */
 export function usageRoutes(deps: { admission: Admission; usage: UsageMeter; tenants: TenantTable }) {
-  const app = new Hono<{ Variables: { owner: string } }>();
+  const app = new Hono<{ Variables: { tenant: string } }>();
   app.get('/', async (c) => {
-    const owner = c.get('owner');
-    const [standing, tokens] = await Promise.all([deps.admission.standing(owner), deps.usage.tokensToday(owner)]);
+    const tenant = c.get('tenant');
+    const [standing, tokens] = await Promise.all([deps.admission.standing(tenant), deps.usage.tokensToday(tenant)]);
     return c.json({
       active_runs: standing.active,
       waiting_runs: standing.waiting,
@@ -14,7 +14,7 @@ export function usageRoutes(deps: { admission: Admission; usage: UsageMeter; ten
       tokens_today: tokens,
       // No model prices are configured yet, so nothing is costed.
       cost_usd_today: 0,
-      limits: limitsOf(deps.tenants, owner),
+      limits: limitsOf(deps.tenants, tenant),
     });
   });
   return app;

@@ -1,19 +1,9 @@
 import { DelayedError } from 'bullmq';
 import { z } from 'zod';
-import {
-  childRunId,
-  isTerminal,
-  parseChunkId,
-  toolFailed,
-  toolOk,
-  type ChatMessage,
-  type ContextStore,
-  type JobContext,
-  type Runs,
-  type RunState,
-  type RunStore,
-  type ToolOutcome,
-} from '@agentq/shared';
+import { childRunId, isTerminal, toolFailed, toolOk, type ChatMessage, type ToolOutcome } from '@agentq/shared/core';
+import { parseChunkId, type ContextStore, type RunState, type RunStore } from '@agentq/shared/store';
+import { type JobContext } from '@agentq/shared/jobs';
+import { type Runs } from '@agentq/shared/runs';
 import type { RoundCall } from '../tool-call-processor.js';
 
 const item = z.strictObject({
@@ -100,7 +90,7 @@ export async function runAgentQuery(
     ids = items.map((_, k) => childRunId(run.id, `${job.id}:${k}`, job.timestamp));
     // The run waits: its slot goes to the sub-runs (a tree cannot deadlock its tenant); the job
     // that completes this round gives it back.
-    await deps.runs.suspended(run.owner, [run.id], 'subruns');
+    await deps.runs.suspended(run.tenant, [run.id], 'subruns');
     const origin = { depth: data.depth, index: data.index, toolCallId: data.toolCallId };
     for (let k = 0; k < ids.length; k++)
       await deps.runs.createChild(run, { id: ids[k]!, messages: inputs[k]!, index: k }, origin);

@@ -1,4 +1,5 @@
-import { toolFailed, toolOk, type ContextMeta, type ContextStore, type ToolOutcome } from '@agentq/shared';
+import { toolFailed, toolOk, type ToolOutcome } from '@agentq/shared/core';
+import { type ContextMeta, type ContextStore } from '@agentq/shared/store';
 import { z } from 'zod';
 import { toRe2Syntax } from './re2-syntax.js';
 import type { SearchThreads } from './search-threads.js';

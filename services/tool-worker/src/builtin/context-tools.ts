@@ -1,12 +1,5 @@
-import {
-  chunkDocument,
-  toolFailed,
-  toolOk,
-  type Chunk,
-  type ContextMeta,
-  type ContextStore,
-  type ToolOutcome,
-} from '@agentq/shared';
+import { toolFailed, toolOk, type ToolOutcome } from '@agentq/shared/core';
+import { chunkDocument, type Chunk, type ContextMeta, type ContextStore } from '@agentq/shared/store';
 import { z } from 'zod';
 import { runContextSearch } from './context-search.js';
 import type { SearchThreads } from './search-threads.js';

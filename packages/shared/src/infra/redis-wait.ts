@@ -21,8 +21,8 @@ export async function waitForReplicas(
     }
     const masters = client.nodes('master');
     for (const key of keys) {
-      const owner = client.slots[calculateSlot(key)]?.[0];
-      const node = masters.find((n) => `${n.options.host}:${n.options.port}` === owner);
+      const tenant = client.slots[calculateSlot(key)]?.[0];
+      const node = masters.find((n) => `${n.options.host}:${n.options.port}` === tenant);
       if (node) nodes.add(node);
     }
   }

@@ -45,7 +45,7 @@ export class InvalidRequestError extends AgentqError {
   }
 }
 
-/** Over one of a key's limits: the request may succeed after `retryAfterMs` (the API answers 429). */
+/** Over one of a tenant's limits: the request may succeed after `retryAfterMs` (the API answers 429). */
 export class RateLimitedError extends AgentqError {
   constructor(
     message: string,

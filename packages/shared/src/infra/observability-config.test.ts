@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { loadAgentWorkerConfig } from '@agentq/agent-worker';
 import { loadApiConfig } from '@agentq/api';
 import { loadToolWorkerConfig } from '@agentq/tool-worker';
-import { ConfigError } from './errors.js';
+import { ConfigError } from '../core/errors.js';
 
 function problems(fn: () => unknown): string[] {
   try {

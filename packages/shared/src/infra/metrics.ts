@@ -1,7 +1,7 @@
 import type { Queue } from 'bullmq';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { RunObserver } from './runs/runs.js';
-import type { RunSpec } from './schemas/run.js';
+import type { RunObserver } from '../runs/runs.js';
+import type { RunSpec } from '../core/schemas/run.js';
 
 /** The process that serves a registry; it is the `service` label of every metric. */
 export type MetricsService = 'api' | 'agent-worker' | 'tool-worker';

@@ -1,7 +1,7 @@
 import type { Queue } from 'bullmq';
 import { describe, expect, it, vi } from 'vitest';
 import { boundedLabel, createMetrics, QUEUE_STATES, runKind, runMetricsObserver } from './metrics.js';
-import type { RunObject, RunSpec } from './schemas/run.js';
+import type { RunObject, RunSpec } from '../core/schemas/run.js';
 
 const spec = (ancestors: string[] = []) => ({ ancestors }) as unknown as RunSpec;
 const run = (over: Partial<RunObject>) =>

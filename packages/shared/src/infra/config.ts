@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { MIN_ACTION_LINK_SECRET_CHARS } from './actions/action-links.js';
-import { ConfigError } from './errors.js';
+import { MIN_ACTION_LINK_SECRET_CHARS } from '../actions/action-links.js';
+import { ConfigError } from '../core/errors.js';
 import { parseRedisUrl, redactUrl } from './redis-url.js';
 
 const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;

@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import type { ToolCatalogEntry } from '../store/tool-catalog.js';
+import type { ToolCatalogEntry } from '../../store/tool-catalog.js';
 import type { RUN_EVENT_TYPES } from './events.js';
 import { chatMessageSchema, toolCallSchema } from './message.js';
 import { RUN_STATUSES, STOP_REASONS, type RunObject } from './run.js';
 import { usageSchema } from './usage.js';
 import { TOOL_OUTCOME_KINDS } from '../tool-outcome.js';
-import { tenantLimitsSchema } from '../tenants/limits.js';
+import { tenantLimitsSchema } from '../../tenants/limits.js';
 
 // The response shapes of the HTTP API. Objects are loose: the contract lets the service add
 // fields, so a client must accept (and these schemas keep) fields it does not know yet.

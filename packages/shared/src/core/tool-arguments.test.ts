@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createLogger } from './logger.js';
+import { createLogger } from '../infra/logger.js';
 import { SchemaValidators } from './tool-arguments.js';
 
 const validators = () => new SchemaValidators(createLogger({ service: 'test', level: 'silent' }));

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { loadAgentWorkerConfig } from '@agentq/agent-worker';
 import { loadToolWorkerConfig } from '@agentq/tool-worker';
 import { baseEnvSchema, parseEnv, workerEnvSchema } from './config.js';
-import { ConfigError } from './errors.js';
+import { ConfigError } from '../core/errors.js';
 
 /** The problems parseEnv reports for `env`, or fails the test if it accepts it. */
 function problems(fn: () => unknown): string[] {

@@ -2,7 +2,7 @@ import type { LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { boundedDnsResolver, privateNetworkResolver } from './dns-resolver.js';
-import { FatalError } from './errors.js';
+import { FatalError } from '../core/errors.js';
 
 /** Resolves a host name to every address it has (by default boundedDnsResolver's DNS queries; a test's own). */
 export type Resolver = (host: string, options: { all: true; verbatim: true }) => Promise<LookupAddress[]>;
