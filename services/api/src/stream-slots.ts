@@ -3,8 +3,7 @@ import { rateLimited } from './rate-limit.js';
 
 /**
  * Counts the event streams one API process holds open, in all and per tenant. An open stream costs
- * the process tens of KB for as long as its client keeps it (measured: 5,000 streams, ≈ 30 KB
- * each with both ends in one process; ≈ 50 KB through hono's stream), and a key may open them
+ * the process tens of KB for as long as its client keeps it (docs/decisions/012), and a key may open them
  * faster than they end (`requests_per_minute` counts each once): past `perKey` the tenant's next
  * stream gets 429, past `total` any key's gets 503, so that no caller can fill the process's
  * memory with streams, and one key cannot take every slot.

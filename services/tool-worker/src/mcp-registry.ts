@@ -12,12 +12,21 @@ import type { Logger } from 'pino';
 import { isHttpServer, type McpConfig, type McpServerConfig } from './mcp-config.js';
 import { classifyFault, errorText, unavailable, withTimeout, type Fault } from './mcp-faults.js';
 import type { AnswerBytesInFlight } from './answer-bytes.js';
-import { boundedFetch } from './mcp-http-fetch.js';
 import { BoundedStdioTransport } from './mcp-stdio-transport.js';
-import { pipeStderr } from './mcp-stderr.js';
 import { describeTool, listAllTools, type ToolDescriptor } from './mcp-tools.js';
 import { renderToolResult } from './tool-result.js';
 import { maySendAgain, unknownOutcome } from './rerun-rule.js';
+import {
+  budgetOf,
+  createTransport,
+  unknownTool,
+  type CallBudget,
+  type McpServerStatus,
+  type ServerState,
+  type ToolCallOptions,
+} from './mcp-server-state.js';
+
+export type { McpServerStatus, ToolCallOptions };
 import { parseArguments, SchemaValidators } from '@agentq/shared/core';
 
 export type { ToolDescriptor };
@@ -41,56 +50,12 @@ export interface McpRegistryOptions {
   answersInFlight?: AnswerBytesInFlight;
 }
 
-/** Options of one {@link McpRegistry.call}. */
-export interface ToolCallOptions {
-  /** Time the tool may take when its server's `timeout_ms` (mcp.json) is not set. */
-  timeoutMs: number;
-  /** The run's deadline (ms since epoch): the call is abandoned then, whatever its timeout. */
-  deadline?: number;
-  /** Aborting it cancels the call (the server is told) and `call` rethrows the abort reason. */
-  signal?: AbortSignal;
-}
-
-/** When one call gives up: its deadline, and whether that is the run's. */
-interface CallBudget {
-  deadline: number;
-  timeoutMs: number;
-  byRunDeadline: boolean;
-  signal?: AbortSignal;
-}
-
 export const DEFAULT_MAX_MESSAGE_BYTES = 10 * 1024 * 1024;
-
-/** One server as {@link McpRegistry.status} reports it. */
-export interface McpServerStatus {
-  name: string;
-  transport: 'stdio' | 'http';
-  connected: boolean;
-  /** The child process of a connected stdio server. */
-  pid?: number;
-  tools: number;
-  /** Connection attempts failed in a row. */
-  failures: number;
-}
-
-interface ServerState {
-  name: string;
-  config: McpServerConfig;
-  log: Logger;
-  client?: Client;
-  transport?: BoundedStdioTransport | StreamableHTTPClientTransport;
-  connecting?: Promise<Client>;
-  tools: ToolDescriptor[];
-  failures: number;
-  retryTimer?: NodeJS.Timeout;
-  stderrTail: string[];
-}
 
 const MAX_BACKOFF_MS = 30_000;
 // Sends of one call that the rule allows (a resend on a live connection can still find the
 // server's session gone, and then needs a fresh connection and one more send).
 const MAX_SENDS = 3;
-const MAX_LISTED_NAMES = 40;
 
 /**
  * The MCP servers of one process: connects them once, lists their tools as `<server>__<tool>`,
@@ -180,10 +145,10 @@ export class McpRegistry {
     if (!entry) {
       const state = this.#serverOf(name);
       // A server that never connected has no known tools yet: connect before calling the name unknown.
-      if (!state || state.client) return this.#unknownTool(state);
+      if (!state || state.client) return unknownTool(state?.tools.length ? state.tools : this.#descriptors);
       await this.#connectForCall(state, name);
       entry = this.#tools.get(name);
-      if (!entry) return this.#unknownTool(state);
+      if (!entry) return unknownTool(state?.tools.length ? state.tools : this.#descriptors);
     }
     const args = parseArguments(rawArguments);
     if (typeof args === 'string') return toolFailed('invalid_arguments', args);
@@ -306,7 +271,7 @@ export class McpRegistry {
 
   async #connect(state: ServerState): Promise<Client> {
     const started = Date.now();
-    const transport = this.#createTransport(state);
+    const transport = createTransport(state, this.#maxMessageBytes, this.#answersInFlight);
     const client = new Client({ name: this.#clientName, version: '0.1.0' }, { capabilities: {} });
     client.onerror = (err) => state.log.debug({ err: errorText(err) }, 'MCP transport error');
     client.onclose = () => this.#onClosed(state, client);
@@ -343,26 +308,6 @@ export class McpRegistry {
       this.#scheduleReconnect(state);
       throw err;
     }
-  }
-
-  #createTransport(state: ServerState): BoundedStdioTransport | StreamableHTTPClientTransport {
-    const c = state.config;
-    if (isHttpServer(c)) {
-      return new StreamableHTTPClientTransport(new URL(c.url), {
-        requestInit: { headers: c.headers },
-        fetch: boundedFetch(this.#maxMessageBytes, fetch, this.#answersInFlight),
-      });
-    }
-    const transport = new BoundedStdioTransport({
-      command: c.command,
-      args: c.args,
-      env: c.env,
-      cwd: c.cwd,
-      maxMessageBytes: this.#maxMessageBytes,
-    });
-    state.stderrTail = [];
-    pipeStderr(transport.stderr, state);
-    return transport;
   }
 
   #onClosed(state: ServerState, client: Client): void {
@@ -435,21 +380,4 @@ export class McpRegistry {
     }
     return best;
   }
-
-  /** The call names no tool it knows (the model sees the name asked for in front of this text). */
-  #unknownTool(state: ServerState | undefined): ToolOutcome {
-    // Listing the server's own tools first helps the model fix a typo in the tool part.
-    const names = (state?.tools.length ? state.tools : this.#descriptors).map((d) => d.name);
-    if (names.length === 0) return toolFailed('refused', 'unknown tool; no tools are available');
-    const shown = names.slice(0, MAX_LISTED_NAMES).join(', ');
-    const more = names.length > MAX_LISTED_NAMES ? `, … (${names.length - MAX_LISTED_NAMES} more)` : '';
-    return toolFailed('refused', `unknown tool; available tools: ${shown}${more}`);
-  }
-}
-
-/** A call's deadline: its timeout, or the run's deadline when that comes first. */
-function budgetOf(timeoutMs: number, opts: ToolCallOptions): CallBudget {
-  const now = Date.now();
-  const byRunDeadline = opts.deadline !== undefined && opts.deadline - now <= timeoutMs;
-  return { deadline: byRunDeadline ? opts.deadline! : now + timeoutMs, timeoutMs, byRunDeadline, signal: opts.signal };
 }

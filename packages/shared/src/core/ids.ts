@@ -3,7 +3,7 @@ import { createHash, randomBytes } from 'node:crypto';
 const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
 
 // Random bytes are drawn 4 KB at a time, each used once: a draw per id cost more than the rest
-// of making it (≈ 25 µs a call in a profile of the API on the benchmark's VM).
+// of making it (see docs/decisions/011-the-apis-request-path.md).
 const POOL_BYTES = 4096;
 let pool = Buffer.alloc(0);
 let used = 0;
