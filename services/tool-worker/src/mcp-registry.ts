@@ -9,7 +9,7 @@ import {
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
-import { isHttpServer, type McpConfig, type McpServerConfig } from './mcp-config.js';
+import { isHttpServer, type McpConfig } from './mcp-config.js';
 import { classifyFault, errorText, unavailable, withTimeout, type Fault } from './mcp-faults.js';
 import type { AnswerBytesInFlight } from './answer-bytes.js';
 import { BoundedStdioTransport } from './mcp-stdio-transport.js';
