@@ -107,18 +107,22 @@ const ADMIT_BATCH = 100;
 export type WaitReason = 'answer' | 'subruns';
 
 /**
- * Admission of runs into the work queues, per tenant (tenant): each key has its own line of root
- * runs, so a key that floods queues behind itself, never in front of another key; runs start
- * as the tenant's max_active_runs (and the total capacity, shared by weight) allow.
+ * Admission of runs into the work queues, per tenant: each tenant has its own line of runs (root
+ * runs and sub-runs), so a tenant that floods queues behind itself, never in front of another;
+ * runs start as the tenant's max_active_runs (and the total capacity, shared by weight) allow.
  */
 export class Admission {
   private readonly g: ReturnType<typeof globalKeys>;
+  private readonly now: () => number;
 
   constructor(
     private readonly redis: RedisClient,
     prefix: string,
+    /** `now`: the clock a run's arrival is ordered by (a test's own). @defaultValue Date.now */
+    opts: { now?: () => number } = {},
   ) {
     this.g = globalKeys(prefix);
+    this.now = opts.now ?? Date.now;
   }
 
   private admitting(): AdmitKeys {
@@ -133,7 +137,7 @@ export class Admission {
   }
 
   private admitArgs(): AdmitArgs {
-    return { now: Date.now(), linePrefix: this.g.lineOf, activePrefix: this.g.activeOf, most: ADMIT_BATCH };
+    return { now: this.now(), linePrefix: this.g.lineOf, activePrefix: this.g.activeOf, most: ADMIT_BATCH };
   }
 
   private reasonKeys(tenant: string, reason: WaitReason) {

@@ -46,7 +46,7 @@ export const tenantsConfigSchema = z.strictObject({
 export type TenantsConfig = z.infer<typeof tenantsConfigSchema>;
 
 /** The tenant id of a key from its SHA-256 hex (the API's tenantOf gives the same for the key). */
-export const ownerOfSha256 = (sha256Hex: string) => sha256Hex.slice(0, 24);
+export const tenantOfSha256 = (sha256Hex: string) => sha256Hex.slice(0, 24);
 
 /** Every key's limits resolved from a TENANTS_CONFIG: by tenant id, the default for the rest. */
 export interface TenantTable {
@@ -59,7 +59,7 @@ export function tenantTable(cfg: TenantsConfig | undefined): TenantTable {
   const defaults = { ...DEFAULT_TENANT_LIMITS, ...cfg?.default };
   const byTenant = new Map<string, TenantLimits & { name: string; admin: boolean }>();
   for (const [name, { key_sha256, admin, ...limits }] of Object.entries(cfg?.keys ?? {})) {
-    byTenant.set(ownerOfSha256(key_sha256), { ...defaults, ...limits, name, admin: admin ?? false });
+    byTenant.set(tenantOfSha256(key_sha256), { ...defaults, ...limits, name, admin: admin ?? false });
   }
   return { defaults, ...(cfg?.total_active_runs ? { totalActiveRuns: cfg.total_active_runs } : {}), byTenant };
 }
