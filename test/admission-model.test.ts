@@ -152,7 +152,7 @@ async function snapshot(prefix: string) {
     Array.from({ length: flat.length / 2 }, (_, i) => ({ member: flat[2 * i]!, score: Number(flat[2 * i + 1]) }));
   const tenants = await Promise.all(
     tenantIds.map(async (t) => ({
-      line: scored(await redis.zrange(g.lineOf + t, 0, -1, 'WITHSCORES')),
+      line: scored(await redis.zrange(g.lineOf + t, '0', '-1', 'WITHSCORES')),
       active: (await redis.smembers(g.activeOf + t)).sort(),
       waiting: (await redis.smembers(g.waitingOf + t)).sort(),
       parked: (await redis.smembers(g.parkedOf + t)).sort(),
@@ -160,7 +160,7 @@ async function snapshot(prefix: string) {
   );
   return {
     tenants,
-    backlog: scored(await redis.zrange(g.backlog, 0, -1, 'WITHSCORES')),
+    backlog: scored(await redis.zrange(g.backlog, '0', '-1', 'WITHSCORES')),
     activeTotal: Number((await redis.get(g.activeTotal)) ?? 0),
     vclock: Number((await redis.get(g.vclock)) ?? 0),
   };
