@@ -60,8 +60,13 @@ const handler: Handler = async (req, { signal }) => {
   }
   if (text.startsWith('tree')) {
     return round === 0
-      ? { tool_calls: [{ name: 'agent_query', arguments: { prompt: 'child: who is Alice?' } }] }
-      : { content: 'The child said so.' };
+      ? {
+          tool_calls: [
+            { name: 'crm__search_contacts', arguments: { query: 'Alice' } },
+            { name: 'agent_query', arguments: { prompt: 'child: who is Alice?' } },
+          ],
+        }
+      : { content: '**Alice Jones** works at *Globex*: the CRM and a sub-agent agree.' };
   }
   if (text.startsWith('child')) return { content: 'Alice Jones, of Globex.' };
   if (text.startsWith('approve')) {
@@ -298,6 +303,16 @@ describe('the run inspector', { timeout: TEST_MS }, () => {
     await page.waitForURL(`**/ui/runs/${childId}`);
     await page.getByText('Alice Jones, of Globex.').first().waitFor();
     await page.getByText(`sub-run of ${run.id}`).waitFor();
+    // The list without sub-runs, and the counts of each view, as the API gives them.
+    const ids = async (q: string) => (await stack.getJson(`/v1/runs?limit=100${q}`)).data.map((r) => r.id);
+    expect(await ids('')).toContain(childId);
+    expect(await ids('&top_level=true')).not.toContain(childId);
+    expect(await ids('&top_level=true')).toContain(run.id);
+    const all = await stack.getJson('/v1/runs/counts');
+    const top = await stack.getJson('/v1/runs/counts?top_level=true');
+    expect(all.complete).toBe(true);
+    expect(all.runs).toBe(Object.values(all.counts).reduce((a, b) => a + (b ?? 0), 0));
+    expect(top.runs).toBeLessThan(all.runs);
   });
 
   it('cancels a running run from its page', async () => {

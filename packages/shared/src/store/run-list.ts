@@ -100,7 +100,8 @@ export async function* listRuns(
     }
     if (ids.length < LIST_SCAN) return null;
   }
-  return last;
+  // The scan's bound came first: the next page goes on from the last run looked at, matched or not.
+  return cursor === '+' ? last : cursor.slice(1);
 }
 
 /**

@@ -1,6 +1,7 @@
 import { Lexer, type Token, type Tokens } from 'marked';
 import type { ComponentChildren } from 'preact';
 import { useMemo } from 'preact/hooks';
+import { safeHref } from '../lib/safe-href.js';
 
 // Markdown as elements, never as HTML text: marked only tokenizes, and each token becomes a Preact element whose
 // text Preact sets as text. HTML in a model's answer or a tool's output is shown as the characters it is; a link
@@ -11,18 +12,6 @@ const MAX_MARKDOWN_CHARS = 200_000;
 
 const ENTITIES: Record<string, string> = { '&amp;': '&', '&lt;': '<', '&gt;': '>', '&quot;': '"', '&#39;': "'" };
 const decode = (s: string) => s.replace(/&(amp|lt|gt|quot|#39);/g, (m) => ENTITIES[m] ?? m);
-
-/** An address a link may open, or null. */
-export function safeHref(href: string): string | null {
-  const h = href.trim();
-  try {
-    const u = new URL(h, 'https://invalid.example/');
-    if (u.origin === 'https://invalid.example') return null; // relative: nothing of ours to point at
-    return ['http:', 'https:', 'mailto:'].includes(u.protocol) ? u.href : null;
-  } catch {
-    return null;
-  }
-}
 
 function inline(tokens: Token[] | undefined, key = ''): ComponentChildren[] {
   return (tokens ?? []).map((t, i) => inlineToken(t, `${key}${i}`));
