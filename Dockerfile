@@ -15,6 +15,7 @@ COPY packages/shared/package.json packages/shared/
 COPY packages/scripted-llm/package.json packages/scripted-llm/
 COPY packages/client/package.json packages/client/
 COPY packages/client/bin packages/client/bin
+COPY packages/ui/package.json packages/ui/
 COPY services/api/package.json services/api/
 COPY services/agent-worker/package.json services/agent-worker/
 COPY services/tool-worker/package.json services/tool-worker/

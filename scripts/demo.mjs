@@ -159,7 +159,8 @@ async function main() {
   say(style.dim(`checked the memory server's file: Bob ${JSON.stringify(bob.observations)}`));
   say();
   const keep = settings.keepRunning ? '' : style.dim('  (up while the demo runs; DEMO_KEEP_RUNNING=1 keeps it up)');
-  say(`dashboard: ${style.bold(`${client.baseUrl}/admin/queues/`)}${keep}`);
+  say(`the run in the inspector: ${style.bold(`${client.baseUrl}/ui/runs/${done.id}`)}${keep}`);
+  say(`dashboard: ${style.bold(`${client.baseUrl}/admin/queues/`)}`);
 }
 
 try {

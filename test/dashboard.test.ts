@@ -116,12 +116,15 @@ async function mainTextShowing(page: Page, patterns: (string | RegExp)[]): Promi
 }
 
 describe('the Bull Board dashboard in headless Chromium', { timeout: TEST_MS }, () => {
-  it('refuses a browser without the key', async () => {
+  it('sends a browser without the key to the login page, and refuses a script without it', async () => {
     const page = await context.newPage();
-    const res = await page.goto(`${stack.api.url}/admin/queues/`);
-    expect(res?.status()).toBe(401);
-    expect(await page.textContent('body')).toContain('unauthorized');
+    await page.goto(`${stack.api.url}/admin/queues/`);
+    await page.waitForURL(/\/ui\/login\?next=/);
+    await page.getByLabel('API key').waitFor();
     await page.close();
+    const res = await fetch(`${stack.api.url}/admin/queues/`, { headers: { accept: 'application/json' } });
+    expect(res.status).toBe(401);
+    expect((await res.json()).error.code).toBe('unauthorized');
   });
 
   it('lists the agent, tool and webhook queues', async () => {

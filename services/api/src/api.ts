@@ -179,7 +179,7 @@ export async function startApi(cfg: ApiConfig, logger: Logger, opts: ApiOptions 
   server.setTimeout(cfg.CLIENT_IDLE_TIMEOUT_MS);
   const port = (server.address() as AddressInfo).port;
   const url = `http://${cfg.HOST === '0.0.0.0' ? '127.0.0.1' : cfg.HOST}:${port}`;
-  logger.info({ url, dashboard: `${url}/admin/queues` }, 'api listening');
+  logger.info({ url, ui: `${url}/ui`, dashboard: `${url}/admin/queues` }, 'api listening');
   return {
     url,
     port,

@@ -4,7 +4,7 @@ import type { ActionItemView, SchemaValidators } from '@agentq/shared/core';
 import type { AgentqMetrics, Logger, RedisClient, Resolver } from '@agentq/shared/infra';
 import type { RunStore } from '@agentq/shared/store';
 import type { ActionLinks, Admission, RunActions, Runs, TenantTable, UsageMeter } from '@agentq/shared/runs';
-import { adminAuth, bearerAuth } from './auth.js';
+import { adminAuth, bearerAuth, keyAccess } from './auth.js';
 import { type BodyBudget, drainBody, limitBody } from './body-budget.js';
 import { dashboard, DASHBOARD_PATH } from './dashboard.js';
 import type { ResponseBudget } from './response-budget.js';
@@ -16,11 +16,15 @@ import { docsRoutes } from './routes/docs.js';
 import { actionLinkRoutes } from './routes/action-links.js';
 import { actionsRoutes } from './routes/actions.js';
 import { eventsRoutes } from './routes/events.js';
+import { runCountsRoutes } from './routes/run-counts.js';
 import { ownRun, runsRoutes } from './routes/runs.js';
 import type { EventHub } from './event-hub.js';
 import { toolsRoutes } from './routes/tools.js';
 import { usageRoutes } from './routes/usage.js';
 import { requestLimit } from './rate-limit.js';
+import { uiRoutes } from './routes/ui.js';
+import { Sessions, withSession } from './session.js';
+import { loadUiAssets, uiDistDir } from './ui-assets.js';
 
 export interface AppDeps {
   store: RunStore;
@@ -65,6 +69,8 @@ export interface AppDeps {
   streams: StreamSlots;
   /** How often an event stream with nothing to send writes a keep-alive comment. */
   keepAliveMs: number;
+  /** The inspector's build (packages/ui/dist); by default found through the `@agentq/ui` package. */
+  uiDir?: string | null;
 }
 
 /** The HTTP API as a Hono app (tests drive it with `app.request()`). */
@@ -94,12 +100,21 @@ export function createApp(deps: AppDeps) {
     }),
   );
 
-  const auth = bearerAuth(deps.apiKeys);
-  const admin = adminAuth(
-    deps.apiKeys,
-    deps.adminKeys ?? [],
-    (tenant) => deps.tenants.byTenant.get(tenant)?.admin === true,
+  const isAdmin = (tenant: string) => deps.tenants.byTenant.get(tenant)?.admin === true;
+  // A browser login (session cookie) stands in for the key on /v1 and the dashboard: see session.ts.
+  const sessions = new Sessions(deps.redis, deps.store.prefix);
+  const keysSet = deps.apiKeys.length > 0 || (deps.adminKeys ?? []).length > 0;
+  app.route(
+    '/',
+    uiRoutes({
+      assets: loadUiAssets(deps.uiDir === undefined ? uiDistDir() : deps.uiDir),
+      sessions,
+      access: keyAccess(deps.apiKeys, deps.adminKeys ?? [], isAdmin),
+      keysSet,
+    }),
   );
+  const auth = withSession(sessions, bearerAuth(deps.apiKeys), 'api', keysSet);
+  const admin = withSession(sessions, adminAuth(deps.apiKeys, deps.adminKeys ?? [], isAdmin), 'admin', keysSet);
   app.use('/v1/*', auth);
   app.use('/v1/*', requestLimit(deps));
   app.use(`${DASHBOARD_PATH}/*`, admin);
@@ -131,6 +146,7 @@ export function createApp(deps: AppDeps) {
       ownRun: (tenant, id) => ownRun(deps.store, tenant, id),
     }),
   );
+  app.route('/v1/runs', runCountsRoutes(deps));
   app.route('/v1/runs', runsRoutes(deps));
   app.route(
     '/v1',

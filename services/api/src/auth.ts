@@ -77,3 +77,38 @@ export function adminAuth(
     return next();
   };
 }
+
+/** What a key opens, for a browser login: the API (as `tenant`) and the dashboard. */
+export interface KeyAccess {
+  /** The tenant its `/v1` requests act as (`open` while API_KEYS is unset). */
+  tenant: string;
+  /** It opens `/v1` (an API key, or any key while the API is open). */
+  api: boolean;
+  /** It opens `/admin/*`, as adminAuth decides. */
+  admin: boolean;
+}
+
+/**
+ * What `key` opens under the same rules as bearerAuth and adminAuth (compared in constant time), or null when it
+ * opens nothing: the browser login (session.ts) takes a key once and keeps only this.
+ */
+export function keyAccess(
+  apiKeys: string[],
+  adminKeys: string[],
+  isAdmin: (tenant: string) => boolean = () => false,
+): (key: string) => KeyAccess | null {
+  const tenants = apiKeys.map(digest);
+  const admins = adminKeys.map(digest);
+  const open = apiKeys.length === 0;
+  return (key) => {
+    const header = `Bearer ${key}`;
+    const api = matchKey(tenants, header) !== null;
+    const admin = matchKey(admins, header) !== null;
+    if (!api && !admin) return null;
+    return {
+      tenant: open ? tenantOf(null) : tenantOf(key),
+      api: api || open,
+      admin: admin || (api && isAdmin(tenantOf(key))) || (open && adminKeys.length === 0),
+    };
+  };
+}

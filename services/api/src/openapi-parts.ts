@@ -240,6 +240,8 @@ export function listQueryParams(schema: z.ZodType = listRunsQuerySchema, what = 
     status: `Only ${what} with this status.`,
     limit: 'Page size.',
     after: 'The "next" of the previous page.',
+    q: 'Only runs whose id or metadata (as JSON text) holds this text, case-insensitively.',
+    top_level: '`true`: only runs that are no sub-run.',
   };
   return Object.entries(s.properties).map(([name, schema]) => ({
     name,

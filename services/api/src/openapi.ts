@@ -14,6 +14,7 @@ import {
   linkParams,
   linkErrors,
 } from './openapi-parts.js';
+import { uiPaths } from './openapi-ui.js';
 
 export type {
   OpenApiSchema,
@@ -47,9 +48,11 @@ export function buildOpenApiDocument(): OpenApiDocument {
       { name: 'tools', description: 'The tools a run can use.' },
       { name: 'usage', description: 'Where a key stands against its limits (TENANTS_CONFIG).' },
       { name: 'service', description: 'Health, readiness, metrics, this document and the dashboard.' },
+      { name: 'ui', description: 'The run inspector (a browser app) and its browser login.' },
     ],
     security: [{ bearerAuth: [] }],
     paths: {
+      ...uiPaths(),
       '/v1/runs': {
         post: {
           tags: ['runs'],

@@ -103,6 +103,8 @@ export const RUN_FIELDS = {
   outputParsed: 'output_parsed',
   error: 'error',
   parentRunId: 'parent_run_id',
+  /** The run's metadata as JSON text (also in its spec): what a list's search reads without the spec. */
+  metadata: 'metadata',
   rootRunId: 'root_run_id',
   /** The transcript's stored size in bytes (its messages' JSON), kept with every append. */
   transcriptBytes: 'transcript_bytes',

@@ -3,7 +3,7 @@ import type { AssistantMessage, ChatMessage } from '../core/schemas/message.js';
 import { isTerminal, type RunObject, type RunSpec, type RunStatus, type StopReason } from '../core/schemas/run.js';
 import { globalKeys, runKeys, RUN_FIELDS as F } from './keys.js';
 import { redisScript } from './redis-script.js';
-import { listRuns, type ListedBatch } from './run-list.js';
+import { countRuns, listRuns, type ListedBatch, type ListFilter } from './run-list.js';
 
 export type { ListedBatch };
 import { eventJson } from './run-events.js';
@@ -168,6 +168,7 @@ export class RunRecords {
       [F.tenant]: run.tenant,
       [F.createdAt]: createdAt,
       [F.rootRunId]: run.rootRunId ?? run.id,
+      [F.metadata]: JSON.stringify(run.spec.metadata ?? {}),
     };
     if (run.parentRunId) fields[F.parentRunId] = run.parentRunId;
     const messages = run.messages.map((m) => JSON.stringify(m));
@@ -267,9 +268,14 @@ export class RunRecords {
    */
   list(
     tenant: string,
-    opts: { limit: number; after?: string; status?: RunStatus },
+    opts: ListFilter & { limit: number; after?: string },
   ): AsyncGenerator<ListedBatch, string | null> {
     return listRuns(this.redis, { index: this.index(tenant), runKey: (id) => this.keys(id).run }, opts);
+  }
+
+  /** How many runs of a tenant are in each status (of its newest runs: see countRuns). */
+  counts(tenant: string, opts: { topLevel?: boolean } = {}) {
+    return countRuns(this.redis, { index: this.index(tenant), runKey: (id) => this.keys(id).run }, opts);
   }
 
   /**

@@ -191,7 +191,9 @@ export function runsRoutes(deps: RunsRouteDeps) {
 
   app.get('/', async (c) => {
     const q = parseOr400(listRunsQuerySchema, c.req.query(), 'query');
-    return streamRunList(c, deps.store.runs.list(c.get('tenant'), q), {
+    const { q: text, top_level, ...page } = q;
+    const filter = { ...page, ...(text ? { q: text } : {}), ...(top_level === 'true' ? { topLevel: true } : {}) };
+    return streamRunList(c, deps.store.runs.list(c.get('tenant'), filter), {
       budget: deps.responses,
       keepAliveMs: deps.keepAliveMs,
       shown,

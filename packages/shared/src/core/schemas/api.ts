@@ -80,6 +80,25 @@ export const listRunsQuerySchema = z.strictObject({
     .string()
     .regex(/^run_[0-9a-z]{21}$/, 'a run id (the "next" of the previous page)')
     .optional(),
+  /** Only runs whose id or metadata (its JSON text) holds this text, case-insensitively. */
+  q: z.string().min(1).max(200).optional(),
+  /** `true`: only runs that are no sub-run. */
+  top_level: z.enum(['true', 'false']).optional(),
+});
+
+/** The query of `GET /v1/runs/counts`. */
+export const runCountsQuerySchema = z.strictObject({
+  /** `true`: count only runs that are no sub-run. */
+  top_level: z.enum(['true', 'false']).optional(),
+});
+
+/** `GET /v1/runs/counts`: how many of the key's newest runs (up to 10,000) are in each status. */
+export const runCountsSchema = z.looseObject({
+  counts: z.partialRecord(z.enum(RUN_STATUSES), z.number().int().min(0)),
+  /** The runs counted. */
+  runs: z.number().int().min(0),
+  /** False when the key has more runs than were counted (the newest 10,000 were). */
+  complete: z.boolean(),
 });
 
 /** `GET /v1/runs/:id/messages`: the transcript in OpenAI chat format. */
