@@ -62,6 +62,8 @@ export interface Run {
   usage: Usage;
   /** This run plus all its sub-runs. */
   usage_total: Usage;
+  /** The saved agent the run runs as, at its version; null for none. */
+  agent: { name: string; version: number } | null;
   metadata: Record<string, unknown>;
   created_at: string;
   started_at: string | null;
@@ -168,6 +170,8 @@ export interface ListActionsParams {
 
 /** The body of `POST /v1/runs`: give `input` or `messages`. */
 export interface CreateRunRequest {
+  /** A saved agent (`name` or `name@3`) whose fields the run takes; fields given here win. */
+  agent?: string;
   input?: string;
   messages?: ChatMessage[];
   instructions?: string;
@@ -180,7 +184,8 @@ export interface CreateRunRequest {
   timeout_ms?: number;
   /** @defaultValue "final_answer" */
   on_budget_exhausted?: 'final_answer' | 'stop';
-  subagents?: { enabled?: boolean; max_nesting?: number; max_batch?: number };
+  /** `agents`: saved agents the model may start as sub-agents (`agent_query {"agent"}`). */
+  subagents?: { enabled?: boolean; max_nesting?: number; max_batch?: number; agents?: string[] };
   response_format?:
     | { type: 'text' }
     | { type: 'json_object' }

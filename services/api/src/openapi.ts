@@ -14,6 +14,7 @@ import {
   linkParams,
   linkErrors,
 } from './openapi-parts.js';
+import { agentPaths } from './openapi-agents.js';
 
 export type {
   OpenApiSchema,
@@ -44,6 +45,7 @@ export function buildOpenApiDocument(): OpenApiDocument {
     tags: [
       { name: 'runs', description: 'Create, follow, list and cancel runs.' },
       { name: 'actions', description: 'Answer what runs wait for: approvals, client tools, questions.' },
+      { name: 'agents', description: 'Saved agents: named, versioned run definitions.' },
       { name: 'tools', description: 'The tools a run can use.' },
       { name: 'usage', description: 'Where a key stands against its limits (TENANTS_CONFIG).' },
       { name: 'service', description: 'Health, readiness, metrics, this document and the dashboard.' },
@@ -264,6 +266,7 @@ export function buildOpenApiDocument(): OpenApiDocument {
           },
         },
       },
+      ...agentPaths(),
       '/v1/tools': {
         get: {
           tags: ['tools'],

@@ -6,6 +6,7 @@ export * from './ids.js';
 export * from './json-depth.js';
 export * from './re2-regexp.js';
 export * from './schemas/actions.js';
+export * from './schemas/agent.js';
 export * from './schemas/api.js';
 export * from './schemas/events.js';
 export * from './schemas/message.js';

@@ -1,4 +1,5 @@
 export * from './actions.js';
+export * from './agents.js';
 export * from './context-store.js';
 export * from './keys.js';
 export * from './lua-source.js';

@@ -79,6 +79,7 @@ export function runObjectFrom(runId: string, h: RunHash): RunObject {
     error: parseJson(h[F.error], null),
     usage: usageFrom(h, F.usagePrefix),
     usage_total: usageFrom(h, F.usageTotalPrefix),
+    agent: spec.agent ?? null,
     metadata: spec.metadata ?? {},
     created_at: h[F.createdAt],
     started_at: h[F.startedAt] || null,

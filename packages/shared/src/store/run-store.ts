@@ -1,5 +1,6 @@
 import type { RedisClient } from '../infra/redis.js';
 import { ActionStore } from './actions.js';
+import { AgentStore } from './agents.js';
 import { ContextStore } from './context-store.js';
 import { globalKeys, runKeys } from './keys.js';
 import { RunEventLog } from './run-events.js';
@@ -35,6 +36,8 @@ export class RunStore {
   readonly webhooks: WebhookLog;
   readonly steps: StepsView;
   readonly actions: ActionStore;
+  /** Saved agents, per tenant. */
+  readonly agents: AgentStore;
 
   constructor(opts: RunStoreOptions) {
     const { redis, prefix } = opts;
@@ -49,6 +52,7 @@ export class RunStore {
     this.webhooks = new WebhookLog(redis, prefix, this.retentionSeconds);
     this.actions = new ActionStore(redis, prefix, this.retentionSeconds);
     this.steps = new StepsView(redis, prefix);
+    this.agents = new AgentStore(redis, prefix);
   }
 
   keys(runId: string) {

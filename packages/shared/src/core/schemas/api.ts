@@ -62,6 +62,8 @@ export const runObjectSchema = z.looseObject({
   error: z.looseObject({ code: z.string(), message: z.string() }).nullable(),
   usage: usageSchema.loose(),
   usage_total: usageSchema.loose(),
+  /** The saved agent the run runs as, at its version. */
+  agent: z.looseObject({ name: z.string(), version: z.number().int().min(1) }).nullable(),
   metadata: z.record(z.string(), z.unknown()),
   created_at: timestamp,
   started_at: timestamp.nullable(),

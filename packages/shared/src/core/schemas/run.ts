@@ -127,11 +127,44 @@ const clientToolsSchema = z
     'two client tools have the same name',
   );
 
+/**
+ * `name` or `name@<version>` of a saved agent (see schemas/agent.ts): what `agent` of a run and
+ * the entries of `subagents.agents` take.
+ */
+export const agentRefSchema = z
+  .string()
+  .regex(
+    /^[a-z0-9][a-z0-9_-]{0,63}(@[1-9][0-9]{0,8})?$/,
+    'an agent name ([a-z0-9][a-z0-9_-]{0,63}), optionally with @<version>, e.g. "analyst" or "analyst@3"',
+  );
+
+/** How many saved agents a run may let its model call as sub-agents (`subagents.agents`). */
+export const MAX_SUBAGENT_TYPES = 32;
+
+const subagentsSchema = z
+  .strictObject({
+    enabled: z.boolean().default(false),
+    max_nesting: z.number().int().min(1).max(10).default(3),
+    max_batch: z.number().int().min(1).max(100).default(10),
+    /** Saved agents the model may start as sub-agents (`agent_query {"agent"}`). */
+    agents: z
+      .array(agentRefSchema)
+      .max(MAX_SUBAGENT_TYPES)
+      .refine((a) => new Set(a.map((r) => r.split('@')[0])).size === a.length, 'an agent is listed twice')
+      .optional(),
+  })
+  .refine((s) => s.enabled || !s.agents?.length, {
+    message: 'set "enabled": true to let the run call the agents listed in "agents"',
+    path: ['enabled'],
+  });
+
 const contextDocSchema = z.object({ name: z.string().min(1).max(256), text: z.string() });
 
 /** The body of `POST /v1/runs`. */
 export const createRunBodySchema = z
   .strictObject({
+    /** A saved agent whose fields the run takes (see runs/agent-runs.ts for the precedence). */
+    agent: agentRefSchema.optional(),
     input: z.string().min(1, 'must not be empty').optional(),
     messages: z.array(chatMessageSchema).min(1, 'must hold at least one message').max(10_000).optional(),
     instructions: z.string().optional(),
@@ -146,13 +179,7 @@ export const createRunBodySchema = z
       .max(7 * 24 * 3600 * 1000)
       .optional(),
     on_budget_exhausted: z.enum(['final_answer', 'stop']).default('final_answer'),
-    subagents: z
-      .strictObject({
-        enabled: z.boolean().default(false),
-        max_nesting: z.number().int().min(1).max(10).default(3),
-        max_batch: z.number().int().min(1).max(100).default(10),
-      })
-      .optional(),
+    subagents: subagentsSchema.optional(),
     response_format: responseFormatSchema
       .refine(
         (f) => jsonBytes(f) <= RESPONSE_FORMAT_MAX_BYTES,
@@ -197,7 +224,11 @@ export interface RunSpec {
   max_total_tokens?: number;
   timeout_ms?: number;
   on_budget_exhausted: 'final_answer' | 'stop';
-  subagents?: { enabled: boolean; max_nesting: number; max_batch: number };
+  subagents?: { enabled: boolean; max_nesting: number; max_batch: number; agents?: string[] };
+  /** The saved agent the run runs as (by `agent`, or a sub-run by `agent_query {"agent"}`). */
+  agent?: AgentRef;
+  /** The agents of `subagents.agents` as the run was created: see SubagentType. */
+  subagent_types?: SubagentType[];
   response_format?: ResponseFormat;
   webhook?: { url: string; secret?: string };
   /** Which tool calls wait for a yes (inherited by sub-runs). */
@@ -218,6 +249,23 @@ export interface RunSpec {
   ancestors: string[];
   /** Nesting level: 0 for a root run. */
   nesting: number;
+}
+
+/** A saved agent at one of its versions. */
+export interface AgentRef {
+  name: string;
+  version: number;
+}
+
+/**
+ * An agent a run may start as a sub-agent, fixed when the run was created: its version then and
+ * its description (which the model reads). `version` is null for an agent not saved then: a
+ * call to it takes its latest version at the time, or is an error result while there is none.
+ */
+export interface SubagentType {
+  name: string;
+  version: number | null;
+  description: string;
 }
 
 /**
@@ -247,6 +295,8 @@ export interface RunObject {
   error: { code: string; message: string } | null;
   usage: Usage;
   usage_total: Usage;
+  /** The saved agent the run runs as, null for none. */
+  agent: AgentRef | null;
   metadata: Record<string, unknown>;
   created_at: string;
   started_at: string | null;
