@@ -209,3 +209,39 @@ describe('agents from the client and the command line', () => {
     await expect(client.agents.get('poet')).rejects.toMatchObject({ status: 404, code: 'agent_not_found' });
   });
 });
+
+describe('model settings', () => {
+  it("reach the provider's request body, merged key by key over the agent's", async () => {
+    await put('tuned', { model_settings: { temperature: 0.2, max_tokens: 300, stop: ['END'] } });
+    const settings = {
+      temperature: 0.7,
+      top_p: 0.9,
+      seed: 7,
+      reasoning_effort: 'low',
+      parallel_tool_calls: false,
+      presence_penalty: 0.5,
+      frequency_penalty: -0.5,
+    };
+    const run = await stack.createRun({ agent: 'tuned', input: 'settings', model_settings: settings });
+    await stack.waitForRun(run.id);
+    const sent = stack.llm.requests.find((r) => userOf(r) === 'settings');
+    expect(sent).toMatchObject({ ...settings, max_tokens: 300, stop: ['END'] });
+    // Without tools, parallel_tool_calls is not sent (providers refuse it).
+    const bare = await stack.createRun({ input: 'no tools', tools: [], model_settings: { parallel_tool_calls: true } });
+    await stack.waitForRun(bare.id);
+    expect(stack.llm.requests.find((r) => userOf(r) === 'no tools')).not.toHaveProperty('parallel_tool_calls');
+  });
+
+  it('are checked: a bad or unknown setting is a 400 naming it', async () => {
+    for (const [model_settings, field] of [
+      [{ temperature: 3 }, 'model_settings.temperature'],
+      [{ reasoning_effort: 'extreme' }, 'model_settings.reasoning_effort'],
+      [{ stop: ['a', 'b', 'c', 'd', 'e'] }, 'model_settings.stop'],
+      [{ logit_bias: {} }, 'model_settings.logit_bias'],
+    ] as const) {
+      const res = await send('POST', '/v1/runs', { input: 'x', model_settings });
+      expect(res.status).toBe(400);
+      expect((await errorOf(res)).details).toContainEqual(expect.objectContaining({ field }));
+    }
+  });
+});

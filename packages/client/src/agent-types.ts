@@ -5,6 +5,7 @@ export type AgentFields = Pick<
   CreateRunRequest,
   | 'instructions'
   | 'model'
+  | 'model_settings'
   | 'tools'
   | 'max_depth'
   | 'max_total_tokens'

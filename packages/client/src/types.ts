@@ -176,6 +176,8 @@ export interface CreateRunRequest {
   messages?: ChatMessage[];
   instructions?: string;
   model?: string;
+  /** Sampling and output settings passed to the provider with every model call. */
+  model_settings?: ModelSettings;
   /** Allowlist of tool names or globs (`crm__*`). */
   tools?: string[];
   /** Tool rounds allowed, 1..100. @defaultValue 10 */
@@ -202,6 +204,24 @@ export interface CreateRunRequest {
   /** Offers the model the built-in `ask_human {question, choices?}`. */
   human_input?: boolean;
   metadata?: Record<string, unknown>;
+}
+
+/** A run's model settings (OpenAI chat-completions names); `parallel_tool_calls` is sent only with tools. */
+export interface ModelSettings {
+  /** 0..2 */
+  temperature?: number;
+  /** 0..1 */
+  top_p?: number;
+  max_tokens?: number;
+  reasoning_effort?: 'none' | 'minimal' | 'low' | 'medium' | 'high';
+  parallel_tool_calls?: boolean;
+  seed?: number;
+  /** Up to 4 sequences. */
+  stop?: string | string[];
+  /** -2..2 */
+  presence_penalty?: number;
+  /** -2..2 */
+  frequency_penalty?: number;
 }
 
 /** Which tool calls need a yes, and what an unanswered request comes to. Give `tools`, `destructive: true` or both. */

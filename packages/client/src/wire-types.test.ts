@@ -65,6 +65,10 @@ export type ApprovalRecordFields = Fits<
   keyof NonNullable<StepToolCall['approval']>,
   keyof NonNullable<Sent<typeof stepToolCallSchema>['approval']>
 >;
+export type ModelSettingsAccepted = Fits<
+  NonNullable<CreateRunRequest['model_settings']>,
+  NonNullable<z.input<typeof putAgentBodySchema>['model_settings']>
+>;
 export type AgentFields = Fits<keyof Agent, keyof Sent<typeof agentObjectSchema>>;
 export type AgentDefinitionAccepted = Fits<keyof AgentDefinition, keyof z.input<typeof putAgentBodySchema>>;
 export type WebhookTypePromised = Fits<WebhookPayload['type'], z.output<typeof webhookPayloadSchema>['type']>;

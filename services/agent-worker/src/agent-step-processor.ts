@@ -316,6 +316,7 @@ async function makeStep(
       tools,
       toolChoice: p.toolChoice,
       responseFormat: spec.response_format,
+      settings: spec.model_settings,
       signal: stepSignal,
       timeoutMs: deps.modelTimeoutMs,
       idleTimeoutMs: deps.modelIdleTimeoutMs,

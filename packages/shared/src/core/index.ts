@@ -10,6 +10,7 @@ export * from './schemas/agent.js';
 export * from './schemas/api.js';
 export * from './schemas/events.js';
 export * from './schemas/message.js';
+export * from './schemas/model-settings.js';
 export * from './schemas/run.js';
 export * from './schemas/usage.js';
 export * from './tool-arguments.js';

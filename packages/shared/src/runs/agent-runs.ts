@@ -3,13 +3,13 @@ import type { AgentRef, CreateRunBody, RunSpec, SubagentType } from '../core/sch
 import type { AgentStore } from '../store/agents.js';
 
 /** Fields whose objects are merged key by key (the request's keys win), not replaced whole. */
-const MERGED_FIELDS = new Set<string>(['metadata']);
+const MERGED_FIELDS = new Set<string>(['model_settings', 'metadata']);
 
 /**
  * The body of a run that names a saved agent: every field of the agent's that the request does
  * not give (`given`: the request's own keys, before defaults) is the agent's; a field given in
- * the request replaces the agent's whole, but `metadata`, whose keys are merged (the request's
- * win).
+ * the request replaces the agent's whole, but `model_settings` and `metadata`, whose keys are
+ * merged (the request's win).
  */
 export function withAgent(body: CreateRunBody, given: ReadonlySet<string>, agent: AgentRecord): CreateRunBody {
   const out: Record<string, unknown> = { ...body };

@@ -26,6 +26,7 @@ export function buildRun(body: CreateRunBody, defaultModel: string | undefined, 
   else messages.push(...(body.messages ?? []));
   const spec: RunSpec = {
     model,
+    ...(body.model_settings ? { model_settings: body.model_settings } : {}),
     ...(body.instructions !== undefined ? { instructions: body.instructions } : {}),
     ...(body.tools ? { tools: body.tools } : {}),
     max_depth: body.max_depth,
@@ -72,6 +73,7 @@ export function childSpec(parent: RunState, parentCall: { depth: number; index: 
   const p = parent.spec;
   return {
     model: p.model,
+    ...(p.model_settings ? { model_settings: p.model_settings } : {}),
     ...(p.tools ? { tools: p.tools } : {}),
     max_depth: p.max_depth,
     ...(p.max_total_tokens !== undefined ? { max_total_tokens: p.max_total_tokens } : {}),

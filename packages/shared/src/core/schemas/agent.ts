@@ -19,6 +19,7 @@ export const AGENT_MAX_BYTES = 1024 * 1024;
 export const AGENT_RUN_FIELDS = [
   'instructions',
   'model',
+  'model_settings',
   'tools',
   'max_depth',
   'max_total_tokens',

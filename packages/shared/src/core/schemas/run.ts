@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { chatMessageSchema, type AssistantMessage } from './message.js';
 import type { Usage } from './usage.js';
 import { BUILTIN_TOOL_NAMES } from '../builtin-tools.js';
+import { modelSettingsSchema, type ModelSettings } from './model-settings.js';
 
 /** `requires_action`: something of the run or of its sub-runs waits for an answer (see actions/). */
 export const RUN_STATUSES = [
@@ -169,6 +170,8 @@ export const createRunBodySchema = z
     messages: z.array(chatMessageSchema).min(1, 'must hold at least one message').max(10_000).optional(),
     instructions: z.string().optional(),
     model: z.string().min(1).max(256).optional(),
+    /** Sampling and output settings passed to the provider (see model-settings.ts). */
+    model_settings: modelSettingsSchema.optional(),
     tools: toolsSchema.optional(),
     max_depth: z.number().int().min(1).max(100).default(10),
     max_total_tokens: z.number().int().min(1).optional(),
@@ -218,6 +221,8 @@ export type CreateRunBody = z.infer<typeof createRunBodySchema>;
 /** What a worker needs to know of a run: fixed at creation, stored once. */
 export interface RunSpec {
   model: string;
+  /** Passed to the provider with every model call (sub-runs inherit them). */
+  model_settings?: ModelSettings;
   instructions?: string;
   tools?: string[];
   max_depth: number;
