@@ -204,6 +204,7 @@ async function runStep(
   const budget = exhaustedBudget(spec, {
     depth,
     treeTokens,
+    runTokens: run.usageTotal.total_tokens,
     createdAtMs: Date.parse(run.createdAt),
     deadlineAtMs: spec.deadline_at,
     nowMs: Date.now(),

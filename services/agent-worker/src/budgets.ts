@@ -5,6 +5,8 @@ export interface BudgetInput {
   depth: number;
   /** Tokens used so far by the whole run tree this run belongs to (its usage_total). */
   treeTokens: number;
+  /** Tokens used so far by this run and its sub-runs (its usage_total); for subtree_max_total_tokens. */
+  runTokens?: number;
   createdAtMs: number;
   /** The deadline when the run has one of its own or inherits its root's (sub-runs). */
   deadlineAtMs?: number;
@@ -18,13 +20,15 @@ export interface BudgetInput {
  * passed deadline ends the run whatever else is left.
  */
 export function exhaustedBudget(
-  spec: Pick<RunSpec, 'max_depth' | 'max_total_tokens' | 'timeout_ms'>,
+  spec: Pick<RunSpec, 'max_depth' | 'max_total_tokens' | 'timeout_ms' | 'subtree_max_total_tokens'>,
   b: BudgetInput,
 ): BudgetName | null {
   const deadline = b.deadlineAtMs ?? runDeadline(spec, b.createdAtMs);
   if (deadline !== undefined && b.nowMs >= deadline) return 'timeout';
   if (b.dayTokensUsedUp) return 'max_tokens_per_day';
   if (spec.max_total_tokens !== undefined && b.treeTokens >= spec.max_total_tokens) return 'max_total_tokens';
+  if (spec.subtree_max_total_tokens !== undefined && (b.runTokens ?? 0) >= spec.subtree_max_total_tokens)
+    return 'max_total_tokens';
   if (b.depth >= spec.max_depth) return 'max_depth';
   return null;
 }

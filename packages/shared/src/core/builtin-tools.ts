@@ -1,4 +1,5 @@
 import type { RunSpec } from './schemas/run.js';
+import { typedSubagentTools } from './subagent-tools.js';
 
 /** A tool agentq implements itself, offered without a server prefix. */
 export interface BuiltinTool {
@@ -125,12 +126,18 @@ export const BUILTIN_TOOL_NAMES: ReadonlySet<string> = new Set(BUILTIN_TOOLS.map
 export const SUBAGENT_TOOL_NAMES: ReadonlySet<string> = new Set(SUBAGENT_TOOLS.map((t) => t.name));
 
 /**
- * The built-in tools a run is offered: sub-agents when enabled, context tools when it has a
+ * The built-in tools a run is offered: sub-agents when enabled (naming the saved agents it may
+ * start, see typedSubagentTools), context tools when it has a
  * context, ask_human when it takes questions to the user.
  */
-export function builtinToolsFor(spec: Pick<RunSpec, 'subagents' | 'has_context' | 'human_input'>): BuiltinTool[] {
+export function builtinToolsFor(
+  spec: Pick<RunSpec, 'subagents' | 'has_context' | 'human_input' | 'subagent_types'>,
+): BuiltinTool[] {
+  const subagents = spec.subagent_types?.length
+    ? typedSubagentTools(SUBAGENT_TOOLS, spec.subagent_types)
+    : SUBAGENT_TOOLS;
   return [
-    ...(spec.subagents?.enabled ? SUBAGENT_TOOLS : []),
+    ...(spec.subagents?.enabled ? subagents : []),
     ...(spec.has_context ? CONTEXT_TOOLS : []),
     ...(spec.human_input ? [ASK_HUMAN_TOOL] : []),
   ];

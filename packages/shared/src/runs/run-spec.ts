@@ -80,6 +80,7 @@ export function childSpec(parent: RunState, parentCall: { depth: number; index: 
     ...(p.deadline_at !== undefined ? { deadline_at: p.deadline_at } : {}),
     on_budget_exhausted: p.on_budget_exhausted,
     ...(p.subagents ? { subagents: p.subagents } : {}),
+    ...(p.subagent_types ? { subagent_types: p.subagent_types } : {}),
     ...(p.approval ? { approval: p.approval } : {}),
     ...(p.human_input ? { human_input: true } : {}),
     ...(p.webhook || p.root_webhook ? { root_webhook: true } : {}),

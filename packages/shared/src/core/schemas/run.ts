@@ -227,6 +227,11 @@ export interface RunSpec {
   tools?: string[];
   max_depth: number;
   max_total_tokens?: number;
+  /**
+   * On a sub-run of a saved agent with its own max_total_tokens: a token budget over this run and
+   * its sub-runs (its usage_total), beside the tree's (max_total_tokens).
+   */
+  subtree_max_total_tokens?: number;
   timeout_ms?: number;
   on_budget_exhausted: 'final_answer' | 'stop';
   subagents?: { enabled: boolean; max_nesting: number; max_batch: number; agents?: string[] };
