@@ -6,6 +6,7 @@ export type AgentFields = Pick<
   | 'instructions'
   | 'model'
   | 'model_settings'
+  | 'fallback_models'
   | 'tools'
   | 'max_depth'
   | 'max_total_tokens'

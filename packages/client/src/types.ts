@@ -178,6 +178,8 @@ export interface CreateRunRequest {
   model?: string;
   /** Sampling and output settings passed to the provider with every model call. */
   model_settings?: ModelSettings;
+  /** Models a step moves on to, in order, once it has spent its tries on its model (up to 5). */
+  fallback_models?: string[];
   /** Allowlist of tool names or globs (`crm__*`). */
   tools?: string[];
   /** Tool rounds allowed, 1..100. @defaultValue 10 */

@@ -1,5 +1,5 @@
 import type OpenAI from 'openai';
-import { AgentqError, isTerminal, RetryableError, runDeadline, type ChatMessage } from '@agentq/shared/core';
+import { isTerminal, RetryableError, runDeadline, type ChatMessage } from '@agentq/shared/core';
 import { lazyChild, type JobLogger, type Logger } from '@agentq/shared/infra';
 import {
   type RunState,
@@ -12,7 +12,6 @@ import { type JobInput, type JobContext, type JobQueues } from '@agentq/shared/j
 import { type RunActions, type Runs, type TokenTally } from '@agentq/shared/runs';
 import { exhaustedBudget } from './budgets.js';
 import { readStepInput } from './step-input.js';
-import { waitForQuota } from './quota-wait.js';
 import type { DailyTokens } from './daily-tokens.js';
 import { DeltaBuffer } from './delta-buffer.js';
 import type { TranscriptCache } from './transcript-cache.js';
@@ -20,6 +19,9 @@ import type { TranscriptsInFlight } from './transcripts-in-flight.js';
 import { fanOut } from './fan-out.js';
 import type { AnswerHold } from './model-answers-in-flight.js';
 import { callModel } from './model-step.js';
+import { stepModel, waitForProvider } from './model-fallback.js';
+import { stepFault } from './step-faults.js';
+import { ProviderBusyError, providersOf, type Providers } from './providers.js';
 import {
   decideStep,
   planOfStoredStep,
@@ -40,6 +42,10 @@ export interface AgentStepDeps {
   /** The longest a waiting call's job stays delayed at once (ACTION_PARK_MAX_MS). */
   actionParkMs: number;
   openai: OpenAI;
+  /** The model providers (PROVIDERS_CONFIG); unset: `openai` alone, with no limits of its own. */
+  providers?: Providers;
+  /** First retry delay of a failed step of a run with fallback_models (MODEL_BACKOFF_BASE_MS). @defaultValue 1000 */
+  backoffBaseMs?: number;
   logger: Logger;
   /** The tool catalog, cached by the caller. */
   tools: () => Promise<ToolCatalogEntry[]>;
@@ -112,7 +118,7 @@ async function stepFrom(
   log: JobLogger,
 ): Promise<StepResult> {
   const { runId, depth } = data;
-  const { job, signal } = ctx;
+  const { signal } = ctx;
   const cache = deps.transcripts;
   if (!input || isTerminal(input.run.status)) cache?.delete(runId);
   if (!input) {
@@ -154,32 +160,26 @@ async function stepFrom(
     void deps.runs.start(runId).catch((err: Error) => log.warn({ err: err.message }, 'could not mark the run started'));
 
   try {
-    const result = await runStep(deps, run, depth, messages, size, input.step, tree.treeTokens, log, signal);
+    const result = await runStep(
+      deps,
+      run,
+      depth,
+      messages,
+      size,
+      input.step,
+      tree.treeTokens,
+      log,
+      signal,
+      data.modelIndex,
+    );
     // Only a step that fanned tool calls out has a next step.
     if (!('outcome' in result) || result.outcome !== 'tool_calls') cache?.delete(runId);
     return result;
   } catch (err) {
+    // Its provider cannot take the call now (its own limits): the step waits, parked.
+    if (err instanceof ProviderBusyError) return waitForProvider(err, ctx, log);
     cache?.delete(runId);
-    // Fatal errors end the run now; anything else (provider faults, a Redis blip) is retried.
-    const final = (err instanceof AgentqError && !err.retryable) || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-    if (signal?.aborted) {
-      // Cancelled (the run has ended: nothing to do) or shutting down (another worker redoes it).
-      const now = await deps.store.runs.getState(runId);
-      if (!now || isTerminal(now.status)) return { skipped: 'cancelled' };
-      throw err;
-    }
-    if (err instanceof RetryableError && err.code === 'model_rate_limited')
-      return waitForQuota(err, data, ctx, deps, log);
-    if (!final) {
-      log.warn({ err: (err as Error).message, attempt: job.attemptsMade + 1 }, 'model step failed; will retry');
-      throw err;
-    }
-    const code = err instanceof AgentqError ? err.code : 'internal_error';
-    const message =
-      err instanceof AgentqError ? err.message : `internal error in the agent worker: ${(err as Error).message}`;
-    log.error({ err }, 'model step failed for good; the run fails');
-    await deps.runs.finish(runId, { status: 'failed', stopReason: 'error', error: { code, message } });
-    return { failed: code };
+    return stepFault(err, data, ctx, deps, run.spec, log);
   }
 }
 
@@ -195,6 +195,8 @@ async function runStep(
   treeTokens: number,
   log: JobLogger,
   signal?: AbortSignal,
+  /** Which of the run's models the step calls (see stepModel). */
+  modelIndex?: number,
 ): Promise<StepResult> {
   const { spec } = run;
   const catalog = await deps.tools();
@@ -225,7 +227,7 @@ async function runStep(
       hasTools,
     );
   else {
-    const made = await makeStep(deps, run, depth, messages, tools, plan, log, signal);
+    const made = await makeStep(deps, run, depth, messages, tools, plan, log, signal, stepModel(spec, modelIndex));
     if (!made) {
       // The run ended meanwhile, or an ancestor did: then this sub-run ends too (a cancel would
       // have ended it already; an ancestor that ended otherwise, or a cancel cut short, did not).
@@ -293,38 +295,46 @@ async function makeStep(
   first: CallPlan,
   log: JobLogger,
   signal?: AbortSignal,
+  /** The model called: the run's, or a fallback of it. */
+  model = run.spec.model,
 ): Promise<StepOutcome | null> {
   const { spec } = run;
+  const route = providersOf(deps).route(model);
   const hasTools = tools.length > 0;
   const startedAt = new Date().toISOString();
   const deltas = new DeltaBuffer(
     (text) => void deps.store.events.append(run.id, 'message.delta', { depth, text }).catch(() => {}),
   );
+  // Through the model's provider: room in its limits first (else ProviderBusyError, before any
+  // event of the call), released when the call ends; a 429 makes the provider rest.
   const call = async (p: CallPlan, stepSignal?: AbortSignal) => {
-    // Not awaited: commands on one connection keep their order, so this event still lands
-    // before the step's deltas and its completion, without a round trip of its own.
-    void deps.store.events
-      .append(
-        run.id,
-        'step.started',
-        { depth, model: spec.model, tools_disabled: p.toolChoice === 'none' },
-        { trim: false },
-      )
-      .catch(() => {});
-    return callModel(deps.openai, {
-      model: spec.model,
-      messages,
-      tools,
-      toolChoice: p.toolChoice,
-      responseFormat: spec.response_format,
-      settings: spec.model_settings,
-      signal: stepSignal,
-      timeoutMs: deps.modelTimeoutMs,
-      idleTimeoutMs: deps.modelIdleTimeoutMs,
-      maxResponseBytes: deps.modelResponseMaxBytes,
-      answer: deps.answer,
-      onDelta: (t) => deltas.push(t),
-    });
+    const release = await route.provider.admit();
+    try {
+      // Not awaited: commands on one connection keep their order, so this event still lands
+      // before the step's deltas and its completion, without a round trip of its own.
+      void deps.store.events
+        .append(run.id, 'step.started', { depth, model, tools_disabled: p.toolChoice === 'none' }, { trim: false })
+        .catch(() => {});
+      return await callModel(route.provider.client, {
+        model: route.model,
+        messages,
+        tools,
+        toolChoice: p.toolChoice,
+        responseFormat: spec.response_format,
+        settings: spec.model_settings,
+        signal: stepSignal,
+        timeoutMs: deps.modelTimeoutMs,
+        idleTimeoutMs: deps.modelIdleTimeoutMs,
+        maxResponseBytes: deps.modelResponseMaxBytes,
+        answer: deps.answer,
+        onDelta: (t) => deltas.push(t),
+      });
+    } catch (err) {
+      if (err instanceof RetryableError && err.code === 'model_rate_limited') route.provider.rest(err.retryAfterMs);
+      throw err;
+    } finally {
+      release();
+    }
   };
 
   const deadline = runDeadline(spec, Date.parse(run.createdAt));
@@ -360,7 +370,7 @@ async function makeStep(
   const record: StepRecord = {
     depth,
     status: 'completed',
-    model: spec.model,
+    model,
     usage: response.usage,
     started_at: startedAt,
     completed_at: new Date().toISOString(),

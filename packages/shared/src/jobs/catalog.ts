@@ -24,6 +24,10 @@ export const agentStepJobSchema = z.object({
   transcriptBytes: z.number().int().min(0).optional(),
   /** When this step first got a 429 (ms since the epoch): it waits for the provider's quota at most MODEL_RATE_LIMIT_MAX_WAIT_MS from then. */
   rateLimitedSince: z.number().int().min(0).optional(),
+  /** With `fallback_models`: which model the step calls (0: the run's, n: its n-th fallback). */
+  modelIndex: z.number().int().min(0).optional(),
+  /** With `fallback_models`: the tries that failed on that model. */
+  modelAttempts: z.number().int().min(0).optional(),
 });
 
 /** A call of a round, the `index`-th of the assistant's `tool_calls`. */

@@ -34,6 +34,7 @@ export function agentChildSpec(
   return {
     model: agent.model ?? p.model,
     ...(agent.model_settings ? { model_settings: agent.model_settings } : {}),
+    ...(agent.fallback_models ? { fallback_models: agent.fallback_models } : {}),
     ...(agent.instructions !== undefined ? { instructions: agent.instructions } : {}),
     ...(agent.tools ? { tools: agent.tools } : {}),
     max_depth: agent.max_depth,

@@ -27,6 +27,7 @@ export function buildRun(body: CreateRunBody, defaultModel: string | undefined, 
   const spec: RunSpec = {
     model,
     ...(body.model_settings ? { model_settings: body.model_settings } : {}),
+    ...(body.fallback_models ? { fallback_models: body.fallback_models } : {}),
     ...(body.instructions !== undefined ? { instructions: body.instructions } : {}),
     ...(body.tools ? { tools: body.tools } : {}),
     max_depth: body.max_depth,
@@ -74,6 +75,7 @@ export function childSpec(parent: RunState, parentCall: { depth: number; index: 
   return {
     model: p.model,
     ...(p.model_settings ? { model_settings: p.model_settings } : {}),
+    ...(p.fallback_models ? { fallback_models: p.fallback_models } : {}),
     ...(p.tools ? { tools: p.tools } : {}),
     max_depth: p.max_depth,
     ...(p.max_total_tokens !== undefined ? { max_total_tokens: p.max_total_tokens } : {}),

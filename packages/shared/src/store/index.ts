@@ -3,6 +3,7 @@ export * from './agents.js';
 export * from './context-store.js';
 export * from './keys.js';
 export * from './lua-source.js';
+export * from './provider-buckets.js';
 export * from './redis-script.js';
 export * from './run-events.js';
 export * from './run-hash.js';

@@ -20,6 +20,7 @@ export const AGENT_RUN_FIELDS = [
   'instructions',
   'model',
   'model_settings',
+  'fallback_models',
   'tools',
   'max_depth',
   'max_total_tokens',

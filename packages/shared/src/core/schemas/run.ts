@@ -172,6 +172,8 @@ export const createRunBodySchema = z
     model: z.string().min(1).max(256).optional(),
     /** Sampling and output settings passed to the provider (see model-settings.ts). */
     model_settings: modelSettingsSchema.optional(),
+    /** Models a step moves on to, in order, when its model keeps failing (retries spent). */
+    fallback_models: z.array(z.string().min(1).max(256)).min(1).max(5).optional(),
     tools: toolsSchema.optional(),
     max_depth: z.number().int().min(1).max(100).default(10),
     max_total_tokens: z.number().int().min(1).optional(),
@@ -223,6 +225,8 @@ export interface RunSpec {
   model: string;
   /** Passed to the provider with every model call (sub-runs inherit them). */
   model_settings?: ModelSettings;
+  /** Models a step moves on to when its model keeps failing (sub-runs inherit them). */
+  fallback_models?: string[];
   instructions?: string;
   tools?: string[];
   max_depth: number;
