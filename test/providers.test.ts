@@ -16,6 +16,21 @@ let storming = true;
 let inFlightD = 0;
 let maxInFlightD = 0;
 
+// Priced on `b`: $2 per million prompt tokens, $10 per million completion tokens.
+const PRICE = { input_per_mtok: 2, output_per_mtok: 10 };
+const big = { prompt_tokens: 1000, completion_tokens: 100 }; // $0.003
+const small = { prompt_tokens: 500, completion_tokens: 50 }; // $0.0015
+const query = (prompt: string): Reply => ({ tool_calls: [{ name: 'agent_query', arguments: { prompt } }], usage: big });
+
+function priced(req: ChatRequest): Reply {
+  const user = userOf(req);
+  if (user === 'COST parent') return round(req) === 0 ? query('COST child') : { content: 'done', usage: big };
+  if (user === 'COST child') return { content: 'child done', usage: small };
+  if (user === 'BUDGET parent') return round(req) === 0 ? query('BUDGET child') : { content: 'done', usage: big };
+  // The child never stops calling tools: only the budget ends it.
+  return { tool_calls: [{ name: 'crm__search_contacts', arguments: { query: 'x' } }], usage: big };
+}
+
 function answer(server: string, req: ChatRequest): Reply {
   if (userOf(req) === 'PARENT typed')
     return round(req) === 0
@@ -47,6 +62,7 @@ async function handleA(req: ChatRequest): Promise<Reply> {
 }
 async function handleB(req: ChatRequest): Promise<Reply> {
   log.push(`b:${req.model}`);
+  if (req.model === 'priced') return priced(req);
   if (req.model === 'one-at-a-time') {
     maxInFlightD = Math.max(maxInFlightD, ++inFlightD);
     await new Promise((r) => setTimeout(r, 30));
@@ -70,7 +86,7 @@ beforeAll(async () => {
       default: 'a',
       providers: {
         a: { base_url: a.baseURL, api_key_env: 'KEY_A' },
-        b: { base_url: b.baseURL, api_key_env: 'KEY_B', headers: { 'x-team': 'blue' } },
+        b: { base_url: b.baseURL, api_key_env: 'KEY_B', headers: { 'x-team': 'blue' }, models: { priced: PRICE } },
         c: { base_url: b.baseURL, rate_limit: '1/200' },
         d: { base_url: b.baseURL, concurrency: 1 },
       },
@@ -180,5 +196,43 @@ describe('model providers', () => {
     // Without a fallback left, the run fails as before.
     const failed = await run({ input: 'x', model: 'a/broken', fallback_models: ['a/broken'] });
     expect(failed).toMatchObject({ status: 'failed', error: { code: 'model_unavailable' } });
+  });
+
+  it('cost each priced step, and sum it per run, per tree and per key and day; spend per model is a metric', async () => {
+    const before = (await stack.getJson('/v1/usage')).cost_usd_today;
+    const done = await run({ input: 'COST parent', model: 'b/priced', subagents: { enabled: true } });
+    expect(done.status).toBe('completed');
+    const steps = (await stack.getJson(`/v1/runs/${done.id}/steps`)).data;
+    expect(steps.map((s) => s.usage)).toEqual([
+      { prompt_tokens: 1000, completion_tokens: 100, total_tokens: 1100, cost_usd: 0.003 },
+      { prompt_tokens: 1000, completion_tokens: 100, total_tokens: 1100, cost_usd: 0.003 },
+    ]);
+    expect(done.usage.cost_usd).toBe(0.006);
+    expect(done.usage_total.cost_usd).toBe(0.0075);
+    const [child] = (await stack.getJson(`/v1/runs/${done.id}/children`)).data;
+    expect(child!.usage.cost_usd).toBe(0.0015);
+    // A run of an unpriced model has no cost, not a cost of 0.
+    expect((await run({ input: 'x', model: 'b/free' })).usage).not.toHaveProperty('cost_usd');
+    // The key's day: counted by every agent-worker within a second.
+    await waitFor(async () => (await stack.getJson('/v1/usage')).cost_usd_today >= before + 0.0075 - 1e-9, {
+      what: "the spend in the key's day",
+    });
+    const text = await (await fetch(`${stack.agent.metricsUrl}/metrics`)).text();
+    expect(text).toMatch(/^agentq_model_cost_usd_total\{model="b\/priced"[^}]*\} 0\.007/m);
+  });
+
+  it('end a tree at max_cost_usd the graceful way, every run of it at its next step', async () => {
+    const ended = await run({
+      input: 'BUDGET parent',
+      model: 'b/priced',
+      subagents: { enabled: true },
+      max_cost_usd: 0.008,
+      on_budget_exhausted: 'stop',
+    });
+    expect(ended).toMatchObject({ status: 'incomplete', stop_reason: 'max_cost_usd' });
+    const [child] = (await stack.getJson(`/v1/runs/${ended.id}/children`)).data;
+    // The parent's step ($0.003), then the child's two ($0.006): the next step of each stops.
+    expect(child).toMatchObject({ status: 'incomplete', stop_reason: 'max_cost_usd', usage: { cost_usd: 0.006 } });
+    expect(ended.usage_total.cost_usd).toBe(0.009);
   });
 });

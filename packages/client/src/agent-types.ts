@@ -10,6 +10,7 @@ export type AgentFields = Pick<
   | 'tools'
   | 'max_depth'
   | 'max_total_tokens'
+  | 'max_cost_usd'
   | 'timeout_ms'
   | 'on_budget_exhausted'
   | 'response_format'

@@ -8,6 +8,7 @@ export type StopReason =
   | 'max_depth'
   | 'max_total_tokens'
   | 'max_tokens_per_day'
+  | 'max_cost_usd'
   | 'timeout'
   | 'approval_timeout'
   | 'cancelled'
@@ -25,6 +26,8 @@ export interface Usage {
   total_tokens: number;
   model_calls: number;
   tool_calls: number;
+  /** US dollars, once a step of a model whose price is known (PROVIDERS_CONFIG) is counted. */
+  cost_usd?: number;
 }
 
 /** A function call the assistant asked for, in OpenAI chat format. */
@@ -185,6 +188,8 @@ export interface CreateRunRequest {
   /** Tool rounds allowed, 1..100. @defaultValue 10 */
   max_depth?: number;
   max_total_tokens?: number;
+  /** A budget in US dollars over the run tree, counted where model prices are known. */
+  max_cost_usd?: number;
   timeout_ms?: number;
   /** @defaultValue "final_answer" */
   on_budget_exhausted?: 'final_answer' | 'stop';
@@ -288,7 +293,8 @@ export interface Step {
   depth: number;
   status: 'completed';
   model: string;
-  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+  /** With `cost_usd` when the price of the model is known. */
+  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number; cost_usd?: number };
   started_at: string;
   completed_at: string;
   tool_calls: StepToolCall[];

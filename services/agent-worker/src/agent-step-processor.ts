@@ -21,6 +21,7 @@ import type { AnswerHold } from './model-answers-in-flight.js';
 import { callModel } from './model-step.js';
 import { stepModel, waitForProvider } from './model-fallback.js';
 import { stepFault } from './step-faults.js';
+import { countSpend, stepUsage } from './step-cost.js';
 import { ProviderBusyError, providersOf, type Providers } from './providers.js';
 import {
   decideStep,
@@ -138,7 +139,7 @@ async function stepFrom(
   // ended (a cancel marks only the run it names; the tree below stops on seeing it).
   const tree = run.spec.ancestors.length
     ? await deps.store.runs.ancestry(run.spec.ancestors)
-    : { treeTokens: run.usageTotal.total_tokens, ancestorOver: false };
+    : { treeTokens: run.usageTotal.total_tokens, treeCostUsd: run.usageTotal.cost_usd, ancestorOver: false };
   if (tree.ancestorOver) {
     cache?.delete(runId);
     await deps.runs.finish(runId, { status: 'cancelled', stopReason: 'cancelled' });
@@ -160,18 +161,8 @@ async function stepFrom(
     void deps.runs.start(runId).catch((err: Error) => log.warn({ err: err.message }, 'could not mark the run started'));
 
   try {
-    const result = await runStep(
-      deps,
-      run,
-      depth,
-      messages,
-      size,
-      input.step,
-      tree.treeTokens,
-      log,
-      signal,
-      data.modelIndex,
-    );
+    const step = input.step;
+    const result = await runStep(deps, run, depth, messages, size, step, tree, log, signal, data.modelIndex);
     // Only a step that fanned tool calls out has a next step.
     if (!('outcome' in result) || result.outcome !== 'tool_calls') cache?.delete(runId);
     return result;
@@ -192,7 +183,7 @@ async function runStep(
   /** The stored size of `messages`, which the next step is told. */
   size: number,
   committed: StepRecord | null,
-  treeTokens: number,
+  tree: { treeTokens: number; treeCostUsd?: number },
   log: JobLogger,
   signal?: AbortSignal,
   /** Which of the run's models the step calls (see stepModel). */
@@ -202,11 +193,13 @@ async function runStep(
   const catalog = await deps.tools();
   const tools = offeredTools(catalog, spec);
   const hasTools = tools.length > 0;
-  // max_total_tokens holds for the whole tree: treeTokens is the root's usage_total.
+  // max_total_tokens and max_cost_usd hold for the whole tree: the root's usage_total.
   const budget = exhaustedBudget(spec, {
     depth,
-    treeTokens,
+    treeTokens: tree.treeTokens,
     runTokens: run.usageTotal.total_tokens,
+    treeCostUsd: tree.treeCostUsd,
+    runCostUsd: run.usageTotal.cost_usd,
     createdAtMs: Date.parse(run.createdAt),
     deadlineAtMs: spec.deadline_at,
     nowMs: Date.now(),
@@ -371,7 +364,7 @@ async function makeStep(
     depth,
     status: 'completed',
     model,
-    usage: response.usage,
+    usage: stepUsage(route, response.usage),
     started_at: startedAt,
     completed_at: new Date().toISOString(),
     message: decision.message,
@@ -389,7 +382,7 @@ async function makeStep(
     })),
   });
   if (!stored) return null;
-  if (stored === record) deps.tokens?.add(run.tenant, record.usage.total_tokens);
+  if (stored === record) countSpend(deps.tokens, run.tenant, route, record.usage);
   log.debug({ usage: stored.usage, tool_calls: stored.message.tool_calls?.length ?? 0 }, 'model step done');
   // Another delivery committed this depth first: what it stored is what the run goes on from.
   return stored === record

@@ -54,4 +54,13 @@ describe('exhaustedBudget', () => {
     expect(exhaustedBudget(spec, { ...at({ treeTokens: 600 }), runTokens: 499 })).toBeNull();
     expect(exhaustedBudget(spec, { ...at({ treeTokens: 600 }), runTokens: 500 })).toBe('max_total_tokens');
   });
+
+  it("reports max_cost_usd once the tree, or a saved agent's sub-run, has spent its dollars", () => {
+    expect(exhaustedBudget({ max_depth: 10, max_cost_usd: 0.5 }, { ...at(), treeCostUsd: 0.49 })).toBeNull();
+    expect(exhaustedBudget({ max_depth: 10, max_cost_usd: 0.5 }, { ...at(), treeCostUsd: 0.5 })).toBe('max_cost_usd');
+    // A tree with no priced model has spent nothing.
+    expect(exhaustedBudget({ max_depth: 10, max_cost_usd: 0.5 }, at())).toBeNull();
+    const agent = { max_depth: 10, subtree_max_cost_usd: 0.1 };
+    expect(exhaustedBudget(agent, { ...at(), treeCostUsd: 5, runCostUsd: 0.1 })).toBe('max_cost_usd');
+  });
 });

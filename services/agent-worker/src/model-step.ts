@@ -41,7 +41,7 @@ type Chunk = OpenAI.Chat.Completions.ChatCompletionChunk;
 
 export interface ModelResponse {
   message: AssistantMessage;
-  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number; cached_tokens?: number };
   finishReason: string | null;
 }
 

@@ -4,6 +4,8 @@ import { Counter, type Registry } from 'prom-client';
 export interface ProviderMetrics {
   /** A step waited (parked) because its provider could not take its call: which provider, and why. */
   waited(provider: string, reason: 'rate_limit' | 'concurrency' | 'cooldown' | 'rate_limited'): void;
+  /** A committed step of a priced model cost this much (US dollars); `model` is `<provider>/<model>`. */
+  spent(model: string, usd: number): void;
 }
 
 export function providerMetrics(registry: Registry): ProviderMetrics {
@@ -15,5 +17,15 @@ export function providerMetrics(registry: Registry): ProviderMetrics {
     labelNames: ['provider', 'reason'],
     registers: [registry],
   });
-  return { waited: (provider, reason) => waits.inc({ provider, reason }) };
+  // Only models with a price in PROVIDERS_CONFIG are counted: the labels are bounded by the file.
+  const spend = new Counter({
+    name: 'agentq_model_cost_usd_total',
+    help: 'US dollars spent on model calls of committed steps, by model (<provider>/<model>), where prices are known',
+    labelNames: ['model'],
+    registers: [registry],
+  });
+  return {
+    waited: (provider, reason) => waits.inc({ provider, reason }),
+    spent: (model, usd) => spend.inc({ model }, usd),
+  };
 }

@@ -84,6 +84,11 @@ export class Provider {
     return release;
   }
 
+  /** A committed step of its `model` (as sent to it) cost `usd`. */
+  spent(model: string, usd: number): void {
+    this.metrics?.spent(`${this.name}/${model}`, usd);
+  }
+
   /** The provider answered 429: this process sends it nothing more until `retryAfterMs` has passed. */
   rest(retryAfterMs: number | undefined, now = Date.now()): void {
     if (!this.limits.rests) return;

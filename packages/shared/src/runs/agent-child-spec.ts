@@ -40,6 +40,8 @@ export function agentChildSpec(
     max_depth: agent.max_depth,
     ...(p.max_total_tokens !== undefined ? { max_total_tokens: p.max_total_tokens } : {}),
     ...(agent.max_total_tokens !== undefined ? { subtree_max_total_tokens: agent.max_total_tokens } : {}),
+    ...(p.max_cost_usd !== undefined ? { max_cost_usd: p.max_cost_usd } : {}),
+    ...(agent.max_cost_usd !== undefined ? { subtree_max_cost_usd: agent.max_cost_usd } : {}),
     ...(deadline !== undefined ? { deadline_at: deadline } : {}),
     on_budget_exhausted: agent.on_budget_exhausted,
     ...(sub ? { subagents: { ...sub, max_nesting: Math.min(sub.max_nesting, parentNesting) } } : {}),

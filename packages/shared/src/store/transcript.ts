@@ -12,7 +12,8 @@ export interface StepRecord {
   depth: number;
   status: 'completed';
   model: string;
-  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+  /** With `cost_usd` when the price of the model is known. */
+  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number; cost_usd?: number };
   started_at: string;
   completed_at: string;
   message: AssistantMessage;
@@ -38,7 +39,9 @@ const commitStep = redisScript({
     completionTokens: number;
     totalTokens: number;
     completedEvent: string;
-  }) => [a.depth, a.message, a.step, a.promptTokens, a.completionTokens, a.totalTokens, a.completedEvent],
+    /** Nano-dollars, or '' when the price is not known. */
+    costNanos: number | '';
+  }) => [a.depth, a.message, a.step, a.promptTokens, a.completionTokens, a.totalTokens, a.completedEvent, a.costNanos],
   reply: (r) => r as string | null | 0,
 });
 
@@ -71,6 +74,8 @@ const STEP_RUN_FIELDS = [
   F.transcriptBytes,
   ...USAGE_FIELDS.map((f) => `${F.usagePrefix}${f}`),
   ...USAGE_FIELDS.map((f) => `${F.usageTotalPrefix}${f}`),
+  F.usageCost,
+  F.usageTotalCost,
 ];
 
 /** What a model step starts from, but its messages: the run, its transcript's length and size, the step stored at its depth if any. */
@@ -296,6 +301,7 @@ export class Transcript {
         completionTokens: step.usage.completion_tokens,
         totalTokens: step.usage.total_tokens,
         completedEvent: eventJson('step.completed', run.id, event),
+        costNanos: step.usage.cost_usd === undefined ? '' : Math.round(step.usage.cost_usd * 1e9),
       },
     );
     if (r === 'terminal' || r === 'missing') return null;

@@ -24,6 +24,7 @@ export const AGENT_RUN_FIELDS = [
   'tools',
   'max_depth',
   'max_total_tokens',
+  'max_cost_usd',
   'timeout_ms',
   'on_budget_exhausted',
   'response_format',

@@ -124,6 +124,8 @@ export const runStepSchema = z.looseObject({
     prompt_tokens: z.number().int(),
     completion_tokens: z.number().int(),
     total_tokens: z.number().int(),
+    /** US dollars, when the price of the model is known. */
+    cost_usd: z.number().min(0).optional(),
   }),
   started_at: timestamp,
   completed_at: timestamp,

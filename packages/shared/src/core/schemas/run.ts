@@ -24,13 +24,14 @@ export const STOP_REASONS = [
   'max_depth',
   'max_total_tokens',
   'max_tokens_per_day',
+  'max_cost_usd',
   'timeout',
   'approval_timeout',
   'cancelled',
   'error',
 ] as const;
 export type StopReason = (typeof STOP_REASONS)[number];
-export type BudgetName = 'max_depth' | 'max_total_tokens' | 'max_tokens_per_day' | 'timeout';
+export type BudgetName = 'max_depth' | 'max_total_tokens' | 'max_tokens_per_day' | 'max_cost_usd' | 'timeout';
 
 /** `metadata` is echoed with every run (lists too), so it is kept small. */
 export const METADATA_MAX_BYTES = 16 * 1024;
@@ -177,6 +178,8 @@ export const createRunBodySchema = z
     tools: toolsSchema.optional(),
     max_depth: z.number().int().min(1).max(100).default(10),
     max_total_tokens: z.number().int().min(1).optional(),
+    /** A budget in US dollars over the run tree, counted where model prices are known (PROVIDERS_CONFIG). */
+    max_cost_usd: z.number().positive().max(1_000_000).optional(),
     timeout_ms: z
       .number()
       .int()
@@ -236,6 +239,10 @@ export interface RunSpec {
    * its sub-runs (its usage_total), beside the tree's (max_total_tokens).
    */
   subtree_max_total_tokens?: number;
+  /** A budget in US dollars over the run tree (its usage_total's cost_usd). */
+  max_cost_usd?: number;
+  /** As subtree_max_total_tokens, for a saved agent's own max_cost_usd. */
+  subtree_max_cost_usd?: number;
   timeout_ms?: number;
   on_budget_exhausted: 'final_answer' | 'stop';
   subagents?: { enabled: boolean; max_nesting: number; max_batch: number; agents?: string[] };
