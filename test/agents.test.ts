@@ -17,6 +17,11 @@ const systemOf = (req: ChatRequest) => req.messages.find((m) => m.role === 'syst
 const userOf = (req: ChatRequest) => String(req.messages.find((m) => m.role === 'user')?.content ?? '');
 async function handler(req: ChatRequest) {
   await gates.get(userOf(req));
+  // Structured output: a wrong answer first; once told what failed (a second user message), a right one.
+  if (userOf(req).startsWith('REPAIR')) {
+    const told = req.messages.filter((m) => m.role === 'user').length > 1;
+    return { content: told && userOf(req) === 'REPAIR once' ? '{"n": 2}' : '{"n": "two"}' };
+  }
   return { content: `system=${String(systemOf(req))} model=${req.model}` };
 }
 
@@ -243,5 +248,47 @@ describe('model settings', () => {
       expect(res.status).toBe(400);
       expect((await errorOf(res)).details).toContainEqual(expect.objectContaining({ field }));
     }
+  });
+});
+
+describe('structured-output repair', () => {
+  const response_format = {
+    type: 'json_schema',
+    json_schema: {
+      name: 'count',
+      schema: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'], additionalProperties: false },
+    },
+  };
+  const steps = async (id: string) => (await stack.getJson(`/v1/runs/${id}/steps`)).data;
+
+  it('sends an answer that fails the schema back with what failed; the second attempt succeeds', async () => {
+    const run = await stack.waitForRun((await stack.createRun({ input: 'REPAIR once', response_format })).id);
+    expect(run).toMatchObject({ status: 'completed', stop_reason: 'stop', output_parsed: { n: 2 } });
+    const [first, second] = await steps(run.id);
+    expect(first).toMatchObject({ error: { code: 'invalid_structured_output' } });
+    expect(first).not.toHaveProperty('repair');
+    expect(second).toMatchObject({ repair: 1 });
+    expect(second).not.toHaveProperty('error');
+    const told = stack.llm.requests.filter((r) => userOf(r) === 'REPAIR once')[1]!;
+    expect(told.messages.at(-1)).toMatchObject({
+      role: 'user',
+      content: expect.stringContaining('/n must be integer'),
+    });
+  });
+
+  it('fails the run as before once structured_output_retries are spent, each attempt a step', async () => {
+    const body = { input: 'REPAIR never', response_format, structured_output_retries: 2 };
+    const run = await stack.waitForRun((await stack.createRun(body)).id);
+    expect(run).toMatchObject({ status: 'failed', error: { code: 'invalid_structured_output' } });
+    expect((await steps(run.id)).map((s) => [s.repair ?? 0, s.error?.code])).toEqual([
+      [0, 'invalid_structured_output'],
+      [1, 'invalid_structured_output'],
+      [2, 'invalid_structured_output'],
+    ]);
+    const none = await stack.waitForRun(
+      (await stack.createRun({ ...body, input: 'REPAIR none', structured_output_retries: 0 })).id,
+    );
+    expect(none.status).toBe('failed');
+    expect(await steps(none.id)).toHaveLength(1);
   });
 });

@@ -14,6 +14,7 @@ export type AgentFields = Pick<
   | 'timeout_ms'
   | 'on_budget_exhausted'
   | 'response_format'
+  | 'structured_output_retries'
   | 'subagents'
   | 'approval'
   | 'client_tools'

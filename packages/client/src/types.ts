@@ -190,6 +190,8 @@ export interface CreateRunRequest {
   max_total_tokens?: number;
   /** A budget in US dollars over the run tree, counted where model prices are known. */
   max_cost_usd?: number;
+  /** Times an answer that fails `response_format`'s schema is sent back to the model, with why. @defaultValue 1 */
+  structured_output_retries?: number;
   timeout_ms?: number;
   /** @defaultValue "final_answer" */
   on_budget_exhausted?: 'final_answer' | 'stop';
@@ -297,6 +299,10 @@ export interface Step {
   usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number; cost_usd?: number };
   started_at: string;
   completed_at: string;
+  /** A final answer that failed the run's response_format (the run repairs it, or fails). */
+  error?: { code: string; message: string };
+  /** A step that repairs such an answer: which repair (1, 2, …). */
+  repair?: number;
   tool_calls: StepToolCall[];
 }
 

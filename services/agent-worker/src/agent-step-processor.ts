@@ -22,6 +22,7 @@ import { callModel } from './model-step.js';
 import { stepModel, waitForProvider } from './model-fallback.js';
 import { stepFault } from './step-faults.js';
 import { countSpend, stepUsage } from './step-cost.js';
+import { repairAnswer, repairPlan, resumeRepair } from './structured-repair.js';
 import { ProviderBusyError, providersOf, type Providers } from './providers.js';
 import {
   decideStep,
@@ -134,7 +135,7 @@ async function stepFrom(
     return { skipped: run.status };
   }
   // Its round is done, so the next step was added already: this job came again.
-  if (input.done) return { skipped: 'done before' };
+  if (input.done) return { skipped: (await resumeRepair(deps, input, data)) ? 'repair resumed' : 'done before' };
   // A sub-run reads its tree in one round trip: the tokens used, and whether an ancestor has
   // ended (a cancel marks only the run it names; the tree below stops on seeing it).
   const tree = run.spec.ancestors.length
@@ -162,7 +163,7 @@ async function stepFrom(
 
   try {
     const step = input.step;
-    const result = await runStep(deps, run, depth, messages, size, step, tree, log, signal, data.modelIndex);
+    const result = await runStep(deps, run, depth, messages, size, step, tree, log, signal, data);
     // Only a step that fanned tool calls out has a next step.
     if (!('outcome' in result) || result.outcome !== 'tool_calls') cache?.delete(runId);
     return result;
@@ -186,8 +187,8 @@ async function runStep(
   tree: { treeTokens: number; treeCostUsd?: number },
   log: JobLogger,
   signal?: AbortSignal,
-  /** Which of the run's models the step calls (see stepModel). */
-  modelIndex?: number,
+  /** Which of the run's models the step calls (see stepModel), and which repair it is (structured-repair.ts). */
+  job: Pick<JobInput<'agentStep'>, 'modelIndex' | 'repair'> = {},
 ): Promise<StepResult> {
   const { spec } = run;
   const catalog = await deps.tools();
@@ -195,7 +196,8 @@ async function runStep(
   const hasTools = tools.length > 0;
   // max_total_tokens and max_cost_usd hold for the whole tree: the root's usage_total.
   const budget = exhaustedBudget(spec, {
-    depth,
+    // A repair round is not a round of tools: max_depth does not end it.
+    depth: job.repair ? 0 : depth,
     treeTokens: tree.treeTokens,
     runTokens: run.usageTotal.total_tokens,
     treeCostUsd: tree.treeCostUsd,
@@ -205,7 +207,7 @@ async function runStep(
     nowMs: Date.now(),
     dayTokensUsedUp: (await deps.dailyTokens?.exceeded(run.tenant)) ?? false,
   });
-  const plan = planStep(spec, budget, hasTools);
+  const plan = repairPlan(planStep(spec, budget, hasTools), job.repair);
   if (plan.kind === 'stop') {
     await deps.runs.finish(run.id, { status: 'incomplete', stopReason: plan.budget });
     return { outcome: 'budget_exhausted', budget: plan.budget };
@@ -220,7 +222,8 @@ async function runStep(
       hasTools,
     );
   else {
-    const made = await makeStep(deps, run, depth, messages, tools, plan, log, signal, stepModel(spec, modelIndex));
+    const attempt = { model: stepModel(spec, job.modelIndex), repair: job.repair };
+    const made = await makeStep(deps, run, depth, messages, tools, plan, log, signal, attempt);
     if (!made) {
       // The run ended meanwhile, or an ancestor did: then this sub-run ends too (a cancel would
       // have ended it already; an ancestor that ended otherwise, or a cancel cut short, did not).
@@ -255,6 +258,8 @@ async function runStep(
       });
       return { outcome: 'budget_exhausted', budget: decision.budget };
     case 'failed':
+      // An answer that failed the response_format goes back to the model while repairs are left.
+      if (await repairAnswer(deps, run, depth, decision.error, job.repair ?? 0)) return { outcome: 'repair' };
       await deps.runs.finish(run.id, {
         status: 'failed',
         stopReason: 'error',
@@ -288,10 +293,11 @@ async function makeStep(
   first: CallPlan,
   log: JobLogger,
   signal?: AbortSignal,
-  /** The model called: the run's, or a fallback of it. */
-  model = run.spec.model,
+  /** The model called (the run's, or a fallback of it), and which repair the step is. */
+  attempt: { model: string; repair?: number } = { model: run.spec.model },
 ): Promise<StepOutcome | null> {
   const { spec } = run;
+  const { model } = attempt;
   const route = providersOf(deps).route(model);
   const hasTools = tools.length > 0;
   const startedAt = new Date().toISOString();
@@ -369,6 +375,8 @@ async function makeStep(
     completed_at: new Date().toISOString(),
     message: decision.message,
     ...(plan.budget && plan.toolChoice !== 'auto' ? { budget: plan.budget } : {}),
+    ...(attempt.repair ? { repair: attempt.repair } : {}),
+    ...(decision.kind === 'failed' ? { error: decision.error } : {}),
   };
   const stored = await deps.store.transcript.commitStep(run, record, {
     depth,

@@ -28,6 +28,8 @@ export const agentStepJobSchema = z.object({
   modelIndex: z.number().int().min(0).optional(),
   /** With `fallback_models`: the tries that failed on that model. */
   modelAttempts: z.number().int().min(0).optional(),
+  /** A step that repairs an answer that failed the run's response_format: which repair (1, 2, …). */
+  repair: z.number().int().min(1).optional(),
 });
 
 /** A call of a round, the `index`-th of the assistant's `tool_calls`. */

@@ -47,6 +47,9 @@ export function agentChildSpec(
     ...(sub ? { subagents: { ...sub, max_nesting: Math.min(sub.max_nesting, parentNesting) } } : {}),
     ...(subagentTypes?.length ? { subagent_types: subagentTypes } : {}),
     ...(agent.response_format ? { response_format: agent.response_format } : {}),
+    ...(agent.structured_output_retries !== undefined
+      ? { structured_output_retries: agent.structured_output_retries }
+      : {}),
     ...((p.approval ?? agent.approval) ? { approval: p.approval ?? agent.approval } : {}),
     ...(p.human_input || agent.human_input ? { human_input: true } : {}),
     ...(p.webhook || p.root_webhook ? { root_webhook: true } : {}),

@@ -37,6 +37,9 @@ export function buildRun(body: CreateRunBody, defaultModel: string | undefined, 
     on_budget_exhausted: body.on_budget_exhausted,
     ...(body.subagents ? { subagents: body.subagents } : {}),
     ...(body.response_format ? { response_format: body.response_format } : {}),
+    ...(body.structured_output_retries !== undefined
+      ? { structured_output_retries: body.structured_output_retries }
+      : {}),
     ...(body.webhook ? { webhook: body.webhook } : {}),
     ...(body.approval ? { approval: body.approval } : {}),
     ...(body.client_tools ? { client_tools: body.client_tools } : {}),

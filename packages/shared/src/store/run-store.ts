@@ -1,6 +1,7 @@
 import type { RedisClient } from '../infra/redis.js';
 import { ActionStore } from './actions.js';
 import { AgentStore } from './agents.js';
+import { RepairRounds } from './repair-rounds.js';
 import { ContextStore } from './context-store.js';
 import { globalKeys, runKeys } from './keys.js';
 import { RunEventLog } from './run-events.js';
@@ -38,6 +39,8 @@ export class RunStore {
   readonly actions: ActionStore;
   /** Saved agents, per tenant. */
   readonly agents: AgentStore;
+  /** Structured-output repair rounds. */
+  readonly repairs: RepairRounds;
 
   constructor(opts: RunStoreOptions) {
     const { redis, prefix } = opts;
@@ -53,6 +56,7 @@ export class RunStore {
     this.actions = new ActionStore(redis, prefix, this.retentionSeconds);
     this.steps = new StepsView(redis, prefix);
     this.agents = new AgentStore(redis, prefix);
+    this.repairs = new RepairRounds(redis, prefix);
   }
 
   keys(runId: string) {

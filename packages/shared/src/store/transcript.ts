@@ -19,6 +19,10 @@ export interface StepRecord {
   message: AssistantMessage;
   /** Set when the call was made with tools disabled because a budget ran out. */
   budget?: BudgetName;
+  /** A final answer that failed the run's response_format: why (the run repairs it or fails). */
+  error?: { code: string; message: string };
+  /** A step that repairs an answer that failed the response_format: which repair (1, 2, …). */
+  repair?: number;
 }
 
 /** Commits a model step once per depth (see commit-step.lua). */

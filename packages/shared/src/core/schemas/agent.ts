@@ -28,6 +28,7 @@ export const AGENT_RUN_FIELDS = [
   'timeout_ms',
   'on_budget_exhausted',
   'response_format',
+  'structured_output_retries',
   'subagents',
   'approval',
   'client_tools',

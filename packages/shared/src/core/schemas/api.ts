@@ -129,6 +129,10 @@ export const runStepSchema = z.looseObject({
   }),
   started_at: timestamp,
   completed_at: timestamp,
+  /** A final answer that failed the run's response_format (the run repairs it, or fails). */
+  error: z.looseObject({ code: z.string(), message: z.string() }).optional(),
+  /** A step that repairs such an answer: which repair (1, 2, …). */
+  repair: z.number().int().min(1).optional(),
   tool_calls: z.array(stepToolCallSchema),
 });
 

@@ -188,6 +188,8 @@ export const createRunBodySchema = z
       .optional(),
     on_budget_exhausted: z.enum(['final_answer', 'stop']).default('final_answer'),
     subagents: subagentsSchema.optional(),
+    /** Answers that fail response_format's schema are sent back to the model this many times. */
+    structured_output_retries: z.number().int().min(0).max(5).optional(),
     response_format: responseFormatSchema
       .refine(
         (f) => jsonBytes(f) <= RESPONSE_FORMAT_MAX_BYTES,
@@ -251,6 +253,8 @@ export interface RunSpec {
   /** The agents of `subagents.agents` as the run was created: see SubagentType. */
   subagent_types?: SubagentType[];
   response_format?: ResponseFormat;
+  /** How many times an answer that fails response_format is sent back to be repaired; unset: 1. */
+  structured_output_retries?: number;
   webhook?: { url: string; secret?: string };
   /** Which tool calls wait for a yes (inherited by sub-runs). */
   approval?: ApprovalPolicy;
