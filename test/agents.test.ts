@@ -17,6 +17,19 @@ const systemOf = (req: ChatRequest) => req.messages.find((m) => m.role === 'syst
 const userOf = (req: ChatRequest) => String(req.messages.find((m) => m.role === 'user')?.content ?? '');
 async function handler(req: ChatRequest) {
   await gates.get(userOf(req));
+  // Tool limits: search twice, then search twice more and get once, then get again, then answer.
+  if (userOf(req) === 'LIMITS') {
+    const rounds = [
+      ['crm__search_contacts', 'crm__search_contacts'],
+      ['crm__search_contacts', 'crm__search_contacts', 'crm__get_contact'],
+      ['crm__get_contact'],
+    ];
+    const done = req.messages.filter((m) => m.role === 'assistant').length;
+    const names = rounds[done];
+    if (!names) return { content: 'limited' };
+    const args = (n: string) => (n === 'crm__get_contact' ? { id: 'c1' } : { query: `q${done}` });
+    return { tool_calls: names.map((name) => ({ name, arguments: args(name) })) };
+  }
   // Structured output: a wrong answer first; once told what failed (a second user message), a right one.
   if (userOf(req).startsWith('REPAIR')) {
     const told = req.messages.filter((m) => m.role === 'user').length > 1;
@@ -290,5 +303,31 @@ describe('structured-output repair', () => {
     );
     expect(none.status).toBe('failed');
     expect(await steps(none.id)).toHaveLength(1);
+  });
+});
+
+describe('tool limits', () => {
+  it('make calls past a limit error results the model sees, never executions', async () => {
+    const before = stack.crm.calls.length;
+    const run = await stack.waitForRun(
+      (await stack.createRun({ input: 'LIMITS', tool_limits: { crm__search_contacts: 3, '*': 4 } })).id,
+    );
+    expect(run).toMatchObject({ status: 'completed', output: { content: 'limited' } });
+    const steps = (await stack.getJson(`/v1/runs/${run.id}/steps`)).data;
+    expect(steps.map((s) => s.tool_calls.map((c) => c.outcome))).toEqual([
+      ['ok', 'ok'],
+      ['ok', 'refused', 'ok'],
+      ['refused'],
+      [],
+    ]);
+    const refusal = steps[1]!.tool_calls[1]!;
+    expect(refusal).toMatchObject({ is_error: true, output: expect.stringContaining('at most 3 times in this run') });
+    // Only the calls within the limits reached the server (a round's calls run in parallel).
+    expect(
+      stack.crm.calls
+        .slice(before)
+        .map((c) => c.tool)
+        .sort(),
+    ).toEqual(['get_contact', 'search_contacts', 'search_contacts', 'search_contacts']);
   });
 });

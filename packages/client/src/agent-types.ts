@@ -8,6 +8,7 @@ export type AgentFields = Pick<
   | 'model_settings'
   | 'fallback_models'
   | 'tools'
+  | 'tool_limits'
   | 'max_depth'
   | 'max_total_tokens'
   | 'max_cost_usd'

@@ -185,6 +185,8 @@ export interface CreateRunRequest {
   fallback_models?: string[];
   /** Allowlist of tool names or globs (`crm__*`). */
   tools?: string[];
+  /** `{"<tool name or glob>": n}`: calls past n in the run are error results the model sees, not made. */
+  tool_limits?: Record<string, number>;
   /** Tool rounds allowed, 1..100. @defaultValue 10 */
   max_depth?: number;
   max_total_tokens?: number;

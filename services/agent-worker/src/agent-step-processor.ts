@@ -1,5 +1,5 @@
 import type OpenAI from 'openai';
-import { isTerminal, RetryableError, runDeadline, type ChatMessage } from '@agentq/shared/core';
+import { isTerminal, RetryableError, runDeadline, toolLimitRefusals, type ChatMessage } from '@agentq/shared/core';
 import { lazyChild, type JobLogger, type Logger } from '@agentq/shared/infra';
 import {
   type RunState,
@@ -238,16 +238,15 @@ async function runStep(
   switch (decision.kind) {
     case 'tool_calls':
       await fanOut(
-        {
-          jobs: deps.jobs,
-          actions: deps.actions,
-          catalog,
-          parkMs: deps.actionParkMs,
-        },
+        { jobs: deps.jobs, actions: deps.actions, catalog, parkMs: deps.actionParkMs },
         run,
         depth,
         decision.toolCalls,
         size,
+        // Calls past the run's tool_limits are refused, not made (counted over the earlier steps:
+        // a step committed before, this job came again, is the transcript's last message).
+        spec.tool_limits &&
+          toolLimitRefusals(spec.tool_limits, committed ? messages.slice(0, -1) : messages, decision.toolCalls),
       );
       return { outcome: 'tool_calls', count: decision.toolCalls.length };
     case 'budget_exhausted':

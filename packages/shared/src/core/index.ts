@@ -14,4 +14,5 @@ export * from './schemas/model-settings.js';
 export * from './schemas/run.js';
 export * from './schemas/usage.js';
 export * from './tool-arguments.js';
+export * from './tool-limits.js';
 export * from './tool-outcome.js';

@@ -38,6 +38,8 @@ const roundCallSchema = z.object({
   toolCallId: z.string(),
   name: z.string(),
   arguments: z.string(),
+  /** The run's tool_limits refuse the call: its result is this error, and it is not made. */
+  refused: z.string().optional(),
 });
 
 /**

@@ -37,6 +37,7 @@ export function agentChildSpec(
     ...(agent.fallback_models ? { fallback_models: agent.fallback_models } : {}),
     ...(agent.instructions !== undefined ? { instructions: agent.instructions } : {}),
     ...(agent.tools ? { tools: agent.tools } : {}),
+    ...(agent.tool_limits ? { tool_limits: agent.tool_limits } : {}),
     max_depth: agent.max_depth,
     ...(p.max_total_tokens !== undefined ? { max_total_tokens: p.max_total_tokens } : {}),
     ...(agent.max_total_tokens !== undefined ? { subtree_max_total_tokens: agent.max_total_tokens } : {}),

@@ -22,6 +22,7 @@ export const AGENT_RUN_FIELDS = [
   'model_settings',
   'fallback_models',
   'tools',
+  'tool_limits',
   'max_depth',
   'max_total_tokens',
   'max_cost_usd',

@@ -3,6 +3,7 @@ import { chatMessageSchema, type AssistantMessage } from './message.js';
 import type { Usage } from './usage.js';
 import { BUILTIN_TOOL_NAMES } from '../builtin-tools.js';
 import { modelSettingsSchema, type ModelSettings } from './model-settings.js';
+import { toolLimitsSchema, type ToolLimits } from '../tool-limits.js';
 
 /** `requires_action`: something of the run or of its sub-runs waits for an answer (see actions/). */
 export const RUN_STATUSES = [
@@ -176,6 +177,8 @@ export const createRunBodySchema = z
     /** Models a step moves on to, in order, when its model keeps failing (retries spent). */
     fallback_models: z.array(z.string().min(1).max(256)).min(1).max(5).optional(),
     tools: toolsSchema.optional(),
+    /** At most n calls of the matching tools in the run; calls past it are error results (see tool-limits.ts). */
+    tool_limits: toolLimitsSchema.optional(),
     max_depth: z.number().int().min(1).max(100).default(10),
     max_total_tokens: z.number().int().min(1).optional(),
     /** A budget in US dollars over the run tree, counted where model prices are known (PROVIDERS_CONFIG). */
@@ -234,6 +237,8 @@ export interface RunSpec {
   fallback_models?: string[];
   instructions?: string;
   tools?: string[];
+  /** Calls past these are error results the model sees (sub-runs inherit them, each counting its own). */
+  tool_limits?: ToolLimits;
   max_depth: number;
   max_total_tokens?: number;
   /**
