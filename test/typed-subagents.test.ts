@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatRequest, Reply } from '@agentq/scripted-llm';
 import type { RunObject } from '@agentq/shared/core';
@@ -22,6 +23,18 @@ function handler(req: ChatRequest): Reply {
       ? { ...call('crm__search_contacts', { query: 'Bob' }), usage: { prompt_tokens: 80, completion_tokens: 20 } }
       : { content: 'thrifty done' };
   if (system) return { content: `${system}|${req.model}` };
+  // Chunks by structure: the README by markdown, the section on its two commands to a sub-agent.
+  if (user.startsWith('Section:')) return { content: user };
+  if (user === 'PARENT chunks') {
+    if (round(req) === 0) return call('context_chunks', { max_chars: 2500, by: 'markdown', name: 'README.md' });
+    if (round(req) === 1) {
+      const { chunks } = JSON.parse(lastTool(req)) as { chunks: Array<{ id: string; title: string }> };
+      const two = chunks.find((c) => c.title === 'agentq > Two commands')!;
+      return call('agent_query', { prompt: 'Section:', context_chunk: two.id });
+    }
+    if (round(req) === 2) return call('context_chunks', { max_chars: 300, by: 'json', name: 'export.json' });
+    return { content: JSON.stringify(toolMsgs(req).map((m) => m.content)) };
+  }
   if (user === 'PARENT typed')
     return round(req) === 0
       ? call('agent_query_batch', {
@@ -131,5 +144,30 @@ describe('sub-agents by type', () => {
     const [child] = await children(id);
     expect(child).toMatchObject({ status: 'completed', stop_reason: 'max_total_tokens' });
     expect(child!.output?.content).toBe('thrifty done');
+  });
+});
+
+describe('context_chunks by structure', () => {
+  it('gives a sub-agent a whole markdown section of a real README; JSON by its top-level items', async () => {
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+    const exported = JSON.stringify({ contacts: [{ id: 'c1', name: 'Bob' }], count: 1, exported_at: '2026-11-28' });
+    const { id } = await stack.createRun({
+      input: 'PARENT chunks',
+      subagents: { enabled: true },
+      context: [
+        { name: 'README.md', text: readme },
+        { name: 'export.json', text: exported },
+      ],
+    });
+    const run = await stack.waitForRun(id);
+    expect(run.status).toBe('completed');
+    const [markdown, section, json] = JSON.parse(run.output!.content as string) as string[];
+    const titles = (JSON.parse(markdown!) as { chunks: Array<{ title: string }> }).chunks.map((c) => c.title);
+    expect(titles).toContain('agentq > Two commands');
+    // The sub-agent got the section whole, from its heading to the next one.
+    const start = readme.indexOf('## Two commands');
+    const whole = readme.slice(start, readme.indexOf('\n## ', start + 1) + 1);
+    expect(section).toContain(whole);
+    expect(JSON.parse(json!).chunks.map((c: { title: string }) => c.title)).toEqual(['contacts … exported_at']);
   });
 });

@@ -79,14 +79,17 @@ export const CONTEXT_TOOLS: BuiltinTool[] = [
   {
     name: 'context_chunks',
     description:
-      'Split the context into fixed windows of max_chars characters overlapping by overlap_chars; ' +
-      'returns chunk ids to pass as context_chunk to agent_query / agent_query_batch.',
+      'Split the context into chunks of at most max_chars characters; returns chunk ids to pass as ' +
+      'context_chunk to agent_query / agent_query_batch. By default (by: chars) fixed windows overlapping by ' +
+      'overlap_chars; by lines, paragraphs, markdown (sections, each chunk titled with its heading path) or json ' +
+      '(top-level items) a chunk holds whole units, cut only when one alone is larger than max_chars.',
     parameters: {
       type: 'object',
       properties: {
         max_chars: { type: 'integer', minimum: 1 },
         overlap_chars: { type: 'integer', minimum: 0 },
         name: { type: 'string' },
+        by: { type: 'string', enum: ['chars', 'lines', 'paragraphs', 'markdown', 'json'] },
       },
       required: ['max_chars'],
       additionalProperties: false,
