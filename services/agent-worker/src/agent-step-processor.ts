@@ -21,7 +21,7 @@ import type { AnswerHold } from './model-answers-in-flight.js';
 import { callModel } from './model-step.js';
 import { stepModel, waitForProvider } from './model-fallback.js';
 import { stepFault } from './step-faults.js';
-import { countSpend, stepUsage } from './step-cost.js';
+import { countSpend, spentBudget, stepUsage } from './step-cost.js';
 import { repairAnswer, repairPlan, resumeRepair } from './structured-repair.js';
 import { ProviderBusyError, providersOf, type Providers } from './providers.js';
 import {
@@ -140,7 +140,7 @@ async function stepFrom(
   // ended (a cancel marks only the run it names; the tree below stops on seeing it).
   const tree = run.spec.ancestors.length
     ? await deps.store.runs.ancestry(run.spec.ancestors)
-    : { treeTokens: run.usageTotal.total_tokens, treeCostUsd: run.usageTotal.cost_usd, ancestorOver: false };
+    : { treeTokens: run.usageTotal.total_tokens, ancestorOver: false };
   if (tree.ancestorOver) {
     cache?.delete(runId);
     await deps.runs.finish(runId, { status: 'cancelled', stopReason: 'cancelled' });
@@ -184,7 +184,7 @@ async function runStep(
   /** The stored size of `messages`, which the next step is told. */
   size: number,
   committed: StepRecord | null,
-  tree: { treeTokens: number; treeCostUsd?: number },
+  tree: { treeTokens: number },
   log: JobLogger,
   signal?: AbortSignal,
   /** Which of the run's models the step calls (see stepModel), and which repair it is (structured-repair.ts). */
@@ -200,8 +200,7 @@ async function runStep(
     depth: job.repair ? 0 : depth,
     treeTokens: tree.treeTokens,
     runTokens: run.usageTotal.total_tokens,
-    treeCostUsd: tree.treeCostUsd,
-    runCostUsd: run.usageTotal.cost_usd,
+    ...(spec.max_cost_usd !== undefined || spec.subtree_max_cost_usd !== undefined ? await spentBudget(deps, run) : {}),
     createdAtMs: Date.parse(run.createdAt),
     deadlineAtMs: spec.deadline_at,
     nowMs: Date.now(),

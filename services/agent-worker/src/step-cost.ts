@@ -1,4 +1,5 @@
 import type { TokenTally } from '@agentq/shared/runs';
+import type { RunState, RunStore } from '@agentq/shared/store';
 import type { ModelRoute } from './providers.js';
 import type { ModelPrice } from './providers-config.js';
 
@@ -46,4 +47,13 @@ export function countSpend(
   const nanos = usage.cost_usd === undefined ? 0 : Math.round(usage.cost_usd * 1e9);
   tokens?.add(tenant, usage.total_tokens, nanos);
   if (usage.cost_usd !== undefined) route.provider.spent(route.model, usage.cost_usd);
+}
+
+/** For a run with a dollar budget: what it and its tree have spent (one read; a run without one reads nothing). */
+export async function spentBudget(
+  deps: { store: RunStore },
+  run: Pick<RunState, 'id' | 'rootRunId'>,
+): Promise<{ treeCostUsd: number; runCostUsd: number }> {
+  const spent = await deps.store.costs.spent(run);
+  return { treeCostUsd: spent.tree, runCostUsd: spent.run };
 }

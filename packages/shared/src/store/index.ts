@@ -6,6 +6,7 @@ export * from './lua-source.js';
 export * from './provider-buckets.js';
 export * from './redis-script.js';
 export * from './repair-rounds.js';
+export * from './run-costs.js';
 export * from './run-events.js';
 export * from './run-hash.js';
 export * from './run-list.js';

@@ -1,7 +1,6 @@
 import { isCluster, type RedisClient } from '../infra/redis.js';
 import type { AssistantMessage, ChatMessage } from '../core/schemas/message.js';
 import { isTerminal, type RunObject, type RunSpec, type RunStatus, type StopReason } from '../core/schemas/run.js';
-import { nanosToUsd } from '../core/schemas/usage.js';
 import { globalKeys, runKeys, RUN_FIELDS as F } from './keys.js';
 import { redisScript } from './redis-script.js';
 import { listRuns, type ListedBatch } from './run-list.js';
@@ -249,16 +248,15 @@ export class RunRecords {
    * has used (the root's usage_total) and whether any ancestor is gone or over (then so is this
    * run: a cancel marks only the run it names, and its descendants stop on seeing it).
    */
-  async ancestry(ancestors: string[]): Promise<{ treeTokens: number; treeCostUsd?: number; ancestorOver: boolean }> {
+  async ancestry(ancestors: string[]): Promise<{ treeTokens: number; ancestorOver: boolean }> {
     if (!ancestors.length) return { treeTokens: 0, ancestorOver: false };
     // Sent back to back (one round trip), as commands rather than a pipeline: see Transcript.headReads.
-    const [[tokens, cost], ...statuses] = await Promise.all([
-      this.redis.hmget(this.keys(ancestors[0]).run, `${F.usageTotalPrefix}total_tokens`, F.usageTotalCost),
+    const [tokens, ...statuses] = await Promise.all([
+      this.redis.hget(this.keys(ancestors[0]).run, `${F.usageTotalPrefix}total_tokens`),
       ...ancestors.map((a) => this.redis.hget(this.keys(a).run, F.status)),
     ]);
     return {
       treeTokens: Number(tokens ?? 0),
-      ...(cost !== null && cost !== undefined ? { treeCostUsd: nanosToUsd(Number(cost)) } : {}),
       ancestorOver: statuses.some((st) => st === null || isTerminal(st as RunStatus)),
     };
   }

@@ -2,6 +2,7 @@ import type { RedisClient } from '../infra/redis.js';
 import { ActionStore } from './actions.js';
 import { AgentStore } from './agents.js';
 import { RepairRounds } from './repair-rounds.js';
+import { RunCosts } from './run-costs.js';
 import { ContextStore } from './context-store.js';
 import { globalKeys, runKeys } from './keys.js';
 import { RunEventLog } from './run-events.js';
@@ -41,6 +42,8 @@ export class RunStore {
   readonly agents: AgentStore;
   /** Structured-output repair rounds. */
   readonly repairs: RepairRounds;
+  /** What runs have spent in money. */
+  readonly costs: RunCosts;
 
   constructor(opts: RunStoreOptions) {
     const { redis, prefix } = opts;
@@ -57,6 +60,7 @@ export class RunStore {
     this.steps = new StepsView(redis, prefix);
     this.agents = new AgentStore(redis, prefix);
     this.repairs = new RepairRounds(redis, prefix);
+    this.costs = new RunCosts(redis, prefix);
   }
 
   keys(runId: string) {

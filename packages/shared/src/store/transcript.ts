@@ -78,8 +78,6 @@ const STEP_RUN_FIELDS = [
   F.transcriptBytes,
   ...USAGE_FIELDS.map((f) => `${F.usagePrefix}${f}`),
   ...USAGE_FIELDS.map((f) => `${F.usageTotalPrefix}${f}`),
-  F.usageCost,
-  F.usageTotalCost,
 ];
 
 /** What a model step starts from, but its messages: the run, its transcript's length and size, the step stored at its depth if any. */
