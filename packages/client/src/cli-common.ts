@@ -35,6 +35,7 @@ export const OPTIONS = {
   follow: { type: 'boolean', short: 'f' },
   outputs: { type: 'boolean' },
   json: { type: 'boolean' },
+  agent: { type: 'string', short: 'a' },
   model: { type: 'string', short: 'm' },
   tools: { type: 'string', short: 't' },
   'max-depth': { type: 'string', short: 'd' },

@@ -3,6 +3,7 @@ import { AgentqClient } from './client.js';
 import { EXIT, OPTIONS, table, UsageError, type Io } from './cli-common.js';
 import { apiKeyProblem, urlProblem, type CliConfig } from './cli-config.js';
 import { cmdActions } from './cli-actions.js';
+import { cmdAgents } from './cli-agents.js';
 import { cmdRun } from './cli-run.js';
 import { cmdRuns } from './cli-runs.js';
 import { ActionResolvedError, AgentqApiError, AgentqTimeoutError } from './errors.js';
@@ -19,6 +20,11 @@ Usage:
   agentq runs cancel <id>           cancel a run and its sub-runs
   agentq runs events <id>           follow a run's events until it ends (--outputs: with tool outputs)
   agentq tools                      the tools runs can use
+  agentq agents ls                  saved agents, each at its latest version
+  agentq agents get <name>[@v]      an agent (at a version) as JSON
+  agentq agents put <file>          save an agent from a YAML or JSON file ("-": stdin); its name
+                                    is the file's "name", else the file name; same content: no new version
+  agentq agents rm <name>           delete an agent and its versions
   agentq actions ls [--status pending|resolved] [--limit n] [--after id] [--all]
                                     requests for an answer across your runs, newest first
   agentq actions approve <action-id> [--arguments <json>]   let a tool call run
@@ -29,6 +35,7 @@ Options of run:
   -f, --follow              show progress as it happens: steps, tool calls, tokens, sub-runs
       --outputs             with --follow: also what each tool call returned
       --json                print the final run object (progress, if any, goes to stderr)
+  -a, --agent <name[@v]>    run as a saved agent (options given here win over its fields)
   -m, --model <name>        model (default: the server's MODEL)
   -t, --tools <a,b>         allowlist of tool names or globs (crm__*)
   -d, --max-depth <n>       tool rounds allowed, 1..100
@@ -109,6 +116,8 @@ export async function main(argv: string[], config: CliConfig, io: Io): Promise<n
         return await cmdRuns(client, args, v, io, style);
       case 'actions':
         return await cmdActions(client, args, v, io, style);
+      case 'agents':
+        return await cmdAgents(client, args, v, io, style);
       case 'tools': {
         const tools = await client.listTools();
         if (v.json) io.stdout.write(`${JSON.stringify(tools, null, 2)}\n`);

@@ -75,6 +75,7 @@ function runRequest(input: string, v: Values): CreateRunRequest {
     }
   }
   const body: CreateRunRequest = { input };
+  if (v.agent) body.agent = v.agent;
   if (v.model) body.model = v.model;
   if (v.tools)
     body.tools = v.tools

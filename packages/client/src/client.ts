@@ -1,3 +1,4 @@
+import { AgentsApi } from './agents.js';
 import { AgentqApiError, AgentqTimeoutError } from './errors.js';
 import { isTransient, poll, sleep } from './poll.js';
 import { parseSse } from './sse.js';
@@ -75,12 +76,15 @@ export class AgentqClient {
   private readonly apiKey?: string;
   private readonly fetchImpl: typeof fetch;
   private readonly headers: Record<string, string>;
+  /** Saved agents: `client.agents.put(name, definition)`, `get`, `list`, `versions`, `delete`. */
+  readonly agents: AgentsApi;
 
   constructor(opts: AgentqClientOptions) {
     this.baseUrl = opts.baseUrl.replace(/\/+$/, '');
     this.apiKey = opts.apiKey;
     this.fetchImpl = opts.fetch ?? ((input, init) => globalThis.fetch(input, init));
     this.headers = opts.headers ?? {};
+    this.agents = new AgentsApi((method, path, o) => this.request(method, path, o));
   }
 
   private url(path: string, query?: Record<string, string | number | undefined>): string {
@@ -113,7 +117,8 @@ export class AgentqClient {
       signal: o.signal,
     });
     if (!res.ok) throw await AgentqApiError.from(res);
-    return (await res.json()) as T;
+    // 204 No Content (a delete).
+    return (res.status === 204 ? undefined : await res.json()) as T;
   }
 
   private runPath(id: string, sub = '') {

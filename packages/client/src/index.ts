@@ -17,3 +17,5 @@ export { progressPrinter, styleFor, summary, type ProgressOptions, type Style } 
 export { parseSse, type SseMessage } from './sse.js';
 export { verifyWebhook, type VerifyWebhookOptions } from './webhook.js';
 export * from './types.js';
+export * from './agent-types.js';
+export { AgentsApi } from './agents.js';

@@ -8,6 +8,7 @@ export type StopReason =
   | 'max_depth'
   | 'max_total_tokens'
   | 'max_tokens_per_day'
+  | 'max_cost_usd'
   | 'timeout'
   | 'approval_timeout'
   | 'cancelled'
@@ -25,6 +26,8 @@ export interface Usage {
   total_tokens: number;
   model_calls: number;
   tool_calls: number;
+  /** US dollars, once a step of a model whose price is known (PROVIDERS_CONFIG) is counted. */
+  cost_usd?: number;
 }
 
 /** A function call the assistant asked for, in OpenAI chat format. */
@@ -62,6 +65,8 @@ export interface Run {
   usage: Usage;
   /** This run plus all its sub-runs. */
   usage_total: Usage;
+  /** The saved agent the run runs as, at its version; null for none. */
+  agent: { name: string; version: number } | null;
   metadata: Record<string, unknown>;
   created_at: string;
   started_at: string | null;
@@ -168,19 +173,32 @@ export interface ListActionsParams {
 
 /** The body of `POST /v1/runs`: give `input` or `messages`. */
 export interface CreateRunRequest {
+  /** A saved agent (`name` or `name@3`) whose fields the run takes; fields given here win. */
+  agent?: string;
   input?: string;
   messages?: ChatMessage[];
   instructions?: string;
   model?: string;
+  /** Sampling and output settings passed to the provider with every model call. */
+  model_settings?: ModelSettings;
+  /** Models a step moves on to, in order, once it has spent its tries on its model (up to 5). */
+  fallback_models?: string[];
   /** Allowlist of tool names or globs (`crm__*`). */
   tools?: string[];
+  /** `{"<tool name or glob>": n}`: calls past n in the run are error results the model sees, not made. */
+  tool_limits?: Record<string, number>;
   /** Tool rounds allowed, 1..100. @defaultValue 10 */
   max_depth?: number;
   max_total_tokens?: number;
+  /** A budget in US dollars over the run tree, counted where model prices are known. */
+  max_cost_usd?: number;
+  /** Times an answer that fails `response_format`'s schema is sent back to the model, with why. @defaultValue 1 */
+  structured_output_retries?: number;
   timeout_ms?: number;
   /** @defaultValue "final_answer" */
   on_budget_exhausted?: 'final_answer' | 'stop';
-  subagents?: { enabled?: boolean; max_nesting?: number; max_batch?: number };
+  /** `agents`: saved agents the model may start as sub-agents (`agent_query {"agent"}`). */
+  subagents?: { enabled?: boolean; max_nesting?: number; max_batch?: number; agents?: string[] };
   response_format?:
     | { type: 'text' }
     | { type: 'json_object' }
@@ -197,6 +215,24 @@ export interface CreateRunRequest {
   /** Offers the model the built-in `ask_human {question, choices?}`. */
   human_input?: boolean;
   metadata?: Record<string, unknown>;
+}
+
+/** A run's model settings (OpenAI chat-completions names); `parallel_tool_calls` is sent only with tools. */
+export interface ModelSettings {
+  /** 0..2 */
+  temperature?: number;
+  /** 0..1 */
+  top_p?: number;
+  max_tokens?: number;
+  reasoning_effort?: 'none' | 'minimal' | 'low' | 'medium' | 'high';
+  parallel_tool_calls?: boolean;
+  seed?: number;
+  /** Up to 4 sequences. */
+  stop?: string | string[];
+  /** -2..2 */
+  presence_penalty?: number;
+  /** -2..2 */
+  frequency_penalty?: number;
 }
 
 /** Which tool calls need a yes, and what an unanswered request comes to. Give `tools`, `destructive: true` or both. */
@@ -261,9 +297,14 @@ export interface Step {
   depth: number;
   status: 'completed';
   model: string;
-  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+  /** With `cost_usd` when the price of the model is known. */
+  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number; cost_usd?: number };
   started_at: string;
   completed_at: string;
+  /** A final answer that failed the run's response_format (the run repairs it, or fails). */
+  error?: { code: string; message: string };
+  /** A step that repairs such an answer: which repair (1, 2, …). */
+  repair?: number;
   tool_calls: StepToolCall[];
 }
 

@@ -6,6 +6,8 @@ import { describe, expect, it } from 'vitest';
 import type { z } from 'zod';
 import {
   type actionItemSchema,
+  type agentObjectSchema,
+  type putAgentBodySchema,
   actionResponseSchema,
   type listActionsQuerySchema,
   MAX_RESPONSE_CHARS as SERVER_MAX_RESPONSE_CHARS,
@@ -18,6 +20,7 @@ import {
   type StopReason as ServerStopReason,
 } from '@agentq/shared/core';
 import { type ActionDecisionKind } from '@agentq/shared/runs';
+import type { Agent, AgentDefinition } from './agent-types.js';
 import {
   MAX_REASON_CHARS,
   MAX_RESPONSE_CHARS,
@@ -62,6 +65,12 @@ export type ApprovalRecordFields = Fits<
   keyof NonNullable<StepToolCall['approval']>,
   keyof NonNullable<Sent<typeof stepToolCallSchema>['approval']>
 >;
+export type ModelSettingsAccepted = Fits<
+  NonNullable<CreateRunRequest['model_settings']>,
+  NonNullable<z.input<typeof putAgentBodySchema>['model_settings']>
+>;
+export type AgentFields = Fits<keyof Agent, keyof Sent<typeof agentObjectSchema>>;
+export type AgentDefinitionAccepted = Fits<keyof AgentDefinition, keyof z.input<typeof putAgentBodySchema>>;
 export type WebhookTypePromised = Fits<WebhookPayload['type'], z.output<typeof webhookPayloadSchema>['type']>;
 export type StatusesMatch = [Fits<RunStatus, ServerRunStatus>, Fits<ServerRunStatus, RunStatus>];
 export type StopReasonsMatch = [Fits<StopReason, ServerStopReason>, Fits<ServerStopReason, StopReason>];

@@ -31,6 +31,7 @@ export async function startScriptedLlm(opts: {
   let latencyMs = opts.latencyMs ?? 0;
   const host = opts.host ?? '127.0.0.1';
   const requests: ChatRequest[] = [];
+  const requestHeaders: Array<Record<string, string | string[] | undefined>> = [];
   const inFlight = new Set<AbortController>();
   let completions = 0;
   let toolCalls = 0;
@@ -53,6 +54,7 @@ export async function startScriptedLlm(opts: {
       return sendError(res, 400, { message: "'messages' must be an array.", code: 'invalid_request' });
     }
     const callIndex = requests.push(body) - 1;
+    requestHeaders.push({ ...req.headers });
     let reply: Reply;
     try {
       reply = await handler(body, { callIndex, signal });
@@ -146,6 +148,7 @@ export async function startScriptedLlm(opts: {
     baseURL: `http://${urlHost(host)}:${port}/v1`,
     port,
     requests,
+    requestHeaders,
     setHandler(h) {
       handler = h;
     },

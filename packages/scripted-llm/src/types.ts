@@ -107,6 +107,8 @@ export interface ScriptedLlm {
   port: number;
   /** Every chat request body received, in order (index = `callIndex`). */
   requests: ChatRequest[];
+  /** The HTTP headers of each request, at the same index as `requests` (names lower-cased). */
+  requestHeaders: Array<Record<string, string | string[] | undefined>>;
   setHandler(h: Handler): void;
   setLatency(ms: number): void;
   close(): Promise<void>;

@@ -20,7 +20,7 @@ export type { ActionItem, ActionResponse, ChatMessage, InboxItem, RunStatus, Too
 export type UsageView = Usage & { cost_usd?: number };
 
 /** The run object, with the fields it echoes of its request where the service sends them. */
-export interface RunView extends Omit<Run, 'usage' | 'usage_total' | 'stop_reason'> {
+export interface RunView extends Omit<Run, 'usage' | 'usage_total' | 'stop_reason' | 'agent'> {
   stop_reason: string | null;
   usage: UsageView;
   usage_total: UsageView;

@@ -1,5 +1,5 @@
 import type OpenAI from 'openai';
-import { AgentqError, isTerminal, RetryableError, runDeadline, type ChatMessage } from '@agentq/shared/core';
+import { isTerminal, RetryableError, runDeadline, toolLimitRefusals, type ChatMessage } from '@agentq/shared/core';
 import { lazyChild, type JobLogger, type Logger } from '@agentq/shared/infra';
 import {
   type RunState,
@@ -12,7 +12,6 @@ import { type JobInput, type JobContext, type JobQueues } from '@agentq/shared/j
 import { type RunActions, type Runs, type TokenTally } from '@agentq/shared/runs';
 import { exhaustedBudget } from './budgets.js';
 import { readStepInput } from './step-input.js';
-import { waitForQuota } from './quota-wait.js';
 import type { DailyTokens } from './daily-tokens.js';
 import { DeltaBuffer } from './delta-buffer.js';
 import type { TranscriptCache } from './transcript-cache.js';
@@ -20,6 +19,11 @@ import type { TranscriptsInFlight } from './transcripts-in-flight.js';
 import { fanOut } from './fan-out.js';
 import type { AnswerHold } from './model-answers-in-flight.js';
 import { callModel } from './model-step.js';
+import { stepModel, waitForProvider } from './model-fallback.js';
+import { stepFault } from './step-faults.js';
+import { countSpend, spentBudget, stepUsage } from './step-cost.js';
+import { repairAnswer, repairPlan, resumeRepair } from './structured-repair.js';
+import { ProviderBusyError, providersOf, type Providers } from './providers.js';
 import {
   decideStep,
   planOfStoredStep,
@@ -40,6 +44,10 @@ export interface AgentStepDeps {
   /** The longest a waiting call's job stays delayed at once (ACTION_PARK_MAX_MS). */
   actionParkMs: number;
   openai: OpenAI;
+  /** The model providers (PROVIDERS_CONFIG); unset: `openai` alone, with no limits of its own. */
+  providers?: Providers;
+  /** First retry delay of a failed step of a run with fallback_models (MODEL_BACKOFF_BASE_MS). @defaultValue 1000 */
+  backoffBaseMs?: number;
   logger: Logger;
   /** The tool catalog, cached by the caller. */
   tools: () => Promise<ToolCatalogEntry[]>;
@@ -112,7 +120,7 @@ async function stepFrom(
   log: JobLogger,
 ): Promise<StepResult> {
   const { runId, depth } = data;
-  const { job, signal } = ctx;
+  const { signal } = ctx;
   const cache = deps.transcripts;
   if (!input || isTerminal(input.run.status)) cache?.delete(runId);
   if (!input) {
@@ -127,7 +135,7 @@ async function stepFrom(
     return { skipped: run.status };
   }
   // Its round is done, so the next step was added already: this job came again.
-  if (input.done) return { skipped: 'done before' };
+  if (input.done) return { skipped: (await resumeRepair(deps, input, data)) ? 'repair resumed' : 'done before' };
   // A sub-run reads its tree in one round trip: the tokens used, and whether an ancestor has
   // ended (a cancel marks only the run it names; the tree below stops on seeing it).
   const tree = run.spec.ancestors.length
@@ -154,32 +162,16 @@ async function stepFrom(
     void deps.runs.start(runId).catch((err: Error) => log.warn({ err: err.message }, 'could not mark the run started'));
 
   try {
-    const result = await runStep(deps, run, depth, messages, size, input.step, tree.treeTokens, log, signal);
+    const step = input.step;
+    const result = await runStep(deps, run, depth, messages, size, step, tree, log, signal, data);
     // Only a step that fanned tool calls out has a next step.
     if (!('outcome' in result) || result.outcome !== 'tool_calls') cache?.delete(runId);
     return result;
   } catch (err) {
+    // Its provider cannot take the call now (its own limits): the step waits, parked.
+    if (err instanceof ProviderBusyError) return waitForProvider(err, ctx, log);
     cache?.delete(runId);
-    // Fatal errors end the run now; anything else (provider faults, a Redis blip) is retried.
-    const final = (err instanceof AgentqError && !err.retryable) || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-    if (signal?.aborted) {
-      // Cancelled (the run has ended: nothing to do) or shutting down (another worker redoes it).
-      const now = await deps.store.runs.getState(runId);
-      if (!now || isTerminal(now.status)) return { skipped: 'cancelled' };
-      throw err;
-    }
-    if (err instanceof RetryableError && err.code === 'model_rate_limited')
-      return waitForQuota(err, data, ctx, deps, log);
-    if (!final) {
-      log.warn({ err: (err as Error).message, attempt: job.attemptsMade + 1 }, 'model step failed; will retry');
-      throw err;
-    }
-    const code = err instanceof AgentqError ? err.code : 'internal_error';
-    const message =
-      err instanceof AgentqError ? err.message : `internal error in the agent worker: ${(err as Error).message}`;
-    log.error({ err }, 'model step failed for good; the run fails');
-    await deps.runs.finish(runId, { status: 'failed', stopReason: 'error', error: { code, message } });
-    return { failed: code };
+    return stepFault(err, data, ctx, deps, run.spec, log);
   }
 }
 
@@ -192,24 +184,29 @@ async function runStep(
   /** The stored size of `messages`, which the next step is told. */
   size: number,
   committed: StepRecord | null,
-  treeTokens: number,
+  tree: { treeTokens: number },
   log: JobLogger,
   signal?: AbortSignal,
+  /** Which of the run's models the step calls (see stepModel), and which repair it is (structured-repair.ts). */
+  job: Pick<JobInput<'agentStep'>, 'modelIndex' | 'repair'> = {},
 ): Promise<StepResult> {
   const { spec } = run;
   const catalog = await deps.tools();
   const tools = offeredTools(catalog, spec);
   const hasTools = tools.length > 0;
-  // max_total_tokens holds for the whole tree: treeTokens is the root's usage_total.
+  // max_total_tokens and max_cost_usd hold for the whole tree: the root's usage_total.
   const budget = exhaustedBudget(spec, {
-    depth,
-    treeTokens,
+    // A repair round is not a round of tools: max_depth does not end it.
+    depth: job.repair ? 0 : depth,
+    treeTokens: tree.treeTokens,
+    runTokens: run.usageTotal.total_tokens,
+    ...(spec.max_cost_usd !== undefined || spec.subtree_max_cost_usd !== undefined ? await spentBudget(deps, run) : {}),
     createdAtMs: Date.parse(run.createdAt),
     deadlineAtMs: spec.deadline_at,
     nowMs: Date.now(),
     dayTokensUsedUp: (await deps.dailyTokens?.exceeded(run.tenant)) ?? false,
   });
-  const plan = planStep(spec, budget, hasTools);
+  const plan = repairPlan(planStep(spec, budget, hasTools), job.repair);
   if (plan.kind === 'stop') {
     await deps.runs.finish(run.id, { status: 'incomplete', stopReason: plan.budget });
     return { outcome: 'budget_exhausted', budget: plan.budget };
@@ -224,7 +221,8 @@ async function runStep(
       hasTools,
     );
   else {
-    const made = await makeStep(deps, run, depth, messages, tools, plan, log, signal);
+    const attempt = { model: stepModel(spec, job.modelIndex), repair: job.repair };
+    const made = await makeStep(deps, run, depth, messages, tools, plan, log, signal, attempt);
     if (!made) {
       // The run ended meanwhile, or an ancestor did: then this sub-run ends too (a cancel would
       // have ended it already; an ancestor that ended otherwise, or a cancel cut short, did not).
@@ -239,16 +237,15 @@ async function runStep(
   switch (decision.kind) {
     case 'tool_calls':
       await fanOut(
-        {
-          jobs: deps.jobs,
-          actions: deps.actions,
-          catalog,
-          parkMs: deps.actionParkMs,
-        },
+        { jobs: deps.jobs, actions: deps.actions, catalog, parkMs: deps.actionParkMs },
         run,
         depth,
         decision.toolCalls,
         size,
+        // Calls past the run's tool_limits are refused, not made (counted over the earlier steps:
+        // a step committed before, this job came again, is the transcript's last message).
+        spec.tool_limits &&
+          toolLimitRefusals(spec.tool_limits, committed ? messages.slice(0, -1) : messages, decision.toolCalls),
       );
       return { outcome: 'tool_calls', count: decision.toolCalls.length };
     case 'budget_exhausted':
@@ -259,6 +256,8 @@ async function runStep(
       });
       return { outcome: 'budget_exhausted', budget: decision.budget };
     case 'failed':
+      // An answer that failed the response_format goes back to the model while repairs are left.
+      if (await repairAnswer(deps, run, depth, decision.error, job.repair ?? 0)) return { outcome: 'repair' };
       await deps.runs.finish(run.id, {
         status: 'failed',
         stopReason: 'error',
@@ -292,37 +291,47 @@ async function makeStep(
   first: CallPlan,
   log: JobLogger,
   signal?: AbortSignal,
+  /** The model called (the run's, or a fallback of it), and which repair the step is. */
+  attempt: { model: string; repair?: number } = { model: run.spec.model },
 ): Promise<StepOutcome | null> {
   const { spec } = run;
+  const { model } = attempt;
+  const route = providersOf(deps).route(model);
   const hasTools = tools.length > 0;
   const startedAt = new Date().toISOString();
   const deltas = new DeltaBuffer(
     (text) => void deps.store.events.append(run.id, 'message.delta', { depth, text }).catch(() => {}),
   );
+  // Through the model's provider: room in its limits first (else ProviderBusyError, before any
+  // event of the call), released when the call ends; a 429 makes the provider rest.
   const call = async (p: CallPlan, stepSignal?: AbortSignal) => {
-    // Not awaited: commands on one connection keep their order, so this event still lands
-    // before the step's deltas and its completion, without a round trip of its own.
-    void deps.store.events
-      .append(
-        run.id,
-        'step.started',
-        { depth, model: spec.model, tools_disabled: p.toolChoice === 'none' },
-        { trim: false },
-      )
-      .catch(() => {});
-    return callModel(deps.openai, {
-      model: spec.model,
-      messages,
-      tools,
-      toolChoice: p.toolChoice,
-      responseFormat: spec.response_format,
-      signal: stepSignal,
-      timeoutMs: deps.modelTimeoutMs,
-      idleTimeoutMs: deps.modelIdleTimeoutMs,
-      maxResponseBytes: deps.modelResponseMaxBytes,
-      answer: deps.answer,
-      onDelta: (t) => deltas.push(t),
-    });
+    const release = await route.provider.admit();
+    try {
+      // Not awaited: commands on one connection keep their order, so this event still lands
+      // before the step's deltas and its completion, without a round trip of its own.
+      void deps.store.events
+        .append(run.id, 'step.started', { depth, model, tools_disabled: p.toolChoice === 'none' }, { trim: false })
+        .catch(() => {});
+      return await callModel(route.provider.client, {
+        model: route.model,
+        messages,
+        tools,
+        toolChoice: p.toolChoice,
+        responseFormat: spec.response_format,
+        settings: spec.model_settings,
+        signal: stepSignal,
+        timeoutMs: deps.modelTimeoutMs,
+        idleTimeoutMs: deps.modelIdleTimeoutMs,
+        maxResponseBytes: deps.modelResponseMaxBytes,
+        answer: deps.answer,
+        onDelta: (t) => deltas.push(t),
+      });
+    } catch (err) {
+      if (err instanceof RetryableError && err.code === 'model_rate_limited') route.provider.rest(err.retryAfterMs);
+      throw err;
+    } finally {
+      release();
+    }
   };
 
   const deadline = runDeadline(spec, Date.parse(run.createdAt));
@@ -358,12 +367,14 @@ async function makeStep(
   const record: StepRecord = {
     depth,
     status: 'completed',
-    model: spec.model,
-    usage: response.usage,
+    model,
+    usage: stepUsage(route, response.usage),
     started_at: startedAt,
     completed_at: new Date().toISOString(),
     message: decision.message,
     ...(plan.budget && plan.toolChoice !== 'auto' ? { budget: plan.budget } : {}),
+    ...(attempt.repair ? { repair: attempt.repair } : {}),
+    ...(decision.kind === 'failed' ? { error: decision.error } : {}),
   };
   const stored = await deps.store.transcript.commitStep(run, record, {
     depth,
@@ -377,7 +388,7 @@ async function makeStep(
     })),
   });
   if (!stored) return null;
-  if (stored === record) deps.tokens?.add(run.tenant, record.usage.total_tokens);
+  if (stored === record) countSpend(deps.tokens, run.tenant, route, record.usage);
   log.debug({ usage: stored.usage, tool_calls: stored.message.tool_calls?.length ?? 0 }, 'model step done');
   // Another delivery committed this depth first: what it stored is what the run goes on from.
   return stored === record

@@ -11,7 +11,7 @@ import {
   type Tracing,
   untilRedisAnswers,
 } from '@agentq/shared/infra';
-import { RunStore, type ToolCatalogEntry } from '@agentq/shared/store';
+import { ProviderBuckets, RunStore, type ToolCatalogEntry } from '@agentq/shared/store';
 import { cellList, createJobWorker, JobQueues, workerLockOptions } from '@agentq/shared/jobs';
 import { Admission, CancelListener, RunActions, Runs, TokenTally, UsageMeter } from '@agentq/shared/runs';
 import { processAgentStep, type AgentStepDeps } from './agent-step-processor.js';
@@ -23,6 +23,8 @@ import type { AgentWorkerConfig } from './config.js';
 import { defaultModelAnswersInFlightBytes, ModelAnswersInFlight } from './model-answers-in-flight.js';
 import { modelHttpFetch } from './model-http.js';
 import { observeModelCalls } from './model-telemetry.js';
+import { providerMetrics } from './provider-metrics.js';
+import { Providers } from './providers.js';
 import { traceAgentStep } from './step-span.js';
 
 /** Stalls a step job is recovered from (BullMQ's maxStalledCount); the next fails it. */
@@ -71,15 +73,21 @@ export async function startAgentWorker(
     proxyEnv: cfg.modelProxyEnv,
   });
   // BullMQ retries model faults (with backoff, without holding a worker slot); the SDK must not also.
-  const openai = observeModelCalls(
-    new OpenAI({
-      baseURL: cfg.OPENAI_BASE_URL,
-      apiKey: cfg.OPENAI_API_KEY ?? 'unset',
-      maxRetries: 0,
-      fetch: modelFetch,
-    }),
-    metrics,
-  );
+  const client = (baseURL: string | undefined, apiKey: string | undefined, headers?: Record<string, string>) =>
+    observeModelCalls(
+      new OpenAI({ baseURL, apiKey: apiKey ?? 'unset', maxRetries: 0, fetch: modelFetch, defaultHeaders: headers }),
+      metrics,
+    );
+  const openai = client(cfg.OPENAI_BASE_URL, cfg.OPENAI_API_KEY);
+  // PROVIDERS_CONFIG: a client, limits and prices per provider; else OPENAI_BASE_URL for every model.
+  const providers = cfg.providers
+    ? Providers.fromConfig(
+        cfg.providers,
+        (p) => client(p.baseUrl, p.apiKey, p.headers),
+        new ProviderBuckets(storeRedis, cfg.QUEUE_PREFIX),
+        providerMetrics(metrics.registry),
+      )
+    : Providers.single(openai);
   const answers = new ModelAnswersInFlight(
     cfg.MODEL_ANSWERS_IN_FLIGHT_MB !== undefined
       ? Math.floor(cfg.MODEL_ANSWERS_IN_FLIGHT_MB * 1024 * 1024)
@@ -100,6 +108,8 @@ export async function startAgentWorker(
     actions,
     actionParkMs: cfg.ACTION_PARK_MAX_MS,
     openai,
+    providers,
+    backoffBaseMs: cfg.MODEL_BACKOFF_BASE_MS,
     logger,
     tools,
     tokens,

@@ -48,4 +48,19 @@ describe('exhaustedBudget', () => {
     expect(exhaustedBudget(spec, at({ depth: 2, treeTokens: 100, nowMs: created + 999 }))).toBe('max_total_tokens');
     expect(exhaustedBudget(spec, at({ depth: 2, treeTokens: 99, nowMs: created + 999 }))).toBe('max_depth');
   });
+
+  it("reports max_total_tokens when a saved agent's sub-run has used its own budget, whatever the tree has left", () => {
+    const spec = { max_depth: 10, max_total_tokens: 10_000, subtree_max_total_tokens: 500 };
+    expect(exhaustedBudget(spec, { ...at({ treeTokens: 600 }), runTokens: 499 })).toBeNull();
+    expect(exhaustedBudget(spec, { ...at({ treeTokens: 600 }), runTokens: 500 })).toBe('max_total_tokens');
+  });
+
+  it("reports max_cost_usd once the tree, or a saved agent's sub-run, has spent its dollars", () => {
+    expect(exhaustedBudget({ max_depth: 10, max_cost_usd: 0.5 }, { ...at(), treeCostUsd: 0.49 })).toBeNull();
+    expect(exhaustedBudget({ max_depth: 10, max_cost_usd: 0.5 }, { ...at(), treeCostUsd: 0.5 })).toBe('max_cost_usd');
+    // A tree with no priced model has spent nothing.
+    expect(exhaustedBudget({ max_depth: 10, max_cost_usd: 0.5 }, at())).toBeNull();
+    const agent = { max_depth: 10, subtree_max_cost_usd: 0.1 };
+    expect(exhaustedBudget(agent, { ...at(), treeCostUsd: 5, runCostUsd: 0.1 })).toBe('max_cost_usd');
+  });
 });

@@ -1,5 +1,7 @@
 import { z } from 'zod';
-import { checkWorkerCells, metricsServerEnv, parseEnv, workerEnvSchema } from '@agentq/shared/infra';
+import { ConfigError } from '@agentq/shared/core';
+import { checkWorkerCells, configProblems, metricsServerEnv, parseEnv, workerEnvSchema } from '@agentq/shared/infra';
+import { loadProviders } from './providers-config.js';
 
 /** `<max>/<ms>`: at most `max` model steps per `ms` milliseconds across every agent-worker. */
 const rateLimit = z
@@ -30,6 +32,8 @@ export const agentWorkerEnvSchema = workerEnvSchema
   .extend({
     ...metricsServerEnv,
     AGENT_RATE_LIMIT: rateLimit.optional(),
+    /** Path to the model providers file (see providers-config.ts); unset: OPENAI_BASE_URL serves every model. */
+    PROVIDERS_CONFIG: z.string().min(1).optional(),
     /** First retry delay of a failed model step without Retry-After; doubles per attempt (±50 % jitter). */
     MODEL_BACKOFF_BASE_MS: z.coerce.number().int().min(1).default(1000),
     /** The longest a step waits, in all, for a provider that keeps answering 429; past it the run fails with model_rate_limited. */
@@ -82,7 +86,13 @@ export function loadAgentWorkerConfig(
         ctx.addIssue({ code: 'custom', path: [name], message: 'must be an http:// or https:// URL of a proxy' });
     }
   });
-  const cfg = parseEnv(schema, env);
+  // The environment and the PROVIDERS_CONFIG it names are checked together: one start reports every problem.
+  const { collect, problems } = configProblems();
+  const parsed = collect(() => parseEnv(schema, env));
+  const providersPath = parsed ? parsed.PROVIDERS_CONFIG : env.PROVIDERS_CONFIG || undefined;
+  const providers = collect(() => (providersPath ? loadProviders(providersPath, env) : undefined));
+  if (problems.length || !parsed) throw new ConfigError(problems);
+  const cfg = parsed;
   let modelProxyEnv: Record<string, string> | undefined;
   if (proxiesOn(cfg, execArgv)) {
     modelProxyEnv = {};
@@ -91,6 +101,6 @@ export function loadAgentWorkerConfig(
       if (value !== undefined) modelProxyEnv[name] = value;
     }
   }
-  return { ...cfg, modelProxyEnv };
+  return { ...cfg, modelProxyEnv, providers };
 }
 export type AgentWorkerConfig = ReturnType<typeof loadAgentWorkerConfig>;

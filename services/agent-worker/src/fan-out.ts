@@ -34,8 +34,12 @@ export async function fanOut(
   depth: number,
   toolCalls: ToolCall[],
   transcriptBytes?: number,
+  /** For each call, why the run's tool_limits refuse it (it is not made, nor asked about), if they do. */
+  refused: Array<string | undefined> = [],
 ): Promise<void> {
-  const requests = mayWait(run) ? requestsOf(run, depth, toolCalls, deps.catalog) : [];
+  const requests = (mayWait(run) ? requestsOf(run, depth, toolCalls, deps.catalog) : []).map((r, i) =>
+    refused[i] ? null : r,
+  );
   const waiting = requests.filter((r) => r !== null);
   if (waiting.length) await deps.actions.require(run, waiting);
   const now = Date.now();
@@ -57,10 +61,17 @@ export async function fanOut(
   };
   const call = (index: number) => {
     const tc = toolCalls[index]!;
-    return { index, toolCallId: tc.id, name: tc.function.name, arguments: tc.function.arguments };
+    const why = refused[index];
+    return {
+      index,
+      toolCallId: tc.id,
+      name: tc.function.name,
+      arguments: tc.function.arguments,
+      ...(why ? { refused: why } : {}),
+    };
   };
   const ownJob = (index: number) =>
-    Boolean(requests[index]) || SUBAGENT_TOOL_NAMES.has(toolCalls[index]!.function.name);
+    Boolean(requests[index]) || (!refused[index] && SUBAGENT_TOOL_NAMES.has(toolCalls[index]!.function.name));
   const indexes = toolCalls.map((_, index) => index);
   const together = indexes.filter((index) => !ownJob(index));
   const jobs: Array<{ data: JobInput<'toolCalls'>; delay?: number }> = [];

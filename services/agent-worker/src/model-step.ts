@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
-import type { AssistantMessage, ChatMessage, ResponseFormat, ToolCall } from '@agentq/shared/core';
-import { AgentqError, FatalError, RetryableError } from '@agentq/shared/core';
+import type { AssistantMessage, ChatMessage, ModelSettings, ResponseFormat, ToolCall } from '@agentq/shared/core';
+import { AgentqError, FatalError, modelSettingsParams, RetryableError } from '@agentq/shared/core';
 import { answerTooLarge, type AnswerHold } from './model-answers-in-flight.js';
 import { tooLarge } from './model-http.js';
 import { startModelCall } from './model-telemetry.js';
@@ -18,6 +18,8 @@ export interface ModelRequest {
   }>;
   toolChoice: 'auto' | 'none' | 'absent';
   responseFormat?: ResponseFormat;
+  /** The run's model_settings, sent with the call. */
+  settings?: ModelSettings;
   signal?: AbortSignal;
   /** The whole call, from request to last chunk. */
   timeoutMs: number;
@@ -39,7 +41,7 @@ type Chunk = OpenAI.Chat.Completions.ChatCompletionChunk;
 
 export interface ModelResponse {
   message: AssistantMessage;
-  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number; cached_tokens?: number };
   finishReason: string | null;
 }
 
@@ -57,10 +59,12 @@ export async function callModel(client: OpenAI, req: ModelRequest): Promise<Mode
     stream: true,
     stream_options: { include_usage: true },
   };
-  if (req.toolChoice !== 'absent' && req.tools.length > 0) {
+  const withTools = req.toolChoice !== 'absent' && req.tools.length > 0;
+  if (withTools) {
     params.tools = req.tools;
     params.tool_choice = req.toolChoice;
   }
+  if (req.settings) Object.assign(params, modelSettingsParams(req.settings, withTools));
   if (req.responseFormat) params.response_format = req.responseFormat;
 
   const assembled = new StreamedMessage();

@@ -8,6 +8,8 @@ export interface StreamUsage {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
+  /** Of the prompt tokens, those the provider served from its cache (priced apart when a price says so). */
+  cached_tokens?: number;
 }
 
 /**
@@ -112,7 +114,12 @@ function describe(value: unknown): string {
 // (the step's usage is then estimated) rather than let into the run's token totals and budgets.
 function usageOf(u: unknown): StreamUsage | null {
   const count = (x: unknown) => (typeof x === 'number' && Number.isSafeInteger(x) && x >= 0 ? x : undefined);
-  const r = u as { prompt_tokens?: unknown; completion_tokens?: unknown; total_tokens?: unknown };
+  const r = u as {
+    prompt_tokens?: unknown;
+    completion_tokens?: unknown;
+    total_tokens?: unknown;
+    prompt_tokens_details?: { cached_tokens?: unknown } | null;
+  };
   const prompt = count(r.prompt_tokens);
   const completion = count(r.completion_tokens);
   if (prompt === undefined || completion === undefined) return null;
@@ -120,5 +127,8 @@ function usageOf(u: unknown): StreamUsage | null {
     prompt_tokens: prompt,
     completion_tokens: completion,
     total_tokens: count(r.total_tokens) ?? prompt + completion,
+    ...(count(r.prompt_tokens_details?.cached_tokens)
+      ? { cached_tokens: count(r.prompt_tokens_details?.cached_tokens) }
+      : {}),
   };
 }

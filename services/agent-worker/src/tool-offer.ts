@@ -8,7 +8,7 @@ import { type ToolCatalogEntry } from '@agentq/shared/store';
  */
 export function offeredTools(
   catalog: ToolCatalogEntry[],
-  spec: Pick<RunSpec, 'tools' | 'subagents' | 'has_context' | 'human_input' | 'client_tools'>,
+  spec: Pick<RunSpec, 'tools' | 'subagents' | 'has_context' | 'human_input' | 'client_tools' | 'subagent_types'>,
 ) {
   const allowed = compileAllowlist(spec.tools);
   const mcp = catalog

@@ -15,6 +15,7 @@ import { metricsRoutes } from './routes/metrics.js';
 import { docsRoutes } from './routes/docs.js';
 import { actionLinkRoutes } from './routes/action-links.js';
 import { actionsRoutes } from './routes/actions.js';
+import { agentsRoutes } from './routes/agents.js';
 import { eventsRoutes } from './routes/events.js';
 import { runCountsRoutes } from './routes/run-counts.js';
 import { ownRun, runsRoutes } from './routes/runs.js';
@@ -158,6 +159,7 @@ export function createApp(deps: AppDeps) {
       decorate: deps.decorateAction,
     }),
   );
+  app.route('/v1/agents', agentsRoutes({ store: deps.store }));
   app.route('/v1/tools', toolsRoutes({ store: deps.store }));
   app.route('/v1/usage', usageRoutes(deps));
   app.route(DASHBOARD_PATH, dashboard(deps.queues));

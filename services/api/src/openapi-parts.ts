@@ -3,6 +3,10 @@
 import { z } from 'zod';
 import {
   actionItemSchema,
+  agentListSchema,
+  agentObjectSchema,
+  createAgentBodySchema,
+  putAgentBodySchema,
   apiErrorSchema,
   chatMessageSchema,
   linkAnswerSchema,
@@ -90,6 +94,11 @@ export function componentSchemas(): Record<string, Json> {
     id: 'CreateRunRequest',
     description: 'The body of POST /v1/runs: give "input" or "messages".',
   });
+  requests.add(createAgentBodySchema, { id: 'CreateAgentRequest', description: 'The body of POST /v1/agents.' });
+  requests.add(putAgentBodySchema, {
+    id: 'PutAgentRequest',
+    description: 'The body of PUT /v1/agents/{name} ("name" may be left out).',
+  });
   requests.add(chatMessageSchema, { id: 'ChatMessageInput', description: 'An OpenAI chat message, as sent.' });
   requests.add(linkAnswerSchema, {
     id: 'LinkAnswer',
@@ -131,6 +140,11 @@ export function componentSchemas(): Record<string, Json> {
     }),
     { id: 'ActionList', description: 'A page of requests, newest first; pass "next" as "after" for the next page.' },
   );
+  responses.add(agentObjectSchema, { id: 'Agent', description: 'A saved agent at one version.' });
+  responses.add(agentListSchema, {
+    id: 'AgentList',
+    description: 'A page of agents (or of one agent’s versions); pass "next" as "after" for the next page.',
+  });
   responses.add(runObjectSchema, { id: 'Run', description: 'A run: one agent loop, from its request to its answer.' });
   responses.add(runListSchema, {
     id: 'RunList',

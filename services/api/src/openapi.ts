@@ -12,6 +12,7 @@ import {
   runGet,
 } from './openapi-parts.js';
 import { uiPaths } from './openapi-ui.js';
+import { agentPaths } from './openapi-agents.js';
 
 export type {
   OpenApiSchema,
@@ -42,6 +43,7 @@ export function buildOpenApiDocument(): OpenApiDocument {
     tags: [
       { name: 'runs', description: 'Create, follow, list and cancel runs.' },
       { name: 'actions', description: 'Answer what runs wait for: approvals, client tools, questions.' },
+      { name: 'agents', description: 'Saved agents: named, versioned run definitions.' },
       { name: 'tools', description: 'The tools a run can use.' },
       { name: 'usage', description: 'Where a key stands against its limits (TENANTS_CONFIG).' },
       { name: 'service', description: 'Health, readiness, metrics, this document and the dashboard.' },
@@ -200,6 +202,7 @@ export function buildOpenApiDocument(): OpenApiDocument {
         },
       },
       '/v1/actions/{id}/respond': actionLinkPath(),
+      ...agentPaths(),
       '/v1/tools': {
         get: {
           tags: ['tools'],

@@ -134,6 +134,8 @@ export async function processToolCall(data: RoundCall, ctx: JobContext, deps: To
   let outcome: ToolOutcome;
   let subrunIds: string[] | undefined;
   if (decided) outcome = decided;
+  // Past the run's tool_limits: not made; the model reads why.
+  else if (data.refused) outcome = toolFailed('refused', data.refused);
   else if (name === ASK_HUMAN_TOOL.name) {
     // A readable question waits for its answer (see gate.ts); this one did not.
     outcome = run.spec.human_input

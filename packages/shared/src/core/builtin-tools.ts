@@ -1,4 +1,5 @@
 import type { RunSpec } from './schemas/run.js';
+import { typedSubagentTools } from './subagent-tools.js';
 
 /** A tool agentq implements itself, offered without a server prefix. */
 export interface BuiltinTool {
@@ -78,14 +79,17 @@ export const CONTEXT_TOOLS: BuiltinTool[] = [
   {
     name: 'context_chunks',
     description:
-      'Split the context into fixed windows of max_chars characters overlapping by overlap_chars; ' +
-      'returns chunk ids to pass as context_chunk to agent_query / agent_query_batch.',
+      'Split the context into chunks of at most max_chars characters; returns chunk ids to pass as ' +
+      'context_chunk to agent_query / agent_query_batch. By default (by: chars) fixed windows overlapping by ' +
+      'overlap_chars; by lines, paragraphs, markdown (sections, each chunk titled with its heading path) or json ' +
+      '(top-level items) a chunk holds whole units, cut only when one alone is larger than max_chars.',
     parameters: {
       type: 'object',
       properties: {
         max_chars: { type: 'integer', minimum: 1 },
         overlap_chars: { type: 'integer', minimum: 0 },
         name: { type: 'string' },
+        by: { type: 'string', enum: ['chars', 'lines', 'paragraphs', 'markdown', 'json'] },
       },
       required: ['max_chars'],
       additionalProperties: false,
@@ -125,12 +129,18 @@ export const BUILTIN_TOOL_NAMES: ReadonlySet<string> = new Set(BUILTIN_TOOLS.map
 export const SUBAGENT_TOOL_NAMES: ReadonlySet<string> = new Set(SUBAGENT_TOOLS.map((t) => t.name));
 
 /**
- * The built-in tools a run is offered: sub-agents when enabled, context tools when it has a
+ * The built-in tools a run is offered: sub-agents when enabled (naming the saved agents it may
+ * start, see typedSubagentTools), context tools when it has a
  * context, ask_human when it takes questions to the user.
  */
-export function builtinToolsFor(spec: Pick<RunSpec, 'subagents' | 'has_context' | 'human_input'>): BuiltinTool[] {
+export function builtinToolsFor(
+  spec: Pick<RunSpec, 'subagents' | 'has_context' | 'human_input' | 'subagent_types'>,
+): BuiltinTool[] {
+  const subagents = spec.subagent_types?.length
+    ? typedSubagentTools(SUBAGENT_TOOLS, spec.subagent_types)
+    : SUBAGENT_TOOLS;
   return [
-    ...(spec.subagents?.enabled ? SUBAGENT_TOOLS : []),
+    ...(spec.subagents?.enabled ? subagents : []),
     ...(spec.has_context ? CONTEXT_TOOLS : []),
     ...(spec.human_input ? [ASK_HUMAN_TOOL] : []),
   ];

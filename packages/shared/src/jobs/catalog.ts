@@ -24,6 +24,12 @@ export const agentStepJobSchema = z.object({
   transcriptBytes: z.number().int().min(0).optional(),
   /** When this step first got a 429 (ms since the epoch): it waits for the provider's quota at most MODEL_RATE_LIMIT_MAX_WAIT_MS from then. */
   rateLimitedSince: z.number().int().min(0).optional(),
+  /** With `fallback_models`: which model the step calls (0: the run's, n: its n-th fallback). */
+  modelIndex: z.number().int().min(0).optional(),
+  /** With `fallback_models`: the tries that failed on that model. */
+  modelAttempts: z.number().int().min(0).optional(),
+  /** A step that repairs an answer that failed the run's response_format: which repair (1, 2, …). */
+  repair: z.number().int().min(1).optional(),
 });
 
 /** A call of a round, the `index`-th of the assistant's `tool_calls`. */
@@ -32,6 +38,8 @@ const roundCallSchema = z.object({
   toolCallId: z.string(),
   name: z.string(),
   arguments: z.string(),
+  /** The run's tool_limits refuse the call: its result is this error, and it is not made. */
+  refused: z.string().optional(),
 });
 
 /**

@@ -4,6 +4,8 @@ export * from '../actions/action-response.js';
 export * from '../actions/gate.js';
 export * from '../actions/required-action.js';
 export * from './admission.js';
+export * from './agent-child-spec.js';
+export * from './agent-runs.js';
 export * from './cancel-listener.js';
 export * from './run-actions.js';
 export * from './run-spec.js';

@@ -225,11 +225,12 @@ export class Runs {
    */
   async createChild(
     parent: RunState,
-    child: { id: string; messages: ChatMessage[]; index: number },
+    child: { id: string; messages: ChatMessage[]; index: number; spec?: RunSpec },
     origin: ChildOrigin,
   ): Promise<void> {
     const { store, admission } = this.deps;
-    const spec = childSpec(parent, { depth: origin.depth, index: origin.index });
+    // A sub-run of a saved agent comes with its spec (see agentChildSpec).
+    const spec = child.spec ?? childSpec(parent, { depth: origin.depth, index: origin.index });
     // Written only if it does not exist (atomically: two deliveries of the job at once write it once).
     const written = await store.runs.createSized({
       id: child.id,

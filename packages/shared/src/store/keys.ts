@@ -114,6 +114,9 @@ export const RUN_FIELDS = {
   subrunReservationPrefix: 'sr:',
   usagePrefix: 'u:',
   usageTotalPrefix: 'ut:',
+  /** The run's cost, and its tree's below it, in nano-dollars (when a price is known). */
+  usageCost: 'u:cost_nusd',
+  usageTotalCost: 'ut:cost_nusd',
   /** `m:a:<depth>`: the step at this depth is committed (its assistant message appended). */
   stepMarkerPrefix: 'm:a:',
   /** `m:t:<depth>`: the tool messages of the step at this depth are appended. */

@@ -1,5 +1,5 @@
 import type { RunObject, RunSpec, RunStatus, StopReason } from '../core/schemas/run.js';
-import { USAGE_FIELDS, type Usage } from '../core/schemas/usage.js';
+import { COST_FIELD, nanosToUsd, USAGE_FIELDS, type Usage } from '../core/schemas/usage.js';
 import { RUN_FIELDS as F } from './keys.js';
 
 /** What a worker reads of a run. */
@@ -39,6 +39,9 @@ export function parseJson<T>(s: string | undefined | null, fallback: T): T {
 function usageFrom(h: RunHash, prefix: string): Usage {
   const u = {} as Usage;
   for (const f of USAGE_FIELDS) u[f] = Number(h[prefix + f] ?? 0);
+  // Known only once a step with a known price has been counted.
+  const cost = h[prefix + COST_FIELD];
+  if (cost !== undefined) u.cost_usd = nanosToUsd(Number(cost));
   return u;
 }
 
@@ -79,6 +82,7 @@ export function runObjectFrom(runId: string, h: RunHash): RunObject {
     error: parseJson(h[F.error], null),
     usage: usageFrom(h, F.usagePrefix),
     usage_total: usageFrom(h, F.usageTotalPrefix),
+    agent: spec.agent ?? null,
     metadata: spec.metadata ?? {},
     created_at: h[F.createdAt],
     started_at: h[F.startedAt] || null,

@@ -1,5 +1,8 @@
 import type { RedisClient } from '../infra/redis.js';
 import { ActionStore } from './actions.js';
+import { AgentStore } from './agents.js';
+import { RepairRounds } from './repair-rounds.js';
+import { RunCosts } from './run-costs.js';
 import { ContextStore } from './context-store.js';
 import { globalKeys, runKeys } from './keys.js';
 import { RunEventLog } from './run-events.js';
@@ -35,6 +38,12 @@ export class RunStore {
   readonly webhooks: WebhookLog;
   readonly steps: StepsView;
   readonly actions: ActionStore;
+  /** Saved agents, per tenant. */
+  readonly agents: AgentStore;
+  /** Structured-output repair rounds. */
+  readonly repairs: RepairRounds;
+  /** What runs have spent in money. */
+  readonly costs: RunCosts;
 
   constructor(opts: RunStoreOptions) {
     const { redis, prefix } = opts;
@@ -49,6 +58,9 @@ export class RunStore {
     this.webhooks = new WebhookLog(redis, prefix, this.retentionSeconds);
     this.actions = new ActionStore(redis, prefix, this.retentionSeconds);
     this.steps = new StepsView(redis, prefix);
+    this.agents = new AgentStore(redis, prefix);
+    this.repairs = new RepairRounds(redis, prefix);
+    this.costs = new RunCosts(redis, prefix);
   }
 
   keys(runId: string) {

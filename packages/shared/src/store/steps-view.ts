@@ -52,6 +52,8 @@ export class StepsView {
         usage: s.usage,
         started_at: s.started_at,
         completed_at: s.completed_at,
+        ...(s.error ? { error: s.error } : {}),
+        ...(s.repair ? { repair: s.repair } : {}),
         tool_calls: calls,
       };
     });

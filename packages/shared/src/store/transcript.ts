@@ -12,12 +12,17 @@ export interface StepRecord {
   depth: number;
   status: 'completed';
   model: string;
-  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+  /** With `cost_usd` when the price of the model is known. */
+  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number; cost_usd?: number };
   started_at: string;
   completed_at: string;
   message: AssistantMessage;
   /** Set when the call was made with tools disabled because a budget ran out. */
   budget?: BudgetName;
+  /** A final answer that failed the run's response_format: why (the run repairs it or fails). */
+  error?: { code: string; message: string };
+  /** A step that repairs an answer that failed the response_format: which repair (1, 2, …). */
+  repair?: number;
 }
 
 /** Commits a model step once per depth (see commit-step.lua). */
@@ -38,7 +43,9 @@ const commitStep = redisScript({
     completionTokens: number;
     totalTokens: number;
     completedEvent: string;
-  }) => [a.depth, a.message, a.step, a.promptTokens, a.completionTokens, a.totalTokens, a.completedEvent],
+    /** Nano-dollars, or '' when the price is not known. */
+    costNanos: number | '';
+  }) => [a.depth, a.message, a.step, a.promptTokens, a.completionTokens, a.totalTokens, a.completedEvent, a.costNanos],
   reply: (r) => r as string | null | 0,
 });
 
@@ -296,6 +303,7 @@ export class Transcript {
         completionTokens: step.usage.completion_tokens,
         totalTokens: step.usage.total_tokens,
         completedEvent: eventJson('step.completed', run.id, event),
+        costNanos: step.usage.cost_usd === undefined ? '' : Math.round(step.usage.cost_usd * 1e9),
       },
     );
     if (r === 'terminal' || r === 'missing') return null;

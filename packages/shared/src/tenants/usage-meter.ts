@@ -1,4 +1,5 @@
 import type { RedisClient } from '../infra/redis.js';
+import { COST_FIELD, nanosToUsd } from '../core/schemas/usage.js';
 import { globalKeys } from '../store/keys.js';
 
 const DAY_MS = 24 * 3600 * 1000;
@@ -17,19 +18,23 @@ export class UsageMeter {
     this.g = globalKeys(prefix);
   }
 
-  /** Adds tokens to the tenant's day (kept two days past it). */
-  async countTokens(tenant: string, tokens: number, now = Date.now()): Promise<void> {
-    if (tokens <= 0) return;
+  /** Adds tokens, and nano-dollars where prices are known, to the tenant's day (kept two days past it). */
+  async countTokens(tenant: string, tokens: number, now = Date.now(), costNanos = 0): Promise<void> {
+    if (tokens <= 0 && costNanos <= 0) return;
     const key = this.g.usage(tenant, utcDay(now));
-    await this.redis
-      .pipeline()
-      .hincrby(key, 'tokens', tokens)
-      .pexpire(key, 3 * DAY_MS)
-      .exec();
+    const pipe = this.redis.pipeline().hincrby(key, 'tokens', tokens);
+    if (costNanos > 0) pipe.hincrby(key, COST_FIELD, costNanos);
+    await pipe.pexpire(key, 3 * DAY_MS).exec();
   }
 
   async tokensToday(tenant: string, now = Date.now()): Promise<number> {
     return Number((await this.redis.hget(this.g.usage(tenant, utcDay(now)), 'tokens')) ?? 0);
+  }
+
+  /** The tenant's tokens and spend (US dollars, where prices are known) on the UTC day of `now`. */
+  async today(tenant: string, now = Date.now()): Promise<{ tokens: number; costUsd: number }> {
+    const [tokens, cost] = await this.redis.hmget(this.g.usage(tenant, utcDay(now)), 'tokens', COST_FIELD);
+    return { tokens: Number(tokens ?? 0), costUsd: nanosToUsd(Number(cost ?? 0)) };
   }
 
   /**
@@ -52,6 +57,7 @@ export class UsageMeter {
  */
 export class TokenTally {
   private readonly pending = new Map<string, number>();
+  private readonly costs = new Map<string, number>();
   private readonly timer: NodeJS.Timeout;
 
   constructor(
@@ -67,14 +73,22 @@ export class TokenTally {
     return this.pending.get(tenant) ?? 0;
   }
 
-  add(tenant: string, tokens: number): void {
+  /** Counts a step's tokens, and its cost in nano-dollars when its price is known. */
+  add(tenant: string, tokens: number, costNanos = 0): void {
     if (tokens > 0) this.pending.set(tenant, (this.pending.get(tenant) ?? 0) + tokens);
+    if (costNanos > 0) this.costs.set(tenant, (this.costs.get(tenant) ?? 0) + costNanos);
   }
 
   async flush(): Promise<void> {
-    const batch = [...this.pending];
+    const tenants = new Set([...this.pending.keys(), ...this.costs.keys()]);
+    const batch = [...tenants].map((t) => [t, this.pending.get(t) ?? 0, this.costs.get(t) ?? 0] as const);
     this.pending.clear();
-    await Promise.all(batch.map(([tenant, n]) => this.meter.countTokens(tenant, n).catch(() => this.add(tenant, n))));
+    this.costs.clear();
+    await Promise.all(
+      batch.map(([tenant, n, cost]) =>
+        this.meter.countTokens(tenant, n, Date.now(), cost).catch(() => this.add(tenant, n, cost)),
+      ),
+    );
   }
 
   async close(): Promise<void> {

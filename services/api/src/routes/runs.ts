@@ -13,7 +13,6 @@ import {
 import { refuseNonPublicUrl, type Logger, type Resolver } from '@agentq/shared/infra';
 import { type RunStore } from '@agentq/shared/store';
 import {
-  buildRun,
   limitsOf,
   withRequiredAction,
   type Admission,
@@ -24,11 +23,12 @@ import {
 import { HttpError } from '../http-error.js';
 import { ABANDONED_CLAIM_MS, claimIdempotencyKey } from '../idempotency.js';
 import type { ResponseBudget } from '../response-budget.js';
-import { checkSizes, type RunLimits } from '../run-request.js';
+import type { RunLimits } from '../run-request.js';
 import { parseOr400, readJson } from '../validation.js';
 import { rateLimited } from '../rate-limit.js';
 import { streamRunList } from '../run-list-stream.js';
 import { SharedBuilds } from '../shared-builds.js';
+import { planRun } from './agents.js';
 
 export interface RunsRouteDeps {
   store: RunStore;
@@ -77,10 +77,9 @@ export function runsRoutes(deps: RunsRouteDeps) {
   app.post('/', async (c) => {
     const raw = await readJson(c.req);
     const body = parseOr400(createRunBodySchema, raw, 'run request');
-    checkSizes(body, deps.limits);
-    const plan = buildRun(body, deps.defaultModel);
-    if (plan.spec.webhook) await checkWebhook(plan.spec.webhook);
     const tenant = c.get('tenant');
+    const plan = await planRun(deps, tenant, raw, body);
+    if (plan.spec.webhook) await checkWebhook(plan.spec.webhook);
     await checkRoom(tenant);
     const id = newId('run');
 

@@ -6,14 +6,14 @@ export function usageRoutes(deps: { admission: Admission; usage: UsageMeter; ten
   const app = new Hono<{ Variables: { tenant: string } }>();
   app.get('/', async (c) => {
     const tenant = c.get('tenant');
-    const [standing, tokens] = await Promise.all([deps.admission.standing(tenant), deps.usage.tokensToday(tenant)]);
+    const [standing, today] = await Promise.all([deps.admission.standing(tenant), deps.usage.today(tenant)]);
     return c.json({
       active_runs: standing.active,
       waiting_runs: standing.waiting,
       queued_runs: standing.queued,
-      tokens_today: tokens,
-      // No model prices are configured yet, so nothing is costed.
-      cost_usd_today: 0,
+      tokens_today: today.tokens,
+      // Summed where the agent-workers know the prices of the models (PROVIDERS_CONFIG).
+      cost_usd_today: today.costUsd,
       limits: limitsOf(deps.tenants, tenant),
     });
   });

@@ -1,15 +1,26 @@
 import { DelayedError } from 'bullmq';
 import { z } from 'zod';
-import { childRunId, isTerminal, toolFailed, toolOk, type ChatMessage, type ToolOutcome } from '@agentq/shared/core';
+import {
+  childRunId,
+  isTerminal,
+  toolFailed,
+  toolOk,
+  type ChatMessage,
+  type RunSpec,
+  type ToolOutcome,
+} from '@agentq/shared/core';
 import { parseChunkId, type ContextStore, type RunState, type RunStore } from '@agentq/shared/store';
 import { type JobContext } from '@agentq/shared/jobs';
 import { type Runs } from '@agentq/shared/runs';
 import type { RoundCall } from '../tool-call-processor.js';
+import { agentChild, itemAgents } from './agent-types.js';
 
 const item = z.strictObject({
   prompt: z.string().min(1),
   instructions: z.string().optional(),
   context_chunk: z.string().optional(),
+  /** A saved agent of the run's subagents.agents (see agent-types.ts). */
+  agent: z.string().optional(),
 });
 const queryArgs = item;
 const batchArgs = z.strictObject({ prompts: z.array(z.union([z.string().min(1), item])).min(1) });
@@ -78,11 +89,30 @@ export async function runAgentQuery(
 
   let ids = data.subrunIds;
   if (!ids) {
-    const inputs: ChatMessage[][] = [];
-    for (const it of items) {
+    const agents = await itemAgents(
+      items.map((it) => it.agent),
+      run,
+      deps.store,
+    );
+    if (typeof agents === 'string') return { outcome: toolFailed('refused', agents) };
+    const parentCall = { depth: data.depth, index: data.index };
+    const inputs: Array<{ messages: ChatMessage[]; spec?: RunSpec }> = [];
+    for (const [k, it] of items.entries()) {
       const r = await childInput(it, run, deps.store.contexts);
       if (typeof r === 'string') return { outcome: toolFailed('invalid_arguments', r) };
-      inputs.push(r);
+      const agent = agents[k];
+      // A saved agent's sub-run starts from its instructions, then the call's own, then the prompt.
+      inputs.push(
+        agent
+          ? await agentChild(
+              agent,
+              { instructions: it.instructions, user: r.at(-1)!.content as string },
+              run,
+              parentCall,
+              deps.store,
+            )
+          : { messages: r },
+      );
     }
     const refused = await deps.runs.reserveSubruns(run, `${run.id}:${data.depth}:${data.index}`, items.length);
     if (refused) return { outcome: toolFailed('refused', refused) };
@@ -93,7 +123,7 @@ export async function runAgentQuery(
     await deps.runs.suspended(run.tenant, [run.id], 'subruns');
     const origin = { depth: data.depth, index: data.index, toolCallId: data.toolCallId };
     for (let k = 0; k < ids.length; k++)
-      await deps.runs.createChild(run, { id: ids[k]!, messages: inputs[k]!, index: k }, origin);
+      await deps.runs.createChild(run, { id: ids[k]!, index: k, ...inputs[k]! }, origin);
     await job.updateData({ ...job.data, subrunIds: ids, startedAt: job.processedOn ?? Date.now() });
   }
   if (!(await allEnded(ids, deps.store))) {

@@ -1,6 +1,8 @@
 import { toolFailed, toolOk, type ToolOutcome } from '@agentq/shared/core';
 import { chunkDocument, type Chunk, type ContextMeta, type ContextStore } from '@agentq/shared/store';
 import { z } from 'zod';
+import { chunkByUnits, type TitledChunk } from './context-chunks.js';
+import type { ChunkUnitKind } from './context-units.js';
 import { runContextSearch } from './context-search.js';
 import type { SearchThreads } from './search-threads.js';
 
@@ -16,6 +18,8 @@ const chunkArgs = z.strictObject({
   max_chars: z.number().int().min(1),
   overlap_chars: z.number().int().min(0).default(0),
   name: z.string().optional(),
+  /** `chars`: fixed windows; the others cut only between units (see context-chunks.ts). */
+  by: z.enum(['chars', 'lines', 'paragraphs', 'markdown', 'json']).default('chars'),
 });
 
 const ok = (value: unknown): ToolOutcome => toolOk(typeof value === 'string' ? value : JSON.stringify(value));
@@ -62,6 +66,9 @@ export async function runContextTool(
       if (a.data.overlap_chars >= a.data.max_chars) return invalid('overlap_chars must be smaller than max_chars');
       const which = a.data.name === undefined ? meta.documents.map((_, i) => i) : [docIndex(meta, a.data.name)];
       if (which[0] < 0) return invalid(`no document named "${a.data.name}" (documents: ${names()})`);
+      const { by } = a.data;
+      if (by !== 'chars')
+        return chunksByUnits(runId, meta, which, by, a.data.max_chars, a.data.overlap_chars, contexts);
       const chunks: Chunk[] = [];
       for (const i of which) {
         const d = meta.documents[i];
@@ -77,4 +84,31 @@ export async function runContextTool(
     default:
       return refused('unknown context tool');
   }
+}
+
+/** context_chunks by structure: each document read whole and cut between its units. */
+async function chunksByUnits(
+  runId: string,
+  meta: ContextMeta,
+  which: number[],
+  by: ChunkUnitKind,
+  maxChars: number,
+  overlapChars: number,
+  contexts: ContextStore,
+): Promise<ToolOutcome> {
+  const chunks: TitledChunk[] = [];
+  for (const i of which) {
+    const d = meta.documents[i]!;
+    let made: TitledChunk[];
+    try {
+      made = chunkByUnits(i, d.name, await contexts.readAll(runId, meta, i), by, maxChars, overlapChars);
+    } catch (err) {
+      if (!(err instanceof RangeError)) throw err;
+      return invalid(`the document "${d.name}" cannot be chunked by ${by}: it is ${err.message}`);
+    }
+    if (chunks.length + made.length > MAX_CHUNKS)
+      return refused(`that makes more than ${MAX_CHUNKS} chunks; use a larger max_chars`);
+    chunks.push(...made);
+  }
+  return ok({ chunks });
 }

@@ -62,6 +62,8 @@ export const runObjectSchema = z.looseObject({
   error: z.looseObject({ code: z.string(), message: z.string() }).nullable(),
   usage: usageSchema.loose(),
   usage_total: usageSchema.loose(),
+  /** The saved agent the run runs as, at its version. */
+  agent: z.looseObject({ name: z.string(), version: z.number().int().min(1) }).nullable(),
   metadata: z.record(z.string(), z.unknown()),
   created_at: timestamp,
   started_at: timestamp.nullable(),
@@ -141,9 +143,15 @@ export const runStepSchema = z.looseObject({
     prompt_tokens: z.number().int(),
     completion_tokens: z.number().int(),
     total_tokens: z.number().int(),
+    /** US dollars, when the price of the model is known. */
+    cost_usd: z.number().min(0).optional(),
   }),
   started_at: timestamp,
   completed_at: timestamp,
+  /** A final answer that failed the run's response_format (the run repairs it, or fails). */
+  error: z.looseObject({ code: z.string(), message: z.string() }).optional(),
+  /** A step that repairs such an answer: which repair (1, 2, …). */
+  repair: z.number().int().min(1).optional(),
   tool_calls: z.array(stepToolCallSchema),
 });
 

@@ -2,6 +2,8 @@ import { z } from 'zod';
 import { chatMessageSchema, type AssistantMessage } from './message.js';
 import type { Usage } from './usage.js';
 import { BUILTIN_TOOL_NAMES } from '../builtin-tools.js';
+import { modelSettingsSchema, type ModelSettings } from './model-settings.js';
+import { toolLimitsSchema, type ToolLimits } from '../tool-limits.js';
 
 /** `requires_action`: something of the run or of its sub-runs waits for an answer (see actions/). */
 export const RUN_STATUSES = [
@@ -23,13 +25,14 @@ export const STOP_REASONS = [
   'max_depth',
   'max_total_tokens',
   'max_tokens_per_day',
+  'max_cost_usd',
   'timeout',
   'approval_timeout',
   'cancelled',
   'error',
 ] as const;
 export type StopReason = (typeof STOP_REASONS)[number];
-export type BudgetName = 'max_depth' | 'max_total_tokens' | 'max_tokens_per_day' | 'timeout';
+export type BudgetName = 'max_depth' | 'max_total_tokens' | 'max_tokens_per_day' | 'max_cost_usd' | 'timeout';
 
 /** `metadata` is echoed with every run (lists too), so it is kept small. */
 export const METADATA_MAX_BYTES = 16 * 1024;
@@ -127,18 +130,59 @@ const clientToolsSchema = z
     'two client tools have the same name',
   );
 
+/**
+ * `name` or `name@<version>` of a saved agent (see schemas/agent.ts): what `agent` of a run and
+ * the entries of `subagents.agents` take.
+ */
+export const agentRefSchema = z
+  .string()
+  .regex(
+    /^[a-z0-9][a-z0-9_-]{0,63}(@[1-9][0-9]{0,8})?$/,
+    'an agent name ([a-z0-9][a-z0-9_-]{0,63}), optionally with @<version>, e.g. "analyst" or "analyst@3"',
+  );
+
+/** How many saved agents a run may let its model call as sub-agents (`subagents.agents`). */
+export const MAX_SUBAGENT_TYPES = 32;
+
+const subagentsSchema = z
+  .strictObject({
+    enabled: z.boolean().default(false),
+    max_nesting: z.number().int().min(1).max(10).default(3),
+    max_batch: z.number().int().min(1).max(100).default(10),
+    /** Saved agents the model may start as sub-agents (`agent_query {"agent"}`). */
+    agents: z
+      .array(agentRefSchema)
+      .max(MAX_SUBAGENT_TYPES)
+      .refine((a) => new Set(a.map((r) => r.split('@')[0])).size === a.length, 'an agent is listed twice')
+      .optional(),
+  })
+  .refine((s) => s.enabled || !s.agents?.length, {
+    message: 'set "enabled": true to let the run call the agents listed in "agents"',
+    path: ['enabled'],
+  });
+
 const contextDocSchema = z.object({ name: z.string().min(1).max(256), text: z.string() });
 
 /** The body of `POST /v1/runs`. */
 export const createRunBodySchema = z
   .strictObject({
+    /** A saved agent whose fields the run takes (see runs/agent-runs.ts for the precedence). */
+    agent: agentRefSchema.optional(),
     input: z.string().min(1, 'must not be empty').optional(),
     messages: z.array(chatMessageSchema).min(1, 'must hold at least one message').max(10_000).optional(),
     instructions: z.string().optional(),
     model: z.string().min(1).max(256).optional(),
+    /** Sampling and output settings passed to the provider (see model-settings.ts). */
+    model_settings: modelSettingsSchema.optional(),
+    /** Models a step moves on to, in order, when its model keeps failing (retries spent). */
+    fallback_models: z.array(z.string().min(1).max(256)).min(1).max(5).optional(),
     tools: toolsSchema.optional(),
+    /** At most n calls of the matching tools in the run; calls past it are error results (see tool-limits.ts). */
+    tool_limits: toolLimitsSchema.optional(),
     max_depth: z.number().int().min(1).max(100).default(10),
     max_total_tokens: z.number().int().min(1).optional(),
+    /** A budget in US dollars over the run tree, counted where model prices are known (PROVIDERS_CONFIG). */
+    max_cost_usd: z.number().positive().max(1_000_000).optional(),
     timeout_ms: z
       .number()
       .int()
@@ -146,13 +190,9 @@ export const createRunBodySchema = z
       .max(7 * 24 * 3600 * 1000)
       .optional(),
     on_budget_exhausted: z.enum(['final_answer', 'stop']).default('final_answer'),
-    subagents: z
-      .strictObject({
-        enabled: z.boolean().default(false),
-        max_nesting: z.number().int().min(1).max(10).default(3),
-        max_batch: z.number().int().min(1).max(100).default(10),
-      })
-      .optional(),
+    subagents: subagentsSchema.optional(),
+    /** Answers that fail response_format's schema are sent back to the model this many times. */
+    structured_output_retries: z.number().int().min(0).max(5).optional(),
     response_format: responseFormatSchema
       .refine(
         (f) => jsonBytes(f) <= RESPONSE_FORMAT_MAX_BYTES,
@@ -191,14 +231,35 @@ export type CreateRunBody = z.infer<typeof createRunBodySchema>;
 /** What a worker needs to know of a run: fixed at creation, stored once. */
 export interface RunSpec {
   model: string;
+  /** Passed to the provider with every model call (sub-runs inherit them). */
+  model_settings?: ModelSettings;
+  /** Models a step moves on to when its model keeps failing (sub-runs inherit them). */
+  fallback_models?: string[];
   instructions?: string;
   tools?: string[];
+  /** Calls past these are error results the model sees (sub-runs inherit them, each counting its own). */
+  tool_limits?: ToolLimits;
   max_depth: number;
   max_total_tokens?: number;
+  /**
+   * On a sub-run of a saved agent with its own max_total_tokens: a token budget over this run and
+   * its sub-runs (its usage_total), beside the tree's (max_total_tokens).
+   */
+  subtree_max_total_tokens?: number;
+  /** A budget in US dollars over the run tree (its usage_total's cost_usd). */
+  max_cost_usd?: number;
+  /** As subtree_max_total_tokens, for a saved agent's own max_cost_usd. */
+  subtree_max_cost_usd?: number;
   timeout_ms?: number;
   on_budget_exhausted: 'final_answer' | 'stop';
-  subagents?: { enabled: boolean; max_nesting: number; max_batch: number };
+  subagents?: { enabled: boolean; max_nesting: number; max_batch: number; agents?: string[] };
+  /** The saved agent the run runs as (by `agent`, or a sub-run by `agent_query {"agent"}`). */
+  agent?: AgentRef;
+  /** The agents of `subagents.agents` as the run was created: see SubagentType. */
+  subagent_types?: SubagentType[];
   response_format?: ResponseFormat;
+  /** How many times an answer that fails response_format is sent back to be repaired; unset: 1. */
+  structured_output_retries?: number;
   webhook?: { url: string; secret?: string };
   /** Which tool calls wait for a yes (inherited by sub-runs). */
   approval?: ApprovalPolicy;
@@ -218,6 +279,23 @@ export interface RunSpec {
   ancestors: string[];
   /** Nesting level: 0 for a root run. */
   nesting: number;
+}
+
+/** A saved agent at one of its versions. */
+export interface AgentRef {
+  name: string;
+  version: number;
+}
+
+/**
+ * An agent a run may start as a sub-agent, fixed when the run was created: its version then and
+ * its description (which the model reads). `version` is null for an agent not saved then: a
+ * call to it takes its latest version at the time, or is an error result while there is none.
+ */
+export interface SubagentType {
+  name: string;
+  version: number | null;
+  description: string;
 }
 
 /**
@@ -247,6 +325,8 @@ export interface RunObject {
   error: { code: string; message: string } | null;
   usage: Usage;
   usage_total: Usage;
+  /** The saved agent the run runs as, null for none. */
+  agent: AgentRef | null;
   metadata: Record<string, unknown>;
   created_at: string;
   started_at: string | null;

@@ -18,6 +18,7 @@
     ARGV[5] completionTokens
     ARGV[6] totalTokens
     ARGV[7] completedEvent     the `step.completed` event's data (JSON)
+    ARGV[8] costNanos          the step's cost in nano-dollars, or '' when its price is not known
 
   Output:
     false when this call committed the step; the step stored before when this depth was
@@ -26,7 +27,7 @@
 local runKey, messagesKey, stepsKey, eventsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local depth, message, step = ARGV[1], ARGV[2], ARGV[3]
 local promptTokens, completionTokens, totalTokens = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-local completedEvent = ARGV[7]
+local completedEvent, costNanos = ARGV[7], ARGV[8]
 
 --- @include "run-over"
 --- @include "events"
@@ -58,6 +59,12 @@ for k = 5, #KEYS do
   local a = ancestors[k]
   redis.call('HSET', KEYS[k], UT.prompt_tokens, plus(a[2], promptTokens), UT.completion_tokens,
     plus(a[3], completionTokens), UT.total_tokens, plus(a[4], totalTokens), UT.model_calls, plus(a[5], 1))
+end
+-- A cost is counted only where a price is known: a run without one has no cost field at all.
+if costNanos ~= '' then
+  redis.call('HINCRBY', runKey, F.usageCost, costNanos)
+  redis.call('HINCRBY', runKey, F.usageTotalCost, costNanos)
+  for k = 5, #KEYS do redis.call('HINCRBY', KEYS[k], F.usageTotalCost, costNanos) end
 end
 xadd(eventsKey, 'step.completed', completedEvent)
 return false
